@@ -1,0 +1,154 @@
+"""Shared helpers for the simulator tests (test_sim*.py): models, hub, client, webui.
+
+A plain module, not a conftest: import what you need and use the fixtures.
+Every process started here is killed in teardown.
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIM = os.path.join(ROOT, "scripts", "sim")
+PY = "/usr/bin/python3"  # Debian's torch/fastapi are installed for this interpreter only
+MODELS = os.path.join(ROOT, "build", "sim", "small")
+# Generous: for waiting only, never asserted as a duration.
+WAIT = 120
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def base_env(**extra):
+    """The test's environment minus any HF_* setting inherited from the caller."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SIM_"))}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def kill(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def models():
+    """Small generated models (a few MB), built once; genmodels skips if stamped."""
+    subprocess.run([PY, os.path.join(SIM, "genmodels.py"), "--size", "small", "--out", MODELS],
+                   check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(MODELS, "hub", "manifest.json")) as f:
+        manifest = json.load(f)["repos"]
+    return {"dir": MODELS, "checkpoints": os.path.join(MODELS, "checkpoints"), "manifest": manifest}
+
+
+class Hub:
+    def __init__(self, root, tmp):
+        port_file = os.path.join(tmp, "hub.port")
+        self.log = open(os.path.join(tmp, "hub.log"), "w")
+        self.proc = subprocess.Popen([PY, os.path.join(SIM, "hub.py"), "--root", root,
+                                      "--port", "0", "--port-file", port_file, "--verbose"],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + WAIT
+        while not os.path.exists(port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"hub did not start; see {self.log.name}")
+            time.sleep(0.05)
+        self.port = int(open(port_file).read())
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def control(self, **knobs):
+        req = urllib.request.Request(self.url + "/_control", data=json.dumps(knobs).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.load(r)
+
+    def state(self):
+        return self.control()
+
+    def stop(self):
+        kill(self.proc)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def hub_proc(models, tmp_path_factory):
+    h = Hub(os.path.join(models["dir"], "hub"), str(tmp_path_factory.mktemp("hub")))
+    yield h
+    h.stop()
+
+
+@pytest.fixture
+def hub(hub_proc):
+    """The module's hub with default knobs and zeroed counters."""
+    hub_proc.control(reset=True)
+    yield hub_proc
+    hub_proc.control(reset=True)
+
+
+def make_app(tmp_path, models, omit=()):
+    """An app dir like IndexTTS2's: checkpoints/ with links to the generated files
+    (so a cache written into checkpoints/hf_cache stays in the test's tmp dir)."""
+    app = tmp_path / "app"
+    ck = app / "checkpoints"
+    ck.mkdir(parents=True)
+    for name in os.listdir(models["checkpoints"]):
+        if name not in omit and name != "hf_cache":
+            os.symlink(os.path.join(models["checkpoints"], name), ck / name)
+    return app
+
+
+def run_client(env, repo, filename, timeout=WAIT):
+    """hfclient.py in a fresh process: it reads HF_* at import, like huggingface_hub."""
+    return subprocess.run([PY, os.path.join(SIM, "hfclient.py"), repo, filename], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class Webui:
+    def __init__(self, app, env, port, *args):
+        self.port = port
+        self.log_path = str(app / "webui.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([PY, os.path.join(SIM, "webui.py"), "--host", "127.0.0.1",
+                                      "--port", str(port), *args],
+                                     cwd=app, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def output(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        kill(self.proc)
+        self.log.close()
+
+
+@pytest.fixture
+def webuis():
+    """Factory: webuis(app, env, port, *args) starts webui.py; all killed at teardown."""
+    started = []
+
+    def start(app, env, port, *args):
+        w = Webui(app, env, port, *args)
+        started.append(w)
+        return w
+    yield start
+    for w in started:
+        w.stop()
