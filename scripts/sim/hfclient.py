@@ -283,6 +283,8 @@ def main(argv):
         print(hf_hub_download(argv[1], argv[2]))
     except (OSError, ValueError, requests.RequestException) as e:
         print(f"hfclient: {type(e).__name__}: {e}", file=sys.stderr)
+        if e.__cause__ is not None:
+            print(f"  caused by {type(e.__cause__).__name__}: {e.__cause__}", file=sys.stderr)
         return 1
     return 0
 
