@@ -175,8 +175,6 @@ def gen_checkpoints(ck, scale):
 
 def gen_hub_repos(hub, scale):
     """The files IndexTTS2 downloads at run time, per repository."""
-    import torch
-
     def size(key):
         return max(MIN_BYTES, int(REAL_SIZES[key] * scale))
 
