@@ -1,0 +1,120 @@
+# tts-launch build. Everything generated goes under build/.
+# `make` builds build/tts-launch; `make check` runs every test; `make demo`
+# runs the main job on the bundled IndexTTS2 simulator. V=1 shows commands.
+
+BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CC        ?= gcc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+PYTHON    := /usr/bin/python3
+MULTIARCH := $(shell $(CC) -dumpmachine)
+ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/')
+VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo 0.1)
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
+            -MMD -MP -I$(BUILD) -Ilauncher -Ibpf -I/usr/include/iniparser \
+            -DTTS_LAUNCH_VERSION='"$(VERSION)"'
+LDLIBS   += -lbpf -lelf -lz -lcap -liniparser -ljansson -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf \
+              -I/usr/include/$(MULTIARCH) -Wall -Werror
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+SRCS      := $(wildcard launcher/*.c)
+OBJS      := $(patsubst launcher/%.c,$(BUILD)/launcher/%.o,$(SRCS))
+LIB_OBJS  := $(filter-out $(BUILD)/launcher/main.o,$(OBJS))
+HOOK_SRCS := $(wildcard hooks/*.c)
+HOOKS     := $(patsubst hooks/%.c,$(BUILD)/hooks/%.so,$(HOOK_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+HELPER_SRCS := $(wildcard tests/helpers/*.c)
+HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRCS))
+
+.DELETE_ON_ERROR:
+.PHONY: all install check unit e2e demo bench setup clean format
+
+all: $(BUILD)/tts-launch $(HOOKS)
+
+$(BUILD) $(BUILD)/launcher $(BUILD)/hooks $(BUILD)/tests/unit $(BUILD)/tests/helpers:
+	$(Q)mkdir -p $@
+
+$(BUILD)/vmlinux.h: | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# Every launcher object may include a skeleton; -MMD records which.
+$(BUILD)/launcher/%.o: launcher/%.c $(SKELS) | $(BUILD)/launcher
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tts-launch: $(OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/hooks/%.so: hooks/%.c | $(BUILD)/hooks
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(filter-out -Werror,$(CFLAGS)) -Werror -fPIC -shared $< -o $@ -ldl -lpthread
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJS) | $(BUILD)/tests/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c | $(BUILD)/tests/helpers
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+setup:
+	$(Q)scripts/setup
+
+install: $(BUILD)/tts-launch $(HOOKS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tts-launch $(DESTDIR)$(PREFIX)/share/doc/tts-launch
+	install -m 0755 $(BUILD)/tts-launch $(DESTDIR)$(PREFIX)/bin/tts-launch
+	$(if $(HOOKS),install -m 0644 $(HOOKS) $(DESTDIR)$(PREFIX)/lib/tts-launch/)
+	install -m 0644 conf/tts-launch.ini $(DESTDIR)$(PREFIX)/share/doc/tts-launch/tts-launch.ini.example
+
+unit: $(UNITS)
+	$(Q)set -e; for t in $(UNITS); do echo "== $$t"; $$t; done
+
+e2e: all $(HELPERS)
+	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
+
+check: setup
+	$(Q)$(MAKE) --no-print-directory all $(UNITS) $(HELPERS)
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory e2e
+
+demo: setup
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo
+
+bench: setup
+	$(Q)$(MAKE) --no-print-directory all $(HELPERS)
+	$(Q)scripts/bench/run-all
+
+format:
+	clang-format -i launcher/*.c launcher/*.h bpf/*.c bpf/*.h hooks/*.c tests/unit/*.c tests/helpers/*.c
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/*.bpf.d $(BUILD)/tests/unit/*.d)

@@ -1,0 +1,102 @@
+/* config: one struct with defaults, filled from the INI file, then the
+ * command line. Every key is listed in config.c's table and documented in
+ * conf/tts-launch.ini. */
+#ifndef TTS_CONFIG_H
+#define TTS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum run_mode { MODE_FOREGROUND, MODE_DAEMON };
+enum stale_policy { STALE_KILL, STALE_FAIL, STALE_IGNORE };
+enum stale_scope { SCOPE_APP, SCOPE_ANY };
+enum mlock_mode { MLOCK_OFF, MLOCK_ALL, MLOCK_MODELS, MLOCK_ONFAULT };
+
+struct env_var {
+	char *name;
+	char *value;
+};
+
+struct config {
+	char *source; /* file the settings came from, or "(built-in defaults)" */
+
+	/* [app] */
+	char *app_dir;   /* absolute after config_finish() */
+	char *python;    /* interpreter or runner, split on spaces ("uv run") */
+	char *script;    /* webui.py */
+	char *args;      /* extra arguments, split on spaces */
+	char *host;
+	int port;        /* 0: no port (a -- COMMAND without one) */
+	char *model_dir;
+
+	/* [env] */
+	char *pythonpath; /* additions, ':'-separated, relative to app_dir */
+	struct env_var *env;
+	size_t n_env;
+
+	/* [stale] */
+	char *stale_match; /* substring of the command line; default: script */
+	enum stale_policy stale_policy;
+	enum stale_scope stale_scope;
+	double stale_grace; /* seconds */
+
+	/* [log] */
+	char *log_file; /* relative to app_dir; "" = no log file */
+	long long log_max_size; /* bytes, 0 = never rotate */
+	int log_backups;
+
+	/* [service] */
+	char *user;
+	char *group;
+	enum run_mode mode;
+	char *pidfile;        /* relative to app_dir */
+	double ready_timeout; /* seconds; only warns */
+	double stop_grace;    /* seconds between SIGTERM and SIGKILL */
+
+	/* [trace] */
+	bool trace;
+	char *timeline; /* relative to app_dir */
+	double settle;  /* seconds after ready before the timeline is written */
+	bool python_usdt;
+
+	/* [mlock] */
+	enum mlock_mode mlock;
+
+	/* command line only */
+	char **command; /* -- COMMAND ARG...: replaces python+script+args */
+	int n_command;
+	bool print_env;
+	int verbose;
+};
+
+#define CONFIG_ERR_MAX 1024
+
+/* Defaults: start webui.py in the current directory the way IndexTTS2's
+ * README does. */
+void config_defaults(struct config *c);
+
+/* Load FILE into c. Returns 0, or -1 with a message in err naming the file,
+ * section and key and what is expected. */
+int config_load_file(struct config *c, const char *file, char *err, size_t errlen);
+
+/* Apply one "section.key=value" override (--set). */
+int config_set(struct config *c, const char *assignment, char *err, size_t errlen);
+
+/* Find the file to use: explicit, ./tts-launch.ini, /etc/tts-launch.ini or
+ * NULL for built-in defaults. Returns a pointer to a static or given string. */
+const char *config_locate(const char *explicit_file);
+
+/* Cross-option checks, path resolution against app_dir. */
+int config_finish(struct config *c, char *err, size_t errlen);
+
+/* Build the service's argv (NULL-terminated, malloc'd) from the config. */
+char **config_service_argv(const struct config *c);
+
+/* Resolve a path relative to app_dir (malloc'd). */
+char *config_path(const struct config *c, const char *p);
+
+const char *config_mlock_name(enum mlock_mode m);
+
+void config_free(struct config *c);
+
+#endif

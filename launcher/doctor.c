@@ -1,0 +1,252 @@
+#include "doctor.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <linux/bpf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+static int fails;
+
+static void line(const char *status, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void line(const char *status, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!strcmp(status, "FAIL"))
+		fails++;
+	printf("%-4s  %-22s ", status, what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static int read_first_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static bool has_cap(cap_value_t v)
+{
+	cap_t caps = cap_get_proc();
+	cap_flag_value_t f = CAP_CLEAR;
+
+	if (caps) {
+		cap_get_flag(caps, v, CAP_EFFECTIVE, &f);
+		cap_free(caps);
+	}
+	return f == CAP_SET;
+}
+
+static void check_kernel(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &major, &minor);
+	if (major > 5 || (major == 5 && minor >= 8))
+		line("OK", "kernel", "%s (ring buffer, pidfd: yes)", u.release);
+	else
+		line("FAIL", "kernel", "%s is older than 5.8 (no BPF ring buffer): upgrade the kernel",
+		     u.release);
+}
+
+static void check_btf(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		line("OK", "BTF", "/sys/kernel/btf/vmlinux present");
+	else
+		line("FAIL", "BTF", "/sys/kernel/btf/vmlinux missing: use a kernel built with "
+				    "CONFIG_DEBUG_INFO_BTF=y; the service would start untraced");
+}
+
+static void check_tracefs(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+		line("OK", "tracefs", "mounted at /sys/kernel/tracing");
+	else if (access("/sys/kernel/tracing", F_OK) == 0 && geteuid() == 0)
+		line("WARN", "tracefs", "not mounted; tts-launch mounts it when tracing "
+					"(mount -t tracefs tracefs /sys/kernel/tracing)");
+	else
+		line("FAIL", "tracefs", "not available: syscall tracepoints cannot attach; "
+					"run as root or mount tracefs");
+}
+
+static void check_caps(void)
+{
+	bool bpf = has_cap(CAP_BPF) || has_cap(CAP_SYS_ADMIN);
+	bool perf = has_cap(CAP_PERFMON) || has_cap(CAP_SYS_ADMIN);
+
+	if (bpf && perf)
+		line("OK", "BPF capabilities", "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) held");
+	else
+		line("FAIL", "BPF capabilities", "missing %s%s: run tts-launch as root (the service "
+						 "can still run as [service] user)",
+		     bpf ? "" : "CAP_BPF ", perf ? "" : "CAP_PERFMON");
+}
+
+static void check_unpriv(void)
+{
+	char v[32];
+
+	if (read_first_line("/proc/sys/kernel/unprivileged_bpf_disabled", v, sizeof(v)) < 0)
+		line("WARN", "unprivileged BPF", "cannot read /proc/sys/kernel/unprivileged_bpf_disabled");
+	else
+		line("OK", "unprivileged BPF", "unprivileged_bpf_disabled = %s (%s)", v,
+		     strcmp(v, "0") ? "only privileged users can trace, as expected"
+				    : "any user may load BPF");
+}
+
+static void check_lockdown(void)
+{
+	char v[128];
+
+	if (read_first_line("/sys/kernel/security/lockdown", v, sizeof(v)) < 0) {
+		line("OK", "lockdown", "no lockdown LSM interface (not locked down)");
+		return;
+	}
+	if (strstr(v, "[confidentiality]"))
+		line("FAIL", "lockdown", "%s: kernel memory reads by BPF are refused; boot with "
+					 "lockdown=none or integrity", v);
+	else
+		line("OK", "lockdown", "%s", v);
+}
+
+static void check_memlock(void)
+{
+	struct rlimit r;
+
+	getrlimit(RLIMIT_MEMLOCK, &r);
+	if (r.rlim_cur == RLIM_INFINITY)
+		line("OK", "RLIMIT_MEMLOCK", "unlimited");
+	else
+		/* Since 5.11 BPF memory is charged to the memory cgroup, not
+		 * RLIMIT_MEMLOCK (kernel commit 97306be45fbe). */
+		line("OK", "RLIMIT_MEMLOCK", "%llu KiB (hard %llu KiB); BPF maps are charged to the "
+					     "memory cgroup on 5.11+, mlock of the service needs "
+					     "CAP_IPC_LOCK or root",
+		     (unsigned long long)r.rlim_cur / 1024, (unsigned long long)r.rlim_max / 1024);
+}
+
+static void check_bpf_load(void)
+{
+	/* r0 = 0; exit: the smallest program, to prove the kernel takes one. */
+	struct bpf_insn prog[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_TRACEPOINT, "doctor", "GPL", prog, 2, NULL);
+
+	if (fd >= 0) {
+		line("OK", "BPF program load", "a tracepoint program loads");
+		close(fd);
+	} else {
+		line("FAIL", "BPF program load", "refused: %s; the service would start untraced",
+		     strerror(errno));
+	}
+}
+
+static bool in_path(const char *prog, char *found, size_t len)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL;
+	bool ok = false;
+
+	if (strchr(prog, '/')) {
+		snprintf(found, len, "%s", prog);
+		return access(prog, X_OK) == 0;
+	}
+	copy = strdup(path ? path : "/usr/bin:/bin");
+	for (dir = strtok_r(copy, ":", &save); dir && !ok; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(found, len, "%s/%s", dir, prog);
+		ok = access(found, X_OK) == 0;
+	}
+	free(copy);
+	return ok;
+}
+
+static void check_app(const struct config *c)
+{
+	char interp[512], found[1024];
+	char *script;
+
+	if (c->n_command) {
+		if (in_path(c->command[0], found, sizeof(found)))
+			line("OK", "command", "%s", found);
+		else
+			line("FAIL", "command", "%s not found or not executable", c->command[0]);
+		return;
+	}
+	snprintf(interp, sizeof(interp), "%.*s", (int)strcspn(c->python, " \t"), c->python);
+	if (in_path(interp, found, sizeof(found)))
+		line("OK", "interpreter", "%s", found);
+	else
+		line("FAIL", "interpreter", "%s not found or not executable: set [app] python", interp);
+	script = config_path(c, c->script);
+	if (access(script, R_OK) == 0)
+		line("OK", "script", "%s", script);
+	else
+		line("FAIL", "script", "%s: %s: set [app] dir and script", script, strerror(errno));
+	free(script);
+}
+
+static void check_port(const struct config *c)
+{
+	pid_t pids[4];
+	int n;
+
+	if (c->port <= 0) {
+		line("OK", "port", "none configured (ready = first TCP listen)");
+		return;
+	}
+	n = proc_port_listeners(c->port, pids, 4);
+	if (n > 0) {
+		char *cmd = proc_cmdline(pids[0]);
+
+		line("WARN", "port", "%d is held by pid %d (%s): a stale instance is ended by `run`, "
+				     "anything else makes it exit 3", c->port, pids[0], cmd ? cmd : "?");
+		free(cmd);
+	} else {
+		line("OK", "port", "%d is free", c->port);
+	}
+}
+
+int doctor_run(const struct config *c)
+{
+	fails = 0;
+	printf("tts-launch doctor (config: %s)\n", c->source);
+	check_kernel();
+	check_btf();
+	check_tracefs();
+	check_caps();
+	check_unpriv();
+	check_lockdown();
+	check_memlock();
+	check_bpf_load();
+	check_app(c);
+	check_port(c);
+	printf("%s\n", fails ? "some checks failed: see the fixes above" : "all checks passed");
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,266 @@
+/* tts-launch: command line. Parses the subcommand and options, builds the
+ * config (defaults < INI file < --set < flags), and dispatches. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "control.h"
+#include "doctor.h"
+#include "spawn.h"
+#include "supervise.h"
+#include "timeline.h"
+
+extern char **environ;
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+	"Usage:\n"
+	"  tts-launch [run] [-c FILE] [--set SECTION.KEY=VALUE]... [--timeline PATH]\n"
+	"             [--mlock[=all|models|off]] [--no-trace] [--foreground|--daemon]\n"
+	"             [--print-env] [-v] [-- COMMAND [ARG...]]\n"
+	"  tts-launch stop|status [-c FILE] [--set SECTION.KEY=VALUE]...\n"
+	"  tts-launch doctor [-c FILE]\n"
+	"  tts-launch report TIMELINE.json [--format text|json]\n"
+	"\n"
+	"Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
+	"sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
+	"from its first instruction, and writes a startup timeline.\n"
+	"\n"
+	"Commands:\n"
+	"  run       (default) start the service and supervise it until it exits\n"
+	"  stop      stop the service started by `run` (SIGTERM, grace, SIGKILL)\n"
+	"  status    is it running? (exit 0 running, 1 dead with pidfile, 3 not running)\n"
+	"  doctor    can this machine trace, and can the app start? (exit 1 on FAIL)\n"
+	"  report    print a saved timeline (summary text, or the JSON)\n"
+	"\n"
+	"Options:\n"
+	"  -c, --config FILE    INI file (default: ./tts-launch.ini, else\n"
+	"                       /etc/tts-launch.ini, else built-in defaults)\n"
+	"      --set S.K=V      override one key, e.g. --set app.port=7861 (repeatable)\n"
+	"      --timeline PATH  where to write the timeline JSON ('' for none)\n"
+	"      --mlock[=MODE]   lock model pages once loaded: all (default), models, off\n"
+	"      --no-trace       start without eBPF tracing\n"
+	"      --foreground     stay attached; output also on the terminal (default)\n"
+	"      --daemon         detach; `tts-launch stop|status` work from another shell\n"
+	"      --print-env      print the command, directory and environment the service\n"
+	"                       would get, then exit\n"
+	"  -v, --verbose        more detail (libbpf's own messages)\n"
+	"  -h, --help           this text;  --version  the version\n"
+	"  -- COMMAND [ARG...]  run COMMAND instead of the configured app (no port is\n"
+	"                       watched unless --set app.port=N: ready = its first listen)\n"
+	"\n"
+	"Exit codes: the service's own code when it exits (128+N when killed by signal N);\n"
+	"126/127 when it cannot be executed; 2 bad usage or config (nothing killed or\n"
+	"started); 3 the port is held by a process that is not a stale instance.\n"
+	"Every config key is documented in conf/tts-launch.ini and README.md.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tts-launch: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'tts-launch --help'.\n");
+	return EXIT_USAGE;
+}
+
+enum { OPT_SET = 256, OPT_TIMELINE, OPT_MLOCK, OPT_NO_TRACE, OPT_FG, OPT_DAEMON, OPT_PRINT_ENV,
+       OPT_VERSION, OPT_FORMAT };
+
+static const struct option long_opts[] = {
+	{"config", required_argument, NULL, 'c'},
+	{"set", required_argument, NULL, OPT_SET},
+	{"timeline", required_argument, NULL, OPT_TIMELINE},
+	{"mlock", optional_argument, NULL, OPT_MLOCK},
+	{"no-trace", no_argument, NULL, OPT_NO_TRACE},
+	{"foreground", no_argument, NULL, OPT_FG},
+	{"daemon", no_argument, NULL, OPT_DAEMON},
+	{"print-env", no_argument, NULL, OPT_PRINT_ENV},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{NULL, 0, NULL, 0},
+};
+
+static int print_env(const struct config *c)
+{
+	char **argv = config_service_argv(c);
+	char **envp = spawn_build_env(c, environ);
+
+	printf("# command:");
+	for (char **a = argv; *a; a++)
+		printf(" %s", *a);
+	printf("\n# directory: %s\n", c->app_dir);
+	for (char **e = envp; *e; e++)
+		printf("%s\n", *e);
+	spawn_env_free(argv);
+	spawn_env_free(envp);
+	return 0;
+}
+
+static int report(const char *path, const char *format)
+{
+	char err[512];
+	struct timeline *tl;
+
+	if (!path)
+		return usage_error("%s", "report needs a TIMELINE.json");
+	if (strcmp(format, "text") && strcmp(format, "json"))
+		return usage_error("unknown --format '%s': expected text or json", format);
+	tl = timeline_load(path, err, sizeof(err));
+	if (!tl) {
+		fprintf(stderr, "tts-launch: %s\n", err);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(format, "json"))
+		json_dumpf(tl->root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	else
+		timeline_print_summary(tl, stdout);
+	timeline_free(tl);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const cmds[] = {"run", "stop", "status", "doctor", "report"};
+	const char *cmd = "run", *file = NULL, *format = "text";
+	char **sets = calloc((size_t)argc, sizeof(char *));
+	int nsets = 0, opt, rc;
+	int mode = -1, no_trace = 0, print = 0, verbose = 0, mlock = -1;
+	const char *timeline = NULL;
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+	int first = 1;
+
+	clock_init();
+	if (!sets)
+		return 1;
+	if (argc > 1 && argv[1][0] != '-') {
+		size_t i;
+
+		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[1], cmds[i]))
+				break;
+		if (i == sizeof(cmds) / sizeof(cmds[0]))
+			return usage_error("unknown command '%s': expected run, stop, status, doctor or report",
+					   argv[1]);
+		cmd = argv[1];
+		first = 2;
+	}
+	optind = first;
+	/* '+': stop at "--" and at the first word, so COMMAND keeps its own
+	 * options. */
+	while ((opt = getopt_long(argc, argv, "+c:vh", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			file = optarg;
+			break;
+		case OPT_SET:
+			sets[nsets++] = optarg;
+			break;
+		case OPT_TIMELINE:
+			timeline = optarg;
+			break;
+		case OPT_MLOCK:
+			if (!optarg || !strcmp(optarg, "all"))
+				mlock = MLOCK_ALL;
+			else if (!strcmp(optarg, "models"))
+				mlock = MLOCK_MODELS;
+			else if (!strcmp(optarg, "onfault"))
+				mlock = MLOCK_ONFAULT;
+			else if (!strcmp(optarg, "off"))
+				mlock = MLOCK_OFF;
+			else
+				return usage_error("unknown --mlock mode '%s': expected all, models, onfault or off",
+						   optarg);
+			break;
+		case OPT_NO_TRACE:
+			no_trace = 1;
+			break;
+		case OPT_FG:
+			mode = MODE_FOREGROUND;
+			break;
+		case OPT_DAEMON:
+			mode = MODE_DAEMON;
+			break;
+		case OPT_PRINT_ENV:
+			print = 1;
+			break;
+		case OPT_FORMAT:
+			format = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("tts-launch %s\n", TTS_LAUNCH_VERSION);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'tts-launch --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+
+	if (!strcmp(cmd, "report"))
+		return report(optind < argc ? argv[optind] : NULL, format);
+
+	config_defaults(&c);
+	file = config_locate(file);
+	if (file && config_load_file(&c, file, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tts-launch: error: %s\n", err);
+		return EXIT_USAGE;
+	}
+	/* A command after "--" replaces the configured app. */
+	if (optind < argc && !strcmp(argv[optind - 1], "--")) {
+		c.command = &argv[optind];
+		c.n_command = argc - optind;
+		c.port = 0; /* unless --set app.port below */
+	} else if (optind < argc) {
+		return usage_error("unexpected argument '%s' (a command to run goes after --)",
+				   argv[optind]);
+	}
+	for (int i = 0; i < nsets; i++) {
+		if (config_set(&c, sets[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "tts-launch: error: %s\n", err);
+			return EXIT_USAGE;
+		}
+	}
+	if (timeline) {
+		free(c.timeline);
+		c.timeline = strdup(timeline);
+	}
+	if (no_trace)
+		c.trace = false;
+	if (mode >= 0)
+		c.mode = (enum run_mode)mode;
+	if (mlock >= 0)
+		c.mlock = (enum mlock_mode)mlock;
+	c.verbose = verbose;
+	c.print_env = print;
+	if (config_finish(&c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tts-launch: error: %s\n", err);
+		return EXIT_USAGE;
+	}
+
+	if (!strcmp(cmd, "stop"))
+		rc = control_stop(&c);
+	else if (!strcmp(cmd, "status"))
+		rc = control_status(&c);
+	else if (!strcmp(cmd, "doctor"))
+		rc = doctor_run(&c);
+	else if (print)
+		rc = print_env(&c);
+	else
+		rc = supervise_run(&c, argc, argv);
+	c.command = NULL;
+	config_free(&c);
+	free(sets);
+	return rc;
+}

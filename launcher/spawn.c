@@ -1,0 +1,289 @@
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OOM()                                                                                      \
+	do {                                                                                       \
+		perror("tts-launch: out of memory");                                               \
+		exit(1);                                                                           \
+	} while (0)
+
+static void env_put(char ***envp, size_t *n, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *kv;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		OOM();
+	for (size_t i = 0; i < *n; i++) {
+		if (!strncmp((*envp)[i], name, len) && (*envp)[i][len] == '=') {
+			free((*envp)[i]);
+			(*envp)[i] = kv;
+			return;
+		}
+	}
+	*envp = realloc(*envp, (*n + 2) * sizeof(char *));
+	if (!*envp)
+		OOM();
+	(*envp)[(*n)++] = kv;
+	(*envp)[*n] = NULL;
+}
+
+char **spawn_build_env(const struct config *c, char *const *base)
+{
+	char **envp = calloc(1, sizeof(char *));
+	size_t n = 0;
+	const char *inherited = NULL;
+	char *pp, *add, *tok, *save = NULL;
+	size_t cap;
+
+	if (!envp)
+		OOM();
+	for (size_t i = 0; base && base[i]; i++) {
+		if (!strncmp(base[i], "PYTHONPATH=", 11)) {
+			inherited = base[i] + 11;
+			continue;
+		}
+		envp = realloc(envp, (n + 2) * sizeof(char *));
+		if (!envp)
+			OOM();
+		envp[n] = strdup(base[i]);
+		if (!envp[n])
+			OOM();
+		envp[++n] = NULL;
+	}
+	/* PYTHONPATH: app dir first (start_app.sh's `export PYTHONPATH=$PWD`),
+	 * then the configured additions, then whatever was inherited. */
+	cap = strlen(c->app_dir) + strlen(c->pythonpath) * 2 + strlen(c->app_dir) * 8 +
+	      (inherited ? strlen(inherited) : 0) + 16;
+	pp = malloc(cap);
+	add = strdup(c->pythonpath);
+	if (!pp || !add)
+		OOM();
+	strcpy(pp, c->app_dir);
+	for (tok = strtok_r(add, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+		char *abs = config_path(c, tok);
+		size_t need = strlen(pp) + strlen(abs) + 2;
+
+		if (need > cap) {
+			cap = need * 2;
+			pp = realloc(pp, cap);
+			if (!pp)
+				OOM();
+		}
+		strcat(pp, ":");
+		strcat(pp, abs);
+		free(abs);
+	}
+	free(add);
+	if (inherited && *inherited) {
+		pp = realloc(pp, strlen(pp) + strlen(inherited) + 2);
+		if (!pp)
+			OOM();
+		strcat(pp, ":");
+		strcat(pp, inherited);
+	}
+	env_put(&envp, &n, "PYTHONPATH", pp);
+	free(pp);
+	for (size_t i = 0; i < c->n_env; i++)
+		env_put(&envp, &n, c->env[i].name, c->env[i].value);
+	return envp;
+}
+
+void spawn_env_free(char **envp)
+{
+	if (!envp)
+		return;
+	for (char **p = envp; *p; p++)
+		free(*p);
+	free(envp);
+}
+
+/* What the child tells the parent when it cannot exec. */
+struct child_failure {
+	int stage; /* 0 wait, 1 chdir, 2 user, 3 caps, 4 exec */
+	int err;
+};
+
+static void child_fail(int fd, int stage, int err)
+{
+	struct child_failure f = {stage, err};
+	ssize_t r = write(fd, &f, sizeof(f));
+
+	(void)r;
+	_exit(err == ENOENT && stage == 4 ? 127 : 126);
+}
+
+/* The service must not regain privileges through a setuid program: empty
+ * the bounding set, then (after setuid) every capability set. */
+static int drop_bounding_set(void)
+{
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -1;
+	return 0;
+}
+
+static int clear_caps(void)
+{
+	cap_t none = cap_init();
+	int rc;
+
+	if (!none)
+		return -1;
+	rc = cap_set_proc(none);
+	cap_free(none);
+	if (rc == 0)
+		rc = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	return rc;
+}
+
+int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_t errlen)
+{
+	int go[2] = {-1, -1}, ep[2] = {-1, -1};
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool switch_user = s->user && *s->user;
+	const char *uname = NULL;
+	pid_t pid;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->pidfd = ch->go_fd = ch->err_fd = -1;
+	if (switch_user) {
+		struct passwd *pw = getpwnam(s->user);
+
+		if (!pw) {
+			snprintf(err, errlen, "[service] user '%s' does not exist: create it or fix the name",
+				 s->user);
+			return -1;
+		}
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+		uname = s->user;
+		if (s->group && *s->group) {
+			struct group *gr = getgrnam(s->group);
+
+			if (!gr) {
+				snprintf(err, errlen, "[service] group '%s' does not exist: create it or fix the name",
+					 s->group);
+				return -1;
+			}
+			gid = gr->gr_gid;
+		}
+	}
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "failed to create pipe: %s", strerror(errno));
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "failed to fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0) {
+		char b;
+
+		/* Child: own process group, so signals reach the whole tree. */
+		setpgid(0, 0);
+		close(go[1]);
+		close(ep[0]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(1); /* the launcher gave up before release */
+		close(go[0]);
+		if (s->stdin_fd >= 0)
+			dup2(s->stdin_fd, 0);
+		if (s->out_fd >= 0) {
+			dup2(s->out_fd, 1);
+			dup2(s->out_fd, 2);
+		}
+		if (s->cwd && chdir(s->cwd) < 0)
+			child_fail(ep[1], 1, errno);
+		if (switch_user) {
+			/* The bounding set can only be dropped while we still
+			 * hold CAP_SETPCAP, i.e. before setuid. */
+			if (drop_bounding_set() < 0)
+				child_fail(ep[1], 3, errno);
+			if (initgroups(uname, gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+				child_fail(ep[1], 2, errno);
+			if (clear_caps() < 0)
+				child_fail(ep[1], 3, errno);
+		}
+		for (int sig = 1; sig < NSIG; sig++)
+			signal(sig, SIG_DFL);
+		if (s->mask)
+			sigprocmask(SIG_SETMASK, s->mask, NULL);
+		execvpe(s->argv[0], s->argv, s->envp);
+		child_fail(ep[1], 4, errno);
+	}
+	close(go[0]);
+	close(ep[1]);
+	ch->pid = pid;
+	ch->go_fd = go[1];
+	ch->err_fd = ep[0];
+	ch->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (ch->pidfd < 0) {
+		snprintf(err, errlen, "failed to open pidfd for pid %d: %s (needs Linux 5.3)", pid,
+			 strerror(errno));
+		spawn_abort(ch);
+		return -1;
+	}
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (go[i] >= 0)
+			close(go[i]);
+		if (ep[i] >= 0)
+			close(ep[i]);
+	}
+	return -1;
+}
+
+int spawn_release(struct child *ch, char *err, size_t errlen)
+{
+	static const char *const stages[] = {"wait", "change to the app directory",
+					     "switch to the service user", "drop capabilities",
+					     "execute"};
+	struct child_failure f;
+	ssize_t n;
+
+	if (write(ch->go_fd, "g", 1) != 1) {
+		snprintf(err, errlen, "failed to release the service: %s", strerror(errno));
+		return 126;
+	}
+	close(ch->go_fd);
+	ch->go_fd = -1;
+	do
+		n = read(ch->err_fd, &f, sizeof(f));
+	while (n < 0 && errno == EINTR);
+	close(ch->err_fd);
+	ch->err_fd = -1;
+	if (n != (ssize_t)sizeof(f))
+		return 0; /* EOF: exec closed the CLOEXEC pipe */
+	snprintf(err, errlen, "cannot %s: %s", stages[f.stage < 5 ? f.stage : 4], strerror(f.err));
+	return f.stage == 4 && f.err == ENOENT ? 127 : 126;
+}
+
+void spawn_abort(struct child *ch)
+{
+	if (ch->go_fd >= 0)
+		close(ch->go_fd); /* the child reads EOF and exits */
+	if (ch->err_fd >= 0)
+		close(ch->err_fd);
+	if (ch->pid > 0)
+		waitpid(ch->pid, NULL, 0);
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
+	ch->go_fd = ch->err_fd = ch->pidfd = -1;
+	ch->pid = 0;
+}

@@ -1,0 +1,329 @@
+#include "stale.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "procfs.h"
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* Interpreters and runners that start a script given as an argument. */
+static bool is_runner(const struct config *c, const char *argv0)
+{
+	const char *b = base_name(argv0);
+	size_t len = strcspn(c->python, " \t");
+	char first[PATH_MAX];
+
+	if (!strncmp(b, "python", 6) || !strcmp(b, "uv") || !strcmp(b, "uvx"))
+		return true;
+	snprintf(first, sizeof(first), "%.*s", (int)len, c->python);
+	return len && !strcmp(b, base_name(first));
+}
+
+/* Is the word `arg` (relative to cwd) the configured script? */
+static bool is_script(const struct config *c, const char *arg, const char *cwd)
+{
+	const char *want = c->stale_match;
+	char path[PATH_MAX * 2], wanted[PATH_MAX * 2];
+
+	if (strcmp(base_name(arg), base_name(want)))
+		return false;
+	if (c->stale_scope == SCOPE_ANY)
+		return true;
+	/* Same app: the script, resolved against the process's directory,
+	 * is the one in our app directory. */
+	if (!cwd)
+		return false;
+	if (arg[0] == '/')
+		snprintf(path, sizeof(path), "%s", arg);
+	else
+		snprintf(path, sizeof(path), "%s/%s", cwd, arg);
+	if (want[0] == '/')
+		snprintf(wanted, sizeof(wanted), "%s", want);
+	else
+		snprintf(wanted, sizeof(wanted), "%s/%s", c->app_dir, want);
+	{
+		char *a = realpath(path, NULL), *b = realpath(wanted, NULL);
+		bool same;
+
+		/* The file may be gone (deleted checkout): compare the text. */
+		same = (a && b) ? !strcmp(a, b) : !strcmp(path, wanted);
+		free(a);
+		free(b);
+		return same;
+	}
+}
+
+bool stale_matches(const struct config *c, char *const *argv, const char *cwd)
+{
+	if (!argv || !argv[0] || !*c->stale_match)
+		return false;
+	/* Executed directly: ./webui.py */
+	if (is_script(c, argv[0], cwd))
+		return true;
+	if (!is_runner(c, argv[0]))
+		return false;
+	/* The script is the first word that is not an option (a runner's
+	 * "run" subcommand skipped): `python -u webui.py`, `uv run webui.py`.
+	 * Never any later argument, so `python edit.py webui.py` is safe. */
+	for (int i = 1; argv[i]; i++) {
+		if (argv[i][0] == '-') {
+			/* python -X opt / -W arg take a value */
+			if (!strcmp(argv[i], "-X") || !strcmp(argv[i], "-W"))
+				i += argv[i + 1] ? 1 : 0;
+			continue;
+		}
+		if (!strcmp(argv[i], "run"))
+			continue;
+		return is_script(c, argv[i], cwd);
+	}
+	return false;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %d", &ppid);
+	fclose(f);
+	return ppid;
+}
+
+static bool is_ancestor_or_self(pid_t pid)
+{
+	for (pid_t p = getpid(); p > 1; p = parent_of(p))
+		if (p == pid)
+			return true;
+	return false;
+}
+
+int stale_find(const struct config *c, struct stale_list *out)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+
+	out->v = NULL;
+	out->n = 0;
+	if (!proc)
+		return -1;
+	while ((de = readdir(proc))) {
+		pid_t pid;
+		char **argv, *cwd;
+		bool match;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		if (is_ancestor_or_self(pid))
+			continue;
+		argv = proc_argv(pid);
+		if (!argv)
+			continue; /* kernel thread or gone */
+		cwd = proc_cwd(pid);
+		match = stale_matches(c, argv, cwd);
+		proc_argv_free(argv);
+		free(cwd);
+		if (match) {
+			struct stale_proc *v = realloc(out->v, (out->n + 1) * sizeof(*v));
+
+			if (!v)
+				break;
+			out->v = v;
+			v[out->n].pid = pid;
+			v[out->n].start_ticks = proc_start_ticks(pid);
+			v[out->n].cmdline = proc_cmdline(pid);
+			if (v[out->n].start_ticks && v[out->n].cmdline)
+				out->n++;
+			else
+				free(v[out->n].cmdline);
+		}
+	}
+	closedir(proc);
+	return 0;
+}
+
+/* Is pid one of the stale instances or a descendant of one? */
+static bool in_stale_tree(const struct stale_list *l, pid_t pid)
+{
+	for (pid_t p = pid; p > 1; p = parent_of(p))
+		for (size_t i = 0; i < l->n; i++)
+			if (l->v[i].pid == p)
+				return true;
+	return false;
+}
+
+int stale_check_port(const struct config *c, const struct stale_list *l, char *err, size_t errlen)
+{
+	pid_t pids[16];
+	int n;
+
+	if (c->port <= 0)
+		return 0;
+	n = proc_port_listeners(c->port, pids, 16);
+	for (int i = 0; i < n; i++) {
+		char *cmd;
+
+		if (c->stale_policy == STALE_KILL && in_stale_tree(l, pids[i]))
+			continue;
+		cmd = proc_cmdline(pids[i]);
+		snprintf(err, errlen,
+			 "port %d is held by pid %d (%s), which is not a stale instance of %s: "
+			 "stop it or choose another port ([app] port / --set app.port=N); nothing was killed",
+			 c->port, pids[i], cmd ? cmd : "?", c->script);
+		free(cmd);
+		return 3;
+	}
+	if (n == 0 && proc_port_listening(c->port)) {
+		/* Listening, but in another network namespace's view or a
+		 * process we may not inspect. */
+		snprintf(err, errlen, "port %d is held by a process tts-launch cannot see: "
+				      "choose another port ([app] port); nothing was killed", c->port);
+		return 3;
+	}
+	return 0;
+}
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+/* Wait until the pidfd is readable (process exited) or timeout. */
+static bool wait_pidfd(int pidfd, double seconds)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	double end = clock_ms() + seconds * 1000;
+
+	for (;;) {
+		double left = end - clock_ms();
+		int r;
+
+		if (left < 0)
+			left = 0;
+		r = poll(&p, 1, (int)left);
+		if (r > 0)
+			return true;
+		if (r == 0)
+			return false;
+		if (errno != EINTR)
+			return false;
+	}
+}
+
+int stale_end_pidfd(int pidfd, int sig, double grace, char *how, size_t howlen)
+{
+	double t0 = clock_ms();
+
+	if (pidfd_signal(pidfd, sig) < 0) {
+		if (errno == ESRCH) {
+			snprintf(how, howlen, "already gone");
+			return 0;
+		}
+		snprintf(how, howlen, "failed to signal: %s", strerror(errno));
+		return -1;
+	}
+	if (wait_pidfd(pidfd, grace)) {
+		snprintf(how, howlen, "ended on SIG%s after %.1fs", sigabbrev_np(sig), (clock_ms() - t0) / 1000);
+		return 0;
+	}
+	if (pidfd_signal(pidfd, SIGKILL) < 0 && errno != ESRCH) {
+		snprintf(how, howlen, "failed to SIGKILL: %s", strerror(errno));
+		return -1;
+	}
+	if (wait_pidfd(pidfd, 5)) {
+		snprintf(how, howlen, "ignored SIG%s for %.0fs, killed with SIGKILL", sigabbrev_np(sig), grace);
+		return 0;
+	}
+	snprintf(how, howlen, "still alive 5s after SIGKILL (uninterruptible sleep?)");
+	return -1;
+}
+
+static void format_age(char *buf, size_t len, double s)
+{
+	if (s < 60)
+		snprintf(buf, len, "%.0fs", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%dm%02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct stale_proc *p = &l->v[i];
+		char age[32], how[160];
+		char *cmd;
+		int pidfd;
+
+		format_age(age, sizeof(age), proc_age_seconds(p->start_ticks));
+		if (c->stale_policy == STALE_IGNORE) {
+			fprintf(out, "tts-launch: stale instance pid %d (up %s) left running ([stale] policy = ignore): %s\n",
+				p->pid, age, p->cmdline);
+			continue;
+		}
+		if (c->stale_policy == STALE_FAIL) {
+			fprintf(out, "tts-launch: error: stale instance pid %d (up %s) is running: %s; "
+				     "stop it first or set [stale] policy = kill\n", p->pid, age, p->cmdline);
+			rc = 3;
+			continue;
+		}
+		/* Hold the process by pidfd, then re-check it is the one we
+		 * matched: a reused pid has another start time. */
+		pidfd = pidfd_open_(p->pid);
+		if (pidfd < 0) {
+			fprintf(out, "tts-launch: stale instance pid %d: already gone\n", p->pid);
+			continue;
+		}
+		cmd = proc_cmdline(p->pid);
+		if (proc_start_ticks(p->pid) != p->start_ticks || !cmd || strcmp(cmd, p->cmdline)) {
+			fprintf(out, "tts-launch: stale instance pid %d: no longer the process matched (pid reused?); not signalled\n",
+				p->pid);
+			free(cmd);
+			close(pidfd);
+			continue;
+		}
+		free(cmd);
+		stale_end_pidfd(pidfd, SIGTERM, c->stale_grace, how, sizeof(how));
+		fprintf(out, "tts-launch: stale instance pid %d (up %s): %s: %s\n", p->pid, age, p->cmdline, how);
+		close(pidfd);
+	}
+	return rc;
+}
+
+void stale_list_free(struct stale_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].cmdline);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}

@@ -1,0 +1,557 @@
+#include "supervise.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "logfile.h"
+#include "procfs.h"
+#include "spawn.h"
+#include "stale.h"
+#include "timeline.h"
+#include "tracer.h"
+
+extern char **environ;
+
+/* Everything one run holds; released in one place (session_free). */
+struct session {
+	struct config *cfg;
+	struct timeline *tl;
+	struct tracer *tracer;
+	struct logfile log;
+	struct child child;
+	char **argv;
+	char **envp;
+	char *timeline_path;
+	char *pidfile_path;
+	int out_rd;       /* service output, read end; -1 when inherited */
+	int sfd;          /* signalfd */
+	int tfd;          /* timerfd, 100 ms ticks */
+	int epfd;
+	int notify_fd;    /* daemon: tells the waiting parent how the start went */
+	bool foreground;
+	bool ready;
+	double ready_ms;
+	bool warned_timeout;
+	bool settled;
+	bool summary_printed;
+	int stop_sig;         /* signal forwarded, 0 if none */
+	double kill_deadline; /* ms; 0 = none */
+	sigset_t old_mask;
+};
+
+/* Launcher messages go to the terminal (foreground) and to the log file,
+ * so a daemon's history is in its log. */
+static void say(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct session *s, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (s->foreground)
+		fputs(buf, stderr);
+	logfile_write(&s->log, buf, (size_t)n);
+}
+
+static void say_block(struct session *s, const char *text, size_t len)
+{
+	if (s->foreground)
+		fwrite(text, 1, len, stderr);
+	logfile_write(&s->log, text, len);
+}
+
+static int write_pidfile(struct session *s)
+{
+	char tmp[4200], body[128];
+	int fd, n;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", s->pidfile_path, getpid());
+	n = snprintf(body, sizeof(body), "%d %llu\n%d %llu\n", s->child.pid,
+		     (unsigned long long)proc_start_ticks(s->child.pid), getpid(),
+		     (unsigned long long)proc_start_ticks(getpid()));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, body, (size_t)n) != n || fsync(fd) < 0) {
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return -1;
+	}
+	close(fd);
+	return rename(tmp, s->pidfile_path);
+}
+
+int pidfile_read(const char *path, struct pidfile_info *pi)
+{
+	FILE *f = fopen(path, "re");
+	int n;
+
+	memset(pi, 0, sizeof(*pi));
+	if (!f)
+		return -1;
+	n = fscanf(f, "%d %llu %d %llu", &pi->service_pid, &pi->service_start, &pi->supervisor_pid,
+		   &pi->supervisor_start);
+	fclose(f);
+	return n == 4 ? 0 : -2;
+}
+
+static void write_timeline(struct session *s)
+{
+	char err[512];
+
+	if (s->tracer) {
+		tracer_poll(s->tracer);
+		tracer_snapshot(s->tracer, s->tl);
+	}
+	if (!*s->timeline_path)
+		return;
+	if (timeline_write(s->tl, s->timeline_path, err, sizeof(err)) < 0)
+		say(s, "tts-launch: warning: %s\n", err);
+}
+
+static void print_summary(struct session *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return;
+	timeline_print_summary(s->tl, m);
+	fclose(m);
+	say_block(s, buf, len);
+	if (*s->timeline_path)
+		say(s, "tts-launch: timeline: %s\n", s->timeline_path);
+	free(buf);
+	s->summary_printed = true;
+}
+
+/* Relay what the service printed; returns false at EOF. */
+static bool relay_output(struct session *s)
+{
+	char buf[65536];
+	ssize_t n;
+
+	errno = 0;
+	n = read(s->out_rd, buf, sizeof(buf));
+	if (n <= 0)
+		return n < 0 && (errno == EAGAIN || errno == EINTR);
+	logfile_write(&s->log, buf, (size_t)n);
+	if (s->foreground) {
+		ssize_t off = 0;
+
+		while (off < n) {
+			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+
+			if (w <= 0)
+				break;
+			off += w;
+		}
+	}
+	return true;
+}
+
+static void forward_signal(struct session *s, int sig)
+{
+	if (s->stop_sig) {
+		/* A second interrupt means "now". */
+		say(s, "tts-launch: %s again: killing the service\n", sigabbrev_np(sig));
+		kill(-s->child.pid, SIGKILL);
+		return;
+	}
+	s->stop_sig = sig;
+	s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
+	say(s, "tts-launch: SIG%s: stopping the service (SIGKILL in %.0fs)\n", sigabbrev_np(sig),
+	    s->cfg->stop_grace);
+	/* The whole process group: uvicorn workers, helper processes. */
+	kill(-s->child.pid, sig == SIGHUP || sig == SIGQUIT ? SIGTERM : sig);
+}
+
+static void on_tick(struct session *s)
+{
+	double now = clock_ms();
+	double ms;
+
+	if (!s->ready) {
+		if (s->tracer && tracer_ready(s->tracer, &ms)) {
+			s->ready = true;
+			s->ready_ms = ms;
+		} else if (s->cfg->port > 0 && proc_port_listening(s->cfg->port)) {
+			s->ready = true;
+			s->ready_ms = now;
+		}
+		if (s->ready) {
+			timeline_mark(s->tl, "ready", s->ready_ms);
+			if (s->cfg->port > 0)
+				say(s, "tts-launch: ready: listening on %s:%d, %.2fs after launch\n",
+				    s->cfg->host, s->cfg->port, s->ready_ms / 1000);
+			else
+				say(s, "tts-launch: ready: first TCP listen, %.2fs after launch\n",
+				    s->ready_ms / 1000);
+		} else if (!s->warned_timeout && s->cfg->ready_timeout > 0 &&
+			   now > s->cfg->ready_timeout * 1000) {
+			s->warned_timeout = true;
+			say(s, "tts-launch: warning: not ready after %gs (still waiting; a first run may "
+			       "download gigabytes: see the log, or raise [service] ready_timeout)\n",
+			    s->cfg->ready_timeout);
+		}
+	}
+	if (s->ready && !s->settled && now >= s->ready_ms + s->cfg->settle * 1000) {
+		s->settled = true;
+		write_timeline(s);
+		print_summary(s);
+	}
+	if (s->kill_deadline > 0 && now >= s->kill_deadline) {
+		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n", s->cfg->stop_grace);
+		kill(-s->child.pid, SIGKILL);
+		s->kill_deadline = 0;
+	}
+}
+
+/* The service exited: collect its status and finish the timeline. */
+static int on_exit_status(struct session *s)
+{
+	siginfo_t si;
+	int code;
+
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)s->child.pid, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	s->child.pid = -s->child.pid; /* reaped: never signal that pid again */
+	/* Whatever is still buffered in the pipe. */
+	if (s->out_rd >= 0) {
+		/* Non-blocking: a grandchild may still hold the pipe open. */
+		fcntl(s->out_rd, F_SETFL, O_NONBLOCK);
+		while (relay_output(s) && errno != EAGAIN)
+			;
+	}
+	if (si.si_code == CLD_EXITED) {
+		code = si.si_status;
+		timeline_set_exit(s->tl, code, 0, clock_ms());
+		say(s, "tts-launch: service exited with status %d\n", code);
+	} else {
+		code = 128 + si.si_status;
+		timeline_set_exit(s->tl, -1, si.si_status, clock_ms());
+		say(s, "tts-launch: service killed by SIG%s (exit %d)\n", sigabbrev_np(si.si_status),
+		    code);
+	}
+	write_timeline(s);
+	if (!s->summary_printed)
+		print_summary(s);
+	return code;
+}
+
+static int add_fd(int epfd, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int loop(struct session *s)
+{
+	struct itimerspec its = {{0, 100000000}, {0, 100000000}};
+	bool out_open = s->out_rd >= 0;
+
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->epfd < 0 || s->tfd < 0 || timerfd_settime(s->tfd, 0, &its, NULL) < 0) {
+		say(s, "tts-launch: failed to set up the event loop: %s\n", strerror(errno));
+		return 1;
+	}
+	add_fd(s->epfd, s->sfd);
+	add_fd(s->epfd, s->child.pidfd);
+	add_fd(s->epfd, s->tfd);
+	if (out_open)
+		add_fd(s->epfd, s->out_rd);
+	if (s->tracer && tracer_fd(s->tracer) >= 0)
+		add_fd(s->epfd, tracer_fd(s->tracer));
+	for (;;) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(s->epfd, evs, 8, -1);
+		bool exited = false;
+
+		if (n < 0 && errno != EINTR) {
+			say(s, "tts-launch: epoll_wait failed: %s\n", strerror(errno));
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == s->sfd) {
+				struct signalfd_siginfo si;
+
+				while (read(s->sfd, &si, sizeof(si)) == sizeof(si))
+					if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE)
+						forward_signal(s, (int)si.ssi_signo);
+			} else if (fd == s->tfd) {
+				uint64_t ticks;
+
+				if (read(s->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+					return 1;
+				on_tick(s);
+			} else if (fd == s->out_rd) {
+				if (!relay_output(s)) {
+					epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->out_rd, NULL);
+					out_open = false;
+				}
+			} else if (fd == s->child.pidfd) {
+				exited = true;
+			} else if (s->tracer && fd == tracer_fd(s->tracer)) {
+				tracer_poll(s->tracer);
+			}
+		}
+		if (exited)
+			return on_exit_status(s);
+	}
+}
+
+static void notify_parent(struct session *s, int code)
+{
+	int msg[2] = {code, s->child.pid};
+
+	if (s->notify_fd < 0)
+		return;
+	if (write(s->notify_fd, msg, sizeof(msg)) < 0)
+		perror("tts-launch: notify");
+	close(s->notify_fd);
+	s->notify_fd = -1;
+}
+
+/* Daemon mode: the parent waits until the service has been exec'd, reports,
+ * and returns; the child (the supervisor) detaches and carries on. Returns
+ * -1 in the supervisor, or the parent's exit code. */
+static int daemonize(struct session *s)
+{
+	int p[2], msg[2];
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("tts-launch: failed to create pipe");
+		return 1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("tts-launch: failed to fork");
+		return 1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		close(p[0]);
+		s->notify_fd = p[1];
+		setsid();
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			close(null);
+		}
+		s->foreground = false;
+		return -1;
+	}
+	close(p[1]);
+	do
+		n = read(p[0], msg, sizeof(msg));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n != (ssize_t)sizeof(msg)) {
+		fprintf(stderr, "tts-launch: the daemon failed before starting the service; see %s\n",
+			s->log.path ? s->log.path : "its log");
+		return 1;
+	}
+	if (msg[0] != 0)
+		return msg[0];
+	fprintf(stderr, "tts-launch: started pid %d in the background (log: %s; stop: tts-launch stop%s%s)\n",
+		msg[1], s->log.path ? s->log.path : "none", strcmp(s->cfg->source, "(built-in defaults)") ? " -c " : "",
+		strcmp(s->cfg->source, "(built-in defaults)") ? s->cfg->source : "");
+	return 0;
+}
+
+static void session_free(struct session *s)
+{
+	if (s->tracer)
+		tracer_free(s->tracer);
+	if (s->tl)
+		timeline_free(s->tl);
+	if (s->child.pidfd >= 0)
+		close(s->child.pidfd);
+	if (s->out_rd >= 0)
+		close(s->out_rd);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	logfile_close(&s->log);
+	spawn_env_free(s->argv);
+	spawn_env_free(s->envp);
+	free(s->timeline_path);
+	free(s->pidfile_path);
+}
+
+int supervise_run(struct config *c, int argc, char **argv)
+{
+	struct session s = {.cfg = c, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
+			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1}};
+	struct stale_list stale = {0};
+	char err[1024], why[512] = "";
+	char *logpath = NULL;
+	int out[2] = {-1, -1};
+	sigset_t mask;
+	double t;
+	int rc = 1;
+
+	s.foreground = c->mode == MODE_FOREGROUND;
+	s.tl = timeline_new(c, argc, argv);
+	timeline_mark(s.tl, "launch", 0);
+	s.timeline_path = config_path(c, c->timeline);
+	s.pidfile_path = config_path(c, c->pidfile);
+
+	/* Stale instances: find, check the port, end them. */
+	t = clock_ms();
+	if (stale_find(c, &stale) < 0) {
+		fprintf(stderr, "tts-launch: failed to scan /proc: %s\n", strerror(errno));
+		goto out;
+	}
+	rc = stale_check_port(c, &stale, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "tts-launch: error: %s\n", err);
+		goto out;
+	}
+	rc = stale_kill(c, &stale, stderr);
+	if (rc)
+		goto out;
+	timeline_phase(s.tl, "stale_kill", t, clock_ms());
+	rc = 1;
+
+	/* Log file and the pipe the service writes into. */
+	logpath = config_path(c, c->log_file);
+	if (logfile_open(&s.log, logpath, c->log_max_size, c->log_backups, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tts-launch: error: %s\n", err);
+		rc = 2;
+		goto out;
+	}
+	if (s.log.path || !s.foreground) {
+		if (pipe2(out, O_CLOEXEC) < 0) {
+			perror("tts-launch: failed to create pipe");
+			goto out;
+		}
+		s.out_rd = out[0];
+	}
+
+	if (c->mode == MODE_DAEMON) {
+		int prc = daemonize(&s);
+
+		if (prc >= 0) {
+			rc = prc;
+			goto out_parent;
+		}
+	}
+
+	/* Signals arrive through the signalfd; the child restores the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, &s.old_mask);
+	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	s.argv = config_service_argv(c);
+	s.envp = spawn_build_env(c, environ);
+	{
+		int null = s.foreground ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+		struct spawn_spec spec = {.argv = s.argv, .envp = s.envp, .cwd = c->app_dir,
+					  .user = c->user, .group = c->group, .stdin_fd = null,
+					  .out_fd = out[1], .mask = &s.old_mask};
+
+		rc = spawn_prepare(&s.child, &spec, err, sizeof(err));
+		if (null >= 0)
+			close(null);
+	}
+	if (out[1] >= 0)
+		close(out[1]);
+	if (rc < 0) {
+		say(&s, "tts-launch: error: %s\n", err);
+		rc = 2;
+		notify_parent(&s, rc);
+		goto out;
+	}
+	timeline_mark(s.tl, "spawn", clock_ms());
+	timeline_set_process(s.tl, s.child.pid, s.argv);
+
+	/* Tracing attaches now, while the child waits before exec. */
+	if (c->trace) {
+		struct tracer_opts o = {.root_pid = s.child.pid, .listen_port = c->port, .cfg = c,
+					.verbose = c->verbose};
+
+		s.tracer = tracer_start(&o, why, sizeof(why));
+		if (!s.tracer)
+			say(&s, "tts-launch: warning: tracing disabled: %s; the service starts untraced\n",
+			    why);
+	} else {
+		snprintf(why, sizeof(why), "disabled by --no-trace or [trace] enabled = false");
+	}
+	timeline_set_tracing(s.tl, s.tracer != NULL, s.tracer ? NULL : why);
+
+	rc = spawn_release(&s.child, err, sizeof(err));
+	if (rc) {
+		say(&s, "tts-launch: error: %s: %s\n", s.argv[0], err);
+		while (waitpid(s.child.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		s.child.pid = 0;
+		timeline_set_exit(s.tl, rc, 0, clock_ms());
+		write_timeline(&s);
+		notify_parent(&s, rc);
+		goto out;
+	}
+	if (!s.tracer)
+		timeline_mark(s.tl, "exec", clock_ms());
+	if (*s.pidfile_path && write_pidfile(&s) < 0)
+		say(&s, "tts-launch: warning: failed to write pidfile %s: %s\n", s.pidfile_path,
+		    strerror(errno));
+	say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0], c->app_dir);
+	notify_parent(&s, 0);
+
+	rc = loop(&s);
+	if (*s.pidfile_path) {
+		struct pidfile_info pi;
+
+		/* Remove only our own pidfile: a newer run may own it. */
+		if (pidfile_read(s.pidfile_path, &pi) == 0 && pi.supervisor_pid == getpid())
+			unlink(s.pidfile_path);
+	}
+out:
+	sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
+out_parent:
+	stale_list_free(&stale);
+	free(logpath);
+	session_free(&s);
+	return rc;
+}

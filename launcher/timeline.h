@@ -1,0 +1,56 @@
+/* timeline: the model of one start-up, in the versioned JSON format of
+ * docs/timeline.md ("tts-launch.timeline/1"). Renderers, diagnose rules and
+ * compare read only this model, so they also work on a saved file. The model
+ * is a jansson tree; helpers below keep its shape in one place. */
+#ifndef TTS_TIMELINE_H
+#define TTS_TIMELINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+#define TIMELINE_SCHEMA "tts-launch.timeline/1"
+
+struct timeline {
+	json_t *root;
+};
+
+/* A new model with every top-level key present (empty lists/objects). */
+struct timeline *timeline_new(const struct config *c, int argc, char **argv);
+void timeline_free(struct timeline *tl);
+
+void timeline_mark(struct timeline *tl, const char *name, double ms);
+/* ms of a mark, or -1 when absent. */
+double timeline_mark_ms(const struct timeline *tl, const char *name);
+void timeline_phase(struct timeline *tl, const char *name, double start_ms, double end_ms);
+
+void timeline_set_process(struct timeline *tl, pid_t pid, char *const *argv);
+/* code: exit status, or -1 when killed by signal sig. */
+void timeline_set_exit(struct timeline *tl, int code, int sig, double ms);
+void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason);
+
+/* Atomic write (temp file in the same directory, fsync, rename). */
+int timeline_write(const struct timeline *tl, const char *path, char *err, size_t errlen);
+/* Load a saved timeline; checks the schema string. */
+struct timeline *timeline_load(const char *path, char *err, size_t errlen);
+
+/* The end-of-start-up summary (systemd-analyze blame style). */
+void timeline_print_summary(const struct timeline *tl, FILE *out);
+
+/* Phases derived from marks, files, imports, downloads and mlock calls
+ * (docs/timeline.md); replaces earlier inferred phases, keeps the
+ * launcher's own. Works on a loaded timeline too. */
+void timeline_infer_phases(struct timeline *tl);
+
+/* Class of a file by its path: "download", "model", "hf_cache", "config",
+ * "python", "library", "system" or "other". cache_dirs: NULL-terminated
+ * Hugging Face cache roots. */
+const char *timeline_file_class(const char *path, const char *const *cache_dirs);
+
+/* Sort an array of objects by a numeric member (stable). */
+void timeline_sort_by(json_t *array, const char *key);
+
+#endif

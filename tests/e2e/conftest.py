@@ -1,0 +1,126 @@
+"""Shared fixtures for the end-to-end tests: the built binary, a scratch
+IndexTTS2-like app directory, free ports, and process helpers."""
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+TTS = Path(os.environ.get("TTS_LAUNCH", BUILD / "tts-launch"))
+PY = "/usr/bin/python3"
+
+# A stand-in for webui.py whose behaviour is exactly known: it binds
+# --port (after an optional delay), prints a line, and sleeps.
+FAKE_WEBUI = r'''
+import argparse, os, signal, socket, sys, time
+p = argparse.ArgumentParser()
+p.add_argument("--port", type=int, default=7860)
+p.add_argument("--host", default="0.0.0.0")
+p.add_argument("--model_dir", default="./checkpoints")
+p.add_argument("--delay", type=float, default=0)
+p.add_argument("--ignore-term", action="store_true")
+a = p.parse_args()
+if a.ignore_term:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("fake webui starting pid", os.getpid(), flush=True)
+time.sleep(a.delay)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", a.port))
+s.listen()
+print("Running on local URL: http://127.0.0.1:%d" % a.port, flush=True)
+while True:
+    time.sleep(3600)
+'''
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout=30.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class App:
+    """A scratch app dir with a fake webui.py and a config for it."""
+
+    def __init__(self, path):
+        self.dir = path
+        self.port = free_port()
+        (path / "webui.py").write_text(FAKE_WEBUI)
+        self.ini = path / "tts-launch.ini"
+        self.write_ini()
+        self.procs = []
+
+    def write_ini(self, extra=""):
+        self.ini.write_text(
+            "[app]\ndir = %s\npython = %s\nport = %d\nhost = 127.0.0.1\n"
+            "[stale]\ngrace = 2s\n[service]\nstop_grace = 2s\n"
+            "[trace]\nsettle = 0.2s\n%s" % (self.dir, PY, self.port, extra))
+
+    def run(self, *args, timeout=60, **kw):
+        return subprocess.run([str(TTS), *args], capture_output=True, text=True,
+                              timeout=timeout, cwd=self.dir, **kw)
+
+    def popen(self, *args, **kw):
+        p = subprocess.Popen([str(TTS), *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=self.dir, **kw)
+        self.procs.append(p)
+        return p
+
+    def spawn(self, argv, cwd=None):
+        """A process outside tts-launch (a stale instance, a look-alike)."""
+        p = subprocess.Popen(argv, cwd=cwd or self.dir, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def cleanup(self):
+        subprocess.run([str(TTS), "stop", "-c", str(self.ini)], capture_output=True)
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def app(tmp_path):
+    a = App(tmp_path)
+    yield a
+    a.cleanup()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built():
+    assert TTS.exists(), "build/tts-launch missing: run `make` first"

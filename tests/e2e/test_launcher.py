@@ -1,0 +1,240 @@
+"""End-to-end tests of the launcher core (issue 2), as root, against the
+built binary: stale kill, port conflicts, bad configs, exit codes, signal
+forwarding, log rotation, daemon/status/stop, --print-env, user switch."""
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import PY, TTS, alive, port_open, wait_for
+
+
+def test_help_and_usage_errors(app):
+    r = app.run("--help")
+    assert r.returncode == 0
+    assert "Exit codes" in r.stdout and "--mlock" in r.stdout
+    r = app.run("frobnicate")
+    assert r.returncode == 2
+    assert "unknown command 'frobnicate'" in r.stderr
+    r = app.run("run", "--bogus-flag")
+    assert r.returncode == 2
+    r = app.run("run", "--mlock=sometimes")
+    assert r.returncode == 2 and "unknown --mlock mode 'sometimes'" in r.stderr
+
+
+def test_stale_instance_killed_lookalikes_survive(app, tmp_path_factory):
+    # A stale webui.py of this app holding the port...
+    stale = app.spawn([PY, "webui.py", "--port", str(app.port)])
+    wait_for(lambda: port_open(app.port), what="stale instance listening")
+    # ...and look-alikes that must never be signalled: the same script name
+    # in another directory, and a process with webui.py as a mere argument.
+    other = tmp_path_factory.mktemp("other")
+    (other / "webui.py").write_text((app.dir / "webui.py").read_text())
+    lookalike_dir = app.spawn([PY, "webui.py", "--port", "0"], cwd=other)
+    lookalike_arg = app.spawn([PY, "-c", "import time; time.sleep(60)", "webui.py"])
+    time.sleep(0.3)
+
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--daemon")
+    assert r.returncode == 0, r.stderr
+    assert "stale instance pid %d" % stale.pid in r.stderr
+    assert "ended on SIGTERM" in r.stderr
+    assert stale.wait(timeout=5) == -signal.SIGTERM
+    assert alive(lookalike_dir.pid) and alive(lookalike_arg.pid)
+    wait_for(lambda: port_open(app.port), what="new service listening")
+    st = app.run("status", "-c", str(app.ini))
+    assert st.returncode == 0 and "running" in st.stdout
+
+
+def test_stale_instance_ignoring_sigterm_is_sigkilled(app):
+    stale = app.spawn([PY, "webui.py", "--port", str(app.port), "--ignore-term"])
+    wait_for(lambda: port_open(app.port), what="stale instance listening")
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "stale.grace=0.5s",
+                "--set", "stale.match=webui.py", "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert "killed with SIGKILL" in r.stderr
+    assert stale.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_port_held_by_foreign_process_exit_3(app):
+    holder = app.spawn([PY, "-c", "import socket,time; s=socket.socket(); "
+                        "s.bind(('127.0.0.1', %d)); s.listen(); time.sleep(60)" % app.port])
+    wait_for(lambda: port_open(app.port), what="foreign listener")
+    r = app.run("run", "-c", str(app.ini), "--no-trace")
+    assert r.returncode == 3, r.stderr
+    assert "port %d is held by pid %d" % (app.port, holder.pid) in r.stderr
+    assert "nothing was killed" in r.stderr
+    assert alive(holder.pid)
+    assert not (app.dir / "webui.log").exists()  # nothing started
+
+
+def test_stale_policy_fail_exits_3_and_kills_nothing(app):
+    stale = app.spawn([PY, "webui.py", "--port", "0"])
+    time.sleep(0.3)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "stale.policy=fail")
+    assert r.returncode == 3
+    assert "stale instance pid %d" % stale.pid in r.stderr
+    assert alive(stale.pid)
+
+
+def test_bad_config_exit_2_starts_and_kills_nothing(app):
+    stale = app.spawn([PY, "webui.py", "--port", "0"])
+    time.sleep(0.3)
+    bad = app.dir / "bad.ini"
+    bad.write_text("[app]\ndir = %s\nprot = 7860\n" % app.dir)
+    r = app.run("run", "-c", str(bad))
+    assert r.returncode == 2
+    assert "unknown key 'prot' in section [app] (did you mean 'port'?)" in r.stderr
+    assert str(bad) in r.stderr
+    assert alive(stale.pid)
+    assert not (app.dir / "webui.log").exists()
+    r = app.run("run", "-c", str(app.dir / "missing.ini"))
+    assert r.returncode == 2 and "cannot read config file" in r.stderr
+    r = app.run("run", "-c", str(app.ini), "--set", "service.user=no-such-user-here", "--no-trace")
+    assert r.returncode == 2 and "user 'no-such-user-here' does not exist" in r.stderr
+    assert alive(stale.pid)  # the user is checked before anything is killed
+    assert not any(p.name.startswith("tts-launch.pid") for p in app.dir.iterdir())
+
+
+@pytest.mark.parametrize("cmd,code", [
+    (["sh", "-c", "exit 7"], 7),
+    (["sh", "-c", "exit 0"], 0),
+    (["sh", "-c", "kill -TERM $$"], 128 + signal.SIGTERM),
+    (["sh", "-c", "kill -KILL $$"], 128 + signal.SIGKILL),
+    (["/nonexistent/program"], 127),
+    (["/etc/passwd"], 126),
+])
+def test_exit_codes(app, cmd, code):
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--", *cmd)
+    assert r.returncode == code, r.stderr
+    if code in (126, 127):
+        assert "cannot execute" in r.stderr
+
+
+def test_sigint_forwarded_to_service(app):
+    script = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGINT, lambda *a: sys.exit(42))\n"
+              "print('armed', flush=True)\n"
+              "time.sleep(60)\n")
+    p = app.popen("run", "-c", str(app.ini), "--no-trace", "--", PY, "-c", script)
+    wait_for(lambda: "armed" in (app.dir / "webui.log").read_text()
+             if (app.dir / "webui.log").exists() else False, what="service armed")
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 42, err
+    assert "SIGINT: stopping the service" in err
+
+
+def test_sigterm_then_sigkill_after_grace(app):
+    p = app.popen("run", "-c", str(app.ini), "--no-trace", "--set", "service.stop_grace=0.5s",
+                  "--", PY, "webui.py", "--port", str(app.port), "--ignore-term")
+    wait_for(lambda: port_open(app.port), what="service listening")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 128 + signal.SIGKILL, err
+    assert "outlived its" in err
+
+
+def test_ready_reported_and_output_relayed(app):
+    p = app.popen("run", "-c", str(app.ini), "--no-trace")
+    wait_for(lambda: port_open(app.port), what="service listening")
+    wait_for(lambda: "ready: listening on 127.0.0.1:%d" % app.port in
+             (app.dir / "webui.log").read_text(), what="ready line")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert "Running on local URL" in out  # foreground: service output on the terminal
+    assert "ready: listening on" in err
+    log = (app.dir / "webui.log").read_text()
+    assert "Running on local URL" in log and "fake webui starting" in log
+    assert p.returncode == 128 + signal.SIGTERM
+
+
+def test_ready_timeout_only_warns(app):
+    p = app.popen("run", "-c", str(app.ini), "--no-trace", "--set", "service.ready_timeout=0.3s",
+                  "--set", "app.port=%d" % app.port, "--", PY, "webui.py", "--port", str(app.port), "--delay", "1.5")
+    wait_for(lambda: port_open(app.port), what="slow service listening")
+    wait_for(lambda: "ready:" in (app.dir / "webui.log").read_text(), what="ready line")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert "warning: not ready after" in err
+    assert err.index("not ready after") < err.index("ready: listening")
+
+
+def test_log_rotation(app):
+    writer = "import sys\nfor i in range(3000): print('line %05d ' % i + 'x' * 40)\n"
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "log.max_size=8K",
+                "--set", "log.backups=2", "--", PY, "-c", writer)
+    assert r.returncode == 0, r.stderr
+    log = app.dir / "webui.log"
+    assert log.exists() and (app.dir / "webui.log.1").exists()
+    assert (app.dir / "webui.log.2").exists()
+    assert not (app.dir / "webui.log.3").exists()  # only 2 backups kept
+    for f in (log, app.dir / "webui.log.1", app.dir / "webui.log.2"):
+        assert f.stat().st_size <= 8 * 1024
+    # The newest lines are in the current file, the older ones in .1.
+    assert "line 02999" in log.read_text() + (app.dir / "webui.log.1").read_text()
+    assert "line 00000" not in log.read_text()
+
+
+def test_daemon_status_stop(app):
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--daemon")
+    assert r.returncode == 0, r.stderr
+    assert "started pid" in r.stderr
+    pidfile = app.dir / "tts-launch.pid"
+    svc, sup = [int(l.split()[0]) for l in pidfile.read_text().splitlines()]
+    assert alive(svc) and alive(sup)
+    wait_for(lambda: port_open(app.port), what="daemon service listening")
+    st = app.run("status", "-c", str(app.ini))
+    assert st.returncode == 0
+    assert "running: pid %d" % svc in st.stdout and "listening" in st.stdout
+    # The supervisor detached into its own session.
+    assert os.getsid(sup) == sup
+    stop = app.run("stop", "-c", str(app.ini))
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    wait_for(lambda: not alive(svc) and not alive(sup), what="daemon gone")
+    assert not pidfile.exists()
+    st = app.run("status", "-c", str(app.ini))
+    assert st.returncode == 3 and "not running" in st.stdout
+    log = (app.dir / "webui.log").read_text()
+    assert "SIGTERM: stopping the service" in log
+    assert not port_open(app.port)
+
+
+def test_print_env(app):
+    r = app.run("run", "-c", str(app.ini), "--print-env", "--set", "env.HF_HUB_OFFLINE=1",
+                "--set", "env.pythonpath=extra", env={**os.environ, "PYTHONPATH": "/inh"})
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert "PYTHONPATH=%s:%s/extra:/inh" % (app.dir, app.dir) in lines
+    assert "HF_HUB_OFFLINE=1" in lines
+    assert lines[0] == "# command: %s webui.py --port %d --host 127.0.0.1 --model_dir ./checkpoints" % (
+        PY, app.port)
+    assert not (app.dir / "webui.log").exists()  # nothing started
+
+
+def test_service_user_has_no_capabilities(app):
+    nobody = pwd.getpwnam("nobody")
+    os.chmod(app.dir, 0o755)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "service.user=nobody",
+                "--", "sh", "-c", "id -u; id -g; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status")
+    assert r.returncode == 0, r.stderr
+    out = (app.dir / "webui.log").read_text()
+    assert "\n%d\n%d\n" % (nobody.pw_uid, nobody.pw_gid) in "\n" + out
+    caps = dict(l.split(":\t") for l in out.splitlines() if l.startswith("Cap"))
+    assert caps and all(int(v, 16) == 0 for v in caps.values()), caps
+
+
+def test_timeline_written_untraced(app):
+    tl = app.dir / "t.json"
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--timeline", str(tl), "--", "sh", "-c", "exit 5")
+    assert r.returncode == 5
+    data = json.loads(tl.read_text())
+    assert data["schema"] == "tts-launch.timeline/1"
+    assert data["tracing"]["enabled"] is False
+    assert {"launch", "spawn", "exec"} <= set(m["name"] if isinstance(m, dict) else m
+                                             for m in data["marks"])
+    assert not [p for p in app.dir.iterdir() if ".tmp" in p.name]  # no temp file left behind
