@@ -1,0 +1,702 @@
+/* timeline: the jansson model of one start-up, its atomic writer and loader,
+ * the phase inference and the end-of-start-up summary. Format:
+ * docs/timeline.md; schema: tests/schema/timeline.schema.json. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "timeline.h"
+
+#ifndef TTS_LAUNCH_VERSION
+#define TTS_LAUNCH_VERSION "0.1"
+#endif
+
+/* ms rounded to the microsecond: the JSON stays readable and stable */
+static json_t *ms_real(double ms)
+{
+	return json_real(round(ms * 1000.0) / 1000.0);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *config_json(const struct config *c)
+{
+	static const char *modes[] = {"foreground", "daemon"};
+	static const char *policies[] = {"kill", "fail", "ignore"};
+	static const char *scopes[] = {"app", "any"};
+	json_t *env = json_object(), *cmd = json_null();
+
+	if (!c)
+		return json_object();
+	for (size_t i = 0; i < c->n_env; i++)
+		json_object_set_new(env, c->env[i].name, str_or_null(c->env[i].value));
+	if (c->n_command > 0) {
+		cmd = json_array();
+		for (int i = 0; i < c->n_command; i++)
+			json_array_append_new(cmd, str_or_null(c->command[i]));
+	}
+	return json_pack(
+		"{s:o, s:{s:o, s:o, s:o, s:o, s:o, s:i, s:o}, s:{s:o, s:o}, "
+		"s:{s:o, s:s, s:s, s:f}, s:{s:o, s:I, s:i}, "
+		"s:{s:o, s:o, s:s, s:o, s:f, s:f}, s:{s:b, s:o, s:f, s:b}, s:{s:s}, s:o}",
+		"source", str_or_null(c->source),
+		"app", "dir", str_or_null(c->app_dir), "python", str_or_null(c->python), "script",
+		str_or_null(c->script), "args", str_or_null(c->args), "host", str_or_null(c->host),
+		"port", c->port, "model_dir", str_or_null(c->model_dir),
+		"env", "pythonpath", str_or_null(c->pythonpath), "vars", env,
+		"stale", "match", str_or_null(c->stale_match), "policy",
+		policies[(unsigned)c->stale_policy < 3 ? c->stale_policy : 0], "scope",
+		scopes[(unsigned)c->stale_scope < 2 ? c->stale_scope : 0], "grace", c->stale_grace,
+		"log", "file", str_or_null(c->log_file), "max_size", (json_int_t)c->log_max_size,
+		"backups", c->log_backups,
+		"service", "user", str_or_null(c->user), "group", str_or_null(c->group), "mode",
+		modes[(unsigned)c->mode < 2 ? c->mode : 0], "pidfile", str_or_null(c->pidfile),
+		"ready_timeout", c->ready_timeout, "stop_grace", c->stop_grace,
+		"trace", "enabled", c->trace, "timeline", str_or_null(c->timeline), "settle", c->settle,
+		"python_usdt", c->python_usdt,
+		"mlock", "mode", config_mlock_name(c->mlock),
+		"command", cmd);
+}
+
+static json_t *host_json(void)
+{
+	struct utsname u;
+	json_t *caps = json_array();
+	cap_t cp = cap_get_proc();
+
+	for (cap_value_t v = 0; cp && v <= CAP_LAST_CAP; v++) {
+		cap_flag_value_t on = CAP_CLEAR;
+		char *name;
+
+		if (cap_get_flag(cp, v, CAP_EFFECTIVE, &on) || on != CAP_SET)
+			continue;
+		name = cap_to_name(v);
+		if (name)
+			json_array_append_new(caps, json_string(name));
+		cap_free(name);
+	}
+	if (cp)
+		cap_free(cp);
+	if (uname(&u))
+		memset(&u, 0, sizeof(u));
+	return json_pack("{s:s, s:s, s:b, s:i, s:o}", "kernel", u.release, "machine", u.machine,
+			 "btf", access("/sys/kernel/btf/vmlinux", R_OK) == 0, "uid", (int)geteuid(),
+			 "capabilities", caps);
+}
+
+struct timeline *timeline_new(const struct config *c, int argc, char **argv)
+{
+	struct timeline *tl = calloc(1, sizeof(*tl));
+	struct timespec w = clock_t0_wall();
+	json_t *av = json_array();
+	char iso[64];
+	struct tm tm;
+
+	if (!tl)
+		return NULL;
+	for (int i = 0; i < argc && argv; i++)
+		json_array_append_new(av, json_string(argv[i]));
+	gmtime_r(&w.tv_sec, &tm);
+	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%03ldZ", w.tv_nsec / 1000000);
+	tl->root = json_pack(
+		"{s:s, s:{s:s, s:o, s:o, s:{s:s, s:f, s:I}}, s:o, "
+		"s:{s:b, s:n, s:[], s:[], s:i}, s:{s:n, s:[], s:n}, s:{}, s:[], s:[], s:[], s:[], "
+		"s:[], s:{s:i, s:i, s:i, s:{s:i, s:[]}, s:[], s:i, s:[]}, "
+		"s:{s:f, s:f, s:f, s:[]}, s:{s:i, s:i, s:[]}, s:{s:b, s:[]}, s:[], s:[], s:[], s:[], s:[]}",
+		"schema", TIMELINE_SCHEMA,
+		"launcher", "version", TTS_LAUNCH_VERSION, "argv", av, "config", config_json(c),
+		"start", "wall", iso, "wall_epoch", (double)w.tv_sec + w.tv_nsec / 1e9, "monotonic_ns",
+		(json_int_t)clock_t0_ns(),
+		"host", host_json(),
+		"tracing", "enabled", 0, "reason", "probes", "fallbacks", "events_lost", 0,
+		"process", "pid", "command", "exit",
+		"marks", "phases", "files", "missing_paths", "network", "downloads",
+		"memory", "page_faults", 0, "major_faults", 0, "minor_faults", 0, "fault_rate",
+		"bucket_ms", 100, "counts", "per_process", "model_file_faults", 0, "mlock",
+		"sched", "io_wait_ms", 0.0, "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes",
+		"block", "requests", 0, "bytes", 0, "latency_hist",
+		"python", "usdt", 0, "imports",
+		"processes", "connects", "listens", "requests", "findings");
+	if (!tl->root) {
+		free(tl);
+		return NULL;
+	}
+	return tl;
+}
+
+void timeline_free(struct timeline *tl)
+{
+	if (!tl)
+		return;
+	json_decref(tl->root);
+	free(tl);
+}
+
+void timeline_mark(struct timeline *tl, const char *name, double ms)
+{
+	if (tl)
+		json_object_set_new(json_object_get(tl->root, "marks"), name, ms_real(ms));
+}
+
+double timeline_mark_ms(const struct timeline *tl, const char *name)
+{
+	json_t *m = tl ? json_object_get(json_object_get(tl->root, "marks"), name) : NULL;
+
+	return json_is_number(m) ? json_number_value(m) : -1;
+}
+
+static void phase_set(struct timeline *tl, const char *name, double start, double end,
+		      const char *source)
+{
+	json_t *phases = json_object_get(tl->root, "phases"), *p;
+	size_t i;
+
+	if (end < start)
+		end = start;
+	json_array_foreach(phases, i, p)
+	{
+		if (!strcmp(json_string_value(json_object_get(p, "name")), name)) {
+			json_array_remove(phases, i);
+			break;
+		}
+	}
+	json_array_append_new(phases, json_pack("{s:s, s:o, s:o, s:o, s:s}", "name", name, "start_ms",
+						ms_real(start), "end_ms", ms_real(end), "dur_ms",
+						ms_real(end - start), "source", source));
+}
+
+void timeline_phase(struct timeline *tl, const char *name, double start_ms, double end_ms)
+{
+	if (tl)
+		phase_set(tl, name, start_ms, end_ms, "launcher");
+}
+
+void timeline_set_process(struct timeline *tl, pid_t pid, char *const *argv)
+{
+	json_t *p, *cmd = json_array();
+
+	if (!tl)
+		return;
+	p = json_object_get(tl->root, "process");
+	for (int i = 0; argv && argv[i]; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_object_set_new(p, "pid", json_integer(pid));
+	json_object_set_new(p, "command", cmd);
+}
+
+void timeline_set_exit(struct timeline *tl, int code, int sig, double ms)
+{
+	if (!tl)
+		return;
+	json_object_set_new(json_object_get(tl->root, "process"), "exit",
+			    json_pack("{s:o, s:o, s:o}", "code", code >= 0 ? json_integer(code) : json_null(),
+				      "signal", sig > 0 ? json_integer(sig) : json_null(), "ms",
+				      ms_real(ms)));
+	timeline_mark(tl, "exit", ms);
+}
+
+void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason)
+{
+	json_t *t;
+
+	if (!tl)
+		return;
+	t = json_object_get(tl->root, "tracing");
+	json_object_set_new(t, "enabled", json_boolean(enabled));
+	json_object_set_new(t, "reason", str_or_null(reason));
+}
+
+int timeline_write(const struct timeline *tl, const char *path, char *err, size_t errlen)
+{
+	char *tmp = NULL, *dcopy = NULL;
+	FILE *f = NULL;
+	int fd = -1, dfd = -1, ret = -1;
+
+	if (!tl || !path) {
+		snprintf(err, errlen, "failed to write timeline: nothing to write");
+		return -1;
+	}
+	/* temp file in the same directory: rename(2) is atomic only within a
+	 * file system, so a reader sees the old file or the new one */
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
+		tmp = NULL;
+		snprintf(err, errlen, "failed to write timeline %s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "failed to create %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	if (fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
+		snprintf(err, errlen, "failed to open %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	fd = -1;
+	if (json_dumpf(tl->root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ||
+	    fputc('\n', f) == EOF || fflush(f) == EOF || fsync(fileno(f)) < 0) {
+		snprintf(err, errlen, "failed to write %s: %s", tmp, strerror(errno ? errno : EIO));
+		goto cleanup;
+	}
+	if (fclose(f) == EOF) {
+		f = NULL;
+		snprintf(err, errlen, "failed to write %s: %s", tmp, strerror(errno));
+		goto cleanup;
+	}
+	f = NULL;
+	if (rename(tmp, path) < 0) {
+		snprintf(err, errlen, "failed to rename %s to %s: %s", tmp, path, strerror(errno));
+		goto cleanup;
+	}
+	free(tmp);
+	tmp = NULL;
+	/* the rename itself is durable once the directory is synced */
+	dcopy = strdup(path);
+	if (dcopy) {
+		dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0)
+			fsync(dfd);
+	}
+	ret = 0;
+cleanup:
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dcopy);
+	return ret;
+}
+
+struct timeline *timeline_load(const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	const char *schema;
+	struct timeline *tl;
+
+	if (!root) {
+		snprintf(err, errlen, "failed to load timeline %s: line %d: %s", path, je.line, je.text);
+		return NULL;
+	}
+	schema = json_string_value(json_object_get(root, "schema"));
+	if (!schema || strcmp(schema, TIMELINE_SCHEMA)) {
+		snprintf(err, errlen, "failed to load timeline %s: schema is %s, expected %s", path,
+			 schema ? schema : "(missing)", TIMELINE_SCHEMA);
+		json_decref(root);
+		return NULL;
+	}
+	tl = calloc(1, sizeof(*tl));
+	if (!tl) {
+		snprintf(err, errlen, "failed to load timeline %s: %s", path, strerror(errno));
+		json_decref(root);
+		return NULL;
+	}
+	tl->root = root;
+	return tl;
+}
+
+/* ---- classification ---- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = dir ? strlen(dir) : 0;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+static bool any_suffix(const char *p, const char *const *list)
+{
+	for (; *list; list++)
+		if (ends_with(p, *list))
+			return true;
+	return false;
+}
+
+const char *timeline_file_class(const char *path, const char *const *cache_dirs)
+{
+	static const char *const model[] = {".pth", ".pt", ".safetensors", ".bin", ".ckpt",
+					    ".onnx", ".gguf", ".model", ".npz", ".h5", NULL};
+	static const char *const config[] = {".yaml", ".yml", ".json", ".toml", ".ini", ".cfg",
+					     ".conf", NULL};
+	bool in_cache = false, pyish;
+
+	if (ends_with(path, ".incomplete"))
+		return "download";
+	for (; cache_dirs && *cache_dirs; cache_dirs++)
+		in_cache |= under(path, *cache_dirs);
+	/* site-packages' *.pth are interpreter start-up files, not torch checkpoints */
+	pyish = strstr(path, "/site-packages/") || strstr(path, "/dist-packages/") ||
+		strstr(path, "/lib/python3");
+	if (any_suffix(path, model) && !pyish)
+		return "model";
+	if (in_cache)
+		return "hf_cache";
+	if (pyish || ends_with(path, ".py") || ends_with(path, ".pyc"))
+		return "python";
+	if (ends_with(path, ".so") || strstr(path, ".so.") || !strcmp(path, "/etc/ld.so.cache") ||
+	    !strcmp(path, "/etc/ld.so.preload"))
+		return "library";
+	if (any_suffix(path, config))
+		return "config";
+	if (!strncmp(path, "/etc/", 5) || !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5) ||
+	    !strncmp(path, "/dev/", 5) || !strncmp(path, "/usr/share/", 11))
+		return "system";
+	return "other";
+}
+
+static const char *sort_key;
+
+struct sort_item {
+	json_t *v;
+	size_t idx;
+};
+
+static int by_key(const void *a, const void *b)
+{
+	const struct sort_item *x = a, *y = b;
+	double p = json_number_value(json_object_get(x->v, sort_key));
+	double q = json_number_value(json_object_get(y->v, sort_key));
+
+	if (p != q)
+		return p < q ? -1 : 1;
+	/* qsort is not stable: ties keep their order */
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+void timeline_sort_by(json_t *array, const char *key)
+{
+	size_t n = json_array_size(array);
+	struct sort_item *v;
+
+	if (n < 2)
+		return;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		v[i].v = json_incref(json_array_get(array, i));
+		v[i].idx = i;
+	}
+	sort_key = key;
+	qsort(v, n, sizeof(*v), by_key);
+	json_array_clear(array);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(array, v[i].v);
+	free(v);
+}
+
+/* ---- phases ---- */
+
+struct span {
+	double a, b;
+	bool set;
+};
+
+static void span_add(struct span *s, double a, double b)
+{
+	if (!s->set || a < s->a)
+		s->a = a;
+	if (!s->set || b > s->b)
+		s->b = b;
+	s->set = true;
+}
+
+static double num(json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+void timeline_infer_phases(struct timeline *tl)
+{
+	json_t *root, *phases, *p, *files, *imports, *cfg;
+	struct span imp = {0}, pyfiles = {0}, conf = {0}, cache = {0}, model = {0}, lock = {0};
+	const char *app_dir, *model_dir;
+	double spawn, exec, ready, last_work = -1;
+	size_t i;
+
+	if (!tl)
+		return;
+	root = tl->root;
+	phases = json_object_get(root, "phases");
+	/* drop earlier inferences: snapshots repeat */
+	for (i = json_array_size(phases); i-- > 0;) {
+		const char *src = json_string_value(json_object_get(json_array_get(phases, i), "source"));
+
+		if (src && !strcmp(src, "trace"))
+			json_array_remove(phases, i);
+	}
+	cfg = json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
+	app_dir = json_string_value(json_object_get(cfg, "dir"));
+	model_dir = json_string_value(json_object_get(cfg, "model_dir"));
+	spawn = timeline_mark_ms(tl, "spawn");
+	exec = timeline_mark_ms(tl, "exec");
+	ready = timeline_mark_ms(tl, "ready");
+
+	if (spawn >= 0)
+		phase_set(tl, "launch", 0, spawn, "trace");
+	if (spawn >= 0 && exec >= 0)
+		phase_set(tl, "spawn", spawn, exec, "trace");
+
+	imports = json_object_get(json_object_get(root, "python"), "imports");
+	json_array_foreach(imports, i, p)
+		span_add(&imp, num(p, "start_ms"), num(p, "end_ms"));
+
+	files = json_object_get(root, "files");
+	json_array_foreach(files, i, p)
+	{
+		const char *cls = json_string_value(json_object_get(p, "class"));
+		const char *path = json_string_value(json_object_get(p, "path"));
+		double a = num(p, "first_ms"), b = num(p, "last_ms");
+
+		if (!cls || !path)
+			continue;
+		if (!strcmp(cls, "python"))
+			span_add(&pyfiles, a, b);
+		else if (!strcmp(cls, "model"))
+			span_add(&model, a, b);
+		else if (!strcmp(cls, "hf_cache"))
+			span_add(&cache, a, b);
+		else if (!strcmp(cls, "config") &&
+			 (path[0] != '/' || under(path, app_dir) || under(path, model_dir)))
+			span_add(&conf, a, b);
+	}
+	json_array_foreach(json_object_get(root, "missing_paths"), i, p)
+	{
+		const char *cls = json_string_value(json_object_get(p, "class"));
+
+		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
+			span_add(&cache, num(p, "first_ms"), num(p, "last_ms"));
+	}
+	json_array_foreach(json_object_get(json_object_get(root, "memory"), "mlock"), i, p)
+		span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
+
+	if (!imp.set)
+		imp = pyfiles; /* no USDT: Python's own files stand for its imports */
+	if (exec >= 0 && imp.set)
+		phase_set(tl, "interpreter_start", exec, imp.a, "trace");
+	if (imp.set)
+		phase_set(tl, "imports", imp.a, imp.b, "trace");
+	if (conf.set)
+		phase_set(tl, "config_read", conf.a, conf.b, "trace");
+	if (cache.set)
+		phase_set(tl, "cache_probe", cache.a, cache.b, "trace");
+	json_array_foreach(json_object_get(root, "downloads"), i, p)
+	{
+		char name[PATH_MAX + 16];
+		const char *path = json_string_value(json_object_get(p, "path"));
+		const char *base = path ? strrchr(path, '/') : NULL;
+
+		snprintf(name, sizeof(name), "download:%s", base ? base + 1 : path ? path : "?");
+		phase_set(tl, name, num(p, "first_ms"), num(p, "last_ms"), "trace");
+		if (num(p, "last_ms") > last_work)
+			last_work = num(p, "last_ms");
+	}
+	if (model.set)
+		phase_set(tl, "model_load", model.a, model.b, "trace");
+	if (lock.set)
+		phase_set(tl, "mlock", lock.a, lock.b, "trace");
+	if (ready >= 0) {
+		/* from the end of the last work seen before ready to ready: building
+		 * the UI and binding the port */
+		struct span *all[] = {&imp, &conf, &cache, &model, &lock};
+
+		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			if (all[k]->set && all[k]->b <= ready && all[k]->b > last_work)
+				last_work = all[k]->b;
+		if (last_work < 0 || last_work > ready)
+			last_work = exec >= 0 ? exec : 0;
+		phase_set(tl, "ready", last_work, ready, "trace");
+	}
+	timeline_sort_by(phases, "start_ms");
+}
+
+/* ---- summary ---- */
+
+static void fmt_ms(char *buf, size_t len, double ms)
+{
+	if (ms >= 1000)
+		snprintf(buf, len, "%.3fs", ms / 1000);
+	else
+		snprintf(buf, len, "%.1fms", ms);
+}
+
+static void fmt_bytes(char *buf, size_t len, double b)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int i = 0;
+
+	while (b >= 1024 && i < 4) {
+		b /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f%s" : "%.0f%s", b, u[i]);
+}
+
+static int by_desc_key(const void *a, const void *b)
+{
+	double x = json_number_value(json_object_get(*(json_t *const *)a, sort_key));
+	double y = json_number_value(json_object_get(*(json_t *const *)b, sort_key));
+
+	return x > y ? -1 : x < y;
+}
+
+/* The n largest entries of an array by a numeric key (borrowed refs). */
+static size_t top_n(json_t *arr, const char *key, json_t **out, size_t n)
+{
+	size_t m = json_array_size(arr), k = 0;
+	json_t **v = m ? malloc(m * sizeof(*v)) : NULL;
+
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < m; i++)
+		v[i] = json_array_get(arr, i);
+	sort_key = key;
+	qsort(v, m, sizeof(*v), by_desc_key);
+	for (; k < n && k < m; k++)
+		out[k] = v[k];
+	free(v);
+	return k;
+}
+
+void timeline_print_summary(const struct timeline *tl, FILE *out)
+{
+	json_t *root, *tr, *top[8], *mem, *arr, *p;
+	char a[32], b[32], c[32];
+	size_t n, i;
+	double ready, exec;
+
+	if (!tl || !out)
+		return;
+	root = tl->root;
+	tr = json_object_get(root, "tracing");
+	ready = timeline_mark_ms(tl, "ready");
+	exec = timeline_mark_ms(tl, "exec");
+	fmt_ms(a, sizeof(a), ready);
+	fmt_ms(b, sizeof(b), exec);
+	fprintf(out, "tts-launch: start-up: exec at %s, ready %s%s\n", exec >= 0 ? b : "?",
+		ready >= 0 ? "at " : "", ready >= 0 ? a : "not reached");
+	if (!json_is_true(json_object_get(tr, "enabled"))) {
+		fprintf(out, "  tracing: off (%s)\n",
+			json_string_value(json_object_get(tr, "reason")) ?: "disabled");
+		return;
+	}
+
+	/* blame: phases by duration, with when they started */
+	arr = json_object_get(root, "phases");
+	n = top_n(arr, "dur_ms", top, 8);
+	if (n)
+		fprintf(out, "  phases (longest first):\n");
+	for (i = 0; i < n; i++) {
+		fmt_ms(a, sizeof(a), num(top[i], "dur_ms"));
+		fmt_ms(b, sizeof(b), num(top[i], "start_ms"));
+		fprintf(out, "    %10s  %-28s @%s\n", a, json_string_value(json_object_get(top[i], "name")),
+			b);
+	}
+
+	/* files that kept the service busy longest, with their bytes */
+	arr = json_array();
+	json_array_foreach(json_object_get(root, "files"), i, p)
+	{
+		json_t *e = json_pack("{s:O, s:f, s:O}", "path", json_object_get(p, "path"), "span",
+				      num(p, "last_ms") - num(p, "first_ms"), "bytes",
+				      json_integer(json_integer_value(json_object_get(p, "bytes_read")) +
+						   json_integer_value(json_object_get(p, "mmap_bytes")) +
+						   json_integer_value(json_object_get(p, "bytes_written"))));
+
+		json_array_append_new(arr, e);
+	}
+	n = top_n(arr, "span", top, 5);
+	if (n)
+		fprintf(out, "  slowest files (first to last access):\n");
+	for (i = 0; i < n; i++) {
+		fmt_ms(a, sizeof(a), num(top[i], "span"));
+		fmt_bytes(b, sizeof(b), num(top[i], "bytes"));
+		fprintf(out, "    %10s  %9s  %s\n", a, b, json_string_value(json_object_get(top[i], "path")));
+	}
+	json_decref(arr);
+
+	arr = json_object_get(root, "missing_paths");
+	n = top_n(arr, "attempts", top, 5);
+	if (n)
+		fprintf(out, "  missing paths (%zu, most tried first):\n", json_array_size(arr));
+	for (i = 0; i < n; i++)
+		fprintf(out, "    %6lld x  %-8s %s\n",
+			(long long)json_integer_value(json_object_get(top[i], "attempts")),
+			json_string_value(json_object_get(top[i], "errno")) ?: "",
+			json_string_value(json_object_get(top[i], "path")));
+
+	arr = json_object_get(root, "network");
+	n = top_n(arr, "connect_ms", top, 5);
+	if (n)
+		fprintf(out, "  network peers:\n");
+	for (i = 0; i < n; i++) {
+		fmt_bytes(a, sizeof(a), num(top[i], "bytes_in"));
+		fmt_bytes(b, sizeof(b), num(top[i], "bytes_out"));
+		fmt_ms(c, sizeof(c), num(top[i], "connect_ms"));
+		fprintf(out, "    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
+			json_string_value(json_object_get(top[i], "peer")),
+			(long long)json_integer_value(json_object_get(top[i], "connects")),
+			(long long)json_integer_value(json_object_get(top[i], "failures")),
+			json_is_string(json_object_get(top[i], "errno")) ? " " : "",
+			json_string_value(json_object_get(top[i], "errno")) ?: "", a, b, c);
+	}
+
+	arr = json_object_get(root, "downloads");
+	json_array_foreach(arr, i, p)
+	{
+		fmt_bytes(a, sizeof(a), num(p, "bytes"));
+		fmt_ms(b, sizeof(b), num(p, "last_ms") - num(p, "first_ms"));
+		fprintf(out, "  download: %s %s in %s%s\n", json_string_value(json_object_get(p, "path")), a,
+			b, json_is_true(json_object_get(p, "completed")) ? "" : " (incomplete)");
+	}
+
+	mem = json_object_get(root, "memory");
+	fprintf(out, "  page faults: %lld (%lld major, %lld in model files)\n",
+		(long long)json_integer_value(json_object_get(mem, "page_faults")),
+		(long long)json_integer_value(json_object_get(mem, "major_faults")),
+		(long long)json_integer_value(json_object_get(mem, "model_file_faults")));
+	json_array_foreach(json_object_get(mem, "mlock"), i, p)
+	{
+		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
+		fprintf(out, "  %s: %s in %s\n", json_string_value(json_object_get(p, "call")),
+			json_integer_value(json_object_get(p, "result")) < 0
+				? json_string_value(json_object_get(p, "errno")) ?: "failed"
+				: "ok",
+			a);
+	}
+	p = json_object_get(root, "sched");
+	fmt_ms(a, sizeof(a), num(p, "io_wait_ms"));
+	fmt_ms(b, sizeof(b), num(p, "sleep_ms"));
+	fmt_ms(c, sizeof(c), num(p, "runqueue_ms"));
+	fprintf(out, "  off-CPU: %s I/O wait, %s sleeping, %s waiting for a CPU\n", a, b, c);
+	fprintf(out, "  events lost: %lld\n", (long long)json_integer_value(json_object_get(tr, "events_lost")));
+}

@@ -1,0 +1,1040 @@
+/* tracer: loads bpf/trace.bpf.c for the process tree rooted at the forked,
+ * still blocked child, consumes its ring buffer, and turns events plus map
+ * aggregates into the timeline model.
+ *
+ * Order (STYLE.md 3): open -> probe what the kernel has (autoload off for the
+ * rest, listed as fallbacks) -> set targ_ rodata -> load -> insert the root
+ * pid -> attach each program on its own -> ring buffer. Any failure before a
+ * usable set is attached gives NULL and a reason; the service then runs
+ * untraced. */
+#include <arpa/inet.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "trace.h"
+#include "trace.minbtf.h"
+#include "trace.skel.h"
+#include "tracer.h"
+
+struct tracer {
+	struct trace_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	size_t n_links;
+	pid_t root;
+	int listen_port;
+	const struct config *cfg;
+
+	json_t *probes;	   /* names attached */
+	json_t *fallbacks; /* [{probe, reason}] */
+	bool usdt;	   /* python import probes attached */
+
+	/* collected from ring buffer events */
+	json_t *procs;	 /* "pid" -> process object */
+	json_t *connects; /* [connect records] */
+	json_t *listens;
+	json_t *mlocks;
+	json_t *imports;      /* finished imports */
+	json_t *import_stack; /* "tid" -> [open frames] */
+	double exec_ms;	      /* root's first exec, -1 */
+	double ready_ms;      /* first matching listen, -1 */
+	unsigned long long user_lost; /* records user space could not keep */
+};
+
+static int verbose_level;
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!verbose_level || (level == LIBBPF_DEBUG && verbose_level < 2))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void fallback(struct tracer *t, const char *probe, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_array_append_new(t->fallbacks, json_pack("{s:s, s:s}", "probe", probe, "reason", buf));
+}
+
+/* ---- probing the kernel ---- */
+
+/* The build-time kernel's minimal BTF is exact for that kernel only: same
+ * release, version and BTF size (see the Makefile's BTFGen rule). */
+static bool min_btf_matches(void)
+{
+	struct utsname u;
+	struct stat st;
+	char id[512];
+
+	if (uname(&u) || stat("/sys/kernel/btf/vmlinux", &st))
+		return false;
+	snprintf(id, sizeof(id), "%s|%s|%lld", u.release, u.version, (long long)st.st_size);
+	return !strcmp(id, trace_min_btf_kernel);
+}
+
+/* libbpf 1.1 takes a custom BTF only as a path: hand it a memfd's. */
+static int min_btf_fd(void)
+{
+	/* not memfd_create(): <sys/mman.h> defines MLOCK_ONFAULT, which
+	 * config.h's enum mlock_mode also names */
+	int fd = (int)syscall(SYS_memfd_create, "trace.min.btf", 1 /* MFD_CLOEXEC */);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, trace_min_btf, sizeof(trace_min_btf)) != (ssize_t)sizeof(trace_min_btf)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static const char *lockdown_mode(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/kernel/security/lockdown", "r");
+	char *l, *r;
+
+	if (!f)
+		return NULL;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	l = strchr(buf, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (!r)
+		return NULL;
+	*r = 0;
+	return strcmp(l + 1, "none") ? l + 1 : NULL;
+}
+
+static void load_failure(char *why, size_t whylen, int err)
+{
+	char lb[128];
+	const char *ld = lockdown_mode(lb, sizeof(lb));
+
+	if (ld)
+		snprintf(why, whylen, "kernel lockdown (%s) forbids BPF tracing", ld);
+	else if (err == EPERM || err == EACCES)
+		snprintf(why, whylen,
+			 "not permitted to load BPF programs (run as root, or with CAP_BPF and "
+			 "CAP_PERFMON): %s",
+			 strerror(err));
+	else
+		snprintf(why, whylen, "failed to load BPF programs: %s", strerror(err));
+}
+
+/* Python binaries to put the import probes on: the system interpreter and
+ * the configured one, resolved to real files (a uprobe is per inode, so every
+ * process running that file is covered; the pid tree filters in-kernel). */
+static int python_candidates(const struct config *cfg, char out[][PATH_MAX], int max)
+{
+	const char *cands[3] = {"/usr/bin/python3", NULL, NULL};
+	char first[PATH_MAX], rp[PATH_MAX];
+	int n = 0;
+
+	if (cfg && cfg->n_command > 0 && cfg->command[0])
+		cands[1] = cfg->command[0];
+	if (cfg && cfg->python && *cfg->python) {
+		snprintf(first, sizeof(first), "%s", cfg->python);
+		first[strcspn(first, " ")] = 0;
+		cands[2] = first;
+	}
+	for (int i = 0; i < 3 && n < max; i++) {
+		bool dup = false;
+
+		if (!cands[i] || !strstr(cands[i], "python") || !realpath(cands[i], rp))
+			continue;
+		for (int j = 0; j < n; j++)
+			dup |= !strcmp(out[j], rp);
+		if (!dup)
+			snprintf(out[n++], PATH_MAX, "%s", rp);
+	}
+	return n;
+}
+
+static void add_link(struct tracer *t, struct bpf_link *l)
+{
+	struct bpf_link **nl = realloc(t->links, (t->n_links + 1) * sizeof(*nl));
+
+	if (!nl) {
+		bpf_link__destroy(l);
+		return;
+	}
+	t->links = nl;
+	t->links[t->n_links++] = l;
+}
+
+/* ---- events ---- */
+
+static json_t *proc_obj(struct tracer *t, pid_t pid)
+{
+	char k[16];
+	json_t *p;
+
+	snprintf(k, sizeof(k), "%d", pid);
+	p = json_object_get(t->procs, k);
+	if (!p) {
+		p = json_pack("{s:i, s:n, s:n, s:n, s:n, s:n, s:n, s:n}", "pid", pid, "ppid",
+			      "command", "argv", "fork_ms", "exec_ms", "exit_ms", "exit");
+		json_object_set_new(t->procs, k, p);
+	}
+	return p;
+}
+
+static json_t *ms_json(double ms)
+{
+	return json_real(ms < 0 ? 0 : (double)(long long)(ms * 1000 + 0.5) / 1000);
+}
+
+static json_t *argv_json(const char *buf, size_t len)
+{
+	json_t *a = json_array();
+	size_t i = 0;
+
+	while (i < len && buf[i]) {
+		size_t n = strnlen(buf + i, len - i);
+
+		json_array_append_new(a, json_stringn(buf + i, n));
+		i += n + 1;
+	}
+	return a;
+}
+
+static void peer_string(int family, const __u8 *addr, int port, char *out, size_t len)
+{
+	char a[64] = "?";
+
+	if (family == AF_INET)
+		inet_ntop(AF_INET, addr, a, sizeof(a));
+	else if (family == AF_INET6)
+		inet_ntop(AF_INET6, addr, a, sizeof(a));
+	if (family == AF_INET6)
+		snprintf(out, len, "[%s]:%d", a, port);
+	else
+		snprintf(out, len, "%s:%d", a, port);
+}
+
+/* Decode the raw sockaddr a connect(2) was given. */
+static bool sockaddr_peer(const struct tl_event *e, char *out, size_t len, int *family, int *port)
+{
+	struct sockaddr_storage ss;
+	size_t n = e->arg < sizeof(e->aux) ? e->arg : sizeof(e->aux);
+
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, e->aux, n < sizeof(ss) ? n : sizeof(ss));
+	*family = ss.ss_family;
+	*port = 0;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&ss;
+
+		*port = ntohs(in->sin_port);
+		peer_string(AF_INET, (const __u8 *)&in->sin_addr, *port, out, len);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)&ss;
+
+		*port = ntohs(in6->sin6_port);
+		peer_string(AF_INET6, (const __u8 *)&in6->sin6_addr, *port, out, len);
+	} else if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const void *)&ss;
+		size_t pl = n > offsetof(struct sockaddr_un, sun_path)
+				    ? n - offsetof(struct sockaddr_un, sun_path)
+				    : 0;
+
+		if (pl && !un->sun_path[0])
+			snprintf(out, len, "unix:@%.*s", (int)strnlen(un->sun_path + 1, pl - 1),
+				 un->sun_path + 1);
+		else
+			snprintf(out, len, "unix:%.*s", (int)strnlen(un->sun_path, pl), un->sun_path);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static void on_import(struct tracer *t, const struct tl_event *e, double ms)
+{
+	char k[16];
+	json_t *stack, *frame;
+	size_t n;
+
+	snprintf(k, sizeof(k), "%u", e->tid);
+	stack = json_object_get(t->import_stack, k);
+	if (e->type == EV_IMPORT_START) {
+		if (!stack) {
+			stack = json_array();
+			json_object_set_new(t->import_stack, k, stack);
+		}
+		json_array_append_new(stack, json_pack("{s:s%, s:f}", "name", e->str,
+						       strnlen(e->str, sizeof(e->str)), "start", ms));
+		return;
+	}
+	n = stack ? json_array_size(stack) : 0;
+	if (!n)
+		return;
+	/* imports nest: done closes the innermost open import */
+	frame = json_array_get(stack, n - 1);
+	json_array_append_new(
+		t->imports,
+		json_pack("{s:O, s:i, s:o, s:o, s:o, s:i, s:b}", "name", json_object_get(frame, "name"),
+			  "pid", (int)e->pid,
+			  "start_ms", ms_json(json_real_value(json_object_get(frame, "start"))),
+			  "end_ms", ms_json(ms),
+			  "dur_ms", ms_json(ms - json_real_value(json_object_get(frame, "start"))),
+			  "depth", (int)(n - 1), "found", e->flags != 0));
+	json_array_remove(stack, n - 1);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+	const struct tl_event *e = data;
+	double ms, end_ms;
+	char peer[160];
+	int family, port;
+	json_t *p;
+
+	if (size < sizeof(*e))
+		return 0;
+	ms = clock_ns_to_ms(e->ts_ns);
+	end_ms = clock_ns_to_ms(e->ts_ns + e->dur_ns);
+	switch (e->type) {
+	case EV_EXEC:
+		p = proc_obj(t, e->pid);
+		if (json_is_null(json_object_get(p, "exec_ms")))
+			json_object_set_new(p, "exec_ms", ms_json(ms));
+		json_object_set_new(p, "command", json_stringn(e->str, strnlen(e->str, sizeof(e->str))));
+		json_object_set_new(p, "argv", argv_json(e->aux, e->arg));
+		json_object_set_new(p, "comm", json_stringn(e->comm, strnlen(e->comm, 16)));
+		if (json_is_null(json_object_get(p, "ppid")))
+			json_object_set_new(p, "ppid", json_integer(e->ppid));
+		json_object_set_new(p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
+		if ((pid_t)e->pid == t->root && t->exec_ms < 0)
+			t->exec_ms = ms;
+		break;
+	case EV_FORK:
+		p = proc_obj(t, e->pid);
+		json_object_set_new(p, "ppid", json_integer(e->ppid));
+		json_object_set_new(p, "fork_ms", ms_json(ms));
+		json_object_set_new(p, "comm", json_stringn(e->comm, strnlen(e->comm, 16)));
+		break;
+	case EV_EXIT: {
+		int st = e->ret;
+
+		p = proc_obj(t, e->pid);
+		json_object_set_new(p, "exit_ms", ms_json(ms));
+		if (st & 0x7f)
+			json_object_set_new(p, "exit", json_pack("{s:n, s:i}", "code", "signal", st & 0x7f));
+		else
+			json_object_set_new(p, "exit", json_pack("{s:i, s:n}", "code", (st >> 8) & 0xff, "signal"));
+		break;
+	}
+	case EV_CONNECT:
+	case EV_CONNECT_DONE:
+		if (e->type == EV_CONNECT) {
+			if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port))
+				break;
+		} else {
+			family = (int)e->arg2;
+			port = (int)e->arg;
+			peer_string(family, (const __u8 *)e->aux, port, peer, sizeof(peer));
+		}
+		json_array_append_new(
+			t->connects,
+			json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:i, s:b}", "peer", peer, "family", family,
+				  "port", port, "pid", (int)e->pid, "start_ms", ms_json(ms), "dur_ms",
+				  ms_json(end_ms - ms), "ret", e->ret,
+				  "pending", e->type == EV_CONNECT && e->ret == -EINPROGRESS));
+		break;
+	case EV_LISTEN:
+		json_array_append_new(t->listens, json_pack("{s:i, s:i, s:o}", "pid", (int)e->pid, "port",
+							    (int)e->arg, "ms", ms_json(ms)));
+		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true))
+			t->ready_ms = ms;
+		break;
+	case EV_MLOCK: {
+		static const char *calls[] = {"?", "mlock", "mlock2", "mlockall"};
+
+		json_array_append_new(
+			t->mlocks,
+			json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", (int)e->pid, "call",
+				  calls[e->arg2 < 4 ? e->arg2 : 0], (json_int_t)e->arg, "flags", (int)e->flags,
+				  "result", e->ret < 0 ? -1 : e->ret, "errno",
+				  e->ret < 0 ? strerrorname_np(-e->ret) : NULL, "start_ms", ms_json(ms),
+				  "dur_ms", ms_json(end_ms - ms)));
+		break;
+	}
+	case EV_IMPORT_START:
+	case EV_IMPORT_DONE:
+		on_import(t, e, ms);
+		break;
+	}
+	return 0;
+}
+
+/* ---- start ---- */
+
+struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen)
+{
+	struct tracer *t = NULL;
+	struct bpf_program *prog;
+	char pys[3][PATH_MAX];
+	int err, n_py;
+	__u32 root, flags = 0;
+
+	snprintf(why, whylen, "unknown error");
+	verbose_level = o->verbose;
+	libbpf_set_print(print_libbpf);
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(why, whylen, "kernel has no BTF (/sys/kernel/btf/vmlinux: %s)", strerror(errno));
+		goto fail;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		snprintf(why, whylen, "failed to allocate tracer: %s", strerror(errno));
+		goto fail;
+	}
+	t->root = o->root_pid;
+	t->listen_port = o->listen_port;
+	t->cfg = o->cfg;
+	t->exec_ms = -1;
+	t->ready_ms = -1;
+	t->probes = json_array();
+	t->fallbacks = json_array();
+	t->procs = json_object();
+	t->connects = json_array();
+	t->listens = json_array();
+	t->mlocks = json_array();
+	t->imports = json_array();
+	t->import_stack = json_object();
+
+	n_py = o->cfg && !o->cfg->python_usdt ? 0 : python_candidates(o->cfg, pys, 3);
+	if (!n_py)
+		fallback(t, "python_imports", o->cfg && !o->cfg->python_usdt
+						      ? "switched off in the configuration ([trace] python_usdt)"
+						      : "no python interpreter found to attach to");
+
+	/* open -> configure -> load; first with the build kernel's minimal BTF
+	 * when this is that kernel, else (or when that fails) with the full one */
+	for (int attempt = min_btf_matches() ? 0 : 1; attempt < 2; attempt++) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo);
+		char btfpath[64];
+		int bfd = attempt == 0 ? min_btf_fd() : -1;
+
+		if (bfd >= 0) {
+			snprintf(btfpath, sizeof(btfpath), "/proc/self/fd/%d", bfd);
+			oo.btf_custom_path = btfpath;
+		}
+		trace_bpf__destroy(t->skel);
+		t->skel = trace_bpf__open_opts(&oo);
+		if (!t->skel) {
+			err = errno;
+			if (bfd >= 0)
+				close(bfd);
+			snprintf(why, whylen, "failed to open BPF object: %s", strerror(err));
+			goto fail;
+		}
+		if (!n_py) {
+			bpf_program__set_autoload(t->skel->progs.py_import_start, false);
+			bpf_program__set_autoload(t->skel->progs.py_import_done, false);
+		}
+		t->skel->rodata->targ_t0_ns = clock_t0_ns();
+		err = trace_bpf__load(t->skel);
+		if (bfd >= 0)
+			close(bfd);
+		if (!err)
+			break;
+		if (attempt == 1 || -err == EPERM || -err == EACCES) {
+			load_failure(why, whylen, -err);
+			goto fail;
+		}
+	}
+
+	/* the root, before any program can see it fork or exec */
+	root = (__u32)o->root_pid;
+	if (bpf_map__update_elem(t->skel->maps.procs, &root, sizeof(root), &flags, sizeof(flags), 0)) {
+		snprintf(why, whylen, "failed to add pid %d to the traced tree: %s", (int)o->root_pid,
+			 strerror(errno));
+		goto fail;
+	}
+
+	/* attach, each program on its own */
+	bpf_object__for_each_program(prog, t->skel->obj)
+	{
+		const char *name = bpf_program__name(prog);
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(prog) || !strncmp(bpf_program__section_name(prog), "usdt", 4))
+			continue;
+		l = bpf_program__attach(prog);
+		if (!l) {
+			err = errno;
+			/* without exec and fork tracking there is no tree to follow */
+			if (!strcmp(name, "sched_process_exec") || !strcmp(name, "sys_enter") ||
+			    !strcmp(name, "sys_exit")) {
+				snprintf(why, whylen, "failed to attach %s: %s", name, strerror(err));
+				goto fail;
+			}
+			fallback(t, name, "failed to attach (tracepoint missing?): %s", strerror(err));
+			continue;
+		}
+		add_link(t, l);
+		json_array_append_new(t->probes, json_string(name));
+	}
+	for (int i = 0; i < n_py; i++) {
+		struct bpf_link *ls, *ld;
+
+		ls = bpf_program__attach_usdt(t->skel->progs.py_import_start, -1, pys[i], "python",
+					      "import__find__load__start", NULL);
+		err = ls ? 0 : errno;
+		ld = ls ? bpf_program__attach_usdt(t->skel->progs.py_import_done, -1, pys[i], "python",
+						   "import__find__load__done", NULL)
+			: NULL;
+		if (!ls || !ld) {
+			err = err ? err : errno;
+			bpf_link__destroy(ls);
+			fallback(t, "python_imports", "failed to attach USDT to %s: %s", pys[i],
+				 strerror(err));
+			continue;
+		}
+		add_link(t, ls);
+		add_link(t, ld);
+		t->usdt = true;
+		json_array_append_new(t->probes, json_sprintf("python_imports:%s", pys[i]));
+	}
+
+	/* ring buffer */
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_event, t, NULL);
+	if (!t->rb) {
+		snprintf(why, whylen, "failed to create ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	return t;
+
+fail:
+	tracer_free(t);
+	return NULL;
+}
+
+int tracer_fd(const struct tracer *t)
+{
+	return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1;
+}
+
+int tracer_poll(struct tracer *t)
+{
+	int n;
+
+	if (!t || !t->rb)
+		return 0;
+	n = ring_buffer__consume(t->rb);
+	return n < 0 ? n : 0;
+}
+
+bool tracer_ready(const struct tracer *t, double *ms)
+{
+	if (!t || t->ready_ms < 0)
+		return false;
+	if (ms)
+		*ms = t->ready_ms;
+	return true;
+}
+
+void tracer_free(struct tracer *t)
+{
+	if (!t)
+		return;
+	ring_buffer__free(t->rb);
+	for (size_t i = 0; i < t->n_links; i++)
+		bpf_link__destroy(t->links[i]);
+	free(t->links);
+	trace_bpf__destroy(t->skel);
+	json_decref(t->probes);
+	json_decref(t->fallbacks);
+	json_decref(t->procs);
+	json_decref(t->connects);
+	json_decref(t->listens);
+	json_decref(t->mlocks);
+	json_decref(t->imports);
+	json_decref(t->import_stack);
+	free(t);
+}
+
+/* ---- snapshot: maps and events into the model ---- */
+
+static void read_counters(struct tracer *t, __u64 out[CNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+
+	memset(out, 0, CNT_MAX * sizeof(out[0]));
+	if (ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (__u32 k = 0; k < CNT_MAX; k++) {
+		if (bpf_map__lookup_elem(t->skel->maps.counters, &k, sizeof(k), vals,
+					 (size_t)ncpu * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+/* Cache directories of the Hugging Face hub the service will use. */
+static void cache_dirs(const struct config *cfg, char dirs[][PATH_MAX], int *n)
+{
+	const char *home = getenv("HOME");
+
+	*n = 0;
+	for (size_t i = 0; cfg && i < cfg->n_env; i++) {
+		if (!strcmp(cfg->env[i].name, "HF_HUB_CACHE") || !strcmp(cfg->env[i].name, "HF_HOME"))
+			snprintf(dirs[(*n)++], PATH_MAX, "%s", cfg->env[i].value);
+	}
+	snprintf(dirs[(*n)++], PATH_MAX, "%s/.cache/huggingface", home && *home ? home : "/root");
+	if (cfg && cfg->model_dir && *cfg->model_dir)
+		snprintf(dirs[(*n)++], PATH_MAX, "%s/hf_cache", cfg->model_dir);
+}
+
+static void set_ms_range(json_t *o, __u64 first, __u64 last)
+{
+	json_object_set_new(o, "first_ms", ms_json(clock_ns_to_ms(first)));
+	json_object_set_new(o, "last_ms", ms_json(clock_ns_to_ms(last)));
+}
+
+static json_t *errno_json(int e)
+{
+	const char *n = e > 0 ? strerrorname_np(e) : NULL;
+
+	return n ? json_string(n) : json_null();
+}
+
+struct io_ent {
+	struct file_key k;
+	struct file_val v;
+	bool claimed;
+};
+
+static int io_cmp(const void *a, const void *b)
+{
+	const struct file_key *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static json_t *file_json(const char *path, const char *cls, const struct path_val *pv,
+			 const struct file_val *fv, __u64 first, __u64 last)
+{
+	json_t *f = json_pack("{s:s, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			      "path", path, "class", cls, "opens", pv ? (int)pv->opens : 0,
+			      "failed_opens", pv ? (int)pv->open_fails : 0, "errno",
+			      errno_json(pv && pv->open_fails ? pv->open_errno : 0), "bytes_read",
+			      (json_int_t)fv->bytes_read, "bytes_written", (json_int_t)fv->bytes_written,
+			      "reads", (json_int_t)fv->reads, "writes", (json_int_t)fv->writes, "mmaps",
+			      (json_int_t)fv->mmaps, "mmap_bytes", (json_int_t)fv->mmap_bytes, "faults",
+			      (json_int_t)fv->faults, "size", (json_int_t)fv->size);
+
+	json_object_set_new(f, "pid", pv ? json_integer(pv->first_pid) : json_null());
+	set_ms_range(f, first, last);
+	return f;
+}
+
+static void snap_files(struct tracer *t, json_t *root)
+{
+	struct bpf_map *pm = t->skel->maps.paths, *fm = t->skel->maps.files;
+	json_t *files = json_array(), *missing = json_array(), *downloads = json_array();
+	struct io_ent *io = NULL;
+	size_t n_io = 0, cap = 0;
+	struct path_key pk, pnext;
+	struct file_key fk, fnext;
+	struct path_val pv;
+	struct file_val fv;
+	char dirs[4][PATH_MAX];
+	const char *dp[5];
+	int nd, more;
+
+	cache_dirs(t->cfg, dirs, &nd);
+	for (int i = 0; i < nd; i++)
+		dp[i] = dirs[i];
+	dp[nd] = NULL;
+
+	/* bytes per inode, sorted for lookup by the paths that opened them */
+	for (more = bpf_map__get_next_key(fm, NULL, &fnext, sizeof(fnext)); !more;
+	     more = bpf_map__get_next_key(fm, &fk, &fnext, sizeof(fnext))) {
+		fk = fnext;
+		if (bpf_map__lookup_elem(fm, &fk, sizeof(fk), &fv, sizeof(fv), 0))
+			continue;
+		if (n_io == cap) {
+			struct io_ent *n = realloc(io, (cap = cap ? cap * 2 : 256) * sizeof(*io));
+
+			if (!n)
+				break;
+			io = n;
+		}
+		io[n_io].k = fk;
+		io[n_io].v = fv;
+		io[n_io].v.name[TRACE_NAME_MAX - 1] = 0;
+		io[n_io++].claimed = false;
+	}
+	if (n_io)
+		qsort(io, n_io, sizeof(*io), io_cmp);
+
+	/* one entry per path */
+	for (more = bpf_map__get_next_key(pm, NULL, &pnext, sizeof(pnext)); !more;
+	     more = bpf_map__get_next_key(pm, &pk, &pnext, sizeof(pnext))) {
+		struct io_ent *ie = NULL;
+		const char *cls;
+		__u64 first, last;
+
+		pk = pnext;
+		if (bpf_map__lookup_elem(pm, &pk, sizeof(pk), &pv, sizeof(pv), 0))
+			continue;
+		pk.path[sizeof(pk.path) - 1] = 0;
+		cls = timeline_file_class(pk.path, dp);
+		if (pv.open_fails || pv.probe_fails) {
+			json_array_append_new(
+				missing,
+				json_pack("{s:s, s:i, s:o, s:o, s:o, s:i, s:s}", "path", pk.path,
+					  "attempts", (int)(pv.open_fails + pv.probe_fails), "errno",
+					  errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
+					  "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)), "last_ms",
+					  ms_json(clock_ns_to_ms(pv.fail_last_ns)), "pid", (int)pv.first_pid,
+					  "class", cls));
+		}
+		if (!pv.opens && !pv.open_fails)
+			continue;
+		first = pv.first_ns;
+		last = pv.last_ns;
+		memset(&fv, 0, sizeof(fv));
+		if (pv.opens && n_io) {
+			struct file_key key = {.dev = pv.dev, .ino = pv.ino};
+
+			ie = bsearch(&key, io, n_io, sizeof(*io), io_cmp);
+		}
+		/* several paths can name one inode (hub snapshots link to blobs):
+		 * its bytes go to the first path that claims it */
+		if (ie && !ie->claimed) {
+			ie->claimed = true;
+			fv = ie->v;
+			if (fv.first_ns && fv.first_ns < first)
+				first = fv.first_ns;
+			if (fv.last_ns > last)
+				last = fv.last_ns;
+		}
+		json_array_append_new(files, file_json(pk.path, cls, &pv, &fv, first, last));
+		if (!strcmp(cls, "download") && fv.bytes_written) {
+			char final[TRACE_PATH_MAX];
+			size_t l = strlen(pk.path) - strlen(".incomplete");
+			double a = clock_ns_to_ms(first), b = clock_ns_to_ms(last);
+
+			snprintf(final, sizeof(final), "%.*s", (int)l, pk.path);
+			json_array_append_new(
+				downloads,
+				json_pack("{s:s, s:I, s:o, s:o, s:o, s:b}", "path", pk.path, "bytes",
+					  (json_int_t)fv.bytes_written, "first_ms", ms_json(a), "last_ms",
+					  ms_json(b), "rate_mb_s",
+					  b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
+					  "completed", access(final, F_OK) == 0));
+		}
+	}
+
+	/* inodes read or written but never opened by path in the tree (inherited
+	 * fds such as the log file): named by their dentry */
+	for (size_t i = 0; i < n_io; i++) {
+		char name[TRACE_NAME_MAX + 16];
+
+		if (io[i].claimed)
+			continue;
+		snprintf(name, sizeof(name), "[fd] %s", io[i].v.name);
+		json_array_append_new(files, file_json(name, timeline_file_class(io[i].v.name, dp), NULL,
+						       &io[i].v, io[i].v.first_ns, io[i].v.last_ns));
+	}
+	free(io);
+	timeline_sort_by(files, "first_ms");
+	timeline_sort_by(missing, "first_ms");
+	json_object_set_new(root, "files", files);
+	json_object_set_new(root, "missing_paths", missing);
+	json_object_set_new(root, "downloads", downloads);
+}
+
+static void snap_network(struct tracer *t, json_t *root)
+{
+	struct bpf_map *m = t->skel->maps.peers;
+	json_t *net = json_object(), *list = json_array(), *c, *e;
+	struct peer_key k, next;
+	struct peer_val v;
+	const char *key;
+	size_t i;
+	int more;
+
+	/* connect attempts, by peer */
+	json_array_foreach(t->connects, i, c)
+	{
+		const char *peer = json_string_value(json_object_get(c, "peer"));
+		int ret = (int)json_integer_value(json_object_get(c, "ret"));
+
+		if (json_is_true(json_object_get(c, "pending")))
+			continue; /* its outcome is a later record */
+		e = json_object_get(net, peer);
+		if (!e) {
+			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:I, s:I, s:f, s:f, s:O, s:f}", "peer",
+				      peer, "port", (int)json_integer_value(json_object_get(c, "port")),
+				      "connects", 0, "failures", 0, "errno", "bytes_in", (json_int_t)0,
+				      "bytes_out", (json_int_t)0, "connect_ms", 0.0, "connect_max_ms", 0.0,
+				      "first_ms", json_object_get(c, "start_ms"), "last_ms", 0.0);
+			json_object_set_new(net, peer, e);
+		}
+		json_object_set_new(e, "connects", json_integer(json_integer_value(json_object_get(e, "connects")) + 1));
+		if (ret < 0) {
+			json_object_set_new(e, "failures", json_integer(json_integer_value(json_object_get(e, "failures")) + 1));
+			json_object_set_new(e, "errno", errno_json(-ret));
+		}
+		{
+			double d = json_real_value(json_object_get(c, "dur_ms"));
+			double end = json_real_value(json_object_get(c, "start_ms")) + d;
+
+			json_object_set_new(e, "connect_ms", ms_json(json_real_value(json_object_get(e, "connect_ms")) + d));
+			if (d > json_real_value(json_object_get(e, "connect_max_ms")))
+				json_object_set_new(e, "connect_max_ms", ms_json(d));
+			if (end > json_real_value(json_object_get(e, "last_ms")))
+				json_object_set_new(e, "last_ms", ms_json(end));
+		}
+	}
+	/* bytes, by peer */
+	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
+	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+		char peer[160];
+		double f, l;
+
+		k = next;
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
+			continue;
+		peer_string(k.family, k.addr, k.port, peer, sizeof(peer));
+		f = clock_ns_to_ms(v.first_ns);
+		l = clock_ns_to_ms(v.last_ns);
+		e = json_object_get(net, peer);
+		if (!e) {
+			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:f, s:f, s:o, s:o}", "peer", peer, "port",
+				      k.port, "connects", 0, "failures", 0, "errno", "connect_ms", 0.0,
+				      "connect_max_ms", 0.0, "first_ms", ms_json(f), "last_ms", ms_json(l));
+			json_object_set_new(net, peer, e);
+		}
+		json_object_set_new(e, "bytes_in", json_integer((json_int_t)v.bytes_in));
+		json_object_set_new(e, "bytes_out", json_integer((json_int_t)v.bytes_out));
+		json_object_set_new(e, "proto", json_string(k.proto == IPPROTO_UDP ? "udp" : "tcp"));
+		if (f < json_real_value(json_object_get(e, "first_ms")))
+			json_object_set_new(e, "first_ms", ms_json(f));
+		if (l > json_real_value(json_object_get(e, "last_ms")))
+			json_object_set_new(e, "last_ms", ms_json(l));
+	}
+	json_object_foreach(net, key, e)
+	{
+		if (!json_object_get(e, "bytes_in")) {
+			json_object_set_new(e, "bytes_in", json_integer(0));
+			json_object_set_new(e, "bytes_out", json_integer(0));
+		}
+		json_object_set_new(e, "dns", json_boolean(json_integer_value(json_object_get(e, "port")) == 53));
+		json_array_append(list, e);
+	}
+	json_decref(net);
+	timeline_sort_by(list, "first_ms");
+	json_object_set_new(root, "network", list);
+	json_object_set_new(root, "connects", json_deep_copy(t->connects));
+	json_object_set_new(root, "listens", json_deep_copy(t->listens));
+}
+
+/* minflt and majflt of a live process, all its threads (proc(5)) */
+static bool proc_faults(int pid, unsigned long long *minf, unsigned long long *majf)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v[10];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	/* after "comm)": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt */
+	if (!p || sscanf(p + 2, "%*c %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+			 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 9)
+		return false;
+	*minf = v[6];
+	*majf = v[8];
+	return true;
+}
+
+static void snap_procs(struct tracer *t, json_t *root)
+{
+	struct bpf_map *m = t->skel->maps.procstat;
+	json_t *mem = json_object_get(root, "memory"), *per = json_array(), *sched = json_array();
+	json_t *procs = json_array(), *p;
+	__u64 faults = 0, maj = 0, minr = 0, io = 0, sl = 0, rq = 0;
+	__u32 k, next;
+	struct proc_stat s;
+	const char *key;
+	int more;
+
+	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
+	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+		unsigned long long mi = 0, ma = 0;
+		json_t *cmd;
+
+		k = next;
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &s, sizeof(s), 0))
+			continue;
+		p = proc_obj(t, (pid_t)k);
+		cmd = json_object_get(p, "command");
+		if (s.exited || !proc_faults((int)k, &mi, &ma)) {
+			/* exited: the sum over its threads, taken at each thread's exit */
+			mi = s.exited_min_flt;
+			ma = s.exited_maj_flt;
+		}
+		faults += s.faults;
+		maj += ma;
+		minr += mi;
+		io += s.io_wait_ns;
+		sl += s.sleep_ns;
+		rq += s.runq_ns;
+		json_array_append_new(per, json_pack("{s:i, s:O, s:I, s:I, s:I}", "pid", (int)k, "command",
+						     cmd, "page_faults", (json_int_t)s.faults, "minor_faults",
+						     (json_int_t)mi, "major_faults", (json_int_t)ma));
+		json_array_append_new(sched, json_pack("{s:i, s:O, s:o, s:o, s:o, s:I}", "pid", (int)k,
+						       "command", cmd, "io_wait_ms", ms_json(s.io_wait_ns / 1e6),
+						       "sleep_ms", ms_json(s.sleep_ns / 1e6), "runqueue_ms",
+						       ms_json(s.runq_ns / 1e6), "switches",
+						       (json_int_t)s.switches));
+	}
+	json_object_set_new(mem, "page_faults", json_integer((json_int_t)faults));
+	json_object_set_new(mem, "major_faults", json_integer((json_int_t)maj));
+	json_object_set_new(mem, "minor_faults", json_integer((json_int_t)minr));
+	json_object_set_new(mem, "per_process", per);
+	json_object_set_new(root, "sched",
+			    json_pack("{s:o, s:o, s:o, s:o}", "io_wait_ms", ms_json(io / 1e6), "sleep_ms",
+				      ms_json(sl / 1e6), "runqueue_ms", ms_json(rq / 1e6), "processes",
+				      sched));
+	json_object_foreach(t->procs, key, p)
+		json_array_append(procs, p);
+	timeline_sort_by(procs, "pid");
+	json_object_set_new(root, "processes", procs);
+}
+
+static void snap_memory(struct tracer *t, json_t *root)
+{
+	json_t *mem = json_object_get(root, "memory"), *series = json_array(), *files, *f;
+	__u64 model_faults = 0;
+	__u32 last = 0;
+	size_t i;
+
+	/* the series up to its last non-empty bucket */
+	for (__u32 b = 0; b < TRACE_BUCKETS; b++) {
+		__u64 v = 0;
+
+		if (!bpf_map__lookup_elem(t->skel->maps.faultrate, &b, sizeof(b), &v, sizeof(v), 0) && v)
+			last = b + 1;
+	}
+	for (__u32 b = 0; b < last; b++) {
+		__u64 v = 0;
+
+		bpf_map__lookup_elem(t->skel->maps.faultrate, &b, sizeof(b), &v, sizeof(v), 0);
+		json_array_append_new(series, json_integer((json_int_t)v));
+	}
+	json_object_set_new(mem, "fault_rate",
+			    json_pack("{s:i, s:o}", "bucket_ms", (int)(TRACE_BUCKET_NS / 1000000), "counts",
+				      series));
+	files = json_object_get(root, "files");
+	json_array_foreach(files, i, f)
+	{
+		if (!strcmp(json_string_value(json_object_get(f, "class")), "model"))
+			model_faults += json_integer_value(json_object_get(f, "faults"));
+	}
+	json_object_set_new(mem, "model_file_faults", json_integer((json_int_t)model_faults));
+	json_object_set_new(mem, "mlock", json_deep_copy(t->mlocks));
+}
+
+static void snap_block(struct tracer *t, json_t *root, const __u64 *cnt)
+{
+	json_t *hist = json_array();
+
+	for (__u32 i = 0; i < TRACE_HIST_SLOTS; i++) {
+		__u64 v = 0;
+
+		if (bpf_map__lookup_elem(t->skel->maps.blockhist, &i, sizeof(i), &v, sizeof(v), 0) || !v)
+			continue;
+		/* slot i holds latencies below 2^i us */
+		json_array_append_new(hist, json_pack("{s:I, s:I}", "lt_us", (json_int_t)1 << i,
+						      "count", (json_int_t)v));
+	}
+	json_object_set_new(root, "block",
+			    json_pack("{s:I, s:I, s:o}", "requests", (json_int_t)cnt[CNT_BLOCK_REQS],
+				      "bytes", (json_int_t)cnt[CNT_BLOCK_BYTES], "latency_hist", hist));
+}
+
+void tracer_snapshot(struct tracer *t, struct timeline *tl)
+{
+	json_t *root, *tr;
+	__u64 cnt[CNT_MAX];
+	__u64 lost;
+
+	if (!t || !tl)
+		return;
+	/* what is still waiting in the ring buffer belongs to this snapshot */
+	tracer_poll(t);
+	root = tl->root;
+	read_counters(t, cnt);
+	lost = cnt[CNT_RB_DROPS] + cnt[CNT_PATHS_FULL] + cnt[CNT_FILES_FULL] + cnt[CNT_PEERS_FULL] +
+	       cnt[CNT_PROCS_FULL] + t->user_lost;
+
+	tr = json_object_get(root, "tracing");
+	json_object_set_new(tr, "enabled", json_true());
+	json_object_set_new(tr, "probes", json_deep_copy(t->probes));
+	json_object_set_new(tr, "fallbacks", json_deep_copy(t->fallbacks));
+	json_object_set_new(tr, "events_lost", json_integer((json_int_t)lost));
+	json_object_set_new(tr, "lost",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "ring_buffer",
+				      (json_int_t)cnt[CNT_RB_DROPS], "paths", (json_int_t)cnt[CNT_PATHS_FULL],
+				      "files", (json_int_t)cnt[CNT_FILES_FULL], "peers",
+				      (json_int_t)cnt[CNT_PEERS_FULL], "processes",
+				      (json_int_t)cnt[CNT_PROCS_FULL]));
+
+	if (t->exec_ms >= 0)
+		timeline_mark(tl, "exec", t->exec_ms);
+	if (t->ready_ms >= 0)
+		timeline_mark(tl, "ready", t->ready_ms);
+
+	snap_files(t, root);
+	snap_network(t, root);
+	snap_procs(t, root);
+	snap_memory(t, root);
+	snap_block(t, root, cnt);
+	json_object_set_new(root, "python",
+			    json_pack("{s:b, s:O}", "usdt", t->usdt, "imports", t->imports));
+	timeline_infer_phases(tl);
+}
