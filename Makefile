@@ -32,6 +32,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf \
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+MINBTFS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.minbtf.h,$(BPF_SRCS))
 SRCS      := $(wildcard launcher/*.c)
 OBJS      := $(patsubst launcher/%.c,$(BUILD)/launcher/%.o,$(SRCS))
 LIB_OBJS  := $(filter-out $(BUILD)/launcher/main.o,$(OBJS))
@@ -62,8 +63,23 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# BTFGen (bpftool gen min_core_btf): only the kernel types X.bpf.o relocates
+# against, embedded with the identity of the kernel it came from. On that
+# kernel libbpf loads in a few ms instead of parsing all of vmlinux BTF (~40 ms);
+# launcher/tracer.c falls back to the full BTF on any other kernel.
+$(BUILD)/%.min.btf: $(BUILD)/%.bpf.o
+	$(call msg,BTFGEN,$@)
+	$(Q)$(BPFTOOL) gen min_core_btf /sys/kernel/btf/vmlinux $@ $<
+
+$(BUILD)/%.minbtf.h: $(BUILD)/%.min.btf
+	$(call msg,GEN,$@)
+	$(Q){ printf 'static const unsigned char $*_min_btf[] = {\n'; \
+	  od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  printf '};\nstatic const char $*_min_btf_kernel[] = "%s|%s|%s";\n' \
+	    "$$(uname -r)" "$$(uname -v)" "$$(stat -c %s /sys/kernel/btf/vmlinux)"; } > $@
+
 # Every launcher object may include a skeleton; -MMD records which.
-$(BUILD)/launcher/%.o: launcher/%.c $(SKELS) | $(BUILD)/launcher
+$(BUILD)/launcher/%.o: launcher/%.c $(SKELS) $(MINBTFS) | $(BUILD)/launcher
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
