@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Tracing overhead, side by side in one run (issue 4's benchmark).
+
+For each workload, N interleaved rounds of: untraced, traced by tts-launch,
+`strace -f`, and a bpftrace script watching the same events
+(bpftrace-equivalent.bt). Each variant runs the workload under timer.py, so
+all measure the same window (fork of the workload to its exit, or to its
+port opening for the simulator). Reported: median wall time and its ratio to
+untraced; for tts-launch also the time from its start to the service's exec
+with probes attached (the timeline's `exec` mark), its peak RSS (VmHWM), and
+events lost.
+
+    scripts/bench/trace_overhead.py [--runs N] [--workload torch|sim|all] [--json OUT]
+
+Needs root (BPF), strace, bpftrace (scripts/setup installs them) and a built
+build/tts-launch. The simulator workload generates models (bench size) once
+and warms its cache through the local hub, then starts offline.
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = "/usr/bin/python3"
+TTS = ROOT / "build" / "tts-launch"
+TIMER = [PY, str(ROOT / "scripts" / "bench" / "timer.py")]
+BT = ROOT / "scripts" / "bench" / "bpftrace-equivalent.bt"
+VARIANTS = ["untraced", "tts-launch", "strace -f", "bpftrace"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return None
+
+
+def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
+    """One measured run. Returns (wall_ms, extra dict)."""
+    out = tmp / "elapsed"
+    out.unlink(missing_ok=True)
+    timed = TIMER + (["--until-port", str(port)] if port else []) + ["--"] + workload_argv
+    extra = {}
+    tl = tmp / "timeline.json"
+    if variant == "untraced":
+        argv = timed
+    elif variant == "tts-launch":
+        tl.unlink(missing_ok=True)
+        argv = [str(TTS), "run", "--set", "app.dir=%s" % cwd, "--set", "log.file=%s" % (tmp / "log"),
+                "--set", "service.pidfile=", "--timeline", str(tl), "--"] + timed
+    elif variant == "strace -f":
+        argv = ["strace", "-f", "-qq", "-o", "/dev/null"] + timed
+    elif variant == "bpftrace":
+        # bpftrace -c splits on spaces without quoting: go through a script.
+        script = tmp / "cmd.sh"
+        script.write_text("exec %s\n" % " ".join(shlex.quote(x) for x in timed))
+        argv = ["bpftrace", "-q", str(BT), "-c", "/bin/sh %s" % script]
+    p = subprocess.Popen(argv, cwd=cwd, env={**env, "BENCH_OUT": str(out)},
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    hwm = None
+    while p.poll() is None:
+        if variant == "tts-launch":
+            hwm = vm_hwm_kib(p.pid) or hwm
+        time.sleep(0.01)
+    err = p.stderr.read().decode(errors="replace")
+    if p.returncode != 0 or not out.exists():
+        raise RuntimeError("%s failed (%s):\n%s" % (variant, p.returncode, err[-2000:]))
+    wall = float(out.read_text().split()[-1])
+    if variant == "tts-launch":
+        t = json.loads(tl.read_text())
+        extra = {"exec_ms": t["marks"]["exec"], "rss_kib": hwm,
+                 "events_lost": t["tracing"]["events_lost"], "traced": t["tracing"]["enabled"]}
+        if not t["tracing"]["enabled"]:
+            raise RuntimeError("tts-launch ran untraced: %s" % t["tracing"].get("reason"))
+    return wall, extra
+
+
+def prepare_sim(tmp):
+    """An app dir whose cache is warm; returns (cwd, argv, env, port)."""
+    models = ROOT / "build" / "sim" / "bench"
+    subprocess.run([PY, str(ROOT / "scripts/sim/genmodels.py"), "--size", "bench", "--out", str(models)],
+                   check=True)
+    app = tmp / "app"
+    (app / "checkpoints").mkdir(parents=True)
+    for f in (models / "checkpoints").iterdir():
+        (app / "checkpoints" / f.name).symlink_to(f)
+    (app / "webui.py").symlink_to(ROOT / "scripts/sim/webui.py")
+    port = free_port()
+    env = {**os.environ, "HF_HOME": str(tmp / "hf_home")}
+    hub = subprocess.Popen([PY, str(ROOT / "scripts/sim/hub.py"), "--root", str(models / "hub"),
+                            "--port", "0", "--port-file", str(tmp / "hub.port")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if (tmp / "hub.port").exists() and (tmp / "hub.port").read_text().strip():
+                break
+            time.sleep(0.05)
+        warm_env = {**env, "HF_ENDPOINT": "http://127.0.0.1:%s" % (tmp / "hub.port").read_text().strip(),
+                    "BENCH_OUT": str(tmp / "warmup")}
+        subprocess.run(TIMER + ["--until-port", str(port), "--", PY, "webui.py", "--port", str(port),
+                                "--host", "127.0.0.1"], cwd=app, env=warm_env, check=True)
+    finally:
+        hub.terminate()
+        hub.wait()
+    env["HF_HUB_OFFLINE"] = "1"
+    return app, [PY, "webui.py", "--port", str(port), "--host", "127.0.0.1"], env, port
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--workload", choices=["torch", "sim", "all"], default="all")
+    ap.add_argument("--json", help="write raw results here")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("trace_overhead: run as root (tts-launch needs BPF)")
+    for tool in ("strace", "bpftrace"):
+        if not shutil.which(tool):
+            sys.exit("trace_overhead: %s missing: run scripts/setup" % tool)
+    if not os.path.exists("/sys/kernel/tracing/events"):
+        subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"], check=True)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tts-bench-") as d:
+        tmp = Path(d)
+        workloads = []
+        if a.workload in ("torch", "all"):
+            workloads.append(("python3 -c 'import torch'", tmp, [PY, "-c", "import torch"],
+                              dict(os.environ), None))
+        if a.workload in ("sim", "all"):
+            workloads.append(("simulator start-up (warm cache) to ready",) + prepare_sim(tmp))
+        for name, cwd, argv, env, port in workloads:
+            run_variant("untraced", argv, cwd, env, tmp, port)  # warm the page cache
+            walls = {v: [] for v in VARIANTS}
+            extras = []
+            for i in range(a.runs):
+                for v in VARIANTS:
+                    w, extra = run_variant(v, argv, cwd, env, tmp, port)
+                    walls[v].append(w)
+                    if extra:
+                        extras.append(extra)
+                print("%s: round %d/%d: %s" % (name, i + 1, a.runs,
+                      ", ".join("%s %.0f ms" % (v, walls[v][-1]) for v in VARIANTS)), file=sys.stderr)
+            results[name] = {"walls_ms": walls, "tts_launch": extras}
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    print_table(results, a.runs)
+
+
+def print_table(results, runs):
+    print("| workload | variant | median wall (ms) | ratio to untraced | min-max (ms) |")
+    print("| --- | --- | ---: | ---: | --- |")
+    for name, r in results.items():
+        base = statistics.median(r["walls_ms"]["untraced"])
+        for v in VARIANTS:
+            w = r["walls_ms"][v]
+            print("| %s | %s | %.0f | %.3fx | %.0f-%.0f |" % (name, v, statistics.median(w),
+                                                             statistics.median(w) / base, min(w), max(w)))
+    print()
+    print("| workload | tts-launch start to exec, probes attached (median ms) | tts-launch peak RSS (median MiB) | events lost (max) |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, r in results.items():
+        e = r["tts_launch"]
+        print("| %s | %.1f | %.1f | %d |" % (name, statistics.median(x["exec_ms"] for x in e),
+                                             statistics.median(x["rss_kib"] for x in e) / 1024,
+                                             max(x["events_lost"] for x in e)))
+    print("\n(%d interleaved rounds per workload; medians.)" % runs)
+
+
+if __name__ == "__main__":
+    main()
