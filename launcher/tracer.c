@@ -376,7 +376,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		json_array_append_new(
 			t->mlocks,
 			json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", (int)e->pid, "call",
-				  calls[e->arg2 < 4 ? e->arg2 : 0], (json_int_t)e->arg, "flags", (int)e->flags,
+				  calls[e->arg2 < 4 ? e->arg2 : 0], "len", (json_int_t)e->arg, "flags", (int)e->flags,
 				  "result", e->ret < 0 ? -1 : e->ret, "errno",
 				  e->ret < 0 ? strerrorname_np(-e->ret) : NULL, "start_ms", ms_json(ms),
 				  "dur_ms", ms_json(end_ms - ms)));
@@ -853,8 +853,10 @@ static void snap_network(struct tracer *t, json_t *root)
 	json_object_foreach(net, key, e)
 	{
 		if (!json_object_get(e, "bytes_in")) {
+			/* connected, but nothing moved (or not over an inet socket) */
 			json_object_set_new(e, "bytes_in", json_integer(0));
 			json_object_set_new(e, "bytes_out", json_integer(0));
+			json_object_set_new(e, "proto", json_null());
 		}
 		json_object_set_new(e, "dns", json_boolean(json_integer_value(json_object_get(e, "port")) == 53));
 		json_array_append(list, e);
