@@ -64,14 +64,8 @@ out:
 	free(to);
 }
 
-int logfile_write(struct logfile *l, const char *buf, size_t len)
+static int write_all(struct logfile *l, const char *buf, size_t len)
 {
-	if (!l->path)
-		return 0;
-	if (l->max_size > 0 && l->size > 0 && l->size + (long long)len > l->max_size)
-		rotate(l);
-	if (l->fd < 0)
-		return -1;
 	while (len) {
 		ssize_t n = write(l->fd, buf, len);
 
@@ -83,6 +77,39 @@ int logfile_write(struct logfile *l, const char *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 		l->size += n;
+	}
+	return 0;
+}
+
+/* How much of buf goes into the current file before a rotation: up to the
+ * last line end that fits, else (a fresh file, one huge line) what fits. */
+static size_t fitting(const struct logfile *l, const char *buf, size_t len)
+{
+	size_t room = l->size < l->max_size ? (size_t)(l->max_size - l->size) : 0;
+
+	if (len <= room)
+		return len;
+	for (size_t i = room; i > 0; i--)
+		if (buf[i - 1] == '\n')
+			return i;
+	return l->size == 0 ? room : 0;
+}
+
+int logfile_write(struct logfile *l, const char *buf, size_t len)
+{
+	if (!l->path)
+		return 0;
+	while (len) {
+		size_t n = l->max_size > 0 ? fitting(l, buf, len) : len;
+
+		if (l->fd < 0)
+			return -1;
+		if (n && write_all(l, buf, n) < 0)
+			return -1;
+		buf += n;
+		len -= n;
+		if (len)
+			rotate(l);
 	}
 	return 0;
 }

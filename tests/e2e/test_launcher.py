@@ -238,3 +238,36 @@ def test_timeline_written_untraced(app):
     assert {"launch", "spawn", "exec"} <= set(m["name"] if isinstance(m, dict) else m
                                              for m in data["marks"])
     assert not [p for p in app.dir.iterdir() if ".tmp" in p.name]  # no temp file left behind
+
+
+def test_doctor(app):
+    r = app.run("doctor", "-c", str(app.ini))
+    lines = r.stdout.splitlines()
+    checks = {l.split()[1]: l.split()[0] for l in lines[1:-1]}
+    for name in ("kernel", "BTF", "tracefs", "BPF", "unprivileged", "lockdown", "RLIMIT_MEMLOCK",
+                 "interpreter", "script", "port"):
+        assert name in checks, r.stdout
+    assert checks["script"] == "OK" and checks["interpreter"] == "OK" and checks["port"] == "OK"
+    assert r.returncode == (1 if "FAIL" in checks.values() else 0)
+    # A missing script is a FAIL with its fix, and exit 1.
+    r = app.run("doctor", "-c", str(app.ini), "--set", "app.script=nope.py")
+    assert r.returncode == 1
+    assert any(l.startswith("FAIL") and "nope.py" in l and "set [app] dir and script" in l
+               for l in r.stdout.splitlines())
+    # A held port is named.
+    holder = app.spawn([PY, "webui.py", "--port", str(app.port)])
+    wait_for(lambda: port_open(app.port), what="listener")
+    r = app.run("doctor", "-c", str(app.ini))
+    assert "is held by pid %d" % holder.pid in r.stdout
+
+
+def test_make_install_honours_prefix_and_destdir(tmp_path):
+    root = TTS.parent.parent
+    r = subprocess.run(["make", "-s", "-C", str(root), "install", "PREFIX=/opt/tts",
+                        "DESTDIR=%s" % tmp_path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    installed = tmp_path / "opt/tts/bin/tts-launch"
+    assert installed.exists() and os.access(installed, os.X_OK)
+    assert (tmp_path / "opt/tts/share/doc/tts-launch/tts-launch.ini.example").exists()
+    v = subprocess.run([str(installed), "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and v.stdout.startswith("tts-launch ")
