@@ -119,7 +119,7 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 		"s:{s:f, s:f, s:f, s:[]}, s:{s:i, s:i, s:[]}, s:{s:b, s:[]}, s:[], s:[], s:[], s:[], s:[]}",
 		"schema", TIMELINE_SCHEMA,
 		"launcher", "version", TTS_LAUNCH_VERSION, "argv", av, "config", config_json(c),
-		"start", "wall", iso, "wall_epoch", (double)w.tv_sec + w.tv_nsec / 1e9, "monotonic_ns",
+		"start", "wall", iso, "wall_epoch", (double)w.tv_sec + (double)(w.tv_nsec / 1000000) / 1e3, "monotonic_ns",
 		(json_int_t)clock_t0_ns(),
 		"host", host_json(),
 		"tracing", "enabled", 0, "reason", "probes", "fallbacks", "events_lost", 0,

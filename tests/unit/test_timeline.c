@@ -1,0 +1,216 @@
+/* The timeline model: shape of a new model, marks and phases, atomic
+ * write and load, file classes, phase inference, summary. No BPF. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "clock.h"
+#include "config.h"
+#include "timeline.h"
+
+static struct timeline *new_tl(void)
+{
+	static struct config c;
+	static char *argv[] = {"tts-launch", "run", NULL};
+
+	clock_init();
+	config_defaults(&c);
+	return timeline_new(&c, 2, argv);
+}
+
+static void test_new_has_every_key(void **state)
+{
+	static const char *keys[] = {"schema", "launcher", "host", "tracing", "process",
+				     "marks", "phases", "files", "missing_paths", "network",
+				     "downloads", "memory", "sched", "requests", "findings",
+				     "python", "processes", "block"};
+	struct timeline *tl = new_tl();
+
+	(void)state;
+	assert_non_null(tl);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_non_null(json_object_get(tl->root, keys[i]));
+	assert_string_equal(json_string_value(json_object_get(tl->root, "schema")), TIMELINE_SCHEMA);
+	assert_true(json_is_false(json_object_get(json_object_get(tl->root, "tracing"), "enabled")));
+	assert_true(json_is_object(json_object_get(json_object_get(tl->root, "launcher"), "config")));
+	timeline_free(tl);
+}
+
+static void test_marks_and_phases_replace(void **state)
+{
+	struct timeline *tl = new_tl();
+	json_t *phases = json_object_get(tl->root, "phases");
+
+	(void)state;
+	assert_true(timeline_mark_ms(tl, "ready") < 0);
+	timeline_mark(tl, "ready", 12.5);
+	timeline_mark(tl, "ready", 10.25);
+	assert_true(timeline_mark_ms(tl, "ready") == 10.25);
+	timeline_phase(tl, "stale_kill", 1, 3);
+	timeline_phase(tl, "stale_kill", 1, 4);
+	assert_int_equal(json_array_size(phases), 1);
+	assert_true(json_number_value(json_object_get(json_array_get(phases, 0), "dur_ms")) == 3);
+	timeline_free(tl);
+}
+
+static void test_write_is_atomic_and_loads(void **state)
+{
+	char dir[] = "/tmp/tts-timeline-XXXXXX", path[256], err[256];
+	struct timeline *tl = new_tl(), *back;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.json", dir);
+	timeline_mark(tl, "spawn", 1.5);
+	assert_int_equal(timeline_write(tl, path, err, sizeof(err)), 0);
+	assert_int_equal(timeline_write(tl, path, err, sizeof(err)), 0);
+	back = timeline_load(path, err, sizeof(err));
+	assert_non_null(back);
+	assert_true(timeline_mark_ms(back, "spawn") == 1.5);
+	assert_true(json_equal(back->root, tl->root));
+	timeline_free(back);
+	/* no temp file left beside it */
+	snprintf(path, sizeof(path), "rmdir %s 2>/dev/null || ls %s >&2", dir, dir);
+	unlink(strcat(strcpy(err, dir), "/t.json"));
+	assert_int_equal(system(path), 0);
+	/* a directory that does not exist: an error naming the file */
+	assert_int_equal(timeline_write(tl, "/nonexistent/dir/t.json", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "/nonexistent/dir/t.json"));
+	timeline_free(tl);
+}
+
+static void test_load_rejects_other_schema(void **state)
+{
+	char path[] = "/tmp/tts-timeline-bad-XXXXXX", err[256];
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_true(write(fd, "{\"schema\": \"x/2\"}", 17) == 17);
+	close(fd);
+	assert_null(timeline_load(path, err, sizeof(err)));
+	assert_non_null(strstr(err, "x/2"));
+	unlink(path);
+}
+
+static void test_file_classes(void **state)
+{
+	const char *caches[] = {"/root/.cache/huggingface", NULL};
+
+	(void)state;
+	assert_string_equal(timeline_file_class("/root/.cache/huggingface/hub/blobs/ab.incomplete", caches),
+			    "download");
+	assert_string_equal(timeline_file_class("/app/checkpoints/gpt.pth", caches), "model");
+	assert_string_equal(
+		timeline_file_class("/usr/lib/python3/dist-packages/distutils-precedence.pth", caches),
+		"python");
+	assert_string_equal(timeline_file_class("/root/.cache/huggingface/hub/models--a--b/refs/main",
+						caches),
+			    "hf_cache");
+	assert_string_equal(timeline_file_class("/root/.cache/huggingface/hub/x/model.safetensors",
+						caches),
+			    "model");
+	assert_string_equal(timeline_file_class("/etc/ld.so.cache", caches), "library");
+	assert_string_equal(timeline_file_class("checkpoints/config.yaml", caches), "config");
+	assert_string_equal(timeline_file_class("/etc/hostname", caches), "system");
+	assert_string_equal(timeline_file_class("/srv/x", caches), "other");
+}
+
+static json_t *file(const char *path, const char *cls, double a, double b)
+{
+	return json_pack("{s:s, s:s, s:f, s:f}", "path", path, "class", cls, "first_ms", a, "last_ms", b);
+}
+
+static double phase(struct timeline *tl, const char *name, const char *what)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach(json_object_get(tl->root, "phases"), i, p)
+	{
+		if (!strcmp(json_string_value(json_object_get(p, "name")), name))
+			return json_number_value(json_object_get(p, what));
+	}
+	return -1;
+}
+
+static void test_infer_phases(void **state)
+{
+	struct timeline *tl = new_tl();
+	json_t *files = json_object_get(tl->root, "files");
+	json_t *imports = json_object_get(json_object_get(tl->root, "python"), "imports");
+
+	(void)state;
+	timeline_mark(tl, "spawn", 2);
+	timeline_mark(tl, "exec", 10);
+	timeline_mark(tl, "ready", 100);
+	timeline_phase(tl, "stale_kill", 0.5, 1.5);
+	json_array_append_new(imports, json_pack("{s:s, s:f, s:f}", "name", "torch", "start_ms", 20.0,
+						 "end_ms", 40.0));
+	json_array_append_new(files, file("checkpoints/config.yaml", "config", 41, 42));
+	json_array_append_new(files, file("/m/gpt.pth", "model", 45, 80));
+	json_array_append_new(files, file("/m/s2mel.pth", "model", 81, 90));
+	json_array_append_new(json_object_get(tl->root, "downloads"),
+			      json_pack("{s:s, s:f, s:f}", "path", "/c/blobs/e1.incomplete", "first_ms",
+					50.0, "last_ms", 60.0));
+	timeline_infer_phases(tl);
+	timeline_infer_phases(tl); /* again: no duplicates */
+	assert_true(phase(tl, "launch", "end_ms") == 2);
+	assert_true(phase(tl, "spawn", "dur_ms") == 8);
+	assert_true(phase(tl, "interpreter_start", "end_ms") == 20);
+	assert_true(phase(tl, "imports", "dur_ms") == 20);
+	assert_true(phase(tl, "config_read", "start_ms") == 41);
+	assert_true(phase(tl, "model_load", "start_ms") == 45);
+	assert_true(phase(tl, "model_load", "end_ms") == 90);
+	assert_true(phase(tl, "download:e1.incomplete", "dur_ms") == 10);
+	assert_true(phase(tl, "ready", "start_ms") == 90);
+	assert_true(phase(tl, "stale_kill", "start_ms") == 0.5);
+	assert_int_equal(json_array_size(json_object_get(tl->root, "phases")), 9);
+	timeline_free(tl);
+}
+
+static void test_summary(void **state)
+{
+	struct timeline *tl = new_tl();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	timeline_set_tracing(tl, true, NULL);
+	timeline_mark(tl, "exec", 10);
+	timeline_mark(tl, "ready", 1500);
+	timeline_phase(tl, "stale_kill", 0, 5);
+	json_array_append_new(json_object_get(tl->root, "missing_paths"),
+			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path", "/no/such", "attempts", 4,
+					"errno", "ENOENT", "first_ms", 1.0, "last_ms", 2.0));
+	timeline_print_summary(tl, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "ready at 1.500s"));
+	assert_non_null(strstr(buf, "stale_kill"));
+	assert_non_null(strstr(buf, "/no/such"));
+	assert_non_null(strstr(buf, "events lost: 0"));
+	free(buf);
+	timeline_free(tl);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_new_has_every_key),
+		cmocka_unit_test(test_marks_and_phases_replace),
+		cmocka_unit_test(test_write_is_atomic_and_loads),
+		cmocka_unit_test(test_load_rejects_other_schema),
+		cmocka_unit_test(test_file_classes),
+		cmocka_unit_test(test_infer_phases),
+		cmocka_unit_test(test_summary),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
