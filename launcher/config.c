@@ -32,6 +32,8 @@ static const char *const mode_names[] = {"foreground", "daemon", NULL};
 static const char *const policy_names[] = {"kill", "fail", "ignore", NULL};
 static const char *const scope_names[] = {"app", "any", NULL};
 static const char *const mlock_names[] = {"off", "all", "models", "onfault", NULL};
+static const char *const trigger_names[] = {"listen", "signal", "delay", NULL};
+static const char *const mlock_signal_names[] = {"SIGUSR2", "SIGUSR1", NULL};
 
 #define OFF(f) offsetof(struct config, f)
 static const struct key_def keys[] = {
@@ -61,6 +63,13 @@ static const struct key_def keys[] = {
 	{"trace", "settle", T_SECONDS, OFF(settle), 0, 3600, NULL},
 	{"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
 	{"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
+	{"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
+	{"mlock", "delay", T_SECONDS, OFF(mlock_delay), 0, 86400, NULL},
+	{"mlock", "signal", T_ENUM, OFF(mlock_signal), 0, 0, mlock_signal_names},
+	{"mlock", "patterns", T_STR, OFF(mlock_patterns), 0, 0, NULL},
+	{"mlock", "limit", T_SIZE, OFF(mlock_limit), 0, 1e15, NULL},
+	{"mlock", "max_percent", T_INT, OFF(mlock_max_percent), 1, 100, NULL},
+	{"mlock", "blocking", T_BOOL, OFF(mlock_blocking), 0, 0, NULL},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -125,6 +134,13 @@ void config_defaults(struct config *c)
 	c->settle = 1;
 	c->python_usdt = true;
 	c->mlock = MLOCK_OFF;
+	c->mlock_trigger = MLOCK_AT_LISTEN;
+	c->mlock_delay = 60;
+	c->mlock_signal = MLOCK_SIGUSR2;
+	c->mlock_patterns = xstrdup("*.pth *.pt *.safetensors *.bin");
+	c->mlock_limit = 0;
+	c->mlock_max_percent = 50;
+	c->mlock_blocking = false;
 }
 
 void config_free(struct config *c)

@@ -11,6 +11,8 @@ enum run_mode { MODE_FOREGROUND, MODE_DAEMON };
 enum stale_policy { STALE_KILL, STALE_FAIL, STALE_IGNORE };
 enum stale_scope { SCOPE_APP, SCOPE_ANY };
 enum mlock_mode { MLOCK_OFF, MLOCK_ALL, MLOCK_MODELS, MLOCK_ONFAULT };
+enum mlock_trigger { MLOCK_AT_LISTEN, MLOCK_AT_SIGNAL, MLOCK_AT_DELAY };
+enum mlock_signal { MLOCK_SIGUSR2, MLOCK_SIGUSR1 };
 
 struct env_var {
 	char *name;
@@ -59,8 +61,15 @@ struct config {
 	double settle;  /* seconds after ready before the timeline is written */
 	bool python_usdt;
 
-	/* [mlock] */
+	/* [mlock] (docs/mlock.md) */
 	enum mlock_mode mlock;
+	enum mlock_trigger mlock_trigger;
+	double mlock_delay;              /* seconds after exec (trigger = delay) */
+	enum mlock_signal mlock_signal;  /* trigger = signal */
+	char *mlock_patterns;            /* model file globs (mode = models) */
+	long long mlock_limit;           /* bytes; 0: mlock_max_percent of MemAvailable */
+	int mlock_max_percent;
+	bool mlock_blocking;             /* lock inside listen() instead of a thread */
 
 	/* command line only */
 	char **command; /* -- COMMAND ARG...: replaces python+script+args */

@@ -126,11 +126,12 @@ static void child_fail(int fd, int stage, int err)
 }
 
 /* The service must not regain privileges through a setuid program: empty
- * the bounding set, then (after setuid) every capability set. */
-static int drop_bounding_set(void)
+ * the bounding set (but for keep, -1: none), then (after setuid) every
+ * capability set. */
+static int drop_bounding_set(int keep)
 {
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+		if (cap != keep && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			return -1;
 	return 0;
 }
@@ -146,6 +147,28 @@ static int clear_caps(void)
 	cap_free(none);
 	if (rc == 0)
 		rc = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	return rc;
+}
+
+/* After setuid with PR_SET_KEEPCAPS: keep only CAP_IPC_LOCK, in permitted,
+ * inheritable and effective, and raise it as the one ambient capability so
+ * it survives exec of an ordinary program (capabilities(7), "Ambient
+ * capability set"; the mlock shim needs it to lock beyond RLIMIT_MEMLOCK). */
+static int keep_only_ipc_lock(void)
+{
+	cap_value_t v = CAP_IPC_LOCK;
+	cap_t one = cap_init();
+	int rc = -1;
+
+	if (!one)
+		return -1;
+	if (cap_set_flag(one, CAP_PERMITTED, 1, &v, CAP_SET) == 0 &&
+	    cap_set_flag(one, CAP_INHERITABLE, 1, &v, CAP_SET) == 0 &&
+	    cap_set_flag(one, CAP_EFFECTIVE, 1, &v, CAP_SET) == 0 && cap_set_proc(one) == 0 &&
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0 &&
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_IPC_LOCK, 0, 0) == 0)
+		rc = 0;
+	cap_free(one);
 	return rc;
 }
 
@@ -212,11 +235,15 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 		if (switch_user) {
 			/* The bounding set can only be dropped while we still
 			 * hold CAP_SETPCAP, i.e. before setuid. */
-			if (drop_bounding_set() < 0)
+			if (drop_bounding_set(s->keep_ipc_lock ? CAP_IPC_LOCK : -1) < 0)
+				child_fail(ep[1], 3, errno);
+			/* mlock on: keep the permitted set across setuid so
+			 * that CAP_IPC_LOCK can be kept (and nothing else). */
+			if (s->keep_ipc_lock && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
 				child_fail(ep[1], 3, errno);
 			if (initgroups(uname, gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
 				child_fail(ep[1], 2, errno);
-			if (clear_caps() < 0)
+			if ((s->keep_ipc_lock ? keep_only_ipc_lock() : clear_caps()) < 0)
 				child_fail(ep[1], 3, errno);
 		}
 		for (int sig = 1; sig < NSIG; sig++)

@@ -19,6 +19,8 @@ struct spawn_spec {
 	int stdin_fd;      /* -1: inherit */
 	int out_fd;        /* stdout and stderr; -1: inherit */
 	const sigset_t *mask; /* signal mask the child restores before exec */
+	bool keep_ipc_lock;   /* with user: keep exactly CAP_IPC_LOCK, as an ambient
+			       * capability, for the mlock shim (mlock.h) */
 };
 
 struct child {

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "logfile.h"
+#include "mlock.h"
 #include "procfs.h"
 #include "spawn.h"
 #include "stale.h"
@@ -32,6 +33,7 @@ struct session {
 	struct tracer *tracer;
 	struct logfile log;
 	struct child child;
+	struct mlock_ctl mlock; /* the mlock shim's reports (mlock.h) */
 	char **argv;
 	char **envp;
 	char *timeline_path;
@@ -123,6 +125,7 @@ static void write_timeline(struct session *s)
 		tracer_poll(s->tracer);
 		tracer_snapshot(s->tracer, s->tl);
 	}
+	mlock_timeline(&s->mlock, s->tl); /* memory.mlock_shim */
 	if (!*s->timeline_path)
 		return;
 	if (timeline_write(s->tl, s->timeline_path, err, sizeof(err)) < 0)
@@ -171,6 +174,16 @@ static bool relay_output(struct session *s)
 	return true;
 }
 
+/* Reports from the mlock shim: one line each on the terminal and in the log. */
+static void read_mlock(struct session *s)
+{
+	char *text = mlock_poll(&s->mlock, s->tl);
+
+	if (text)
+		say_block(s, text, strlen(text));
+	free(text);
+}
+
 static void forward_signal(struct session *s, int sig)
 {
 	if (s->stop_sig) {
@@ -201,7 +214,15 @@ static void on_tick(struct session *s)
 			s->ready_ms = now;
 		}
 		if (s->ready) {
+			char *warn;
+
 			timeline_mark(s->tl, "ready", s->ready_ms);
+			/* The shim reports when it loads, at exec: by now it has. */
+			read_mlock(s);
+			warn = mlock_check_loaded(&s->mlock);
+			if (warn)
+				say_block(s, warn, strlen(warn));
+			free(warn);
 			if (s->cfg->port > 0)
 				say(s, "tts-launch: ready: listening on %s:%d, %.2fs after launch\n",
 				    s->cfg->host, s->cfg->port, s->ready_ms / 1000);
@@ -245,6 +266,7 @@ static int on_exit_status(struct session *s)
 		while (relay_output(s) && errno != EAGAIN)
 			;
 	}
+	read_mlock(s);
 	if (si.si_code == CLD_EXITED) {
 		code = si.si_status;
 		timeline_set_exit(s->tl, code, 0, clock_ms());
@@ -286,6 +308,8 @@ static int loop(struct session *s)
 		add_fd(s->epfd, s->out_rd);
 	if (s->tracer && tracer_fd(s->tracer) >= 0)
 		add_fd(s->epfd, tracer_fd(s->tracer));
+	if (mlock_fd(&s->mlock) >= 0)
+		add_fd(s->epfd, mlock_fd(&s->mlock));
 	for (;;) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(s->epfd, evs, 8, -1);
@@ -319,6 +343,8 @@ static int loop(struct session *s)
 				exited = true;
 			} else if (s->tracer && fd == tracer_fd(s->tracer)) {
 				tracer_poll(s->tracer);
+			} else if (fd == mlock_fd(&s->mlock)) {
+				read_mlock(s);
 			}
 		}
 		if (exited)
@@ -407,6 +433,7 @@ static void session_free(struct session *s)
 	if (s->epfd >= 0)
 		close(s->epfd);
 	logfile_close(&s->log);
+	mlock_free(&s->mlock);
 	spawn_env_free(s->argv);
 	spawn_env_free(s->envp);
 	free(s->timeline_path);
@@ -416,7 +443,8 @@ static void session_free(struct session *s)
 int supervise_run(struct config *c, int argc, char **argv)
 {
 	struct session s = {.cfg = c, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
-			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1}};
+			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1},
+			    .mlock = MLOCK_CTL_INIT};
 	struct stale_list stale = {0};
 	char err[1024], why[512] = "";
 	char *logpath = NULL;
@@ -485,13 +513,18 @@ int supervise_run(struct config *c, int argc, char **argv)
 
 	s.argv = config_service_argv(c);
 	s.envp = spawn_build_env(c, environ);
+	/* mlock on: LD_PRELOAD the shim, with its report socket (mlock.h). */
+	if (mlock_prepare(&s.mlock, c, &s.envp, err, sizeof(err)) < 0)
+		say(&s, "tts-launch: warning: %s\n", err);
 	{
 		int null = s.foreground ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 		struct spawn_spec spec = {.argv = s.argv, .envp = s.envp, .cwd = c->app_dir,
 					  .user = c->user, .group = c->group, .stdin_fd = null,
-					  .out_fd = out[1], .mask = &s.old_mask};
+					  .out_fd = out[1], .mask = &s.old_mask,
+					  .keep_ipc_lock = mlock_wants_ipc_lock(&s.mlock)};
 
 		rc = spawn_prepare(&s.child, &spec, err, sizeof(err));
+		mlock_spawned(&s.mlock); /* the service holds its end now */
 		if (null >= 0)
 			close(null);
 	}

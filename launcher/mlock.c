@@ -1,0 +1,390 @@
+/* mlock: inject hooks/mlock_shim.c into the service and collect its reports
+ * (docs/mlock.md has the report format and the fixes). */
+#include "mlock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+#define SHIM_NAME "mlock_shim.so"
+#define OOM()                                                                                      \
+	do {                                                                                       \
+		perror("tts-launch: out of memory");                                               \
+		exit(1);                                                                           \
+	} while (0)
+
+static const char *const trigger_names[] = {"listen", "signal", "delay"};
+
+/* The shim next to the binary: build/hooks/ in the build tree, or
+ * PREFIX/lib/tts-launch/ once installed (Makefile's install). */
+static char *find_shim(char *tried, size_t len)
+{
+	static const char *const rel[] = {"hooks/" SHIM_NAME, "../lib/tts-launch/" SHIM_NAME};
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t off = 0;
+
+	tried[0] = '\0';
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	dirname(exe);
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char path[PATH_MAX + 64], *real;
+
+		snprintf(path, sizeof(path), "%s/%s", exe, rel[i]);
+		real = realpath(path, NULL);
+		if (real && access(real, R_OK) == 0)
+			return real;
+		free(real);
+		off += (size_t)snprintf(tried + off, off < len ? len - off : 0, "%s%s", i ? ", " : "", path);
+		if (off >= len)
+			off = len;
+	}
+	return NULL;
+}
+
+static void env_set(char ***envp, const char *name, const char *value)
+{
+	size_t n = 0, len = strlen(name);
+	char *kv;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		OOM();
+	for (; (*envp)[n]; n++) {
+		if (!strncmp((*envp)[n], name, len) && (*envp)[n][len] == '=') {
+			free((*envp)[n]);
+			(*envp)[n] = kv;
+			return;
+		}
+	}
+	*envp = realloc(*envp, (n + 2) * sizeof(char *));
+	if (!*envp)
+		OOM();
+	(*envp)[n] = kv;
+	(*envp)[n + 1] = NULL;
+}
+
+static const char *env_get(char **envp, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (; *envp; envp++)
+		if (!strncmp(*envp, name, len) && (*envp)[len] == '=')
+			return *envp + len + 1;
+	return NULL;
+}
+
+static void env_setf(char ***envp, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void env_setf(char ***envp, const char *name, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	env_set(envp, name, buf);
+}
+
+int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, char *msg,
+		  size_t len)
+{
+	char tried[2 * PATH_MAX];
+	const char *lp;
+	int sv[2];
+
+	m->mode = c->mlock;
+	m->user_switch = c->user && *c->user;
+	if (c->mlock == MLOCK_OFF)
+		return 0;
+	m->state = json_pack("{s:s, s:s, s:n, s:b, s:s, s:[]}", "mode", config_mlock_name(c->mlock),
+			     "trigger", trigger_names[c->mlock_trigger], "shim", "loaded", 0, "status",
+			     "pending", "events");
+	m->shim = find_shim(tried, sizeof(tried));
+	if (!m->shim) {
+		json_object_set_new(m->state, "status", json_string("not_injected"));
+		snprintf(msg, len, "mlock: the shim %s was not found (looked for %s): the service starts without it",
+			 SHIM_NAME, tried);
+		return -1;
+	}
+	json_object_set_new(m->state, "shim", json_string(m->shim));
+	/* A datagram socket: one report per message, and the shim's send()
+	 * can use MSG_NOSIGNAL (no SIGPIPE in the service once we are gone). */
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		json_object_set_new(m->state, "status", json_string("not_injected"));
+		snprintf(msg, len, "mlock: failed to create the report socket: %s: the service starts without the shim",
+			 strerror(errno));
+		return -1;
+	}
+	m->fd = sv[0];
+	m->child_fd = sv[1];
+	fcntl(m->fd, F_SETFL, O_NONBLOCK);
+	/* The service's end survives exec; the shim marks it CLOEXEC at once so
+	 * that the service's own children do not get it. */
+	fcntl(m->child_fd, F_SETFD, 0);
+
+	/* Prepended: a preload the user configured keeps working. */
+	lp = env_get(*envp, "LD_PRELOAD");
+	if (lp && *lp)
+		env_setf(envp, "LD_PRELOAD", "%s:%s", m->shim, lp);
+	else
+		env_set(envp, "LD_PRELOAD", m->shim);
+	env_setf(envp, "TTS_LAUNCH_MLOCK_FD", "%d", m->child_fd);
+	env_set(envp, "TTS_LAUNCH_MLOCK_MODE", config_mlock_name(c->mlock));
+	env_set(envp, "TTS_LAUNCH_MLOCK_TRIGGER", trigger_names[c->mlock_trigger]);
+	env_setf(envp, "TTS_LAUNCH_MLOCK_DELAY", "%g", c->mlock_delay);
+	env_setf(envp, "TTS_LAUNCH_MLOCK_SIGNAL", "%d",
+		 c->mlock_signal == MLOCK_SIGUSR1 ? SIGUSR1 : SIGUSR2);
+	env_set(envp, "TTS_LAUNCH_MLOCK_PATTERNS", c->mlock_patterns);
+	env_setf(envp, "TTS_LAUNCH_MLOCK_LIMIT", "%lld", c->mlock_limit);
+	env_setf(envp, "TTS_LAUNCH_MLOCK_MAX_PERCENT", "%d", c->mlock_max_percent);
+	env_set(envp, "TTS_LAUNCH_MLOCK_BLOCKING", c->mlock_blocking ? "1" : "0");
+	env_setf(envp, "TTS_LAUNCH_MLOCK_PORT", "%d", c->port);
+	/* Which process arms: webui.py's interpreter, even behind a runner
+	 * such as `uv run` (the shim stays inert and in the environment until
+	 * a python starts); a -- COMMAND: the command itself. */
+	env_set(envp, "TTS_LAUNCH_MLOCK_EXE", c->n_command ? "*" : "python*");
+	return 0;
+}
+
+bool mlock_wants_ipc_lock(const struct mlock_ctl *m)
+{
+	return m->mode != MLOCK_OFF && m->child_fd >= 0;
+}
+
+void mlock_spawned(struct mlock_ctl *m)
+{
+	if (m->child_fd >= 0)
+		close(m->child_fd);
+	m->child_fd = -1;
+}
+
+int mlock_fd(const struct mlock_ctl *m)
+{
+	return m->fd;
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static double num(const json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static void fmt_bytes(char *buf, size_t len, double b)
+{
+	if (b >= 1024.0 * 1024 * 1024)
+		snprintf(buf, len, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+	else if (b >= 1024.0 * 1024)
+		snprintf(buf, len, "%.0f MiB", b / (1024.0 * 1024));
+	else
+		snprintf(buf, len, "%.0f KiB", b / 1024.0);
+}
+
+char *mlock_fix(const json_t *ev, bool user_switch)
+{
+	const char *event = str(ev, "event"), *e = str(ev, "errno");
+	bool cap = json_is_true(json_object_get(ev, "cap_ipc_lock"));
+	char a[32], *out = NULL;
+	int r = -1;
+
+	if (event && !strcmp(event, "refused")) {
+		r = asprintf(&out, "raise [mlock] limit (or max_percent, the share of MemAvailable at "
+				   "start used when limit is 0), or lock less with mode = models");
+	} else if (!e || !event || strcmp(event, "failed")) {
+		return NULL;
+	} else if (!strcmp(e, "EPERM")) {
+		r = asprintf(&out, "run the service as root, or with CAP_IPC_LOCK (%s), or raise its "
+				   "RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in systemd)",
+			     user_switch ? "tts-launch grants it to [service] user: check that nothing drops it"
+					 : "setcap/ambient capability, or set [service] user: tts-launch grants it");
+	} else if (!strcmp(e, "ENOMEM") && !cap) {
+		double rl = num(ev, "rlimit_memlock");
+
+		fmt_bytes(a, sizeof(a), rl);
+		r = asprintf(&out, "without CAP_IPC_LOCK only RLIMIT_MEMLOCK (%s) can be locked: run the "
+				   "service as root or with CAP_IPC_LOCK, raise RLIMIT_MEMLOCK (ulimit -l), "
+				   "or lock less with mode = models",
+			     rl < 0 ? "unlimited" : a);
+	} else if (!strcmp(e, "ENOMEM") || !strcmp(e, "EAGAIN")) {
+		r = asprintf(&out, "not enough memory could be locked: lock less (mode = models, [mlock] "
+				   "patterns, mode = onfault) or free memory");
+	} else {
+		r = asprintf(&out, "see docs/mlock.md");
+	}
+	return r < 0 ? NULL : out;
+}
+
+char *mlock_describe(const json_t *ev, const char *fix)
+{
+	const char *event = str(ev, "event");
+	char a[32], b[32], *out = NULL, head[128];
+	int r = -1;
+
+	snprintf(head, sizeof(head), "tts-launch: mlock (%s, at %s)", str(ev, "mode") ?: "?",
+		 str(ev, "trigger") ?: "?");
+	if (!event)
+		return NULL;
+	if (!strcmp(event, "locked")) {
+		fmt_bytes(a, sizeof(a), num(ev, "vmlck"));
+		if (!strcmp(str(ev, "mode") ?: "", "models"))
+			snprintf(b, sizeof(b), " (%lld model mapping%s)",
+				 (long long)num(ev, "mappings"), num(ev, "mappings") == 1 ? "" : "s");
+		else
+			b[0] = '\0';
+		r = asprintf(&out, "%s: locked %s%s in %.2f s\n", head, a, b, num(ev, "dur_ns") / 1e9);
+	} else if (!strcmp(event, "refused")) {
+		fmt_bytes(a, sizeof(a), num(ev, "bytes_to_lock"));
+		fmt_bytes(b, sizeof(b), num(ev, "limit"));
+		r = asprintf(&out, "%s refused: %s to lock, above the limit of %s; fix: %s; the service keeps running\n",
+			     head, a, b, fix ?: "see docs/mlock.md");
+	} else if (!strcmp(event, "failed")) {
+		r = asprintf(&out, "%s failed: %s: %s; fix: %s; the service keeps running\n", head,
+			     str(ev, "errno") ?: "?", str(ev, "error") ?: "", fix ?: "see docs/mlock.md");
+	}
+	return r < 0 ? NULL : out;
+}
+
+static void append(char **buf, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+	char *p = realloc(*buf, *len + n + 1);
+
+	if (!p)
+		OOM();
+	memcpy(p + *len, s, n + 1);
+	*buf = p;
+	*len += n;
+}
+
+/* One report: into the events, the top-level outcome, and a line to say. */
+static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
+{
+	const char *event = str(ev, "event");
+	double start = json_is_number(json_object_get(ev, "start_ns"))
+			       ? clock_ns_to_ms((uint64_t)num(ev, "start_ns"))
+			       : clock_ms();
+	char *fix = NULL, *line = NULL;
+
+	json_object_set_new(ev, "start_ms", json_real(start));
+	json_object_set_new(ev, "dur_ms", json_real(num(ev, "dur_ns") / 1e6));
+	json_array_append(json_object_get(m->state, "events"), ev);
+	if (!event)
+		return NULL;
+	if (!strcmp(event, "armed")) {
+		json_object_set_new(m->state, "loaded", json_true());
+		json_object_set_new(m->state, "status", json_string("armed"));
+		json_object_set(m->state, "pid", json_object_get(ev, "pid"));
+		json_object_set(m->state, "cap_ipc_lock", json_object_get(ev, "cap_ipc_lock"));
+		json_object_set(m->state, "limit", json_object_get(ev, "limit"));
+		return NULL;
+	}
+	fix = mlock_fix(ev, m->user_switch);
+	/* The latest outcome, at the top. */
+	json_object_set_new(m->state, "status", json_string(event));
+	json_object_set(m->state, "trigger", json_object_get(ev, "trigger"));
+	json_object_set_new(m->state, "bytes_to_lock", json_integer((json_int_t)num(ev, "bytes_to_lock")));
+	json_object_set_new(m->state, "bytes_locked", json_integer((json_int_t)num(ev, "vmlck")));
+	json_object_set_new(m->state, "resident_before", json_integer((json_int_t)num(ev, "resident")));
+	json_object_set_new(m->state, "mappings", json_integer((json_int_t)num(ev, "mappings")));
+	json_object_set_new(m->state, "start_ms", json_real(start));
+	json_object_set_new(m->state, "dur_ms", json_real(num(ev, "dur_ns") / 1e6));
+	json_object_set(m->state, "errno", json_object_get(ev, "errno") ?: json_null());
+	json_object_set(m->state, "error", json_object_get(ev, "error") ?: json_null());
+	json_object_set_new(m->state, "fix", fix ? json_string(fix) : json_null());
+	if (tl && !strcmp(event, "locked"))
+		timeline_phase(tl, "mlock", start, start + num(ev, "dur_ns") / 1e6);
+	line = mlock_describe(ev, fix);
+	free(fix);
+	return line;
+}
+
+char *mlock_poll(struct mlock_ctl *m, struct timeline *tl)
+{
+	char buf[4096], *out = NULL;
+	size_t len = 0;
+	ssize_t n;
+
+	if (m->fd < 0)
+		return NULL;
+	while ((n = recv(m->fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
+		json_error_t jerr;
+		json_t *ev;
+		char *line;
+
+		buf[n] = '\0';
+		ev = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
+		if (!json_is_object(ev)) {
+			json_decref(ev);
+			continue; /* not from the shim: ignore */
+		}
+		line = take(m, ev, tl);
+		json_decref(ev);
+		if (line) {
+			append(&out, &len, line);
+			free(line);
+		}
+	}
+	if (tl)
+		mlock_timeline(m, tl);
+	return out;
+}
+
+char *mlock_check_loaded(struct mlock_ctl *m)
+{
+	char *out = NULL;
+
+	if (m->checked || m->fd < 0 || json_is_true(json_object_get(m->state, "loaded")))
+		return NULL;
+	m->checked = true;
+	json_object_set_new(m->state, "status", json_string("not_loaded"));
+	if (asprintf(&out, "tts-launch: warning: mlock: the shim did not load in the service (a static "
+			   "binary, a setuid program, or a wrapper that clears LD_PRELOAD?): nothing will "
+			   "be locked; see docs/mlock.md\n") < 0)
+		return NULL;
+	return out;
+}
+
+void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
+{
+	json_t *mem;
+
+	if (!tl || !tl->root)
+		return;
+	mem = json_object_get(tl->root, "memory");
+	if (!json_is_object(mem))
+		return;
+	/* memory.mlock is the tracer's list of traced mlock calls; what the
+	 * shim reported goes beside it (docs/mlock.md). */
+	json_object_set_new(mem, "mlock_shim",
+			    m->state ? json_deep_copy(m->state)
+				     : json_pack("{s:s, s:s}", "mode", "off", "status", "off"));
+}
+
+void mlock_free(struct mlock_ctl *m)
+{
+	if (m->fd >= 0)
+		close(m->fd);
+	if (m->child_fd >= 0)
+		close(m->child_fd);
+	free(m->shim);
+	json_decref(m->state);
+	m->fd = m->child_fd = -1;
+	m->shim = NULL;
+	m->state = NULL;
+}

@@ -1,0 +1,314 @@
+"""mlock shim tests (hooks/mlock_shim.c, launcher/mlock.c, docs/mlock.md):
+tts-launch --mlock injects the shim into a small service whose behaviour is
+exactly known (it maps a *.safetensors file, then listens), and the
+service's /proc/PID/status, its children and the timeline must show the
+outcome. Untraced (--no-trace) except where tracing is the point. Root."""
+import json
+import os
+import pwd
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import PY, App, alive, port_open, wait_for
+
+MiB = 1024 * 1024
+MODEL_MB = 16  # above the 8 MiB RLIMIT_MEMLOCK of an unprivileged process
+
+# A stand-in for webui.py: maps model.safetensors (untouched: not resident),
+# then binds --port (the listen trigger), optionally after dropping
+# CAP_IPC_LOCK and lowering RLIMIT_MEMLOCK, and optionally runs a child
+# that records its environment, maps and descriptors.
+SERVICE = r'''
+import argparse, ctypes, mmap, os, resource, socket, subprocess, sys, time
+p = argparse.ArgumentParser()
+p.add_argument("--port", type=int, default=7860)
+p.add_argument("--host", default="127.0.0.1")
+p.add_argument("--model_dir", default=".")
+p.add_argument("--drop-ipc-lock", action="store_true")
+p.add_argument("--memlock", type=int, default=-1)
+p.add_argument("--child", action="store_true")
+a = p.parse_args()
+if a.drop_ipc_lock:
+    # capget/capset (capabilities(7), version 3): clear CAP_IPC_LOCK (14)
+    class Hdr(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+    class Data(ctypes.Structure):
+        _fields_ = [("eff", ctypes.c_uint32), ("prm", ctypes.c_uint32), ("inh", ctypes.c_uint32)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    h, d = Hdr(0x20080522, 0), (Data * 2)()
+    assert libc.capget(ctypes.byref(h), d) == 0
+    d[0].eff &= ~(1 << 14); d[0].prm &= ~(1 << 14); d[0].inh &= ~(1 << 14)
+    assert libc.capset(ctypes.byref(h), d) == 0, ctypes.get_errno()
+if a.memlock >= 0:
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (a.memlock, resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]))
+f = open(os.path.join(a.model_dir, "model.safetensors"), "rb")
+weights = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+with open("service.pid.tmp", "w") as out:
+    out.write(str(os.getpid()))
+os.rename("service.pid.tmp", "service.pid")
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", a.port))
+s.listen()
+open("listened", "w").close()  # listen() has returned
+print("Running on local URL: http://127.0.0.1:%d" % a.port, flush=True)
+if a.child:
+    subprocess.run(["/bin/sh", "-c", "tr '\\0' '\\n' < /proc/self/environ > child.env.tmp; "
+                    "cat /proc/self/maps > child.maps; ls -l /proc/self/fd/ > child.fds; "
+                    "mv child.env.tmp child.env"])
+while True:
+    time.sleep(3600)
+'''
+
+
+def status(pid):
+    """/proc/PID/status as a dict of strings."""
+    with open("/proc/%d/status" % pid) as f:
+        return dict(l.rstrip("\n").split(":\t", 1) for l in f if ":\t" in l)
+
+
+def vmlck(pid):
+    return int(status(pid)["VmLck"].split()[0]) * 1024
+
+
+def locked_in(pid, name):
+    """Locked bytes of the mappings of a file named name (smaps 'Locked:')."""
+    total, cur = 0, False
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and ":" not in head[0]:
+                cur = len(head) >= 6 and head[-1].endswith("/" + name)
+            elif cur and head[0] == "Locked:":
+                total += int(head[1]) * 1024
+    return total
+
+
+class Svc:
+    """tts-launch running the stand-in service in an app dir."""
+
+    def __init__(self, app, *args, mlock="all", extra="", service_args=(), user=None,
+                 trace=False):
+        self.app = app
+        (app.dir / "webui.py").write_text(SERVICE)
+        (app.dir / "checkpoints").mkdir(exist_ok=True)
+        with open(app.dir / "checkpoints" / "model.safetensors", "wb") as f:
+            f.truncate(MODEL_MB * MiB)  # sparse: pages come in when locked
+        app.write_ini("[mlock]\nmode = %s\n%s" % (mlock, extra) +
+                      ("[service]\nuser = %s\n" % user if user else "") +
+                      "[app]\nargs = %s\n" % " ".join(service_args))
+        if user:
+            os.chmod(app.dir, 0o777)
+        self.timeline = app.dir / "t.json"
+        self.log = app.dir / "webui.log"
+        self.proc = app.popen("run", "-c", str(app.ini), *([] if trace else ["--no-trace"]),
+                              "--timeline", str(self.timeline), *args)
+        self.pid = int(wait_for(lambda: self.running() and _read(app.dir / "service.pid"),
+                                what="service pid"))
+        wait_for(lambda: port_open(app.port), what="port %d" % app.port)
+
+    def running(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("tts-launch exited %s: %s" % (self.proc.returncode, _read(self.log)))
+        return True
+
+    def wait_line(self, text):
+        return wait_for(lambda: text in _read(self.log) and _read(self.log),
+                        what="%r in the log" % text)
+
+    def stop(self):
+        """Stop tts-launch and the service; the timeline as written at exit."""
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.communicate(timeout=30)
+        return json.loads(self.timeline.read_text())
+
+
+def _read(path):
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def test_all_locks_at_listen(app):
+    s = Svc(app, mlock="all")
+    s.wait_line("tts-launch: mlock (all, at listen): locked")
+    # mlockall(MCL_CURRENT): the model mapping too, beyond what was resident
+    assert vmlck(s.pid) >= MODEL_MB * MiB
+    assert locked_in(s.pid, "model.safetensors") == MODEL_MB * MiB
+    assert alive(s.pid)
+    tl = s.stop()
+    m = tl["memory"]["mlock_shim"]
+    assert m["mode"] == "all" and m["trigger"] == "listen" and m["status"] == "locked"
+    assert m["loaded"] is True and m["errno"] is None and m["fix"] is None
+    assert m["bytes_locked"] >= MODEL_MB * MiB and m["bytes_to_lock"] > 0
+    assert [e["event"] for e in m["events"]] == ["armed", "locked"]
+    assert any(p["name"] == "mlock" for p in tl["phases"])
+    assert tl["launcher"]["config"]["mlock"]["mode"] == "all"
+
+
+def test_models_locks_only_model_mappings(app):
+    s = Svc(app, mlock="models")
+    line = s.wait_line("tts-launch: mlock (models, at listen): locked")
+    assert "(1 model mapping)" in line
+    assert locked_in(s.pid, "model.safetensors") == MODEL_MB * MiB
+    # nothing but the model: VmLck is exactly its mapping
+    assert vmlck(s.pid) == MODEL_MB * MiB
+    m = s.stop()["memory"]["mlock_shim"]
+    assert m["status"] == "locked" and m["mappings"] == 1
+    assert m["bytes_to_lock"] == MODEL_MB * MiB
+
+
+def test_models_patterns_configurable(app):
+    s = Svc(app, mlock="models", extra="patterns = *.gguf\n")
+    s.wait_line("tts-launch: mlock (models, at listen): locked")
+    assert vmlck(s.pid) == 0  # *.safetensors no longer matches
+    assert s.stop()["memory"]["mlock_shim"]["mappings"] == 0
+
+
+def test_onfault_locks_only_what_is_resident(app):
+    s = Svc(app, mlock="onfault")
+    s.wait_line("tts-launch: mlock (onfault, at listen): locked")
+    # MCL_ONFAULT: the untouched model pages are not faulted in
+    assert locked_in(s.pid, "model.safetensors") == 0
+    assert vmlck(s.pid) > 0  # VmLck counts the whole locked areas
+    s.stop()
+
+
+def test_signal_trigger(app):
+    s = Svc(app, mlock="all", extra="trigger = signal\n")
+    wait_for(lambda: json.loads(_read(s.timeline) or "{}"), what="timeline at ready")
+    assert vmlck(s.pid) == 0  # armed, not triggered
+    os.kill(s.pid, signal.SIGUSR2)
+    s.wait_line("tts-launch: mlock (all, at signal): locked")
+    assert vmlck(s.pid) >= MODEL_MB * MiB
+    assert alive(s.pid)  # SIGUSR2's default action would have killed it
+    assert s.stop()["memory"]["mlock_shim"]["trigger"] == "signal"
+
+
+def test_delay_trigger(app):
+    s = Svc(app, mlock="models", extra="trigger = delay\ndelay = 300ms\n")
+    s.wait_line("tts-launch: mlock (models, at delay): locked")
+    assert vmlck(s.pid) == MODEL_MB * MiB
+    s.stop()
+
+
+def test_blocking_lock_done_when_listen_returns(app):
+    s = Svc(app, mlock="models", extra="blocking = true\n")
+    wait_for(lambda: (app.dir / "listened").exists(), what="listen() to return")
+    assert vmlck(s.pid) == MODEL_MB * MiB  # locked inside listen()
+    s.wait_line("tts-launch: mlock (models, at listen): locked")
+    s.stop()
+
+
+def test_guard_refuses_above_the_limit(app):
+    s = Svc(app, mlock="all", extra="limit = 1M\n")
+    line = s.wait_line("tts-launch: mlock (all, at listen) refused")
+    assert "above the limit of 1 MiB" in line and "fix: raise [mlock] limit" in line
+    assert vmlck(s.pid) == 0
+    assert alive(s.pid) and port_open(app.port)
+    m = s.stop()["memory"]["mlock_shim"]
+    assert m["status"] == "refused" and m["bytes_to_lock"] > MiB and m["bytes_locked"] == 0
+    assert "limit" in m["fix"]
+
+
+@pytest.mark.parametrize("args,err,fix", [
+    (["--drop-ipc-lock", "--memlock", "0"], "EPERM", "CAP_IPC_LOCK"),
+    (["--drop-ipc-lock"], "ENOMEM", "RLIMIT_MEMLOCK (8 MiB)"),
+])
+def test_failed_lock_is_reported_and_service_lives(app, args, err, fix):
+    s = Svc(app, mlock="all", service_args=args)
+    line = s.wait_line("tts-launch: mlock (all, at listen) failed")
+    assert "failed: %s:" % err in line and fix in line and "the service keeps running" in line
+    assert vmlck(s.pid) == 0
+    assert alive(s.pid) and port_open(app.port)
+    m = s.stop()["memory"]["mlock_shim"]
+    assert m["status"] == "failed" and m["errno"] == err and fix in m["fix"]
+    assert m["events"][-1]["cap_ipc_lock"] is False
+
+
+@pytest.fixture
+def open_app():
+    """An app dir nobody can reach (pytest's own tmp dirs are 0700)."""
+    d = Path(tempfile.mkdtemp(prefix="tts-mlock-"))
+    d.chmod(0o755)
+    a = App(d)
+    yield a
+    a.cleanup()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unprivileged_service_locks_with_only_cap_ipc_lock(open_app):
+    app = open_app
+    s = Svc(app, mlock="all", user="nobody")
+    s.wait_line("tts-launch: mlock (all, at listen): locked")
+    st = status(s.pid)
+    assert int(st["Uid"].split()[0]) == pwd.getpwnam("nobody").pw_uid
+    ipc_lock = 1 << 14
+    for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh"):
+        assert int(st[k], 16) == ipc_lock, (k, st[k])
+    # beyond the 8 MiB RLIMIT_MEMLOCK: only CAP_IPC_LOCK allows that
+    assert vmlck(s.pid) >= MODEL_MB * MiB
+    m = s.stop()["memory"]["mlock_shim"]
+    assert m["status"] == "locked" and m["cap_ipc_lock"] is True
+
+
+def test_shim_not_inherited_by_children(app):
+    s = Svc(app, mlock="all", service_args=["--child"])
+    s.wait_line("tts-launch: mlock (all, at listen): locked")
+    env = wait_for(lambda: _read(app.dir / "child.env"), what="child.env")
+    assert "LD_PRELOAD" not in env and "TTS_LAUNCH_MLOCK" not in env
+    assert "PYTHONPATH=" in env  # the rest of the environment is passed on
+    assert "mlock_shim" not in (app.dir / "child.maps").read_text()
+    assert "socket:" not in (app.dir / "child.fds").read_text()  # no report socket
+    # while the service itself has it
+    assert "mlock_shim.so" in Path("/proc/%d/maps" % s.pid).read_text()
+    environ = Path("/proc/%d/environ" % s.pid).read_bytes()
+    assert b"TTS_LAUNCH_MLOCK_MODE=all" in environ  # as exec'd; removed from environ since
+    s.stop()
+
+
+def test_runner_passes_the_shim_on_to_python(app):
+    # [app] python = a runner (as `uv run`): the shim stays inert in it and
+    # arms in the python it starts
+    s = Svc(app, mlock="models", extra="[app]\npython = /usr/bin/env %s\n" % PY)
+    s.wait_line("tts-launch: mlock (models, at listen): locked")
+    assert vmlck(s.pid) == MODEL_MB * MiB
+    s.stop()
+
+
+def test_not_injected_when_off(app):
+    s = Svc(app, mlock="off")
+    assert "mlock_shim" not in Path("/proc/%d/maps" % s.pid).read_text()
+    assert b"LD_PRELOAD" not in Path("/proc/%d/environ" % s.pid).read_bytes()
+    assert vmlck(s.pid) == 0
+    m = s.stop()["memory"]["mlock_shim"]
+    assert m == {"mode": "off", "status": "off"}
+    assert "mlock (" not in _read(s.log)
+
+
+def test_cli_overrides_mode(app):
+    s = Svc(app, "--mlock=models", mlock="off")
+    s.wait_line("tts-launch: mlock (models, at listen): locked")
+    s.stop()
+
+
+def test_traced_run_has_both_the_calls_and_the_outcome(app):
+    # With tracing, memory.mlock lists the traced mlock calls and
+    # memory.mlock_shim what the shim reported; the timeline stays valid.
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parents[1] / "schema" /
+                         "timeline.schema.json").read_text())
+    s = Svc(app, mlock="all", trace=True)
+    s.wait_line("tts-launch: mlock (all, at listen): locked")
+    tl = s.stop()
+    jsonschema.Draft7Validator(schema).validate(tl)
+    if not tl["tracing"]["enabled"]:
+        pytest.skip("tracing unavailable: %s" % tl["tracing"]["reason"])
+    calls = [c for c in tl["memory"]["mlock"] if c["pid"] == s.pid]
+    assert [c["call"] for c in calls] == ["mlockall"] and calls[0]["result"] == 0
+    assert tl["memory"]["mlock_shim"]["status"] == "locked"
