@@ -1,9 +1,11 @@
 /* tts-launch: command line. Parses the subcommand and options, builds the
  * config (defaults < INI file < --set < flags), and dispatches. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -12,6 +14,9 @@
 #include "doctor.h"
 #include "spawn.h"
 #include "supervise.h"
+#include "render_perfetto.h"
+#include "render_prom.h"
+#include "render_svg.h"
 #include "timeline.h"
 
 extern char **environ;
@@ -25,7 +30,7 @@ static const char usage_text[] =
 	"             [--print-env] [-v] [-- COMMAND [ARG...]]\n"
 	"  tts-launch stop|status [-c FILE] [--set SECTION.KEY=VALUE]...\n"
 	"  tts-launch doctor [-c FILE]\n"
-	"  tts-launch report TIMELINE.json [--format text|json]\n"
+	"  tts-launch report TIMELINE.json [--format text|json|perfetto|svg|html|prom] [-o FILE]\n"
 	"\n"
 	"Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
 	"sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
@@ -36,7 +41,10 @@ static const char usage_text[] =
 	"  stop      stop the service started by `run` (SIGTERM, grace, SIGKILL)\n"
 	"  status    is it running? (exit 0 running, 1 dead with pidfile, 3 not running)\n"
 	"  doctor    can this machine trace, and can the app start? (exit 1 on FAIL)\n"
-	"  report    print a saved timeline (summary text, or the JSON)\n"
+	"  report    a saved timeline as: text (the summary), json, perfetto (Chrome\n"
+	"            trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
+	"            with tables of files and findings), prom (Prometheus text format);\n"
+	"            -o FILE writes FILE atomically instead of stdout\n"
 	"\n"
 	"Options:\n"
 	"  -c, --config FILE    INI file (default: ./tts-launch.ini, else\n"
@@ -83,6 +91,7 @@ static const struct option long_opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"format", required_argument, NULL, OPT_FORMAT},
+	{"output", required_argument, NULL, 'o'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -102,32 +111,101 @@ static int print_env(const struct config *c)
 	return 0;
 }
 
-static int report(const char *path, const char *format)
+/* report formats; text and json come with the timeline model */
+static int render_text(const struct timeline *tl, FILE *out)
 {
-	char err[512];
+	timeline_print_summary(tl, out);
+	return ferror(out) ? -1 : 0;
+}
+
+static int render_json(const struct timeline *tl, FILE *out)
+{
+	if (json_dumpf(tl->root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+		return -1;
+	return fputc('\n', out) == EOF ? -1 : 0;
+}
+
+static const struct {
+	const char *name;
+	int (*render)(const struct timeline *tl, FILE *out);
+} report_formats[] = {
+	{"text", render_text},		{"json", render_json}, {"perfetto", render_perfetto},
+	{"svg", render_svg},		{"html", render_html}, {"prom", render_prom},
+};
+
+/* -o FILE: a temp file in the same directory, renamed over FILE once
+ * complete, so a reader (node_exporter's textfile collector) never sees
+ * half a file. */
+static int report(const char *path, const char *format, const char *output)
+{
+	char err[512], *tmp = NULL;
 	struct timeline *tl;
+	FILE *out = stdout;
+	size_t f;
+	int rc = 0, fd;
 
 	if (!path)
 		return usage_error("%s", "report needs a TIMELINE.json");
-	if (strcmp(format, "text") && strcmp(format, "json"))
-		return usage_error("unknown --format '%s': expected text or json", format);
+	for (f = 0; f < sizeof(report_formats) / sizeof(report_formats[0]); f++)
+		if (!strcmp(format, report_formats[f].name))
+			break;
+	if (f == sizeof(report_formats) / sizeof(report_formats[0]))
+		return usage_error("unknown --format '%s': expected text, json, perfetto, svg, html or prom",
+				   format);
 	tl = timeline_load(path, err, sizeof(err));
 	if (!tl) {
 		fprintf(stderr, "tts-launch: %s\n", err);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(format, "json"))
-		json_dumpf(tl->root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	else
-		timeline_print_summary(tl, stdout);
+	if (output && (asprintf(&tmp, "%s.tmpXXXXXX", output) < 0 || (fd = mkstemp(tmp)) < 0 ||
+		       !(out = fdopen(fd, "w")))) {
+		fprintf(stderr, "tts-launch: failed to create %s: %s\n", output, strerror(errno));
+		timeline_free(tl);
+		free(tmp);
+		return 1;
+	}
+	if (report_formats[f].render(tl, out) < 0 || fflush(out) == EOF ||
+	    (output && fsync(fileno(out)) < 0)) {
+		fprintf(stderr, "tts-launch: failed to write the %s report to %s: %s\n", format,
+			output ? output : "stdout", strerror(errno));
+		rc = 1;
+	}
+	if (output) {
+		if (fclose(out) == EOF && !rc) {
+			fprintf(stderr, "tts-launch: failed to write %s: %s\n", output, strerror(errno));
+			rc = 1;
+		}
+		/* node_exporter reads textfiles as its own user: 0644 like any report */
+		if (!rc && (chmod(tmp, 0644) < 0 || rename(tmp, output) < 0)) {
+			fprintf(stderr, "tts-launch: failed to rename %s to %s: %s\n", tmp, output,
+				strerror(errno));
+			rc = 1;
+		}
+		if (rc)
+			unlink(tmp);
+		free(tmp);
+	}
 	timeline_free(tl);
-	return 0;
+	return rc;
+}
+
+/* getopt_long, but report's TIMELINE may come before or among its options. */
+static int next_opt(int argc, char **argv, const char *cmd, const char **positional)
+{
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+c:o:vh", long_opts, NULL)) == -1 &&
+	       !strcmp(cmd, "report") && !*positional && optind < argc &&
+	       strcmp(argv[optind - 1], "--"))
+		*positional = argv[optind++];
+	return opt;
 }
 
 int main(int argc, char **argv)
 {
 	static const char *const cmds[] = {"run", "stop", "status", "doctor", "report"};
-	const char *cmd = "run", *file = NULL, *format = "text";
+	const char *cmd = "run", *file = NULL, *format = "text", *output = NULL;
+	const char *positional = NULL;
 	char **sets = calloc((size_t)argc, sizeof(char *));
 	int nsets = 0, opt, rc;
 	int mode = -1, no_trace = 0, print = 0, verbose = 0, mlock = -1;
@@ -154,7 +232,7 @@ int main(int argc, char **argv)
 	optind = first;
 	/* '+': stop at "--" and at the first word, so COMMAND keeps its own
 	 * options. */
-	while ((opt = getopt_long(argc, argv, "+c:vh", long_opts, NULL)) != -1) {
+	while ((opt = next_opt(argc, argv, cmd, &positional)) != -1) {
 		switch (opt) {
 		case 'c':
 			file = optarg;
@@ -193,6 +271,9 @@ int main(int argc, char **argv)
 		case OPT_FORMAT:
 			format = optarg;
 			break;
+		case 'o':
+			output = optarg;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -209,7 +290,7 @@ int main(int argc, char **argv)
 	}
 
 	if (!strcmp(cmd, "report"))
-		return report(optind < argc ? argv[optind] : NULL, format);
+		return report(positional ? positional : optind < argc ? argv[optind] : NULL, format, output);
 
 	config_defaults(&c);
 	file = config_locate(file);

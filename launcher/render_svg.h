@@ -1,0 +1,19 @@
+/* render_svg: a timeline as a plot in the spirit of `systemd-analyze plot`:
+ * one bar per phase and per download on a time axis, the page-fault rate
+ * under it, a line at ready. render_html wraps the same SVG in a page with
+ * tables of the phases, downloads, files, missing paths and findings. */
+#ifndef TTS_RENDER_SVG_H
+#define TTS_RENDER_SVG_H
+
+#include <stdio.h>
+
+#include "timeline.h"
+
+/* 0, or -1 when writing failed. */
+int render_svg(const struct timeline *tl, FILE *out);
+int render_html(const struct timeline *tl, FILE *out);
+
+/* XML-escape s (& < > " ') onto out. */
+void svg_escape(FILE *out, const char *s);
+
+#endif
