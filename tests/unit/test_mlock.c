@@ -1,0 +1,253 @@
+/* The launcher side of the mlock shim: the environment it prepares, the
+ * report socket, parsing reports into memory.mlock_shim, the lines it says
+ * and the fixes it suggests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "clock.h"
+#include "config.h"
+#include "mlock.h"
+#include "spawn.h"
+#include "timeline.h"
+
+static const char *get(char **envp, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (char **e = envp; *e; e++)
+		if (!strncmp(*e, name, len) && (*e)[len] == '=')
+			return *e + len + 1;
+	return NULL;
+}
+
+static void setup_config(struct config *c, const char *mode)
+{
+	char err[CONFIG_ERR_MAX], set[64];
+
+	config_defaults(c);
+	snprintf(set, sizeof(set), "mlock.mode=%s", mode);
+	assert_int_equal(config_set(c, "app.dir=/tmp", err, sizeof(err)), 0);
+	assert_int_equal(config_set(c, set, err, sizeof(err)), 0);
+	assert_int_equal(config_finish(c, err, sizeof(err)), 0);
+}
+
+static void test_off_injects_nothing(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct config c;
+	char *base[] = {"PATH=/usr/bin", NULL};
+	char **envp;
+	char msg[256] = "";
+
+	(void)state;
+	setup_config(&c, "off");
+	envp = spawn_build_env(&c, base);
+	assert_int_equal(mlock_prepare(&m, &c, &envp, msg, sizeof(msg)), 0);
+	assert_null(get(envp, "LD_PRELOAD"));
+	assert_null(get(envp, "TTS_LAUNCH_MLOCK_MODE"));
+	assert_int_equal(mlock_fd(&m), -1);
+	assert_false(mlock_wants_ipc_lock(&m));
+	spawn_env_free(envp);
+	mlock_free(&m);
+	config_free(&c);
+}
+
+/* The unit test binary is build/tests/unit/test_mlock: the shim is looked
+ * for next to it, where it is not; with the build tree's layout
+ * (build/hooks/) it is found from build/tts-launch only. */
+static void test_missing_shim_warns(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct config c;
+	char *base[] = {"PATH=/usr/bin", NULL};
+	char **envp;
+	char msg[1024] = "";
+
+	(void)state;
+	setup_config(&c, "all");
+	envp = spawn_build_env(&c, base);
+	assert_int_equal(mlock_prepare(&m, &c, &envp, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "mlock_shim.so was not found"));
+	assert_null(get(envp, "LD_PRELOAD"));
+	assert_false(mlock_wants_ipc_lock(&m));
+	spawn_env_free(envp);
+	mlock_free(&m);
+	config_free(&c);
+}
+
+static json_t *ev(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+
+	assert_non_null(j);
+	return j;
+}
+
+static void test_describe_and_fix(void **state)
+{
+	json_t *locked = ev("{\"event\":\"locked\",\"trigger\":\"listen\",\"mode\":\"all\","
+			    "\"vmlck\":432013312,\"dur_ns\":310000000}");
+	json_t *models = ev("{\"event\":\"locked\",\"trigger\":\"signal\",\"mode\":\"models\","
+			    "\"vmlck\":16777216,\"mappings\":3,\"dur_ns\":10000000}");
+	json_t *eperm = ev("{\"event\":\"failed\",\"trigger\":\"listen\",\"mode\":\"all\","
+			   "\"errno\":\"EPERM\",\"error\":\"Operation not permitted\","
+			   "\"cap_ipc_lock\":false,\"rlimit_memlock\":0}");
+	json_t *enomem = ev("{\"event\":\"failed\",\"trigger\":\"listen\",\"mode\":\"all\","
+			    "\"errno\":\"ENOMEM\",\"error\":\"Cannot allocate memory\","
+			    "\"cap_ipc_lock\":false,\"rlimit_memlock\":8388608}");
+	json_t *refused = ev("{\"event\":\"refused\",\"trigger\":\"delay\",\"mode\":\"all\","
+			     "\"bytes_to_lock\":10737418240,\"limit\":1073741824}");
+	char *s, *fix;
+
+	(void)state;
+	s = mlock_describe(locked, NULL);
+	assert_string_equal(s, "tts-launch: mlock (all, at listen): locked 412 MiB in 0.31 s\n");
+	free(s);
+	s = mlock_describe(models, NULL);
+	assert_string_equal(s, "tts-launch: mlock (models, at signal): locked 16 MiB (3 model mappings) in 0.01 s\n");
+	free(s);
+	assert_null(mlock_fix(locked, false));
+
+	fix = mlock_fix(eperm, false);
+	assert_non_null(strstr(fix, "CAP_IPC_LOCK"));
+	s = mlock_describe(eperm, fix);
+	assert_non_null(strstr(s, "mlock (all, at listen) failed: EPERM: Operation not permitted; fix: run the service as root"));
+	assert_non_null(strstr(s, "the service keeps running"));
+	free(s);
+	free(fix);
+
+	fix = mlock_fix(enomem, true);
+	assert_non_null(strstr(fix, "RLIMIT_MEMLOCK (8 MiB)"));
+	free(fix);
+
+	fix = mlock_fix(refused, false);
+	assert_non_null(strstr(fix, "[mlock] limit"));
+	s = mlock_describe(refused, fix);
+	assert_non_null(strstr(s, "refused: 10.0 GiB to lock, above the limit of 1.0 GiB"));
+	free(s);
+	free(fix);
+	json_decref(locked);
+	json_decref(models);
+	json_decref(eperm);
+	json_decref(enomem);
+	json_decref(refused);
+}
+
+/* Reports arrive on the socket and land in memory.mlock_shim. */
+static void test_poll_into_timeline(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct config c;
+	struct timeline *tl;
+	int sv[2];
+	char *text;
+	json_t *obj;
+	static const char armed[] = "{\"event\":\"armed\",\"pid\":42,\"trigger\":\"listen\","
+				    "\"mode\":\"models\",\"limit\":1000,\"cap_ipc_lock\":true}\n";
+	static const char locked[] = "{\"event\":\"locked\",\"pid\":42,\"trigger\":\"listen\","
+				     "\"mode\":\"models\",\"bytes_to_lock\":4096,\"resident\":0,"
+				     "\"mappings\":1,\"start_ns\":1,\"dur_ns\":2000000,\"vmlck\":4096}\n";
+
+	(void)state;
+	clock_init();
+	setup_config(&c, "models");
+	tl = timeline_new(&c, 0, NULL);
+	/* what mlock_prepare sets up, without a shim on disk */
+	m.mode = MLOCK_MODELS;
+	m.state = json_pack("{s:s, s:s, s:b, s:s, s:[]}", "mode", "models", "trigger", "listen",
+			    "loaded", 0, "status", "pending", "events");
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	m.fd = sv[0];
+	assert_true(send(sv[1], "not json\n", 9, 0) == 9); /* ignored */
+	assert_true(send(sv[1], armed, strlen(armed), 0) == (ssize_t)strlen(armed));
+	assert_null(mlock_poll(&m, tl)); /* armed: nothing to say */
+	assert_null(mlock_check_loaded(&m));
+	assert_true(send(sv[1], locked, strlen(locked), 0) == (ssize_t)strlen(locked));
+	text = mlock_poll(&m, tl);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "mlock (models, at listen): locked 4 KiB (1 model mapping)"));
+	free(text);
+
+	obj = json_object_get(json_object_get(tl->root, "memory"), "mlock_shim");
+	assert_string_equal(json_string_value(json_object_get(obj, "status")), "locked");
+	assert_true(json_is_true(json_object_get(obj, "loaded")));
+	assert_int_equal(json_integer_value(json_object_get(obj, "bytes_locked")), 4096);
+	assert_int_equal(json_integer_value(json_object_get(obj, "pid")), 42);
+	assert_int_equal(json_array_size(json_object_get(obj, "events")), 2);
+	assert_true(json_is_null(json_object_get(obj, "fix")));
+	/* memory.mlock (the tracer's traced calls) is left alone */
+	assert_true(json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock")));
+	close(sv[1]);
+	mlock_free(&m);
+	timeline_free(tl);
+	config_free(&c);
+}
+
+static void test_never_loaded_warns_once(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	int sv[2];
+	char *w;
+
+	(void)state;
+	m.mode = MLOCK_ALL;
+	m.state = json_pack("{s:s, s:b, s:s, s:[]}", "mode", "all", "loaded", 0, "status", "pending",
+			    "events");
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	m.fd = sv[0];
+	w = mlock_check_loaded(&m);
+	assert_non_null(w);
+	assert_non_null(strstr(w, "the shim did not load"));
+	free(w);
+	assert_null(mlock_check_loaded(&m));
+	assert_string_equal(json_string_value(json_object_get(m.state, "status")), "not_loaded");
+	close(sv[1]);
+	mlock_free(&m);
+}
+
+static void test_config_keys(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(c.mlock_trigger, MLOCK_AT_LISTEN);
+	assert_int_equal(c.mlock_max_percent, 50);
+	assert_string_equal(c.mlock_patterns, "*.pth *.pt *.safetensors *.bin");
+	assert_int_equal(config_set(&c, "mlock.trigger=signal", err, sizeof(err)), 0);
+	assert_int_equal(c.mlock_trigger, MLOCK_AT_SIGNAL);
+	assert_int_equal(config_set(&c, "mlock.signal=sigusr1", err, sizeof(err)), 0);
+	assert_int_equal(c.mlock_signal, MLOCK_SIGUSR1);
+	assert_int_equal(config_set(&c, "mlock.limit=4G", err, sizeof(err)), 0);
+	assert_true(c.mlock_limit == 4ll << 30);
+	assert_int_equal(config_set(&c, "mlock.delay=500ms", err, sizeof(err)), 0);
+	assert_true(c.mlock_delay == 0.5);
+	assert_int_equal(config_set(&c, "mlock.max_percent=0", err, sizeof(err)), -1);
+	assert_int_equal(config_set(&c, "mlock.trigger=callable", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "listen, signal, delay"));
+	assert_int_equal(config_set(&c, "mlock.signal=SIGKILL", err, sizeof(err)), -1);
+	config_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_off_injects_nothing),
+		cmocka_unit_test(test_missing_shim_warns),
+		cmocka_unit_test(test_describe_and_fix),
+		cmocka_unit_test(test_poll_into_timeline),
+		cmocka_unit_test(test_never_loaded_warns_once),
+		cmocka_unit_test(test_config_keys),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
