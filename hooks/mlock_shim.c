@@ -409,13 +409,17 @@ static int start_locker(void)
 	return rc;
 }
 
-/* Async-signal-safe: only wakes the locker. */
+/* Async-signal-safe: only wakes the locker. A forked child shares the
+ * pipe but not the thread: its signals must not lock the parent. */
 static void on_signal(int sig)
 {
 	int saved = errno;
 	char b = (char)sig;
-	ssize_t r = write(S.wake[1], &b, 1);
+	ssize_t r;
 
+	if (getpid() != S.pid)
+		return;
+	r = write(S.wake[1], &b, 1);
 	(void)r;
 	errno = saved;
 }
