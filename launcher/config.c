@@ -2,6 +2,7 @@
  * One table lists every key with its type and range; unknown sections and
  * keys are errors that suggest the nearest valid name. */
 #include "config.h"
+#include "metrics.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -70,10 +71,12 @@ static const struct key_def keys[] = {
 	{"mlock", "limit", T_SIZE, OFF(mlock_limit), 0, 1e15, NULL},
 	{"mlock", "max_percent", T_INT, OFF(mlock_max_percent), 1, 100, NULL},
 	{"mlock", "blocking", T_BOOL, OFF(mlock_blocking), 0, 0, NULL},
+	{"metrics", "listen", T_STR, OFF(metrics_listen), 0, 0, NULL},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"app", "env", "stale", "log", "service", "trace", "mlock"};
+static const char *const sections[] = {"app", "env", "stale", "log", "service", "trace", "mlock",
+					"metrics"};
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 static void set_err(char *err, size_t len, const char *fmt, ...)
@@ -141,6 +144,7 @@ void config_defaults(struct config *c)
 	c->mlock_limit = 0;
 	c->mlock_max_percent = 50;
 	c->mlock_blocking = false;
+	c->metrics_listen = xstrdup("");
 }
 
 void config_free(struct config *c)
@@ -608,6 +612,16 @@ int config_finish(struct config *c, char *err, size_t errlen)
 	}
 	free(c->app_dir);
 	c->app_dir = real;
+	if (*c->metrics_listen) {
+		char why[200];
+		unsigned addr;
+		unsigned short port;
+
+		if (metrics_parse_listen(c->metrics_listen, &addr, &port, why, sizeof(why)) < 0) {
+			set_err(err, errlen, "%s: %s", c->source, why);
+			return -1;
+		}
+	}
 	if (!c->n_command) {
 		if (!*c->python) {
 			set_err(err, errlen, "%s: [app] python is empty: give an interpreter such as /usr/bin/python3 or 'uv run'",

@@ -70,6 +70,7 @@ struct config {
 	long long mlock_limit;           /* bytes; 0: mlock_max_percent of MemAvailable */
 	int mlock_max_percent;
 	bool mlock_blocking;             /* lock inside listen() instead of a thread */
+	char *metrics_listen;            /* [metrics] listen: HOST:PORT of /metrics; "" = off */
 
 	/* command line only */
 	char **command; /* -- COMMAND ARG...: replaces python+script+args */

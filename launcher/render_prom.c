@@ -3,6 +3,7 @@
  * values escape \ " and newline; HELP escapes \ and newline; one HELP and
  * TYPE per family, before its samples; a label set appears once per family). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,8 +203,23 @@ int render_prom(const struct timeline *tl, FILE *out)
 		    "mlock/mlockall calls seen, by result.");
 	sample(out, "indextts2_mlock_calls_total", "result", "ok", ok);
 	sample(out, "indextts2_mlock_calls_total", "result", "failed", failed);
-	single(out, "indextts2_mlock_locked", "gauge",
-	       "1 when an mlock/mlockall call succeeded during the trace, else 0.", ok ? 1 : 0);
+	{
+		json_t *shim = json_object_get(mem, "mlock_shim");
+		const char *st = json_string_value(json_object_get(shim, "status"));
+		bool locked = ok || (st && !strcmp(st, "locked"));
+
+		single(out, "indextts2_mlock_locked", "gauge",
+		       "1 when the model was locked in memory (the mlock shim reported it locked, or "
+		       "an mlock/mlockall call succeeded), else 0.",
+		       locked ? 1 : 0);
+		if (st) {
+			prom_header(out, "indextts2_mlock_shim_status", "gauge",
+				    "The mlock shim's state (docs/mlock.md): 1 for the current one.");
+			sample(out, "indextts2_mlock_shim_status", "status", st, 1);
+			single(out, "indextts2_mlock_locked_bytes", "gauge",
+			       "Bytes the mlock shim locked.", num0(shim, "bytes_locked"));
+		}
+	}
 
 	/* files, missing paths, downloads, network */
 	{

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "logfile.h"
+#include "metrics.h"
 #include "mlock.h"
 #include "procfs.h"
 #include "spawn.h"
@@ -34,6 +35,7 @@ struct session {
 	struct logfile log;
 	struct child child;
 	struct mlock_ctl mlock; /* the mlock shim's reports (mlock.h) */
+	struct metrics *metrics; /* [metrics] listen: /metrics, NULL when off */
 	char **argv;
 	char **envp;
 	char *timeline_path;
@@ -290,6 +292,18 @@ static int add_fd(int epfd, int fd)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* Before each scrape of /metrics: what the probes saw so far. */
+static void refresh_for_metrics(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->tracer) {
+		tracer_poll(s->tracer);
+		tracer_snapshot(s->tracer, s->tl);
+	}
+	mlock_timeline(&s->mlock, s->tl);
+}
+
 static int loop(struct session *s)
 {
 	struct itimerspec its = {{0, 100000000}, {0, 100000000}};
@@ -310,6 +324,19 @@ static int loop(struct session *s)
 		add_fd(s->epfd, tracer_fd(s->tracer));
 	if (mlock_fd(&s->mlock) >= 0)
 		add_fd(s->epfd, mlock_fd(&s->mlock));
+	if (*s->cfg->metrics_listen) {
+		char err[256];
+
+		/* a metrics endpoint that cannot start never stops the service */
+		s->metrics = metrics_start(s->cfg->metrics_listen, s->tl, refresh_for_metrics, s, err,
+					   sizeof(err));
+		if (!s->metrics)
+			say(s, "tts-launch: warning: %s\n", err);
+		else if (add_fd(s->epfd, metrics_fd(s->metrics)) < 0)
+			say(s, "tts-launch: warning: /metrics: epoll: %s\n", strerror(errno));
+		else
+			say(s, "tts-launch: metrics: http://%s/metrics\n", s->cfg->metrics_listen);
+	}
 	for (;;) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(s->epfd, evs, 8, -1);
@@ -334,6 +361,7 @@ static int loop(struct session *s)
 				if (read(s->tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					return 1;
 				on_tick(s);
+				metrics_run(s->metrics); /* connection timeouts */
 			} else if (fd == s->out_rd) {
 				if (!relay_output(s)) {
 					epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->out_rd, NULL);
@@ -345,6 +373,8 @@ static int loop(struct session *s)
 				tracer_poll(s->tracer);
 			} else if (fd == mlock_fd(&s->mlock)) {
 				read_mlock(s);
+			} else if (s->metrics && fd == metrics_fd(s->metrics)) {
+				metrics_run(s->metrics);
 			}
 		}
 		if (exited)
@@ -418,6 +448,7 @@ static int daemonize(struct session *s)
 
 static void session_free(struct session *s)
 {
+	metrics_stop(s->metrics);
 	if (s->tracer)
 		tracer_free(s->tracer);
 	if (s->tl)

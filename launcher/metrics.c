@@ -1,0 +1,176 @@
+/* metrics: /metrics over HTTP with libmicrohttpd in external-epoll mode
+ * (MHD_USE_EPOLL without an internal thread: the supervisor polls the
+ * daemon's epoll fd and calls MHD_run, see libmicrohttpd's manual, "epoll"). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "render_prom.h"
+
+struct metrics {
+	struct MHD_Daemon *d;
+	const struct timeline *tl;
+	metrics_refresh_fn refresh;
+	void *arg;
+	bool running;
+	unsigned long scrapes;
+};
+
+int metrics_parse_listen(const char *listen, unsigned *addr_be, unsigned short *port, char *err,
+			 size_t errlen)
+{
+	const char *colon = listen ? strrchr(listen, ':') : NULL;
+	char host[64];
+	char *end;
+	long p;
+	struct in_addr a;
+
+	if (!colon) {
+		snprintf(err, errlen, "[metrics] listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9435",
+			 listen ? listen : "");
+		return -1;
+	}
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || p < 1 || p > 65535) {
+		snprintf(err, errlen, "[metrics] listen '%s': port must be 1-65535", listen);
+		return -1;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
+	if (!*host || !strcmp(host, "*")) {
+		a.s_addr = htonl(INADDR_ANY);
+	} else if (!strcmp(host, "localhost")) {
+		a.s_addr = htonl(INADDR_LOOPBACK);
+	} else if (inet_pton(AF_INET, host, &a) != 1) {
+		snprintf(err, errlen, "[metrics] listen '%s': '%s' is not an IPv4 address", listen,
+			 host);
+		return -1;
+	}
+	*addr_be = a.s_addr;
+	*port = (unsigned short)p;
+	return 0;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+			     char *body, size_t len)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_size, void **con_cls)
+{
+	struct metrics *m = cls;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void)version;
+	(void)upload;
+	(void)upload_size;
+	(void)con_cls;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", strdup("GET only\n"), 9);
+	if (strcmp(url, "/metrics")) {
+		static const char msg[] = "tts-launch: the metrics are at /metrics\n";
+
+		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", strdup(msg), sizeof(msg) - 1);
+	}
+	out = open_memstream(&body, &len);
+	if (!out)
+		return MHD_NO;
+	if (m->refresh)
+		m->refresh(m->arg);
+	m->scrapes++;
+	prom_header(out, "indextts2_running", "gauge",
+		    "1 while the service process supervised by tts-launch runs.");
+	fprintf(out, "indextts2_running %d\n", m->running ? 1 : 0);
+	prom_header(out, "tts_launch_scrapes_total", "counter",
+		    "Scrapes of this endpoint since tts-launch started, this one included.");
+	fprintf(out, "tts_launch_scrapes_total %lu\n", m->scrapes);
+	render_prom(m->tl, out);
+	if (fclose(out) != 0) {
+		free(body);
+		return MHD_NO;
+	}
+	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+}
+
+struct metrics *metrics_start(const char *listen, const struct timeline *tl,
+			      metrics_refresh_fn refresh, void *arg, char *err, size_t errlen)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct metrics *m;
+	unsigned short port;
+	unsigned addr;
+
+	if (metrics_parse_listen(listen, &addr, &port, err, errlen) < 0)
+		return NULL;
+	sa.sin_addr.s_addr = addr;
+	sa.sin_port = htons(port);
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	*m = (struct metrics){.tl = tl, .refresh = refresh, .arg = arg, .running = true};
+	/* no MHD_USE_INTERNAL_POLLING_THREAD: requests run inside metrics_run,
+	 * on the supervisor's thread */
+	m->d = MHD_start_daemon(MHD_USE_EPOLL, port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
+				(const struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+				MHD_OPTION_END);
+	if (!m->d) {
+		snprintf(err, errlen, "failed to serve /metrics on %s: %s", listen,
+			 errno ? strerror(errno) : "libmicrohttpd could not start");
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+int metrics_fd(const struct metrics *m)
+{
+	const union MHD_DaemonInfo *i;
+
+	if (!m)
+		return -1;
+	i = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
+	return i ? i->epoll_fd : -1;
+}
+
+void metrics_run(struct metrics *m)
+{
+	if (m)
+		MHD_run(m->d);
+}
+
+void metrics_set_running(struct metrics *m, bool running)
+{
+	if (m)
+		m->running = running;
+}
+
+void metrics_stop(struct metrics *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->d);
+	free(m);
+}

@@ -1,0 +1,116 @@
+"""Live metrics: `[metrics] listen` serves /metrics while the service runs;
+scraped over HTTP and parsed with Debian's python3-prometheus-client."""
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import PY, TTS, free_port, port_open, wait_for
+from test_report import check_exposition
+
+# listens on a port (ready), touches some memory, then waits to be stopped
+SERVICE = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+           "b = bytearray(8 << 20); time.sleep(60)")
+
+
+def scrape(port, path="/metrics"):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return r.read().decode()
+
+
+def values(text):
+    check_exposition(text)
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+@pytest.fixture
+def launched(tmp_path):
+    procs = []
+
+    def start(*sets, trace=True):
+        cmd = [str(TTS), "run", "--set", "app.dir=%s" % tmp_path, "--set", "log.file=",
+               "--set", "service.pidfile=%s" % (tmp_path / "pid"),
+               "--timeline", str(tmp_path / "timeline.json")]
+        for s in sets:
+            cmd += ["--set", s]
+        if not trace:
+            cmd.append("--no-trace")
+        p = subprocess.Popen(cmd + ["--", PY, "-c", SERVICE], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+        try:
+            p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+
+
+def test_metrics_served_while_the_service_runs(launched):
+    port = free_port()
+    p = launched("metrics.listen=127.0.0.1:%d" % port)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    first = wait_for(lambda: (lambda v: v if v[("indextts2_ready", ())] == 1 else None)(
+        values(scrape(port))), 30, "ready in /metrics")
+    assert first[("indextts2_running", ())] == 1
+    assert first[("tts_launch_tracing_enabled", ())] == 1
+    assert first[("tts_launch_events_lost_total", ())] == 0
+    assert first[("indextts2_page_faults_total", ())] > 0
+    assert ("indextts2_major_page_faults_total", ()) in first
+    assert ("indextts2_mlock_locked", ()) in first
+    assert first[("indextts2_request_duration_seconds_count", ())] >= 0
+    second = values(scrape(port))
+    assert second[("tts_launch_scrapes_total", ())] == first[("tts_launch_scrapes_total", ())] + 1
+    assert second[("indextts2_page_faults_total", ())] >= first[("indextts2_page_faults_total", ())]
+    with pytest.raises(urllib.error.HTTPError) as e:
+        scrape(port, "/other")
+    assert e.value.code == 404
+    p.terminate()
+    out, _ = p.communicate(timeout=30)
+    assert "metrics: http://127.0.0.1:%d/metrics" % port in out
+    assert not port_open(port)
+
+
+def test_metrics_untraced_still_served(launched):
+    port = free_port()
+    launched("metrics.listen=127.0.0.1:%d" % port, trace=False)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    v = values(scrape(port))
+    assert v[("indextts2_running", ())] == 1
+    assert v[("tts_launch_tracing_enabled", ())] == 0
+
+
+def test_port_taken_warns_and_the_service_still_runs(launched, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = launched("metrics.listen=127.0.0.1:%d" % port, trace=False)
+        wait_for(lambda: (tmp_path / "pid").exists(), 30, "pidfile")
+        p.terminate()
+        out, _ = p.communicate(timeout=30)
+    assert "warning: failed to serve /metrics on 127.0.0.1:%d" % port in out
+    assert "started pid" in out
+
+
+@pytest.mark.parametrize("listen,why", [
+    ("9435", "expected HOST:PORT"),
+    ("127.0.0.1:99999", "port must be 1-65535"),
+    ("example.org:9435", "not an IPv4 address"),
+])
+def test_bad_listen_is_a_config_error(tmp_path, listen, why):
+    r = subprocess.run([str(TTS), "run", "--set", "app.dir=%s" % tmp_path,
+                        "--set", "metrics.listen=" + listen, "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "[metrics] listen" in r.stderr and why in r.stderr, r.stderr
