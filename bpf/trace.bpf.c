@@ -39,6 +39,10 @@ const volatile __u64 targ_t0_ns = 0;	    /* launcher start: fault-rate series or
 #define TASK_UNINTERRUPTIBLE_ 2
 #define TCP_ESTABLISHED_ 1
 #define TCP_SYN_SENT_ 2
+#define TCP_FIN_WAIT1_ 4
+#define TCP_CLOSE_ 7
+#define TCP_LAST_ACK_ 9
+#define AT_FDCWD_ -100
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,7 +54,7 @@ struct {
 
 struct inflight {
 	__u64 ts;
-	__u64 a0, a1, a2;
+	__u64 a0, a1, a2, a3;
 	__u32 nr;
 	__u32 pad;
 };
@@ -149,6 +153,35 @@ struct {
 	__type(key, __u64); /* struct sock * */
 	__type(value, struct pending_conn);
 } conns SEC(".maps");
+
+/* ports the tree listens on: accepted connections there are requests */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u16);
+	__type(value, __u8);
+} listen_ports SEC(".maps");
+
+struct req_state {
+	__u64 start_ns;
+	__u64 last_out_ns;
+	__u64 bytes_in;
+	__u64 bytes_out;
+	__u64 writes;
+	__u64 faults0, maj0; /* process counters at accept */
+	__u64 faults1, maj1; /* ... at the last write */
+	__u32 tgid;
+	__u32 tid;
+	__u32 port;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* struct sock * of the accepted connection */
+	__type(value, struct req_state);
+} reqs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -304,6 +337,30 @@ static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 
 	}
 }
 
+/* A connection accepted on a listened port: count what moves, and sample
+ * the process's fault counters at each write (the last one ends the request). */
+static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 now)
+{
+	__u64 key = (__u64)sk;
+	struct req_state *r = bpf_map_lookup_elem(&reqs, &key);
+	struct proc_stat *s;
+
+	if (!r)
+		return;
+	if (!out) {
+		__sync_fetch_and_add(&r->bytes_in, n);
+		return;
+	}
+	__sync_fetch_and_add(&r->bytes_out, n);
+	__sync_fetch_and_add(&r->writes, 1);
+	r->last_out_ns = now;
+	s = bpf_map_lookup_elem(&procstat, &r->tgid);
+	if (s) {
+		r->faults1 = s->faults;
+		r->maj1 = s->major_faults;
+	}
+}
+
 /* Bytes moved through fd: regular files by inode, inet sockets by peer. */
 static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
 {
@@ -318,8 +375,10 @@ static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
 	if ((mode & S_IFMT_) == S_IFSOCK_) {
 		struct sock *sk = file_sock(f);
 
-		if (sk)
+		if (sk) {
 			peer_bytes(sk, n, out, now);
+			req_bytes(sk, n, out, now);
+		}
 		return;
 	}
 	if ((mode & S_IFMT_) != S_IFREG_)
@@ -331,6 +390,9 @@ static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
 	if (out) {
 		__sync_fetch_and_add(&v->bytes_written, n);
 		__sync_fetch_and_add(&v->writes, 1);
+		if (!v->first_write_ns)
+			v->first_write_ns = now;
+		v->last_write_ns = now;
 	} else {
 		__sync_fetch_and_add(&v->bytes_read, n);
 		__sync_fetch_and_add(&v->reads, 1);
@@ -357,9 +419,34 @@ static __always_inline void fd_mmap(long fd, __u64 len, __u64 now)
 	__sync_fetch_and_add(&v->mmap_bytes, len);
 }
 
+/* The directory a relative path is relative to: the dirfd's, or the cwd. */
+static __always_inline void path_base(const char *path, long dirfd, __u64 *dev, __u64 *ino)
+{
+	struct inode *i;
+
+	*dev = *ino = 0;
+	if (path[0] == '/')
+		return;
+	if ((int)dirfd == AT_FDCWD_) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		i = BPF_CORE_READ(task, fs, pwd.dentry, d_inode);
+	} else {
+		struct file *f = fd_file((int)dirfd);
+
+		if (!f)
+			return;
+		i = BPF_CORE_READ(f, f_inode);
+	}
+	if (!i)
+		return;
+	*dev = BPF_CORE_READ(i, i_sb, s_dev);
+	*ino = BPF_CORE_READ(i, i_ino);
+}
+
 /* One path operation (open or a stat-like probe) folded into the paths map. */
-static __always_inline void path_op(const char *upath, long ret, bool is_open, __u32 oflags,
-				    __u32 tgid, __u64 now)
+static __always_inline void path_op(const char *upath, long dirfd, long ret, bool is_open,
+				    __u32 oflags, __u32 tgid, __u64 now)
 {
 	__u32 zero = 0;
 	struct path_key *k = bpf_map_lookup_elem(&scratch, &zero);
@@ -371,6 +458,7 @@ static __always_inline void path_op(const char *upath, long ret, bool is_open, _
 	__builtin_memset(k, 0, sizeof(*k));
 	if (bpf_probe_read_user_str(k->path, sizeof(k->path), upath) <= 1)
 		return;
+	path_base(k->path, dirfd, &k->base_dev, &k->base_ino);
 	v = bpf_map_lookup_elem(&paths, k);
 	if (!v) {
 		init.first_ns = now;
@@ -414,7 +502,7 @@ static __always_inline void path_op(const char *upath, long ret, bool is_open, _
 
 /* ---- syscalls ---- */
 
-static __always_inline int save(long nr, __u64 a0, __u64 a1, __u64 a2)
+static __always_inline int save4(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 {
 	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
 	struct inflight in = {};
@@ -426,36 +514,69 @@ static __always_inline int save(long nr, __u64 a0, __u64 a1, __u64 a2)
 	in.a0 = a0;
 	in.a1 = a1;
 	in.a2 = a2;
+	in.a3 = a3;
 	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
 	return 0;
+}
+
+static __always_inline int save(long nr, __u64 a0, __u64 a1, __u64 a2)
+{
+	return save4(nr, a0, a1, a2, 0);
 }
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
 	switch (id) {
+	/* paths: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_open
 	case __NR_open:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs), 0);
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+			    (__u64)AT_FDCWD_);
 #endif
 	case __NR_openat:
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs), 0);
+		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
+			    PT_REGS_PARM1_CORE_SYSCALL(regs));
 	case __NR_openat2:
 		/* flags are read from struct open_how at exit */
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs), 0);
+		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
+			    PT_REGS_PARM1_CORE_SYSCALL(regs));
 #ifdef __NR_stat
 	case __NR_stat:
 	case __NR_lstat:
 	case __NR_access:
 	case __NR_readlink:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, 0);
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, (__u64)AT_FDCWD_);
 #endif
+	case __NR_chdir:
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, (__u64)AT_FDCWD_);
 	case __NR_newfstatat:
 	case __NR_statx:
 	case __NR_faccessat:
 	case __NR_faccessat2:
 	case __NR_readlinkat:
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), 0, 0);
+		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), 0, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	/* two paths: a0 old, a1 new, a2 old dirfd, a3 new dirfd */
+#ifdef __NR_rename
+	case __NR_rename:
+		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+			     (__u64)AT_FDCWD_, (__u64)AT_FDCWD_);
+	case __NR_symlink:
+		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
+			     (__u64)AT_FDCWD_, (__u64)AT_FDCWD_);
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+		return save4(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs),
+			     PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs));
+	case __NR_symlinkat:
+		/* the target is link content, relative to the link's directory */
+		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
+			     (__u64)AT_FDCWD_, PT_REGS_PARM2_CORE_SYSCALL(regs));
+	case __NR_fchdir:
+	case __NR_accept:
+	case __NR_accept4:
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, 0);
 	case __NR_read:
 	case __NR_pread64:
 	case __NR_readv:
@@ -547,6 +668,12 @@ static __always_inline void on_listen(struct inflight *in, long ret, __u32 tgid)
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (family != AF_INET_ && family != AF_INET6_)
 		return;
+	{
+		__u16 port = BPF_CORE_READ(sk, __sk_common.skc_num);
+		__u8 one = 1;
+
+		bpf_map_update_elem(&listen_ports, &port, &one, BPF_ANY);
+	}
 	e = ev_reserve(EV_LISTEN, tgid);
 	if (!e)
 		return;
@@ -576,6 +703,86 @@ static __always_inline void on_mlock(struct inflight *in, long ret, __u32 tgid, 
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* chdir/fchdir: the new cwd's inode, so relative paths can be resolved */
+static __always_inline void on_chdir(struct inflight *in, long ret, __u32 tgid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct inode *i = BPF_CORE_READ(task, fs, pwd.dentry, d_inode);
+	struct tl_event *e;
+
+	if (ret < 0 || !i)
+		return;
+	e = ev_reserve(EV_CHDIR, tgid);
+	if (!e)
+		return;
+	e->arg = BPF_CORE_READ(i, i_sb, s_dev);
+	e->arg2 = BPF_CORE_READ(i, i_ino);
+	if (in->nr != __NR_fchdir)
+		bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)in->a0);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* rename/symlink: both paths, with the directories relative ones start from */
+static __always_inline void on_path2(struct inflight *in, long ret, __u32 tgid, __u64 now)
+{
+	struct tl_path2_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	bool link = in->nr == __NR_symlinkat;
+
+#ifdef __NR_symlink
+	link |= in->nr == __NR_symlink;
+#endif
+	if (!e) {
+		count(CNT_RB_DROPS, 1);
+		return;
+	}
+	e->ts_ns = in->ts;
+	e->dur_ns = now - in->ts;
+	e->type = link ? EV_SYMLINK : EV_RENAME;
+	e->pid = tgid;
+	e->ret = ret;
+	e->pad = 0;
+	e->old[0] = e->new[0] = 0;
+	bpf_probe_read_user_str(e->old, sizeof(e->old), (void *)in->a0);
+	bpf_probe_read_user_str(e->new, sizeof(e->new), (void *)in->a1);
+	if (link)
+		e->old_dev = e->old_ino = 0;
+	else
+		path_base(e->old, in->a2, &e->old_dev, &e->old_ino);
+	path_base(e->new, in->a3, &e->new_dev, &e->new_ino);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* accept(2) returned a connection on a port the tree listens on: a request */
+static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
+{
+	struct file *f = fd_file(fd);
+	struct req_state r = {};
+	struct proc_stat *s;
+	struct sock *sk;
+	__u16 port;
+	__u64 key;
+
+	if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT_) != S_IFSOCK_)
+		return;
+	sk = file_sock(f);
+	if (!sk)
+		return;
+	port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	if (!bpf_map_lookup_elem(&listen_ports, &port))
+		return;
+	r.start_ns = now;
+	r.tgid = tgid;
+	r.tid = (__u32)bpf_get_current_pid_tgid();
+	r.port = port;
+	s = bpf_map_lookup_elem(&procstat, &tgid);
+	if (s) {
+		r.faults0 = r.faults1 = s->faults;
+		r.maj0 = r.maj1 = s->major_faults;
+	}
+	key = (__u64)sk;
+	bpf_map_update_elem(&reqs, &key, &r, BPF_ANY);
+}
+
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
@@ -592,13 +799,13 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case __NR_open:
 #endif
 	case __NR_openat:
-		path_op((const char *)in->a0, ret, true, in->a1, tgid, now);
+		path_op((const char *)in->a0, in->a2, ret, true, in->a1, tgid, now);
 		break;
 	case __NR_openat2: {
 		__u64 fl = 0;
 
 		bpf_probe_read_user(&fl, sizeof(fl), (void *)in->a1);
-		path_op((const char *)in->a0, ret, true, fl, tgid, now);
+		path_op((const char *)in->a0, in->a2, ret, true, fl, tgid, now);
 		break;
 	}
 #ifdef __NR_stat
@@ -614,7 +821,25 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case __NR_readlinkat:
 		/* only failures matter: a missing path probed again and again */
 		if (ret < 0)
-			path_op((const char *)in->a0, ret, false, 0, tgid, now);
+			path_op((const char *)in->a0, in->a2, ret, false, 0, tgid, now);
+		break;
+	case __NR_chdir:
+	case __NR_fchdir:
+		on_chdir(in, ret, tgid);
+		break;
+#ifdef __NR_rename
+	case __NR_rename:
+	case __NR_symlink:
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+	case __NR_symlinkat:
+		on_path2(in, ret, tgid, now);
+		break;
+	case __NR_accept:
+	case __NR_accept4:
+		if (ret >= 0)
+			on_accept(ret, tgid, now);
 		break;
 	case __NR_read:
 	case __NR_pread64:
@@ -803,6 +1028,28 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 	return 0;
 }
 
+/* Major faults: the software perf event PAGE_FAULTS_MAJ, one per CPU with
+ * sample_period 1, runs this in the faulting task after the fault was
+ * accounted (mm_account_fault); page_fault_user cannot tell major from minor. */
+SEC("perf_event")
+int major_fault(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_stat *s, init = {};
+
+	if (!bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	s = bpf_map_lookup_elem(&procstat, &tgid);
+	if (!s) {
+		bpf_map_update_elem(&procstat, &tgid, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&procstat, &tgid);
+		if (!s)
+			return 0;
+	}
+	__sync_fetch_and_add(&s->major_faults, 1);
+	return 0;
+}
+
 /* ---- scheduling ---- */
 
 SEC("raw_tp/sched_switch")
@@ -896,7 +1143,40 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 	return 0;
 }
 
-/* ---- TCP connect outcome ---- */
+/* ---- TCP connect outcome, end of served connections ---- */
+
+static __always_inline void req_end(struct req_state *r, __u64 now)
+{
+	struct tl_req_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct proc_stat *s;
+
+	if (!e) {
+		count(CNT_RB_DROPS, 1);
+		return;
+	}
+	if (!r->bytes_out) {
+		/* nothing written: the request lasted until the close */
+		s = bpf_map_lookup_elem(&procstat, &r->tgid);
+		if (s) {
+			r->faults1 = s->faults;
+			r->maj1 = s->major_faults;
+		}
+	}
+	e->ts_ns = r->start_ns;
+	e->dur_ns = (r->bytes_out ? r->last_out_ns : now) - r->start_ns;
+	e->type = EV_REQUEST;
+	e->pid = r->tgid;
+	e->tid = r->tid;
+	e->port = r->port;
+	e->close_ns = now;
+	e->bytes_in = r->bytes_in;
+	e->bytes_out = r->bytes_out;
+	e->writes = r->writes;
+	e->faults = r->faults1 - r->faults0;
+	e->major_faults = r->maj1 - r->maj0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 
 SEC("raw_tp/inet_sock_set_state")
 int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)
@@ -905,6 +1185,17 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 	struct pending_conn *p;
 	struct tl_event *e;
 
+	/* the server closed an accepted connection (or it was reset): the
+	 * request is over */
+	if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_ || newstate == TCP_CLOSE_) {
+		struct req_state *r = bpf_map_lookup_elem(&reqs, &key);
+
+		if (r) {
+			req_end(r, bpf_ktime_get_ns());
+			bpf_map_delete_elem(&reqs, &key);
+			return 0;
+		}
+	}
 	if (newstate == TCP_SYN_SENT_) {
 		/* connect(2) runs in the caller's context */
 		__u32 tgid;

@@ -3,7 +3,8 @@
  * shared struct's size is pinned with a _Static_assert so both sides agree.
  *
  * What crosses the ring buffer: rare, significant events (exec, fork, exit,
- * connect, listen, mlock, python imports). Everything high-rate (opens,
+ * connect, listen, mlock, python imports, chdir, rename, symlink, one record
+ * per served connection). Everything high-rate (opens,
  * failed stats, reads, writes, mmaps, faults, off-CPU time, block I/O) is
  * aggregated in maps and read by the launcher at snapshot time. */
 #ifndef TTS_TRACE_H
@@ -34,6 +35,10 @@ enum trace_event_type {
 	EV_MLOCK,
 	EV_IMPORT_START,
 	EV_IMPORT_DONE,
+	EV_CHDIR,   /* chdir/fchdir succeeded: arg/arg2 = the new cwd's dev/ino, str = path */
+	EV_RENAME,  /* struct tl_path2_event */
+	EV_SYMLINK, /* struct tl_path2_event: old = link target (as written), new = link path */
+	EV_REQUEST, /* struct tl_req_event: a connection accepted on a listened port ended */
 };
 
 enum trace_mlock_call {
@@ -64,11 +69,50 @@ struct tl_event {
 };
 _Static_assert(sizeof(struct tl_event) == 456, "tl_event layout changed");
 
-/* paths map: one entry per path string as the process passed it */
+/* Two paths of one syscall (rename, symlink). A relative path comes with the
+ * directory it is relative to (the cwd, or the dirfd of a *at call) as
+ * dev/ino, which the launcher maps back to a path. Same head as tl_event. */
+struct tl_path2_event {
+	__u64 ts_ns;
+	__u64 dur_ns;
+	__u32 type;
+	__u32 pid;
+	__s32 ret;
+	__u32 pad;
+	__u64 old_dev, old_ino; /* base of a relative old path; 0 if absolute */
+	__u64 new_dev, new_ino;
+	char old[TRACE_PATH_MAX];
+	char new[TRACE_PATH_MAX];
+};
+_Static_assert(sizeof(struct tl_path2_event) == 576, "tl_path2_event layout changed");
+
+/* One connection the tree accepted on a port it listens on: accept(2)
+ * returned -> the server closed it. Faults are the process's user faults
+ * (all threads) between accept and the last byte written. */
+struct tl_req_event {
+	__u64 ts_ns;  /* accept returned */
+	__u64 dur_ns; /* to the last byte written (to the close if none was) */
+	__u32 type;
+	__u32 pid;
+	__u32 tid;  /* the accepting thread */
+	__u32 port; /* local (listening) port */
+	__u64 close_ns;
+	__u64 bytes_in;
+	__u64 bytes_out;
+	__u64 writes;
+	__u64 faults;	    /* exceptions:page_fault_user of the process */
+	__u64 major_faults; /* software perf event PAGE_FAULTS_MAJ of the process */
+};
+_Static_assert(sizeof(struct tl_req_event) == 80, "tl_req_event layout changed");
+
+/* paths map: one entry per path string as the process passed it; a relative
+ * path also by the directory it was relative to (cwd or dirfd) */
 struct path_key {
+	__u64 base_dev; /* 0 for absolute paths */
+	__u64 base_ino;
 	char path[TRACE_PATH_MAX];
 };
-_Static_assert(sizeof(struct path_key) == 256, "path_key layout changed");
+_Static_assert(sizeof(struct path_key) == 272, "path_key layout changed");
 
 struct path_val {
 	__u64 first_ns; /* first open or failed probe */
@@ -107,8 +151,10 @@ struct file_val {
 	__u64 faults; /* user page faults at addresses inside a mapping of this file */
 	__u64 size;   /* i_size when first seen */
 	char name[TRACE_NAME_MAX]; /* dentry name, for files never opened by path */
+	__u64 first_write_ns; /* a download's span: its writes, not later reads of the same inode */
+	__u64 last_write_ns;
 };
-_Static_assert(sizeof(struct file_val) == 128, "file_val layout changed");
+_Static_assert(sizeof(struct file_val) == 144, "file_val layout changed");
 
 /* netio map: bytes per peer */
 struct peer_key {
@@ -141,8 +187,9 @@ struct proc_stat {
 	__u64 switches;
 	__u32 exited;
 	__u32 pad;
+	__u64 major_faults; /* software perf event PAGE_FAULTS_MAJ (0 if it could not attach) */
 };
-_Static_assert(sizeof(struct proc_stat) == 64, "proc_stat layout changed");
+_Static_assert(sizeof(struct proc_stat) == 72, "proc_stat layout changed");
 
 /* counters map (per-CPU array) */
 enum trace_counter {

@@ -62,6 +62,7 @@ static const struct key_def keys[] = {
 	{"trace", "enabled", T_BOOL, OFF(trace), 0, 0, NULL},
 	{"trace", "timeline", T_STR, OFF(timeline), 0, 0, NULL},
 	{"trace", "settle", T_SECONDS, OFF(settle), 0, 3600, NULL},
+	{"trace", "requests_window", T_SECONDS, OFF(requests_window), 0, 86400 * 7, NULL},
 	{"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
 	{"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
 	{"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
@@ -135,6 +136,7 @@ void config_defaults(struct config *c)
 	c->trace = true;
 	c->timeline = xstrdup("tts-launch-timeline.json");
 	c->settle = 1;
+	c->requests_window = 60;
 	c->python_usdt = true;
 	c->mlock = MLOCK_OFF;
 	c->mlock_trigger = MLOCK_AT_LISTEN;

@@ -59,6 +59,7 @@ struct config {
 	bool trace;
 	char *timeline; /* relative to app_dir */
 	double settle;  /* seconds after ready before the timeline is written */
+	double requests_window; /* seconds after ready during which requests are recorded */
 	bool python_usdt;
 
 	/* [mlock] (docs/mlock.md) */

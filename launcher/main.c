@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "config.h"
 #include "control.h"
+#include "diagnose.h"
 #include "doctor.h"
 #include "spawn.h"
 #include "supervise.h"
@@ -31,6 +32,8 @@ static const char usage_text[] =
 	"  tts-launch stop|status [-c FILE] [--set SECTION.KEY=VALUE]...\n"
 	"  tts-launch doctor [-c FILE]\n"
 	"  tts-launch report TIMELINE.json [--format text|json|perfetto|svg|html|prom] [-o FILE]\n"
+	"  tts-launch diagnose [TIMELINE.json] [--check-io] [--check-download] [--check-memory]\n"
+	"             [--format text|json] [-c FILE]\n"
 	"\n"
 	"Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
 	"sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
@@ -45,6 +48,10 @@ static const char usage_text[] =
 	"            trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
 	"            with tables of files and findings), prom (Prometheus text format);\n"
 	"            -o FILE writes FILE atomically instead of stdout\n"
+	"  diagnose  findings over a timeline (default: the last one written, [trace]\n"
+	"            timeline of the config), each with its evidence and the fix;\n"
+	"            --check-io|download|memory select rules (default: all); exit 0 clean,\n"
+	"            1 warnings, 2 errors or an unreadable timeline (docs/diagnose.md)\n"
 	"\n"
 	"Options:\n"
 	"  -c, --config FILE    INI file (default: ./tts-launch.ini, else\n"
@@ -76,7 +83,7 @@ static int usage_error(const char *fmt, const char *arg)
 }
 
 enum { OPT_SET = 256, OPT_TIMELINE, OPT_MLOCK, OPT_NO_TRACE, OPT_FG, OPT_DAEMON, OPT_PRINT_ENV,
-       OPT_VERSION, OPT_FORMAT };
+       OPT_VERSION, OPT_FORMAT, OPT_CHECK_IO, OPT_CHECK_DOWNLOAD, OPT_CHECK_MEMORY };
 
 static const struct option long_opts[] = {
 	{"config", required_argument, NULL, 'c'},
@@ -92,6 +99,9 @@ static const struct option long_opts[] = {
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"format", required_argument, NULL, OPT_FORMAT},
 	{"output", required_argument, NULL, 'o'},
+	{"check-io", no_argument, NULL, OPT_CHECK_IO},
+	{"check-download", no_argument, NULL, OPT_CHECK_DOWNLOAD},
+	{"check-memory", no_argument, NULL, OPT_CHECK_MEMORY},
 	{NULL, 0, NULL, 0},
 };
 
@@ -189,13 +199,14 @@ static int report(const char *path, const char *format, const char *output)
 	return rc;
 }
 
-/* getopt_long, but report's TIMELINE may come before or among its options. */
+/* getopt_long, but the TIMELINE of diagnose and report may come before or among
+ * their options. */
 static int next_opt(int argc, char **argv, const char *cmd, const char **positional)
 {
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "+c:o:vh", long_opts, NULL)) == -1 &&
-	       !strcmp(cmd, "report") && !*positional && optind < argc &&
+	       (!strcmp(cmd, "diagnose") || !strcmp(cmd, "report")) && !*positional && optind < argc &&
 	       strcmp(argv[optind - 1], "--"))
 		*positional = argv[optind++];
 	return opt;
@@ -203,12 +214,14 @@ static int next_opt(int argc, char **argv, const char *cmd, const char **positio
 
 int main(int argc, char **argv)
 {
-	static const char *const cmds[] = {"run", "stop", "status", "doctor", "report"};
+	static const char *const cmds[] = {"run", "stop", "status", "doctor", "report",
+					    "diagnose"};
 	const char *cmd = "run", *file = NULL, *format = "text", *output = NULL;
-	const char *positional = NULL;
 	char **sets = calloc((size_t)argc, sizeof(char *));
 	int nsets = 0, opt, rc;
 	int mode = -1, no_trace = 0, print = 0, verbose = 0, mlock = -1;
+	unsigned checks = 0;
+	const char *positional = NULL;
 	const char *timeline = NULL;
 	struct config c;
 	char err[CONFIG_ERR_MAX];
@@ -224,7 +237,7 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[1], cmds[i]))
 				break;
 		if (i == sizeof(cmds) / sizeof(cmds[0]))
-			return usage_error("unknown command '%s': expected run, stop, status, doctor or report",
+			return usage_error("unknown command '%s': expected run, stop, status, doctor, report or diagnose",
 					   argv[1]);
 		cmd = argv[1];
 		first = 2;
@@ -274,6 +287,15 @@ int main(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			break;
+		case OPT_CHECK_IO:
+			checks |= DIAG_IO;
+			break;
+		case OPT_CHECK_DOWNLOAD:
+			checks |= DIAG_DOWNLOAD;
+			break;
+		case OPT_CHECK_MEMORY:
+			checks |= DIAG_MEMORY;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -291,6 +313,13 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "report"))
 		return report(positional ? positional : optind < argc ? argv[optind] : NULL, format, output);
+	if (!strcmp(cmd, "diagnose") && strcmp(format, "text") && strcmp(format, "json"))
+		return usage_error("unknown --format '%s': expected text or json", format);
+	if (!strcmp(cmd, "diagnose") && optind < argc)
+		return usage_error("unexpected argument '%s' (diagnose takes one TIMELINE.json)",
+				   argv[optind]);
+	if (!strcmp(cmd, "diagnose") && positional)
+		return diagnose_command(positional, checks, format);
 
 	config_defaults(&c);
 	file = config_locate(file);
@@ -336,6 +365,16 @@ int main(int argc, char **argv)
 		rc = control_status(&c);
 	else if (!strcmp(cmd, "doctor"))
 		rc = doctor_run(&c);
+	else if (!strcmp(cmd, "diagnose")) {
+		/* the last timeline `run` wrote with this config */
+		char *tp = c.timeline && *c.timeline ? config_path(&c, c.timeline) : NULL;
+
+		if (tp)
+			rc = diagnose_command(tp, checks, format);
+		else
+			rc = usage_error("%s", "diagnose needs a TIMELINE.json ([trace] timeline is empty)");
+		free(tp);
+	}
 	else if (print)
 		rc = print_env(&c);
 	else

@@ -34,6 +34,24 @@ static bool is_runner(const struct config *c, const char *argv0)
 	return len && !strcmp(b, base_name(first));
 }
 
+/* The path with its directory resolved but not its last component: two
+ * checkouts whose webui.py link to the same file are still two apps. */
+static char *canon_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir, *out = NULL;
+	char buf[PATH_MAX];
+
+	if (!slash)
+		return NULL;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(slash - path), path);
+	dir = realpath(buf[0] ? buf : "/", NULL);
+	if (dir && asprintf(&out, "%s/%s", dir, slash + 1) < 0)
+		out = NULL;
+	free(dir);
+	return out;
+}
+
 /* Is the word `arg` (relative to cwd) the configured script? */
 static bool is_script(const struct config *c, const char *arg, const char *cwd)
 {
@@ -57,10 +75,10 @@ static bool is_script(const struct config *c, const char *arg, const char *cwd)
 	else
 		snprintf(wanted, sizeof(wanted), "%s/%s", c->app_dir, want);
 	{
-		char *a = realpath(path, NULL), *b = realpath(wanted, NULL);
+		char *a = canon_dir(path), *b = canon_dir(wanted);
 		bool same;
 
-		/* The file may be gone (deleted checkout): compare the text. */
+		/* The directory may be gone (deleted checkout): compare the text. */
 		same = (a && b) ? !strcmp(a, b) : !strcmp(path, wanted);
 		free(a);
 		free(b);

@@ -50,6 +50,7 @@ struct session {
 	double ready_ms;
 	bool warned_timeout;
 	bool settled;
+	bool window_done; /* [trace] requests_window over: timeline written again */
 	bool summary_printed;
 	int stop_sig;         /* signal forwarded, 0 if none */
 	double kill_deadline; /* ms; 0 = none */
@@ -243,6 +244,13 @@ static void on_tick(struct session *s)
 		s->settled = true;
 		write_timeline(s);
 		print_summary(s);
+	}
+	/* requests are traced for [trace] requests_window after ready (a
+	 * command after -- for as long as it runs): write them when it ends */
+	if (s->settled && !s->window_done && s->tracer && s->cfg->n_command == 0 &&
+	    now >= s->ready_ms + s->cfg->requests_window * 1000) {
+		s->window_done = true;
+		write_timeline(s);
 	}
 	if (s->kill_deadline > 0 && now >= s->kill_deadline) {
 		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n", s->cfg->stop_grace);

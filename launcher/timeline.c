@@ -587,10 +587,55 @@ static size_t top_n(json_t *arr, const char *key, json_t **out, size_t n)
 	return k;
 }
 
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted values. */
+static double pct(const double *v, size_t n, int p)
+{
+	size_t k = (size_t)ceil(p / 100.0 * (double)n);
+
+	return v[k ? k - 1 : 0];
+}
+
+/* A path for the terminal: a hub cache file as "ORG/NAME FILE" (the
+ * snapshot's commit and the blob's hash left out), else relative to the app
+ * dir when under it. Returns buf or path. */
+static const char *short_path(const char *path, const char *app_dir, char *buf, size_t len)
+{
+	const char *m = path ? strstr(path, "/models--") : NULL;
+	size_t n = app_dir ? strlen(app_dir) : 0;
+
+	if (!path)
+		return "?";
+	if (m) {
+		const char *repo = m + 9, *sep = strstr(repo, "--"), *end = strchr(repo, '/');
+		const char *file = end, *snap = end ? strstr(end, "/snapshots/") : NULL;
+
+		if (sep && end && sep < end) {
+			if (snap && (file = strchr(snap + 11, '/')))
+				file++;
+			else
+				file = end + 1;
+			snprintf(buf, len, "%.*s/%.*s %s", (int)(sep - repo), repo,
+				 (int)(end - sep - 2), sep + 2, file);
+			return buf;
+		}
+	}
+	if (n > 1 && !strncmp(path, app_dir, n) && path[n] == '/')
+		return path + n + 1;
+	return path;
+}
+
 void timeline_print_summary(const struct timeline *tl, FILE *out)
 {
 	json_t *root, *tr, *top[8], *mem, *arr, *p;
-	char a[32], b[32], c[32];
+	const char *app_dir;
+	char a[32], b[32], c[32], sp[512];
 	size_t n, i;
 	double ready, exec;
 
@@ -598,6 +643,9 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		return;
 	root = tl->root;
 	tr = json_object_get(root, "tracing");
+	app_dir = json_string_value(json_object_get(
+		json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app"),
+		"dir"));
 	ready = timeline_mark_ms(tl, "ready");
 	exec = timeline_mark_ms(tl, "exec");
 	fmt_ms(a, sizeof(a), ready);
@@ -622,25 +670,38 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			b);
 	}
 
-	/* files that kept the service busy longest, with their bytes */
+	/* files by what they cost: bytes read, written and mapped; model and
+	 * cache files only when there are any (a /sys file touched early and
+	 * late is no cost) */
 	arr = json_array();
-	json_array_foreach(json_object_get(root, "files"), i, p)
-	{
-		json_t *e = json_pack("{s:O, s:f, s:O}", "path", json_object_get(p, "path"), "span",
-				      num(p, "last_ms") - num(p, "first_ms"), "bytes",
-				      json_integer(json_integer_value(json_object_get(p, "bytes_read")) +
-						   json_integer_value(json_object_get(p, "mmap_bytes")) +
-						   json_integer_value(json_object_get(p, "bytes_written"))));
+	for (int pass = 0; pass < 2 && !json_array_size(arr); pass++) {
+		json_array_foreach(json_object_get(root, "files"), i, p)
+		{
+			const char *cls = json_string_value(json_object_get(p, "class"));
+			double bytes = num(p, "bytes_read") + num(p, "bytes_written") + num(p, "mmap_bytes");
 
-		json_array_append_new(arr, e);
+			if (!cls || bytes <= 0 ||
+			    !strcmp(cls, "download") /* listed under downloads */ ||
+			    (pass == 0 && strcmp(cls, "model") && strcmp(cls, "hf_cache")))
+				continue;
+			json_array_append_new(arr, json_pack("{s:O, s:s, s:f, s:f, s:b}", "path",
+							     json_object_get(p, "path"), "class", cls,
+							     "bytes", bytes, "span",
+							     num(p, "last_ms") - num(p, "first_ms"), "mapped",
+							     num(p, "mmap_bytes") > 0));
+		}
 	}
-	n = top_n(arr, "span", top, 5);
+	n = top_n(arr, "bytes", top, 5);
 	if (n)
-		fprintf(out, "  slowest files (first to last access):\n");
+		fprintf(out, "  heaviest files (bytes read/written/mapped, open to last use):\n");
 	for (i = 0; i < n; i++) {
-		fmt_ms(a, sizeof(a), num(top[i], "span"));
-		fmt_bytes(b, sizeof(b), num(top[i], "bytes"));
-		fprintf(out, "    %10s  %9s  %s\n", a, b, json_string_value(json_object_get(top[i], "path")));
+		fmt_bytes(a, sizeof(a), num(top[i], "bytes"));
+		fmt_ms(b, sizeof(b), num(top[i], "span"));
+		fprintf(out, "    %9s %-6s %9s  %-8s %s\n", a,
+			json_is_true(json_object_get(top[i], "mapped")) ? "mapped" : "", b,
+			json_string_value(json_object_get(top[i], "class")),
+			short_path(json_string_value(json_object_get(top[i], "path")), app_dir, sp,
+				   sizeof(sp)));
 	}
 	json_decref(arr);
 
@@ -671,12 +732,65 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	}
 
 	arr = json_object_get(root, "downloads");
+	if (json_array_size(arr)) {
+		double total = 0;
+		size_t done = 0;
+
+		json_array_foreach(arr, i, p)
+		{
+			total += num(p, "bytes");
+			done += json_is_true(json_object_get(p, "complete")) ||
+				json_is_true(json_object_get(p, "completed"));
+		}
+		fmt_bytes(a, sizeof(a), total);
+		fprintf(out, "  downloads (%zu, %s, %zu complete):\n", json_array_size(arr), a, done);
+	}
 	json_array_foreach(arr, i, p)
 	{
+		const char *name = json_string_value(json_object_get(p, "link"));
+		double d = num(p, "last_ms") - num(p, "first_ms");
+
+		if (!name)
+			name = json_string_value(json_object_get(p, "final_path"));
+		if (!name)
+			name = json_string_value(json_object_get(p, "path"));
 		fmt_bytes(a, sizeof(a), num(p, "bytes"));
-		fmt_ms(b, sizeof(b), num(p, "last_ms") - num(p, "first_ms"));
-		fprintf(out, "  download: %s %s in %s%s\n", json_string_value(json_object_get(p, "path")), a,
-			b, json_is_true(json_object_get(p, "completed")) ? "" : " (incomplete)");
+		fmt_ms(b, sizeof(b), d);
+		if (d > 0)
+			snprintf(c, sizeof(c), "%.1fMB/s", num(p, "bytes") / 1e3 / d);
+		else
+			snprintf(c, sizeof(c), "-");
+		fprintf(out, "    %9s in %9s %11s  %-10s %s\n", a, b, c,
+			json_is_true(json_object_get(p, "complete")) ||
+					json_is_true(json_object_get(p, "completed"))
+				? "complete"
+				: "INCOMPLETE",
+			short_path(name ? name : "?", app_dir, sp, sizeof(sp)));
+	}
+
+	/* requests after ready */
+	arr = json_object_get(root, "requests");
+	if (json_array_size(arr)) {
+		size_t nr = json_array_size(arr);
+		double *lat = malloc(nr * sizeof(*lat)), faults = 0, major = 0;
+
+		json_array_foreach(arr, i, p)
+		{
+			if (lat)
+				lat[i] = num(p, "latency_ms");
+			faults += num(p, "faults");
+			major += num(p, "major_faults");
+		}
+		if (lat) {
+			qsort(lat, nr, sizeof(*lat), dbl_cmp);
+			fmt_ms(a, sizeof(a), pct(lat, nr, 50));
+			fmt_ms(b, sizeof(b), pct(lat, nr, 90));
+			fmt_ms(c, sizeof(c), pct(lat, nr, 99));
+			fprintf(out, "  requests: %zu, latency p50 %s, p90 %s, p99 %s; per request %.0f faults "
+				     "(%.1f major)\n",
+				nr, a, b, c, faults / nr, major / nr);
+		}
+		free(lat);
 	}
 
 	mem = json_object_get(root, "memory");

@@ -19,7 +19,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <linux/perf_event.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/utsname.h>
@@ -56,6 +58,20 @@ struct tracer {
 	double exec_ms;	      /* root's first exec, -1 */
 	double ready_ms;      /* first matching listen, -1 */
 	unsigned long long user_lost; /* records user space could not keep */
+
+	/* directories relative paths start from: kernel dev/ino -> path */
+	struct dir_ent *dirs;
+	size_t n_dirs, cap_dirs;
+	struct tl_path2_event *path2; /* renames and symlinks, as received */
+	size_t n_path2, cap_path2;
+	json_t *requests;
+	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
+	unsigned long long req_after_window;
+};
+
+struct dir_ent {
+	__u64 dev, ino; /* dev as the kernel encodes it (MKDEV: major << 20 | minor) */
+	char *path;
 };
 
 static int verbose_level;
@@ -349,6 +365,154 @@ static void on_import(struct tracer *t, const struct tl_event *e, double ms)
 	json_array_remove(stack, n - 1);
 }
 
+/* ---- relative paths ---- */
+
+static void dir_add(struct tracer *t, __u64 dev, __u64 ino, const char *path)
+{
+	if (!path || path[0] != '/')
+		return;
+	for (size_t i = 0; i < t->n_dirs; i++)
+		if (t->dirs[i].dev == dev && t->dirs[i].ino == ino)
+			return;
+	if (t->n_dirs == t->cap_dirs) {
+		size_t cap = t->cap_dirs ? t->cap_dirs * 2 : 16;
+		struct dir_ent *n = realloc(t->dirs, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		t->dirs = n;
+		t->cap_dirs = cap;
+	}
+	t->dirs[t->n_dirs].dev = dev;
+	t->dirs[t->n_dirs].ino = ino;
+	t->dirs[t->n_dirs++].path = strdup(path);
+}
+
+static __u64 kernel_dev(dev_t d)
+{
+	return ((__u64)major(d) << 20) | minor(d);
+}
+
+/* A directory by its path; dev and ino get its identity when given. */
+static void dir_add_path(struct tracer *t, const char *path, __u64 *dev, __u64 *ino)
+{
+	struct stat st;
+
+	if (!path || stat(path, &st) || !S_ISDIR(st.st_mode))
+		return;
+	dir_add(t, kernel_dev(st.st_dev), st.st_ino, path);
+	if (dev)
+		*dev = kernel_dev(st.st_dev);
+	if (ino)
+		*ino = st.st_ino;
+}
+
+/* The cwd of a live process (when it is still the one the kernel reported:
+ * want_dev/want_ino, or any when 0), else the chdir argument if absolute. */
+static void dir_add_cwd(struct tracer *t, pid_t pid, __u64 want_dev, __u64 want_ino,
+			const char *arg)
+{
+	char link[64], path[PATH_MAX];
+	__u64 dev = 0, ino = 0;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = 0;
+		dir_add_path(t, path, &dev, &ino);
+	}
+	if (want_ino && (dev != want_dev || ino != want_ino) && arg && arg[0] == '/')
+		dir_add(t, want_dev, want_ino, arg);
+}
+
+static const char *dir_find(const struct dir_ent *d, size_t n, __u64 dev, __u64 ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (d[i].dev == dev && d[i].ino == ino)
+			return d[i].path;
+	return NULL;
+}
+
+/* base + "/" + rel, with "." and "x/.." folded lexically. */
+static void path_join(const char *base, const char *rel, char *out, size_t len)
+{
+	char tmp[PATH_MAX * 2], *parts[512], *save = NULL, *c;
+	size_t np = 0, o = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/%s", rel[0] == '/' ? "" : base, rel);
+	for (c = strtok_r(tmp, "/", &save); c && np < 512; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			if (np)
+				np--;
+			continue;
+		}
+		parts[np++] = c;
+	}
+	out[0] = 0;
+	for (size_t i = 0; i < np && o + 1 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "/%s", parts[i]);
+	if (!np)
+		snprintf(out, len, "/");
+}
+
+/* The absolute form of a traced path; unchanged when it is absolute or when
+ * the directory it was relative to is unknown. */
+static void path_abs(const struct dir_ent *d, size_t n, const char *path, __u64 dev, __u64 ino,
+		     char *out, size_t len)
+{
+	const char *base = path[0] == '/' || (!dev && !ino) ? NULL : dir_find(d, n, dev, ino);
+
+	if (path[0] == '/' || base)
+		path_join(base ? base : "", path, out, len);
+	else
+		snprintf(out, len, "%s", path);
+}
+
+static void keep_path2(struct tracer *t, const struct tl_path2_event *e)
+{
+	if (t->n_path2 == t->cap_path2) {
+		size_t cap = t->cap_path2 ? t->cap_path2 * 2 : 64;
+		struct tl_path2_event *n = realloc(t->path2, cap * sizeof(*n));
+
+		if (!n) {
+			t->user_lost++;
+			return;
+		}
+		t->path2 = n;
+		t->cap_path2 = cap;
+	}
+	t->path2[t->n_path2] = *e;
+	t->path2[t->n_path2].old[TRACE_PATH_MAX - 1] = 0;
+	t->path2[t->n_path2++].new[TRACE_PATH_MAX - 1] = 0;
+}
+
+static void on_request(struct tracer *t, const struct tl_req_event *e)
+{
+	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
+	json_t *r;
+
+	if (t->req_window_ms >= 0 && t->ready_ms >= 0 && a > t->ready_ms + t->req_window_ms) {
+		t->req_after_window++;
+		return;
+	}
+	json_array_append_new(
+		t->requests,
+		json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}", "start_ms",
+			  ms_json(a), "end_ms", ms_json(b), "latency_ms", ms_json(b - a), "close_ms",
+			  ms_json(clock_ns_to_ms(e->close_ns)), "faults", (json_int_t)e->faults,
+			  "major_faults", (json_int_t)e->major_faults, "bytes_out",
+			  (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "writes",
+			  (json_int_t)e->writes, "pid", (int)e->pid, "tid", (int)e->tid, "port",
+			  (int)e->port));
+	/* the names the renderers and diagnose rules read too */
+	r = json_array_get(t->requests, json_array_size(t->requests) - 1);
+	json_object_set(r, "dur_ms", json_object_get(r, "latency_ms"));
+	json_object_set(r, "page_faults", json_object_get(r, "faults"));
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct tracer *t = ctx;
@@ -358,6 +522,18 @@ static int on_event(void *ctx, void *data, size_t size)
 	int family, port;
 	json_t *p;
 
+	/* every record starts like tl_event: ts, dur, type */
+	if (size >= offsetof(struct tl_event, pid) &&
+	    (e->type == EV_RENAME || e->type == EV_SYMLINK)) {
+		if (size >= sizeof(struct tl_path2_event))
+			keep_path2(t, data);
+		return 0;
+	}
+	if (size >= offsetof(struct tl_event, pid) && e->type == EV_REQUEST) {
+		if (size >= sizeof(struct tl_req_event))
+			on_request(t, data);
+		return 0;
+	}
 	if (size < sizeof(*e))
 		return 0;
 	ms = clock_ns_to_ms(e->ts_ns);
@@ -375,6 +551,11 @@ static int on_event(void *ctx, void *data, size_t size)
 		json_object_set_new(p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
 		if ((pid_t)e->pid == t->root && t->exec_ms < 0)
 			t->exec_ms = ms;
+		/* where its relative paths start (exec keeps the cwd) */
+		dir_add_cwd(t, (pid_t)e->pid, 0, 0, NULL);
+		break;
+	case EV_CHDIR:
+		dir_add_cwd(t, (pid_t)e->pid, e->arg, e->arg2, e->str);
 		break;
 	case EV_FORK:
 		p = proc_obj(t, e->pid);
@@ -438,6 +619,44 @@ static int on_event(void *ctx, void *data, size_t size)
 
 /* ---- start ---- */
 
+/* Major faults through the software perf event, one per CPU (sample period
+ * 1: the program runs on every major fault, in the faulting task). */
+static void attach_major_faults(struct tracer *t)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+		.sample_period = 1,
+	};
+	int ncpu = libbpf_num_possible_cpus(), attached = 0, err = 0;
+
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		struct bpf_link *l;
+
+		if (fd < 0) {
+			/* a possible CPU that is offline has no events */
+			if (errno != ENODEV)
+				err = errno;
+			continue;
+		}
+		l = bpf_program__attach_perf_event(t->skel->progs.major_fault, fd);
+		if (!l) {
+			err = errno;
+			close(fd);
+			continue;
+		}
+		add_link(&t->links, &t->n_links, l);
+		attached++;
+	}
+	if (attached && !err)
+		json_array_append_new(t->probes, json_string("major_fault"));
+	else
+		fallback(t, "major_fault", "software perf event page-faults-maj: %s",
+			 strerror(err ? err : ENODEV));
+}
+
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen)
 {
 	struct tracer *t = NULL;
@@ -472,6 +691,13 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	t->mlocks = json_array();
 	t->imports = json_array();
 	t->import_stack = json_object();
+	t->requests = json_array();
+	/* requests: a window after ready for the service; as long as it runs for
+	 * a command given after -- */
+	t->req_window_ms = !o->cfg || o->cfg->n_command > 0 ? -1 : o->cfg->requests_window * 1000;
+	/* the service starts in [app] dir: its relative paths start there */
+	if (o->cfg && o->cfg->app_dir)
+		dir_add_path(t, o->cfg->app_dir, NULL, NULL);
 
 	n_py = o->cfg && !o->cfg->python_usdt ? 0 : python_candidates(o->cfg, pys, 3);
 	if (!n_py)
@@ -529,7 +755,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		const char *name = bpf_program__name(prog);
 		struct bpf_link *l;
 
-		if (!bpf_program__autoload(prog) || !strncmp(bpf_program__section_name(prog), "usdt", 4))
+		if (!bpf_program__autoload(prog) || !strncmp(bpf_program__section_name(prog), "usdt", 4) ||
+		    prog == t->skel->progs.major_fault)
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l) {
@@ -546,6 +773,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		add_link(&t->links, &t->n_links, l);
 		json_array_append_new(t->probes, json_string(name));
 	}
+	attach_major_faults(t);
 	for (int i = 0; i < n_py; i++) {
 		struct bpf_link *ls, *ld;
 
@@ -626,6 +854,11 @@ void tracer_free(struct tracer *t)
 	json_decref(t->mlocks);
 	json_decref(t->imports);
 	json_decref(t->import_stack);
+	json_decref(t->requests);
+	for (size_t i = 0; i < t->n_dirs; i++)
+		free(t->dirs[i].path);
+	free(t->dirs);
+	free(t->path2);
 	free(t);
 }
 
@@ -656,15 +889,22 @@ static void read_counters(struct tracer *t, __u64 out[CNT_MAX])
 static void cache_dirs(const struct config *cfg, char dirs[][PATH_MAX], int *n)
 {
 	const char *home = getenv("HOME");
+	const char *app = cfg && cfg->app_dir ? cfg->app_dir : "/";
+	char tmp[PATH_MAX];
 
+	/* relative settings are relative to the service's cwd, [app] dir, like
+	 * the traced paths once they are made absolute */
 	*n = 0;
-	for (size_t i = 0; cfg && i < cfg->n_env; i++) {
-		if (!strcmp(cfg->env[i].name, "HF_HUB_CACHE") || !strcmp(cfg->env[i].name, "HF_HOME"))
-			snprintf(dirs[(*n)++], PATH_MAX, "%s", cfg->env[i].value);
+	for (size_t i = 0; cfg && i < cfg->n_env && *n < 2; i++) {
+		if ((!strcmp(cfg->env[i].name, "HF_HUB_CACHE") || !strcmp(cfg->env[i].name, "HF_HOME")) &&
+		    cfg->env[i].value && *cfg->env[i].value)
+			path_join(app, cfg->env[i].value, dirs[(*n)++], PATH_MAX);
 	}
 	snprintf(dirs[(*n)++], PATH_MAX, "%s/.cache/huggingface", home && *home ? home : "/root");
-	if (cfg && cfg->model_dir && *cfg->model_dir)
-		snprintf(dirs[(*n)++], PATH_MAX, "%s/hf_cache", cfg->model_dir);
+	if (cfg && cfg->model_dir && *cfg->model_dir) {
+		snprintf(tmp, sizeof(tmp), "%s/hf_cache", cfg->model_dir);
+		path_join(app, tmp, dirs[(*n)++], PATH_MAX);
+	}
 }
 
 static void set_ms_range(json_t *o, __u64 first, __u64 last)
@@ -683,7 +923,8 @@ static json_t *errno_json(int e)
 struct io_ent {
 	struct file_key k;
 	struct file_val v;
-	bool claimed;
+	bool claimed;  /* reads, maps, faults (and writes unless wclaimed) given to a path */
+	bool wclaimed; /* writes given to a download (*.incomplete) path */
 };
 
 static int io_cmp(const void *a, const void *b)
@@ -712,17 +953,177 @@ static json_t *file_json(const char *path, const char *cls, const struct path_va
 	return f;
 }
 
+/* One path of the paths map, made absolute; relative and absolute spellings
+ * of one file are merged. */
+struct pent {
+	char path[PATH_MAX];
+	struct path_val pv;
+	__u64 base_dev, base_ino; /* a relative path's directory */
+	bool rel;
+	const char *cls;
+	struct io_ent *ie; /* the inode it opened, if its I/O was seen */
+	struct file_val fv; /* the I/O given to this path */
+};
+
+static int pent_first_cmp(const void *a, const void *b)
+{
+	const struct pent *x = a, *y = b;
+
+	return x->pv.first_ns < y->pv.first_ns ? -1 : x->pv.first_ns > y->pv.first_ns;
+}
+
+/* Several paths can name one inode: a download's *.incomplete is renamed to
+ * its blob, which is opened again through a snapshot link. The writes go to
+ * the download path, the reads and maps to the first other path that opened
+ * it; what no one claimed goes to the download path. */
+static void give_io(struct pent *pe, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct io_ent *ie = pe[i].ie;
+
+		if (!ie || strcmp(pe[i].cls, "download") || ie->wclaimed)
+			continue;
+		ie->wclaimed = true;
+		pe[i].fv.bytes_written = ie->v.bytes_written;
+		pe[i].fv.writes = ie->v.writes;
+		pe[i].fv.first_write_ns = ie->v.first_write_ns;
+		pe[i].fv.last_write_ns = ie->v.last_write_ns;
+		pe[i].fv.size = ie->v.size;
+		memcpy(pe[i].fv.name, ie->v.name, sizeof(pe[i].fv.name));
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			struct io_ent *ie = pe[i].ie;
+			bool dl = !strcmp(pe[i].cls, "download");
+
+			if (!ie || ie->claimed || dl != (pass == 1))
+				continue;
+			ie->claimed = true;
+			pe[i].fv.first_ns = ie->v.first_ns;
+			pe[i].fv.last_ns = ie->v.last_ns;
+			pe[i].fv.bytes_read = ie->v.bytes_read;
+			pe[i].fv.reads = ie->v.reads;
+			pe[i].fv.mmaps = ie->v.mmaps;
+			pe[i].fv.mmap_bytes = ie->v.mmap_bytes;
+			pe[i].fv.faults = ie->v.faults;
+			pe[i].fv.size = ie->v.size;
+			if (!ie->wclaimed) {
+				pe[i].fv.bytes_written = ie->v.bytes_written;
+				pe[i].fv.writes = ie->v.writes;
+				pe[i].fv.first_write_ns = ie->v.first_write_ns;
+				pe[i].fv.last_write_ns = ie->v.last_write_ns;
+			}
+		}
+	}
+}
+
+static int pent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct pent *)a)->path, ((const struct pent *)b)->path);
+}
+
+static __u64 min_nz(__u64 a, __u64 b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+static void pv_merge(struct path_val *a, const struct path_val *b)
+{
+	if (b->fail_last_ns > a->fail_last_ns) {
+		a->open_errno = b->open_fails ? b->open_errno : a->open_errno;
+		a->probe_errno = b->probe_fails ? b->probe_errno : a->probe_errno;
+	}
+	if (b->first_ns < a->first_ns)
+		a->first_pid = b->first_pid;
+	if (b->opens && (!a->opens || b->last_ns > a->last_ns)) {
+		a->dev = b->dev;
+		a->ino = b->ino;
+	}
+	a->first_ns = min_nz(a->first_ns, b->first_ns);
+	a->last_ns = a->last_ns > b->last_ns ? a->last_ns : b->last_ns;
+	a->fail_first_ns = min_nz(a->fail_first_ns, b->fail_first_ns);
+	a->fail_last_ns = a->fail_last_ns > b->fail_last_ns ? a->fail_last_ns : b->fail_last_ns;
+	a->opens += b->opens;
+	a->open_fails += b->open_fails;
+	a->probe_fails += b->probe_fails;
+	a->open_flags |= b->open_flags;
+}
+
+static void dt_push(struct dir_ent **d, size_t *n, size_t *cap, __u64 dev, __u64 ino,
+		    const char *path)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct dir_ent *nd = realloc(*d, c * sizeof(*nd));
+
+		if (!nd)
+			return;
+		*d = nd;
+		*cap = c;
+	}
+	(*d)[*n].dev = dev;
+	(*d)[*n].ino = ino;
+	(*d)[(*n)++].path = strdup(path);
+}
+
+/* Make relative paths absolute. Their bases: the cwds seen, and every
+ * directory the tree opened (the dirfds of *at calls), itself perhaps by a
+ * relative path resolved in an earlier round. Returns the table (owned
+ * strings) for the renames and symlinks. */
+static struct dir_ent *resolve_paths(struct tracer *t, struct pent *pe, size_t n, size_t *nd)
+{
+	struct dir_ent *d = NULL;
+	size_t k = 0, cap = 0;
+	bool progress = true;
+
+	for (size_t i = 0; i < t->n_dirs; i++)
+		dt_push(&d, &k, &cap, t->dirs[i].dev, t->dirs[i].ino, t->dirs[i].path);
+	for (size_t i = 0; i < n; i++)
+		if (!pe[i].rel && pe[i].pv.opens)
+			dt_push(&d, &k, &cap, pe[i].pv.dev, pe[i].pv.ino, pe[i].path);
+	for (int round = 0; round < 4 && progress; round++) {
+		progress = false;
+		for (size_t i = 0; i < n; i++) {
+			const char *base;
+			char abs[PATH_MAX];
+
+			if (!pe[i].rel || !(base = dir_find(d, k, pe[i].base_dev, pe[i].base_ino)))
+				continue;
+			path_join(base, pe[i].path, abs, sizeof(abs));
+			snprintf(pe[i].path, sizeof(pe[i].path), "%s", abs);
+			pe[i].rel = false;
+			progress = true;
+			if (pe[i].pv.opens)
+				dt_push(&d, &k, &cap, pe[i].pv.dev, pe[i].pv.ino, pe[i].path);
+		}
+	}
+	*nd = k;
+	return d;
+}
+
+static json_t *path2_json(const struct tl_path2_event *e, const char *oldp, const char *newp)
+{
+	return json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", e->type == EV_SYMLINK ? "target" : "old",
+			 oldp, e->type == EV_SYMLINK ? "path" : "new", newp,
+			 "ms", ms_json(clock_ns_to_ms(e->ts_ns)), "pid", (int)e->pid, "result",
+			 e->ret < 0 ? -1 : 0, "errno", errno_json(e->ret < 0 ? -e->ret : 0));
+}
+
 static void snap_files(struct tracer *t, json_t *root)
 {
 	struct bpf_map *pm = t->skel->maps.paths, *fm = t->skel->maps.files;
 	json_t *files = json_array(), *missing = json_array(), *downloads = json_array();
+	json_t *renames = json_array(), *links = json_array();
 	struct io_ent *io = NULL;
-	size_t n_io = 0, cap = 0;
+	struct pent *pe = NULL;
+	struct dir_ent *dt = NULL;
+	size_t n_io = 0, cap = 0, n_pe = 0, cap_pe = 0, n_dt = 0, m;
 	struct path_key pk, pnext;
 	struct file_key fk, fnext;
 	struct path_val pv;
 	struct file_val fv;
 	char dirs[4][PATH_MAX];
+	char (*r2)[2][PATH_MAX] = NULL; /* renames and symlinks, absolute */
 	const char *dp[5];
 	int nd, more;
 
@@ -747,27 +1148,93 @@ static void snap_files(struct tracer *t, json_t *root)
 		io[n_io].k = fk;
 		io[n_io].v = fv;
 		io[n_io].v.name[TRACE_NAME_MAX - 1] = 0;
+		io[n_io].wclaimed = false;
 		io[n_io++].claimed = false;
 	}
 	if (n_io)
 		qsort(io, n_io, sizeof(*io), io_cmp);
 
-	/* one entry per path */
+	/* the paths map, relative paths last: they resolve against the table
+	 * the absolute ones build */
 	for (more = bpf_map__get_next_key(pm, NULL, &pnext, sizeof(pnext)); !more;
 	     more = bpf_map__get_next_key(pm, &pk, &pnext, sizeof(pnext))) {
-		struct io_ent *ie = NULL;
-		const char *cls;
-		__u64 first, last;
-
 		pk = pnext;
 		if (bpf_map__lookup_elem(pm, &pk, sizeof(pk), &pv, sizeof(pv), 0))
 			continue;
+		if (n_pe == cap_pe) {
+			struct pent *n = realloc(pe, (cap_pe = cap_pe ? cap_pe * 2 : 512) * sizeof(*pe));
+
+			if (!n)
+				break;
+			pe = n;
+		}
 		pk.path[sizeof(pk.path) - 1] = 0;
-		cls = timeline_file_class(pk.path, dp);
+		snprintf(pe[n_pe].path, sizeof(pe[n_pe].path), "%s", pk.path);
+		pe[n_pe].pv = pv;
+		pe[n_pe].rel = pk.path[0] != '/';
+		pe[n_pe].base_dev = pk.base_dev;
+		pe[n_pe].base_ino = pk.base_ino;
+		n_pe++;
+	}
+	dt = resolve_paths(t, pe, n_pe, &n_dt);
+	if (n_pe)
+		qsort(pe, n_pe, sizeof(*pe), pent_cmp);
+	m = 0;
+	for (size_t i = 0; i < n_pe; i++) {
+		if (m && !strcmp(pe[m - 1].path, pe[i].path))
+			pv_merge(&pe[m - 1].pv, &pe[i].pv);
+		else
+			pe[m++] = pe[i];
+	}
+	n_pe = m;
+	/* the inode each path opened; earliest opener first */
+	for (size_t i = 0; i < n_pe; i++) {
+		struct file_key key = {.dev = pe[i].pv.dev, .ino = pe[i].pv.ino};
+
+		pe[i].cls = timeline_file_class(pe[i].path, dp);
+		memset(&pe[i].fv, 0, sizeof(pe[i].fv));
+		pe[i].ie = pe[i].pv.opens && n_io ? bsearch(&key, io, n_io, sizeof(*io), io_cmp) : NULL;
+	}
+	if (n_pe)
+		qsort(pe, n_pe, sizeof(*pe), pent_first_cmp);
+	give_io(pe, n_pe);
+
+	/* renames and symlinks, absolute */
+	if (t->n_path2)
+		r2 = calloc(t->n_path2, sizeof(*r2));
+	for (size_t i = 0; r2 && i < t->n_path2; i++) {
+		const struct tl_path2_event *e = &t->path2[i];
+
+		path_abs(dt, n_dt, e->new, e->new_dev, e->new_ino, r2[i][1], PATH_MAX);
+		if (e->type == EV_SYMLINK) {
+			/* a link's target is relative to the link's directory */
+			char dir[PATH_MAX], *sl;
+
+			snprintf(dir, sizeof(dir), "%s", r2[i][1]);
+			sl = strrchr(dir, '/');
+			if (sl)
+				*sl = 0;
+			path_join(dir, e->old, r2[i][0], PATH_MAX);
+			json_array_append_new(links, path2_json(e, e->old, r2[i][1]));
+			json_object_set_new(json_array_get(links, json_array_size(links) - 1),
+					    "resolved", json_string(r2[i][0]));
+		} else {
+			path_abs(dt, n_dt, e->old, e->old_dev, e->old_ino, r2[i][0], PATH_MAX);
+			json_array_append_new(renames, path2_json(e, r2[i][0], r2[i][1]));
+		}
+	}
+
+	/* one entry per path */
+	for (size_t j = 0; j < n_pe; j++) {
+		const char *cls = pe[j].cls, *path = pe[j].path;
+		bool dl = !strcmp(cls, "download");
+		__u64 first, last;
+
+		pv = pe[j].pv;
 		if (pv.open_fails || pv.probe_fails) {
 			json_array_append_new(
 				missing,
-				json_pack("{s:s, s:i, s:o, s:o, s:o, s:i, s:s}", "path", pk.path,
+				json_pack("{s:s, s:i, s:o, s:o, s:o, s:i, s:s}", "path", path,
 					  "attempts", (int)(pv.open_fails + pv.probe_fails), "errno",
 					  errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
 					  "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)), "last_ms",
@@ -778,36 +1245,50 @@ static void snap_files(struct tracer *t, json_t *root)
 			continue;
 		first = pv.first_ns;
 		last = pv.last_ns;
-		memset(&fv, 0, sizeof(fv));
-		if (pv.opens && n_io) {
-			struct file_key key = {.dev = pv.dev, .ino = pv.ino};
-
-			ie = bsearch(&key, io, n_io, sizeof(*io), io_cmp);
-		}
-		/* several paths can name one inode (hub snapshots link to blobs):
-		 * its bytes go to the first path that claims it */
-		if (ie && !ie->claimed) {
-			ie->claimed = true;
-			fv = ie->v;
-			if (fv.first_ns && fv.first_ns < first)
-				first = fv.first_ns;
-			if (fv.last_ns > last)
-				last = fv.last_ns;
-		}
-		json_array_append_new(files, file_json(pk.path, cls, &pv, &fv, first, last));
-		if (!strcmp(cls, "download") && fv.bytes_written) {
-			char final[TRACE_PATH_MAX];
-			size_t l = strlen(pk.path) - strlen(".incomplete");
+		fv = pe[j].fv;
+		/* a download lasts from its open to its last write */
+		if (fv.first_ns && fv.first_ns < first)
+			first = fv.first_ns;
+		if (dl && fv.first_write_ns && fv.first_write_ns < first)
+			first = fv.first_write_ns;
+		if (dl ? fv.last_write_ns > last : fv.last_ns > last)
+			last = dl ? fv.last_write_ns : fv.last_ns;
+		json_array_append_new(files, file_json(path, cls, &pv, &fv, first, last));
+		if (dl && fv.bytes_written) {
+			char final[PATH_MAX];
+			size_t l = strlen(path) - strlen(".incomplete");
 			double a = clock_ns_to_ms(first), b = clock_ns_to_ms(last);
+			const char *renamed = NULL, *link = NULL;
+			double rename_ms = -1;
+			struct stat st;
 
-			snprintf(final, sizeof(final), "%.*s", (int)l, pk.path);
+			snprintf(final, sizeof(final), "%.*s", (int)l, path);
+			/* complete when the trace saw it renamed to its final name */
+			for (size_t i = 0; r2 && i < t->n_path2; i++) {
+				if (t->path2[i].type == EV_RENAME && t->path2[i].ret == 0 &&
+				    !strcmp(r2[i][0], path)) {
+					renamed = r2[i][1];
+					rename_ms = clock_ns_to_ms(t->path2[i].ts_ns);
+				}
+			}
+			for (size_t i = 0; renamed && r2 && i < t->n_path2; i++)
+				if (t->path2[i].type == EV_SYMLINK && t->path2[i].ret == 0 &&
+				    !strcmp(r2[i][0], renamed))
+					link = r2[i][1];
 			json_array_append_new(
 				downloads,
-				json_pack("{s:s, s:I, s:o, s:o, s:o, s:b}", "path", pk.path, "bytes",
-					  (json_int_t)fv.bytes_written, "first_ms", ms_json(a), "last_ms",
-					  ms_json(b), "rate_mb_s",
+				json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:s?, s:o, s:s?}",
+					  "path", path, "bytes", (json_int_t)fv.bytes_written, "size",
+					  !stat(renamed ? renamed : final, &st) ? json_integer(st.st_size)
+										: json_null(),
+					  "first_ms",
+					  ms_json(a), "last_ms", ms_json(b), "dur_ms", ms_json(b - a),
+					  "rate_mb_s",
 					  b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
-					  "completed", access(final, F_OK) == 0));
+					  "complete", renamed != NULL, "completed",
+					  renamed != NULL || access(final, F_OK) == 0, "final_path", renamed,
+					  "rename_ms", renamed ? ms_json(rename_ms) : json_null(), "link",
+					  link));
 		}
 	}
 
@@ -822,12 +1303,20 @@ static void snap_files(struct tracer *t, json_t *root)
 		json_array_append_new(files, file_json(name, timeline_file_class(io[i].v.name, dp), NULL,
 						       &io[i].v, io[i].v.first_ns, io[i].v.last_ns));
 	}
+	for (size_t i = 0; i < n_dt; i++)
+		free(dt[i].path);
+	free(dt);
+	free(r2);
+	free(pe);
 	free(io);
 	timeline_sort_by(files, "first_ms");
 	timeline_sort_by(missing, "first_ms");
+	timeline_sort_by(downloads, "first_ms");
 	json_object_set_new(root, "files", files);
 	json_object_set_new(root, "missing_paths", missing);
 	json_object_set_new(root, "downloads", downloads);
+	json_object_set_new(root, "renames", renames);
+	json_object_set_new(root, "symlinks", links);
 }
 
 static void snap_network(struct tracer *t, json_t *root)
@@ -1097,5 +1586,9 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 	snap_block(t, root, cnt);
 	json_object_set_new(root, "python",
 			    json_pack("{s:b, s:O}", "usdt", t->usdt, "imports", t->imports));
+	json_object_set_new(root, "requests", json_deep_copy(t->requests));
+	json_object_set_new(tr, "requests_window_s",
+			    t->req_window_ms < 0 ? json_null() : json_real(t->req_window_ms / 1000));
+	json_object_set_new(tr, "requests_after_window", json_integer((json_int_t)t->req_after_window));
 	timeline_infer_phases(tl);
 }

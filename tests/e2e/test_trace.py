@@ -217,3 +217,100 @@ def test_untraced_fallback_as_unprivileged_user():
     assert tl["tracing"]["reason"]
     assert tl["marks"]["exec"] >= 0
     assert tl["process"]["exit"]["code"] == 0
+
+
+REQSERVER = ROOT / "build" / "tests" / "helpers" / "reqserver"
+
+RELPATHS = r'''
+import os, sys
+os.makedirs("sub/blobs", exist_ok=True)
+open("rel.dat", "w").write("x" * 10)               # cwd = the app dir
+os.chdir("sub")
+open("after-chdir.dat", "w").write("y" * 20)       # cwd = sub
+d = os.open("blobs", os.O_RDONLY | os.O_DIRECTORY)
+os.close(os.open("e1.incomplete", os.O_WRONLY | os.O_CREAT, dir_fd=d))  # relative to a dirfd
+with open("blobs/e1.incomplete", "ab") as f:
+    f.write(b"z" * 3000)
+os.rename("blobs/e1.incomplete", "blobs/e1")
+os.makedirs("snap", exist_ok=True)
+os.symlink("../blobs/e1", "snap/model.bin")
+open("snap/model.bin", "rb").read()
+try:
+    os.stat("no/such/rel")
+except FileNotFoundError:
+    pass
+'''
+
+
+def test_relative_paths_renames_symlinks(work):
+    _, tl = run_traced(work, "/usr/bin/python3", "-c", RELPATHS)
+    assert tl["tracing"]["events_lost"] == 0
+    sub = work / "sub"
+    assert file_entry(tl, work / "rel.dat")["bytes_written"] == 10
+    assert file_entry(tl, sub / "after-chdir.dat")["bytes_written"] == 20
+    # the dirfd-relative create and the cwd-relative append are one file
+    inc = file_entry(tl, sub / "blobs" / "e1.incomplete")
+    assert (inc["opens"], inc["bytes_written"], inc["class"]) == (2, 3000, "download")
+    # its reads after the rename go to the path that read it
+    model = file_entry(tl, sub / "snap" / "model.bin")
+    assert (model["class"], model["bytes_read"]) == ("model", 3000)
+    assert missing_entry(tl, sub / "no" / "such" / "rel")["attempts"] == 1
+    paths = [f["path"] for f in tl["files"] + tl["missing_paths"]]
+    assert all(p.startswith("/") or p.startswith("[fd] ") for p in paths), paths
+    [dl] = tl["downloads"]
+    assert dl["path"] == str(sub / "blobs" / "e1.incomplete")
+    assert (dl["bytes"], dl["complete"], dl["completed"]) == (3000, True, True)
+    assert dl["final_path"] == str(sub / "blobs" / "e1")
+    assert dl["link"] == str(sub / "snap" / "model.bin")
+    ren = [r for r in tl["renames"] if r["old"] == dl["path"]]
+    assert len(ren) == 1 and ren[0]["new"] == dl["final_path"] and ren[0]["errno"] is None
+    [ln] = [s for s in tl["symlinks"] if s["path"] == str(sub / "snap" / "model.bin")]
+    assert (ln["target"], ln["resolved"]) == ("../blobs/e1", dl["final_path"])
+
+
+def test_requests_exact(work):
+    """reqserver accepts exactly N connections: N requests, with their bytes."""
+    import socket
+    import time
+    n, size, pages = 5, 3000, 16
+    portfile = work / "port"
+    tl_path = work / "timeline.json"
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
+                          "--", str(REQSERVER), str(portfile), str(n), str(size), str(pages)],
+                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (portfile.exists() and portfile.read_text().endswith("\n")):
+            assert p.poll() is None and time.monotonic() < deadline, "reqserver did not start"
+            time.sleep(0.02)
+        port = int(portfile.read_text())
+        for _ in range(n):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                c.sendall(b"GET\n")
+                got = b""
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    got += b
+                assert len(got) == size
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    tl = validate(json.loads(tl_path.read_text()))
+    assert tl["tracing"]["events_lost"] == 0
+    reqs = tl["requests"]
+    assert len(reqs) == n
+    server = tl["process"]["pid"]
+    for r in reqs:
+        assert (r["pid"], r["port"], r["bytes_out"], r["bytes_in"]) == (server, port, size, 4)
+        assert r["writes"] == 3
+        assert r["faults"] >= pages
+        assert r["start_ms"] >= tl["marks"]["ready"]
+        assert r["start_ms"] <= r["end_ms"] <= r["close_ms"]
+        assert r["latency_ms"] == pytest.approx(r["end_ms"] - r["start_ms"], abs=0.002)
+    assert [r["start_ms"] for r in reqs] == sorted(r["start_ms"] for r in reqs)
+    assert "requests: %d, latency p50" % n in err

@@ -106,6 +106,24 @@ static void test_scope_app_vs_any(void **state)
 	config_free(&any);
 }
 
+static void test_symlinked_script_in_another_checkout(void **state)
+{
+	struct config c = cfg(SCOPE_APP);
+	char link_dir[] = "/tmp/tts-stale-link-XXXXXX", link[256], target[256], cmd[300];
+
+	(void)state;
+	/* Two checkouts whose webui.py are links to one file: still two apps. */
+	assert_non_null(mkdtemp(link_dir));
+	snprintf(link, sizeof(link), "%s/webui.py", link_dir);
+	snprintf(target, sizeof(target), "%s/webui.py", dir);
+	assert_int_equal(symlink(target, link), 0);
+	assert_false(stale_matches(&c, ARGV("python3", "webui.py"), link_dir));
+	assert_true(stale_matches(&c, ARGV("python3", "webui.py"), dir));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", link_dir);
+	assert_int_equal(system(cmd), 0);
+	config_free(&c);
+}
+
 static void test_direct_execution(void **state)
 {
 	struct config c = cfg(SCOPE_APP);
@@ -122,6 +140,7 @@ int main(void)
 		cmocka_unit_test(test_never_matches_mere_arguments),
 		cmocka_unit_test(test_scope_app_vs_any),
 		cmocka_unit_test(test_direct_execution),
+		cmocka_unit_test(test_symlinked_script_in_another_checkout),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
