@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "compare.h"
 #include "config.h"
 #include "control.h"
 #include "diagnose.h"
@@ -34,6 +35,7 @@ static const char usage_text[] =
 	"  tts-launch report TIMELINE.json [--format text|json|perfetto|svg|html|prom] [-o FILE]\n"
 	"  tts-launch diagnose [TIMELINE.json] [--check-io] [--check-download] [--check-memory]\n"
 	"             [--format text|json] [-c FILE]\n"
+	"  tts-launch compare BEFORE.json AFTER.json [--format text|json]\n"
 	"\n"
 	"Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
 	"sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
@@ -52,6 +54,8 @@ static const char usage_text[] =
 	"            timeline of the config), each with its evidence and the fix;\n"
 	"            --check-io|download|memory select rules (default: all); exit 0 clean,\n"
 	"            1 warnings, 2 errors or an unreadable timeline (docs/diagnose.md)\n"
+	"  compare   two saved timelines side by side: phases, start-up, page faults,\n"
+	"            request latency p50/p99 and spread, mlock outcome (docs/compare.md)\n"
 	"\n"
 	"Options:\n"
 	"  -c, --config FILE    INI file (default: ./tts-launch.ini, else\n"
@@ -230,6 +234,8 @@ int main(int argc, char **argv)
 	clock_init();
 	if (!sets)
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "compare"))
+		return compare_command(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-') {
 		size_t i;
 

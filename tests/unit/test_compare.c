@@ -1,0 +1,224 @@
+/* compare: nearest-rank percentiles, and every figure of the comparison of
+ * the hand-made timelines in tests/fixtures/compare/ (their README gives the
+ * expected values). Run from the top of the tree (make unit). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "compare.h"
+#include "timeline.h"
+
+#define FIXTURES "tests/fixtures/compare/"
+
+static json_t *load(const char *name)
+{
+	char err[512];
+	struct timeline *tl = timeline_load(name, err, sizeof(err));
+	json_t *root;
+
+	if (!tl)
+		fail_msg("%s", err);
+	root = json_incref(tl->root);
+	timeline_free(tl);
+	return root;
+}
+
+static json_t *build(const char *before, const char *after)
+{
+	json_t *b = load(before), *a = load(after);
+	json_t *cmp = compare_build(b, a, before, after);
+
+	json_decref(b);
+	json_decref(a);
+	assert_non_null(cmp);
+	return cmp;
+}
+
+static double get(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+static void assert_null_key(const json_t *obj, const char *key)
+{
+	assert_true(json_is_null(json_object_get(obj, key)));
+}
+
+/* before/after/diff/ratio of a row, exactly (NAN: null) */
+static void assert_row(const json_t *r, double b, double a, double diff, double ratio)
+{
+	const char *keys[] = {"before", "after", "diff", "ratio"};
+	double want[] = {b, a, diff, ratio};
+
+	assert_non_null(r);
+	for (int i = 0; i < 4; i++) {
+		if (isnan(want[i]))
+			assert_null_key(r, keys[i]);
+		else if (get(r, keys[i]) != want[i])
+			fail_msg("%s: %.17g, expected %.17g", keys[i], get(r, keys[i]), want[i]);
+	}
+}
+
+static void test_percentile_nearest_rank(void **state)
+{
+	double v[100], one[] = {7}, three[] = {1, 2, 3}, ten[10];
+
+	(void)state;
+	for (int i = 0; i < 100; i++)
+		v[i] = i + 1;
+	for (int i = 0; i < 10; i++)
+		ten[i] = (i + 1) * 10;
+	/* rank ceil(p/100 * n), no interpolation */
+	assert_true(compare_percentile(v, 100, 50) == 50);
+	assert_true(compare_percentile(v, 100, 99) == 99);
+	assert_true(compare_percentile(v, 100, 100) == 100);
+	assert_true(compare_percentile(ten, 10, 50) == 50); /* interpolation would say 55 */
+	assert_true(compare_percentile(ten, 10, 99) == 100); /* and 99.1 here */
+	assert_true(compare_percentile(ten, 10, 90) == 90);
+	assert_true(compare_percentile(ten, 10, 91) == 100);
+	assert_true(compare_percentile(three, 3, 50) == 2);
+	assert_true(compare_percentile(three, 3, 0) == 1);
+	assert_true(compare_percentile(one, 1, 99) == 7);
+	assert_true(isnan(compare_percentile(v, 0, 50)));
+}
+
+static void test_phases(void **state)
+{
+	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
+	json_t *ph = json_object_get(cmp, "phases");
+	static const char *names[] = {"launch", "spawn", "imports", "download:gpt.pth.incomplete",
+				      "model_load", "mlock"};
+
+	(void)state;
+	/* before's order, then the phases only after has */
+	assert_int_equal(json_array_size(ph), 6);
+	for (size_t i = 0; i < 6; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(ph, i), "name")),
+				    names[i]);
+	assert_row(json_array_get(ph, 0), 10, 10, 0, 1);
+	assert_row(json_array_get(ph, 1), 40, 30, -10, 0.75);
+	assert_row(json_array_get(ph, 2), 1000, 800, -200, 0.8);
+	assert_row(json_array_get(ph, 3), 300, NAN, NAN, NAN); /* end - start, only before */
+	assert_row(json_array_get(ph, 4), 2000, 500, -1500, 0.25);
+	assert_row(json_array_get(ph, 5), NAN, 250, NAN, NAN);
+	json_decref(cmp);
+}
+
+static void test_startup_and_faults(void **state)
+{
+	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
+	json_t *st = json_object_get(cmp, "startup_ms");
+
+	(void)state;
+	assert_row(st, 4000, 3000, -1000, 0.75);
+	assert_string_equal(json_string_value(json_object_get(st, "before_mark")), "ready");
+	assert_string_equal(json_string_value(json_object_get(st, "after_mark")), "ready");
+	assert_row(json_object_get(cmp, "page_faults"), 50000, 40000, -10000, 0.8);
+	assert_row(json_object_get(cmp, "major_faults"), 200, 0, -200, 0);
+	json_decref(cmp);
+}
+
+static void test_requests(void **state)
+{
+	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
+	json_t *rq = json_object_get(cmp, "requests");
+
+	(void)state;
+	assert_row(json_object_get(rq, "count"), 10, 10, 0, 1);
+	assert_row(json_object_get(rq, "first_ms"), 30, 44, 14, 44.0 / 30.0);
+	assert_row(json_object_get(rq, "p50_ms"), 50, 40, -10, 0.8);
+	assert_row(json_object_get(rq, "p99_ms"), 100, 44, -56, 0.44);
+	assert_row(json_object_get(rq, "spread"), 2, 44.0 / 40.0, 44.0 / 40.0 - 2,
+		   (44.0 / 40.0) / 2);
+	assert_row(json_object_get(rq, "faults_per_request"), 550, 0.4, 0.4 - 550, 0.4 / 550);
+	assert_row(json_object_get(rq, "major_faults_per_request"), 5.5, 0, -5.5, 0);
+	json_decref(cmp);
+}
+
+static void test_mlock_both_shapes(void **state)
+{
+	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
+	json_t *ml = json_object_get(cmp, "mlock");
+	json_t *b = json_object_get(ml, "before"), *a = json_object_get(ml, "after");
+
+	(void)state;
+	/* before: memory.mlock_shim + memory.mlock the call list */
+	assert_string_equal(json_string_value(json_object_get(b, "mode")), "off");
+	assert_string_equal(json_string_value(json_object_get(b, "status")), "off");
+	assert_null_key(b, "bytes_locked");
+	assert_int_equal(json_integer_value(json_object_get(b, "calls")), 0);
+	/* after: memory.mlock the outcome + memory.mlock_calls */
+	assert_string_equal(json_string_value(json_object_get(a, "mode")), "all");
+	assert_string_equal(json_string_value(json_object_get(a, "status")), "locked");
+	assert_true(get(a, "bytes_locked") == 524288000);
+	assert_int_equal(json_integer_value(json_object_get(a, "calls")), 1);
+	assert_row(json_object_get(ml, "bytes_locked"), NAN, 524288000, NAN, NAN);
+	json_decref(cmp);
+}
+
+static void test_missing_figures(void **state)
+{
+	json_t *cmp = build(FIXTURES "minimal.json", FIXTURES "before.json");
+	json_t *rq = json_object_get(cmp, "requests"), *st = json_object_get(cmp, "startup_ms");
+	json_t *mb = json_object_get(json_object_get(cmp, "mlock"), "before");
+
+	(void)state;
+	/* no ready mark: start-up runs to exit */
+	assert_row(st, 68.25, 4000, 4000 - 68.25, 4000 / 68.25);
+	assert_string_equal(json_string_value(json_object_get(st, "before_mark")), "exit");
+	assert_row(json_array_get(json_object_get(cmp, "phases"), 0), 12.5, 10, -2.5, 0.8);
+	assert_row(json_object_get(cmp, "page_faults"), NAN, 50000, NAN, NAN);
+	/* no requests[] at all: count unknown, not 0 */
+	assert_row(json_object_get(rq, "count"), NAN, 10, NAN, NAN);
+	assert_row(json_object_get(rq, "p50_ms"), NAN, 50, NAN, NAN);
+	assert_row(json_object_get(rq, "spread"), NAN, 2, NAN, NAN);
+	assert_null_key(mb, "mode");
+	assert_null_key(mb, "status");
+	assert_null_key(mb, "calls");
+	json_decref(cmp);
+}
+
+static void test_text_has_the_figures(void **state)
+{
+	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	compare_print_text(cmp, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "model_load"));
+	assert_non_null(strstr(buf, "2000.0 ms"));
+	assert_non_null(strstr(buf, "-1500.0 ms"));
+	assert_non_null(strstr(buf, "0.25x"));
+	assert_non_null(strstr(buf, "start-up (to ready)"));
+	assert_non_null(strstr(buf, "500.0 MiB"));
+	free(buf);
+	json_decref(cmp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_percentile_nearest_rank),
+		cmocka_unit_test(test_phases),
+		cmocka_unit_test(test_startup_and_faults),
+		cmocka_unit_test(test_requests),
+		cmocka_unit_test(test_mlock_both_shapes),
+		cmocka_unit_test(test_missing_figures),
+		cmocka_unit_test(test_text_has_the_figures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
