@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "diagnose.h"
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
@@ -129,6 +130,7 @@ static void write_timeline(struct session *s)
 		tracer_snapshot(s->tracer, s->tl);
 	}
 	mlock_timeline(&s->mlock, s->tl); /* memory.mlock_shim */
+	diagnose_run(s->tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (!*s->timeline_path)
 		return;
 	if (timeline_write(s->tl, s->timeline_path, err, sizeof(err)) < 0)
@@ -144,6 +146,7 @@ static void print_summary(struct session *s)
 	if (!m)
 		return;
 	timeline_print_summary(s->tl, m);
+	diagnose_print(s->tl, m);
 	fclose(m);
 	say_block(s, buf, len);
 	if (*s->timeline_path)
