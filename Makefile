@@ -112,7 +112,7 @@ unit: $(UNITS)
 	$(Q)set -e; for t in $(UNITS); do echo "== $$t"; $$t; done
 
 e2e: all $(HELPERS)
-	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
+	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider --durations=10 tests/e2e
 
 check: setup
 	$(Q)$(MAKE) --no-print-directory all $(UNITS) $(HELPERS)

@@ -595,6 +595,19 @@ char *config_path(const struct config *c, const char *p)
 		perror("tts-launch: out of memory");
 		exit(1);
 	}
+	/* "dir/../x.log" reads better as the real directory, when it exists. */
+	if (strstr(p, "..")) {
+		char *slash = strrchr(out, '/'), *dir, *clean;
+
+		*slash = '\0';
+		dir = realpath(out, NULL);
+		*slash = '/';
+		if (dir && asprintf(&clean, "%s/%s", dir, slash + 1) >= 0) {
+			free(out);
+			out = clean;
+		}
+		free(dir);
+	}
 	return out;
 }
 
