@@ -60,6 +60,19 @@ void svg_escape(FILE *out, const char *s)
 	}
 }
 
+/* How many bytes of s, at most max, end on a UTF-8 character boundary (a
+ * label cut in the middle of a character is not valid XML). */
+static int utf8_prefix(const char *s, size_t max)
+{
+	size_t l = strlen(s);
+
+	if (l <= max)
+		return (int)l;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return (int)max;
+}
+
 static void fmt_dur(char *buf, size_t len, double ms)
 {
 	if (ms >= 1000)
@@ -160,8 +173,8 @@ static void download_label(const json_t *d, char *buf, size_t len)
 		snprintf(rate, sizeof(rate), ", %.1f MB/s", num(d, "rate_mb_s"));
 	else if (num(d, "rate_mb_s") >= 0)
 		snprintf(rate, sizeof(rate), ", %.1f kB/s", num(d, "rate_mb_s") * 1e3);
-	snprintf(buf, len, "download %s%.12s%s (%s%s)", repo, base, strlen(base) > 12 ? "…" : "",
-		 size, rate);
+	snprintf(buf, len, "download %s%.*s%s (%s%s)", repo, utf8_prefix(base, 12), base,
+		 strlen(base) > 12 ? "…" : "", size, rate);
 }
 
 /* A tick step of 1, 2 or 5 times a power of ten giving at most ~12 ticks. */
@@ -261,7 +274,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 			off += (size_t)snprintf(buf + off, off < sizeof(buf) ? sizeof(buf) - off : 0,
 						"%s%s", i ? " " : "", json_string_value(v) ?: "");
 		if (off >= sizeof(buf))
-			strcpy(buf + sizeof(buf) - 4, "...");
+			strcpy(buf + utf8_prefix(buf, sizeof(buf) - 4), "...");
 		fputs("<text x=\"20\" y=\"24\" class=\"title\">tts-launch start-up: ", out);
 		svg_escape(out, buf[0] ? buf : "(no command)");
 		fputs("</text>\n", out);
@@ -318,7 +331,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 			download_label(d, buf, sizeof(buf) - 40);
 			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "  %s", dur);
 		} else {
-			snprintf(buf, sizeof(buf), "%.400s  %s", name, dur);
+			snprintf(buf, sizeof(buf), "%.*s  %s", utf8_prefix(name, 400), name, dur);
 		}
 		fprintf(out,
 			"<rect class=\"phase%s\" data-phase=\"",
@@ -371,10 +384,10 @@ int render_svg(const struct timeline *tl, FILE *out)
 			for (r = 0; r < MARK_ROWS - 1 && mark_end[r] > x - 6; r++)
 				;
 			mark_end[r] = x + text_w(buf);
-			fprintf(out,
-				"<line class=\"mark\" data-mark=\"%s\" x1=\"%.1f\" y1=\"%.1f\" "
-				"x2=\"%.1f\" y2=\"%.1f\"/>\n",
-				names[j], x, TITLE_H + r * 14.0 + 4, x, bottom);
+			fputs("<line class=\"mark\" data-mark=\"", out);
+			svg_escape(out, names[j]);
+			fprintf(out, "\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
+				TITLE_H + r * 14.0 + 4, x, bottom);
 			text(out, x + 3, TITLE_H + r * 14.0 + 12, "start", "tick", buf);
 		}
 	}
