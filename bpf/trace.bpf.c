@@ -27,6 +27,13 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* set by the launcher between open and load */
 const volatile __u64 targ_t0_ns = 0;	    /* launcher start: fault-rate series origin */
+const volatile __u32 targ_ready_port = 0;   /* the ready listen; 0: the first inet listen */
+
+/* set by the kernel side: when the ready listen happened (0: not yet) */
+__u64 ready_ns = 0;
+/* set by the launcher when [trace] requests_window ends: only mlock calls
+ * are still taken from the syscall probes (docs/timeline.md, "light") */
+volatile __u32 light = 0;
 
 #define EINPROGRESS_ 115
 #define MAP_ANONYMOUS_ 0x20
@@ -43,6 +50,21 @@ const volatile __u64 targ_t0_ns = 0;	    /* launcher start: fault-rate series or
 #define TCP_CLOSE_ 7
 #define TCP_LAST_ACK_ 9
 #define AT_FDCWD_ -100
+#define AT_REMOVEDIR_ 0x200
+#define EAGAIN_ 11
+#define EINTR_ 4
+#define EEXIST_ 17
+#define ENOENT_ 2
+#define EACCES_ 13
+#define LOCK_SH_ 1
+#define LOCK_EX_ 2
+#define LOCK_NB_ 4
+#define F_SETLK_ 6
+#define F_SETLKW_ 7
+#define F_OFD_SETLK_ 37
+#define F_OFD_SETLKW_ 38
+#define F_UNLCK_ 2
+#define MMSG_MAX 8 /* sendmmsg/recvmmsg: messages whose lengths are added up */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -52,12 +74,6 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* created fast, filled as the tree runs */
 } procs SEC(".maps");
 
-struct inflight {
-	__u64 ts;
-	__u64 a0, a1, a2, a3;
-	__u32 nr;
-	__u32 pad;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -139,19 +155,12 @@ struct {
 	__type(value, __u64);
 } blockhist SEC(".maps");
 
-struct pending_conn {
-	__u64 ts;
-	__u32 tgid;
-	__u32 tid;
-	__u32 async; /* connect(2) returned EINPROGRESS: report the outcome */
-	__u32 pad;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u64); /* struct sock * */
-	__type(value, struct pending_conn);
+	__type(value, struct conn_val);
 } conns SEC(".maps");
 
 /* ports the tree listens on: accepted connections there are requests */
@@ -170,6 +179,7 @@ struct req_state {
 	__u64 writes;
 	__u64 faults0, maj0; /* process counters at accept */
 	__u64 faults1, maj1; /* ... at the last write */
+	__u64 mf0, mmaj0, mf1, mmaj1; /* the same for faults in model-file mappings */
 	__u32 tgid;
 	__u32 tid;
 	__u32 port;
@@ -182,6 +192,29 @@ struct {
 	__type(key, __u64); /* struct sock * of the accepted connection */
 	__type(value, struct req_state);
 } reqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct failop_key);
+	__type(value, struct failop_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} failops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct failop_key);
+} fscratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct file_key);
+	__type(value, struct lock_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} locks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -264,6 +297,32 @@ static __always_inline void file_id(struct file *f, struct file_key *k, __u32 *m
 	*mode = BPF_CORE_READ(ino, i_mode);
 }
 
+/* A name ending like model weights (.pth .pt .bin .ckpt .onnx .gguf .npz
+ * .h5 .safetensors): its last 8 bytes, gathered in one bounded pass. The
+ * launcher's own classes (docs/timeline.md) are finer; this only decides
+ * which faults count as model faults in requests. */
+static __always_inline __u32 model_name(const char *name)
+{
+	__u64 t = 0;
+
+	for (int i = 0; i < TRACE_NAME_MAX; i++) {
+		if (!name[i])
+			break;
+		t = (t << 8) | (__u8)name[i];
+	}
+#define SUF4(a, b, c, d) (((__u64)(a) << 24) | ((__u64)(b) << 16) | ((__u64)(c) << 8) | (d))
+	return (t & 0xffffffff) == SUF4('.', 'p', 't', 'h') ||
+	       (t & 0xffffff) == SUF4(0, '.', 'p', 't') ||
+	       (t & 0xffffffff) == SUF4('.', 'b', 'i', 'n') ||
+	       (t & 0xffffffff) == SUF4('.', 'n', 'p', 'z') ||
+	       (t & 0xffffff) == SUF4(0, '.', 'h', '5') ||
+	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('c', 'k', 'p', 't')) ||
+	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('o', 'n', 'n', 'x')) ||
+	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('g', 'g', 'u', 'f')) ||
+	       t == (SUF4('e', 't', 'e', 'n') << 32 | SUF4('s', 'o', 'r', 's'));
+#undef SUF4
+}
+
 static __always_inline struct file_val *file_entry(struct file *f, struct file_key *k, __u64 now)
 {
 	struct file_val *v = bpf_map_lookup_elem(&files, k);
@@ -275,6 +334,7 @@ static __always_inline struct file_val *file_entry(struct file *f, struct file_k
 	init.size = BPF_CORE_READ(f, f_inode, i_size);
 	bpf_probe_read_kernel_str(init.name, sizeof(init.name),
 				  BPF_CORE_READ(f, f_path.dentry, d_name.name));
+	init.model = model_name(init.name);
 	bpf_map_update_elem(&files, k, &init, BPF_NOEXIST);
 	v = bpf_map_lookup_elem(&files, k);
 	if (!v)
@@ -310,12 +370,41 @@ static __always_inline bool sock_peer(struct sock *sk, struct peer_key *k)
 	return true;
 }
 
-static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 now)
+/* The peer of an unconnected socket (UDP sendto/recvfrom): the sockaddr
+ * the caller passed, or the kernel filled in. uaddr: a struct sockaddr *,
+ * or (indirect) a struct msghdr * whose msg_name is one. */
+static __always_inline bool addr_peer(__u64 uaddr, bool indirect, struct peer_key *k)
+{
+	struct {
+		__u16 family;
+		__u16 port;
+		__u32 v4;
+	} sa = {};
+
+	if (indirect && uaddr && bpf_probe_read_user(&uaddr, sizeof(uaddr), (void *)uaddr))
+		return false;
+	if (!uaddr || bpf_probe_read_user(&sa, sizeof(sa), (void *)uaddr))
+		return false;
+	if (sa.family != k->family || !sa.port)
+		return false;
+	k->port = __builtin_bswap16(sa.port);
+	if (sa.family == AF_INET_)
+		__builtin_memcpy(k->addr, &sa.v4, 4);
+	else if (bpf_probe_read_user(k->addr, sizeof(k->addr), (void *)(uaddr + 8)))
+		return false;
+	return true;
+}
+
+/* n > 0: bytes moved in msgs messages; n < 0: a failed call (-errno) */
+static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 now, __u64 msgs,
+				       __u64 uaddr, bool indirect)
 {
 	struct peer_key k;
 	struct peer_val *v, init = {};
 
 	if (!sock_peer(sk, &k))
+		return;
+	if (!k.port && !addr_peer(uaddr, indirect, &k))
 		return;
 	v = bpf_map_lookup_elem(&peers, &k);
 	if (!v) {
@@ -328,13 +417,30 @@ static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 
 		}
 	}
 	v->last_ns = now;
-	if (out) {
+	if (n < 0) {
+		__sync_fetch_and_add(&v->errors, 1);
+		v->err = -n;
+	} else if (out) {
 		__sync_fetch_and_add(&v->bytes_out, n);
-		__sync_fetch_and_add(&v->sends, 1);
+		__sync_fetch_and_add(&v->sends, msgs);
 	} else {
 		__sync_fetch_and_add(&v->bytes_in, n);
-		__sync_fetch_and_add(&v->recvs, 1);
+		__sync_fetch_and_add(&v->recvs, msgs);
 	}
+}
+
+/* An outbound TCP connection of the tree: what moved once it was established */
+static __always_inline void conn_bytes(struct sock *sk, long n, bool out)
+{
+	__u64 key = (__u64)sk;
+	struct conn_val *p = bpf_map_lookup_elem(&conns, &key);
+
+	if (!p || !p->done || p->closed)
+		return;
+	if (out)
+		__sync_fetch_and_add(&p->bytes_out, n);
+	else
+		__sync_fetch_and_add(&p->bytes_in, n);
 }
 
 /* A connection accepted on a listened port: count what moves, and sample
@@ -358,34 +464,52 @@ static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 n
 	if (s) {
 		r->faults1 = s->faults;
 		r->maj1 = s->major_faults;
+		r->mf1 = s->model_faults;
+		r->mmaj1 = s->model_major_faults;
 	}
 }
 
-/* Bytes moved through fd: regular files by inode, inet sockets by peer. */
-static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
+/* Bytes moved through fd: regular files by inode, inet sockets by peer.
+ * n < 0 (a failed call): socket errors go to the peer, write errors to the
+ * file; EAGAIN and EINTR are not failures. msgs: messages moved (sockets);
+ * uaddr/indirect: the address argument, for unconnected sockets. */
+static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, __u64 msgs,
+					 __u64 uaddr, bool indirect)
 {
-	struct file *f = fd_file(fd);
+	struct file *f;
 	struct file_key k;
 	struct file_val *v;
 	__u32 mode;
 
-	if (!f || n <= 0)
+	if (!n || n == -EAGAIN_ || n == -EINTR_)
+		return;
+	f = fd_file(fd);
+	if (!f)
 		return;
 	file_id(f, &k, &mode);
 	if ((mode & S_IFMT_) == S_IFSOCK_) {
 		struct sock *sk = file_sock(f);
 
 		if (sk) {
-			peer_bytes(sk, n, out, now);
-			req_bytes(sk, n, out, now);
+			peer_bytes(sk, n, out, now, msgs, uaddr, indirect);
+			if (n > 0) {
+				req_bytes(sk, n, out, now);
+				conn_bytes(sk, n, out);
+			}
 		}
 		return;
 	}
-	if ((mode & S_IFMT_) != S_IFREG_)
+	if ((mode & S_IFMT_) != S_IFREG_ || (n < 0 && !out))
 		return;
 	v = file_entry(f, &k, now);
 	if (!v)
 		return;
+	if (n < 0) {
+		/* ENOSPC, EDQUOT, EIO, EFBIG...: the write failed */
+		__sync_fetch_and_add(&v->write_errors, 1);
+		v->write_errno = -n;
+		return;
+	}
 	v->last_ns = now;
 	if (out) {
 		__sync_fetch_and_add(&v->bytes_written, n);
@@ -397,6 +521,33 @@ static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
 		__sync_fetch_and_add(&v->bytes_read, n);
 		__sync_fetch_and_add(&v->reads, 1);
 	}
+}
+
+static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
+{
+	fd_bytes_msg(fd, n, out, now, 1, 0, false);
+}
+
+/* sendmmsg/recvmmsg: ret messages; their lengths (msg_len, set by the
+ * kernel) of the first MMSG_MAX are added up */
+static __always_inline void fd_mmsg(long fd, long ret, __u64 vec, bool out, __u64 now)
+{
+	__u64 bytes = 0;
+
+	if (ret <= 0) {
+		fd_bytes_msg(fd, ret, out, now, 0, 0, false);
+		return;
+	}
+	for (int i = 0; i < MMSG_MAX; i++) {
+		__u32 len = 0;
+
+		if (i >= ret)
+			break;
+		/* struct mmsghdr: a struct msghdr (56 bytes), then unsigned int msg_len */
+		bpf_probe_read_user(&len, sizeof(len), (void *)(vec + i * 64 + 56));
+		bytes += len;
+	}
+	fd_bytes_msg(fd, bytes ? bytes : 0, out, now, ret, vec, true);
 }
 
 static __always_inline void fd_mmap(long fd, __u64 len, __u64 now)
@@ -500,6 +651,81 @@ static __always_inline void path_op(const char *upath, long dirfd, long ret, boo
 	}
 }
 
+/* A failed mkdir/unlink/rmdir, folded per operation and path. */
+static __always_inline void failop(__u32 op, const char *upath, long dirfd, long ret, __u32 tgid,
+				   __u64 now)
+{
+	__u32 zero = 0;
+	struct failop_key *k = bpf_map_lookup_elem(&fscratch, &zero);
+	struct failop_val *v, init = {};
+
+	if (!k)
+		return;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->op = op;
+	if (bpf_probe_read_user_str(k->p.path, sizeof(k->p.path), upath) <= 1)
+		return;
+	path_base(k->p.path, dirfd, &k->p.base_dev, &k->p.base_ino);
+	v = bpf_map_lookup_elem(&failops, k);
+	if (!v) {
+		init.first_ns = now;
+		init.pid = tgid;
+		bpf_map_update_elem(&failops, k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&failops, k);
+		if (!v) {
+			count(CNT_FAILOPS_FULL, 1);
+			return;
+		}
+	}
+	v->last_ns = now;
+	v->err = -ret;
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+/* flock / fcntl record lock: a0 fd, a1 op or cmd, a2 blocking */
+static __always_inline void on_lock(struct inflight *in, long ret, __u32 tgid, __u64 now)
+{
+	struct file *f = fd_file(in->a0);
+	struct lock_val *v, init = {};
+	struct file_key k;
+	__u32 mode;
+
+	if (!f)
+		return;
+	file_id(f, &k, &mode);
+	v = bpf_map_lookup_elem(&locks, &k);
+	if (!v) {
+		init.first_ns = in->ts;
+		init.pid = tgid;
+		bpf_probe_read_kernel_str(init.name, sizeof(init.name),
+					  BPF_CORE_READ(f, f_path.dentry, d_name.name));
+		bpf_map_update_elem(&locks, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&locks, &k);
+		if (!v) {
+			count(CNT_LOCKS_FULL, 1);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->calls, 1);
+	v->last_ns = now;
+	if (in->a2) {
+		__u64 d = now - in->ts;
+
+		__sync_fetch_and_add(&v->blocking, 1);
+		__sync_fetch_and_add(&v->wait_ns, d);
+		if (d > v->max_wait_ns)
+			v->max_wait_ns = d;
+	}
+	if (ret < 0) {
+		__sync_fetch_and_add(&v->failures, 1);
+		v->err = -ret;
+		if (!v->first_fail_ns)
+			v->first_fail_ns = in->ts;
+	} else {
+		v->acquired_ns = now;
+	}
+}
+
 /* ---- syscalls ---- */
 
 static __always_inline int save4(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
@@ -527,6 +753,9 @@ static __always_inline int save(long nr, __u64 a0, __u64 a1, __u64 a2)
 SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
+	/* after the requests window only mlock calls are still wanted */
+	if (light && id != __NR_mlock && id != __NR_mlock2 && id != __NR_mlockall)
+		return 0;
 	switch (id) {
 	/* paths: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_open
@@ -573,6 +802,48 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		/* the target is link content, relative to the link's directory */
 		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
 			     (__u64)AT_FDCWD_, PT_REGS_PARM2_CORE_SYSCALL(regs));
+	/* failed directory operations: a0 path, a1 flags, a2 dirfd */
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+	case __NR_rmdir:
+	case __NR_unlink:
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, (__u64)AT_FDCWD_);
+#endif
+	case __NR_mkdirat:
+	case __NR_unlinkat:
+		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
+			    PT_REGS_PARM1_CORE_SYSCALL(regs));
+	/* locks: a0 fd, a1 op/cmd, a2 blocking */
+	case __NR_flock: {
+		__u64 op = PT_REGS_PARM2_CORE_SYSCALL(regs);
+
+		if (!(op & (LOCK_SH_ | LOCK_EX_)))
+			return 0;
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), op, !(op & LOCK_NB_));
+	}
+	case __NR_fcntl: {
+		__u64 cmd = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		short type = F_UNLCK_;
+
+		if (cmd != F_SETLK_ && cmd != F_SETLKW_ && cmd != F_OFD_SETLK_ && cmd != F_OFD_SETLKW_)
+			return 0;
+		/* struct flock starts with l_type */
+		bpf_probe_read_user(&type, sizeof(type), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
+		if (type == F_UNLCK_)
+			return 0;
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), cmd,
+			    cmd == F_SETLKW_ || cmd == F_OFD_SETLKW_);
+	}
+	/* datagrams: a1 the address (sendto, recvfrom), the msghdr (sendmsg,
+	 * recvmsg) or the mmsghdr vector (sendmmsg, recvmmsg) */
+	case __NR_sendto:
+	case __NR_recvfrom:
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM5_CORE_SYSCALL(regs), 0);
+	case __NR_sendmsg:
+	case __NR_recvmsg:
+	case __NR_sendmmsg:
+	case __NR_recvmmsg:
+		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs), 0);
 	case __NR_fchdir:
 	case __NR_accept:
 	case __NR_accept4:
@@ -587,10 +858,6 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-	case __NR_sendto:
-	case __NR_sendmsg:
-	case __NR_recvfrom:
-	case __NR_recvmsg:
 	case __NR_listen:
 	case __NR_mlockall:
 		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, 0);
@@ -614,41 +881,76 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* The outcome of a TCP handshake that connect(2) did not wait for. */
+static __always_inline void conn_done(struct conn_val *p, const struct sock *sk)
+{
+	struct tl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct peer_key pk;
+
+	if (!e) {
+		count(CNT_RB_DROPS, 1);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = EV_CONNECT_DONE;
+	e->ts_ns = p->ts;
+	e->dur_ns = p->done_ns - p->ts;
+	e->pid = p->tgid;
+	e->tid = p->tid;
+	e->ret = p->ret;
+	e->flags = p->closed ? CONN_CLOSED : 0;
+	e->arg2 = (__u64)sk;
+	if (sock_peer((struct sock *)sk, &pk)) {
+		/* the peer moves to arg/aux; the family is in flags' upper half */
+		e->flags |= (__u32)pk.family << 16;
+		e->arg = pk.port;
+		__builtin_memcpy(e->aux, pk.addr, sizeof(pk.addr));
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline void on_connect(struct inflight *in, long ret, __u32 tgid, __u64 now)
 {
+	struct conn_val *p = NULL;
+	struct sock *sk = NULL;
 	struct tl_event *e;
 	struct file *f;
-	__u64 len = in->a2;
+	__u64 len = in->a2, key = 0;
 
-	/* a blocking connect's handshake ended inside the syscall; a pending
-	 * one is reported by inet_sock_set_state when it ends */
+	/* A TCP handshake is followed from SYN_SENT (inet_sock_set_state). It
+	 * may end before connect(2) returns, even a non-blocking one (loopback:
+	 * the SYN-ACK or RST is processed at release_sock) */
 	f = fd_file(in->a0);
-	if (f) {
-		__u32 mode = BPF_CORE_READ(f, f_inode, i_mode);
-		struct sock *sk = (mode & S_IFMT_) == S_IFSOCK_ ? file_sock(f) : NULL;
-		__u64 key = (__u64)sk;
-		struct pending_conn *p = sk ? bpf_map_lookup_elem(&conns, &key) : NULL;
-
-		if (p) {
-			if (ret == -EINPROGRESS_ && BPF_CORE_READ(sk, __sk_common.skc_state) ==
-							    TCP_SYN_SENT_)
-				p->async = 1;
-			else
-				bpf_map_delete_elem(&conns, &key);
-		}
-	}
+	if (f && (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT_) == S_IFSOCK_)
+		sk = file_sock(f);
+	key = (__u64)sk;
+	if (sk)
+		p = bpf_map_lookup_elem(&conns, &key);
 	e = ev_reserve(EV_CONNECT, tgid);
-	if (!e)
+	if (e) {
+		e->ts_ns = in->ts;
+		e->dur_ns = now - in->ts;
+		e->ret = ret;
+		e->arg = len;
+		e->arg2 = key;
+		/* the outcome follows in an EV_CONNECT_DONE */
+		e->flags = p && ret < 0 ? 1 : 0;
+		/* the whole buffer covers sockaddr_un; near the end of a page only
+		 * the inet part may be readable */
+		if (bpf_probe_read_user(e->aux, sizeof(e->aux), (void *)in->a1))
+			bpf_probe_read_user(e->aux, 28, (void *)in->a1);
+		bpf_ringbuf_submit(e, 0);
+	}
+	if (!p)
 		return;
-	e->ts_ns = in->ts;
-	e->dur_ns = now - in->ts;
-	e->ret = ret;
-	e->arg = len;
-	/* the whole buffer covers sockaddr_un; near the end of a page only the
-	 * inet part may be readable */
-	if (bpf_probe_read_user(e->aux, sizeof(e->aux), (void *)in->a1))
-		bpf_probe_read_user(e->aux, 28, (void *)in->a1);
-	bpf_ringbuf_submit(e, 0);
+	if (ret == 0)
+		return; /* established: followed until it ends (EV_CONN_END) */
+	p->async = 1;
+	if (!p->done)
+		return; /* inet_sock_set_state reports the outcome */
+	conn_done(p, sk);
+	if (p->closed)
+		bpf_map_delete_elem(&conns, &key);
 }
 
 static __always_inline void on_listen(struct inflight *in, long ret, __u32 tgid)
@@ -673,6 +975,9 @@ static __always_inline void on_listen(struct inflight *in, long ret, __u32 tgid)
 		__u8 one = 1;
 
 		bpf_map_update_elem(&listen_ports, &port, &one, BPF_ANY);
+		/* the launcher's ready mark: faults after it are request-time */
+		if (!ready_ns && (!targ_ready_port || port == targ_ready_port))
+			ready_ns = bpf_ktime_get_ns();
 	}
 	e = ev_reserve(EV_LISTEN, tgid);
 	if (!e)
@@ -778,6 +1083,8 @@ static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
 	if (s) {
 		r.faults0 = r.faults1 = s->faults;
 		r.maj0 = r.maj1 = s->major_faults;
+		r.mf0 = r.mf1 = s->model_faults;
+		r.mmaj0 = r.mmaj1 = s->model_major_faults;
 	}
 	key = (__u64)sk;
 	bpf_map_update_elem(&reqs, &key, &r, BPF_ANY);
@@ -846,18 +1153,52 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case __NR_readv:
 	case __NR_preadv:
 	case __NR_preadv2:
-	case __NR_recvfrom:
-	case __NR_recvmsg:
 		fd_bytes(in->a0, ret, false, now);
+		break;
+	case __NR_recvfrom:
+	case __NR_sendto:
+		fd_bytes_msg(in->a0, ret, in->nr == __NR_sendto, now, 1, in->a1, false);
+		break;
+	case __NR_recvmsg:
+	case __NR_sendmsg:
+		fd_bytes_msg(in->a0, ret, in->nr == __NR_sendmsg, now, 1, in->a1, true);
+		break;
+	case __NR_recvmmsg:
+	case __NR_sendmmsg:
+		fd_mmsg(in->a0, ret, in->a1, in->nr == __NR_sendmmsg, now);
 		break;
 	case __NR_write:
 	case __NR_pwrite64:
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-	case __NR_sendto:
-	case __NR_sendmsg:
 		fd_bytes(in->a0, ret, true, now);
+		break;
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+#endif
+	case __NR_mkdirat:
+		if (ret < 0 && ret != -EEXIST_)
+			failop(FOP_MKDIR, (const char *)in->a0, in->a2, ret, tgid, now);
+		break;
+#ifdef __NR_mkdir
+	case __NR_unlink:
+	case __NR_rmdir:
+#endif
+	case __NR_unlinkat:
+		if (ret < 0 && ret != -ENOENT_) {
+			bool dir = in->nr == __NR_unlinkat ? (in->a1 & AT_REMOVEDIR_) != 0 : false;
+
+#ifdef __NR_rmdir
+			dir |= in->nr == __NR_rmdir;
+#endif
+			failop(dir ? FOP_RMDIR : FOP_UNLINK, (const char *)in->a0, in->a2, ret, tgid,
+			       now);
+		}
+		break;
+	case __NR_flock:
+	case __NR_fcntl:
+		on_lock(in, ret, tgid, now);
 		break;
 	case __NR_mmap:
 		if (ret >= 0 || ret < -4095)
@@ -982,8 +1323,15 @@ int BPF_PROG(sched_process_exit, struct task_struct *p)
 
 /* ---- memory ---- */
 
+struct fault_ctx {
+	__u64 now;
+	__u32 major; /* from the major-fault perf event */
+	__u32 model; /* out: the mapping is of a model-named file */
+};
+
 static long fault_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
+	struct fault_ctx *fc = data;
 	struct file *f = BPF_CORE_READ(vma, vm_file);
 	struct file_key k;
 	struct file_val *v;
@@ -993,8 +1341,19 @@ static long fault_vma(struct task_struct *task, struct vm_area_struct *vma, void
 	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	v = bpf_map_lookup_elem(&files, &k);
-	if (v)
-		__sync_fetch_and_add(&v->faults, 1);
+	if (!v)
+		return 0;
+	fc->model = v->model;
+	if (fc->major) {
+		__sync_fetch_and_add(&v->major_faults, 1);
+		return 0;
+	}
+	__sync_fetch_and_add(&v->faults, 1);
+	if (!v->first_fault_ns)
+		v->first_fault_ns = fc->now;
+	v->last_fault_ns = fc->now;
+	if (ready_ns && fc->now >= ready_ns)
+		__sync_fetch_and_add(&v->faults_after_ready, 1);
 	return 0;
 }
 
@@ -1024,7 +1383,13 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 	if (b)
 		__sync_fetch_and_add(b, 1);
 	/* which file's mapping took the fault (model files mapped with mmap) */
-	bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma, NULL, 0);
+	{
+		struct fault_ctx fc = {.now = now};
+
+		bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma, &fc, 0);
+		if (fc.model)
+			__sync_fetch_and_add(&s->model_faults, 1);
+	}
 	return 0;
 }
 
@@ -1032,10 +1397,11 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
  * sample_period 1, runs this in the faulting task after the fault was
  * accounted (mm_account_fault); page_fault_user cannot tell major from minor. */
 SEC("perf_event")
-int major_fault(void *ctx)
+int major_fault(struct bpf_perf_event_data *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct proc_stat *s, init = {};
+	struct fault_ctx fc = {.major = 1};
 
 	if (!bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
@@ -1047,6 +1413,10 @@ int major_fault(void *ctx)
 			return 0;
 	}
 	__sync_fetch_and_add(&s->major_faults, 1);
+	/* the sample's address is the faulting one (perf_sw_event(..., addr)) */
+	bpf_find_vma(bpf_get_current_task_btf(), ctx->addr, fault_vma, &fc, 0);
+	if (fc.model)
+		__sync_fetch_and_add(&s->model_major_faults, 1);
 	return 0;
 }
 
@@ -1160,6 +1530,8 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 		if (s) {
 			r->faults1 = s->faults;
 			r->maj1 = s->major_faults;
+			r->mf1 = s->model_faults;
+			r->mmaj1 = s->model_major_faults;
 		}
 	}
 	e->ts_ns = r->start_ns;
@@ -1174,6 +1546,8 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 	e->writes = r->writes;
 	e->faults = r->faults1 - r->faults0;
 	e->major_faults = r->maj1 - r->maj0;
+	e->model_faults = r->mf1 - r->mf0;
+	e->model_major_faults = r->mmaj1 - r->mmaj0;
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -1182,8 +1556,7 @@ SEC("raw_tp/inet_sock_set_state")
 int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
 	__u64 key = (__u64)sk;
-	struct pending_conn *p;
-	struct tl_event *e;
+	struct conn_val *p;
 
 	/* the server closed an accepted connection (or it was reset): the
 	 * request is over */
@@ -1199,7 +1572,7 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 	if (newstate == TCP_SYN_SENT_) {
 		/* connect(2) runs in the caller's context */
 		__u32 tgid;
-		struct pending_conn init = {};
+		struct conn_val init = {};
 
 		if (!traced_now(&tgid))
 			return 0;
@@ -1209,35 +1582,50 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 		bpf_map_update_elem(&conns, &key, &init, BPF_ANY);
 		return 0;
 	}
-	if (oldstate != TCP_SYN_SENT_)
-		return 0;
 	/* the handshake ends in softirq context: not the caller's */
 	p = bpf_map_lookup_elem(&conns, &key);
 	if (!p)
 		return 0;
-	if (p->async) {
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-		if (e) {
-			struct peer_key pk;
+	if (oldstate == TCP_SYN_SENT_) {
+		p->done = 1;
+		p->done_ns = bpf_ktime_get_ns();
+		if (newstate == TCP_ESTABLISHED_) {
+			p->ret = 0;
+		} else {
+			/* tcp_reset/tcp_write_err set sk_err before tcp_done: a
+			 * refusal (RST), a timeout, ICMP unreachable; 0 when the
+			 * caller closed the socket while it waited */
+			p->closed = 1;
+			p->ret = -BPF_CORE_READ(sk, sk_err);
+		}
+		/* not yet returned from connect(2): it reports the outcome */
+		if (!p->async)
+			return 0;
+		conn_done(p, sk);
+		if (p->closed)
+			bpf_map_delete_elem(&conns, &key);
+		return 0;
+	}
+	if (p->done && !p->closed &&
+	    (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_ || newstate == TCP_CLOSE_)) {
+		struct tl_conn_event *c = bpf_ringbuf_reserve(&events, sizeof(*c), 0);
 
-			__builtin_memset(e, 0, sizeof(*e));
-			e->type = EV_CONNECT_DONE;
-			e->ts_ns = p->ts;
-			e->dur_ns = bpf_ktime_get_ns() - p->ts;
-			e->pid = p->tgid;
-			e->tid = p->tid;
-			e->ret = newstate == TCP_ESTABLISHED_ ? 0 : -BPF_CORE_READ(sk, sk_err);
-			if (sock_peer((struct sock *)sk, &pk)) {
-				e->arg2 = pk.family;
-				e->arg = pk.port;
-				__builtin_memcpy(e->aux, pk.addr, sizeof(pk.addr));
-			}
-			bpf_ringbuf_submit(e, 0);
+		if (c) {
+			c->ts_ns = p->done_ns;
+			c->dur_ns = bpf_ktime_get_ns() - p->done_ns;
+			c->type = EV_CONN_END;
+			c->pid = p->tgid;
+			c->cookie = key;
+			c->bytes_in = p->bytes_in;
+			c->bytes_out = p->bytes_out;
+			c->ended_by = newstate;
+			c->pad = 0;
+			bpf_ringbuf_submit(c, 0);
 		} else {
 			count(CNT_RB_DROPS, 1);
 		}
+		bpf_map_delete_elem(&conns, &key);
 	}
-	bpf_map_delete_elem(&conns, &key);
 	return 0;
 }
 

@@ -39,6 +39,21 @@ enum trace_event_type {
 	EV_RENAME,  /* struct tl_path2_event */
 	EV_SYMLINK, /* struct tl_path2_event: old = link target (as written), new = link path */
 	EV_REQUEST, /* struct tl_req_event: a connection accepted on a listened port ended */
+	EV_CONN_END, /* struct tl_conn_event: an established outbound TCP connection ended */
+};
+
+/* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
+ * so user space joins a connect's outcome to its attempt. EV_CONNECT_DONE:
+ * ret = 0 (established) or -sk_err at the SYN_SENT -> CLOSE transition
+ * (0 there: the caller closed the socket first), flags = CONN_CLOSED when
+ * the handshake ended in CLOSE. */
+#define CONN_CLOSED 1u
+
+/* failed path operations (failops map) */
+enum trace_failop {
+	FOP_MKDIR = 1, /* mkdir, mkdirat (EEXIST is not a failure worth keeping) */
+	FOP_UNLINK,    /* unlink, unlinkat without AT_REMOVEDIR (ENOENT skipped) */
+	FOP_RMDIR,     /* rmdir, unlinkat with AT_REMOVEDIR (ENOENT skipped) */
 };
 
 enum trace_mlock_call {
@@ -102,8 +117,49 @@ struct tl_req_event {
 	__u64 writes;
 	__u64 faults;	    /* exceptions:page_fault_user of the process */
 	__u64 major_faults; /* software perf event PAGE_FAULTS_MAJ of the process */
+	__u64 model_faults; /* ... of those, inside mappings of model-named files */
+	__u64 model_major_faults;
 };
-_Static_assert(sizeof(struct tl_req_event) == 80, "tl_req_event layout changed");
+_Static_assert(sizeof(struct tl_req_event) == 96, "tl_req_event layout changed");
+
+/* An outbound TCP connection of the tree, established, then ended (either
+ * side closed it, or it was reset): what moved over it. */
+struct tl_conn_event {
+	__u64 ts_ns;  /* established */
+	__u64 dur_ns; /* to its end (FIN_WAIT1, LAST_ACK or CLOSE) */
+	__u32 type;
+	__u32 pid;
+	__u64 cookie; /* struct sock *, as in EV_CONNECT */
+	__u64 bytes_in;
+	__u64 bytes_out;
+	__u32 ended_by; /* the new TCP state */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct tl_conn_event) == 56, "tl_conn_event layout changed");
+
+/* inflight map (key: tid): a syscall of the tree between enter and exit */
+struct inflight {
+	__u64 ts;
+	__u64 a0, a1, a2, a3;
+	__u32 nr;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct inflight) == 48, "inflight layout changed");
+
+/* conns map (key: struct sock *): an outbound TCP connect of the tree, from
+ * SYN_SENT to the end of the connection (or of the failed handshake) */
+struct conn_val {
+	__u64 ts; /* SYN_SENT */
+	__u32 tgid;
+	__u32 tid;
+	__u32 async;  /* connect(2) returned before the outcome was reported */
+	__u32 done;   /* the handshake ended (on loopback: before connect(2) returned) */
+	__s32 ret;    /* its outcome: 0 established, -sk_err */
+	__u32 closed; /* it ended in CLOSE */
+	__u64 done_ns;
+	__u64 bytes_in, bytes_out; /* once established */
+};
+_Static_assert(sizeof(struct conn_val) == 56, "conn_val layout changed");
 
 /* paths map: one entry per path string as the process passed it; a relative
  * path also by the directory it was relative to (cwd or dirfd) */
@@ -153,8 +209,51 @@ struct file_val {
 	char name[TRACE_NAME_MAX]; /* dentry name, for files never opened by path */
 	__u64 first_write_ns; /* a download's span: its writes, not later reads of the same inode */
 	__u64 last_write_ns;
+	__u64 first_fault_ns; /* faults inside mappings of this file */
+	__u64 last_fault_ns;
+	__u64 faults_after_ready; /* ... after the ready listen (targ_ready_port) */
+	__u64 major_faults;	  /* major faults there (software perf event; its address) */
+	__u64 write_errors;	  /* write/pwrite/writev... that failed (not EAGAIN/EINTR) */
+	__s32 write_errno;	  /* the last one */
+	__u32 model;		  /* the name looks like model weights (.pth .pt .bin ...) */
 };
-_Static_assert(sizeof(struct file_val) == 144, "file_val layout changed");
+_Static_assert(sizeof(struct file_val) == 192, "file_val layout changed");
+
+/* failops map: failed mkdir/unlink/rmdir, one entry per operation and path */
+struct failop_key {
+	__u32 op; /* enum trace_failop */
+	__u32 pad;
+	struct path_key p;
+};
+_Static_assert(sizeof(struct failop_key) == 280, "failop_key layout changed");
+
+struct failop_val {
+	__u64 first_ns;
+	__u64 last_ns;
+	__u32 count;
+	__s32 err; /* the last errno */
+	__u32 pid; /* first process */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct failop_val) == 32, "failop_val layout changed");
+
+/* locks map: flock / fcntl record locks, per locked file (inode) */
+struct lock_val {
+	__u64 first_ns;	     /* first lock call */
+	__u64 last_ns;	     /* last call returned */
+	__u64 first_fail_ns; /* first failed (contended) attempt */
+	__u64 acquired_ns;   /* last successful call */
+	__u64 wait_ns;	     /* total time inside blocking calls (LOCK_EX without LOCK_NB, F_SETLKW) */
+	__u64 max_wait_ns;
+	__u32 calls;
+	__u32 blocking; /* blocking calls */
+	__u32 failures; /* calls that failed (EWOULDBLOCK/EAGAIN/EACCES: held by another) */
+	__s32 err;	/* the last failure's errno */
+	__u32 pid;	/* first process */
+	__u32 pad;
+	char name[TRACE_NAME_MAX];
+};
+_Static_assert(sizeof(struct lock_val) == 120, "lock_val layout changed");
 
 /* netio map: bytes per peer */
 struct peer_key {
@@ -171,10 +270,13 @@ struct peer_val {
 	__u64 last_ns;
 	__u64 bytes_in;
 	__u64 bytes_out;
-	__u64 recvs;
-	__u64 sends;
+	__u64 recvs; /* messages (recvmmsg counts each) */
+	__u64 sends; /* messages (sendmmsg counts each) */
+	__u64 errors; /* failed send/recv (not EAGAIN/EINTR): ECONNREFUSED on UDP... */
+	__s32 err;    /* the last one */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct peer_val) == 48, "peer_val layout changed");
+_Static_assert(sizeof(struct peer_val) == 64, "peer_val layout changed");
 
 /* procstat map: per process (tgid) counters */
 struct proc_stat {
@@ -188,8 +290,10 @@ struct proc_stat {
 	__u32 exited;
 	__u32 pad;
 	__u64 major_faults; /* software perf event PAGE_FAULTS_MAJ (0 if it could not attach) */
+	__u64 model_faults; /* user faults inside mappings of model-named files */
+	__u64 model_major_faults;
 };
-_Static_assert(sizeof(struct proc_stat) == 72, "proc_stat layout changed");
+_Static_assert(sizeof(struct proc_stat) == 88, "proc_stat layout changed");
 
 /* counters map (per-CPU array) */
 enum trace_counter {
@@ -200,6 +304,8 @@ enum trace_counter {
 	CNT_PROCS_FULL,
 	CNT_BLOCK_REQS,
 	CNT_BLOCK_BYTES,
+	CNT_FAILOPS_FULL,
+	CNT_LOCKS_FULL,
 	CNT_MAX,
 };
 

@@ -135,6 +135,9 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 		free(tl);
 		return NULL;
 	}
+	/* added in place (docs/timeline.md): failed writes/mkdirs, lock waits */
+	json_object_set_new(tl->root, "failed_ops", json_array());
+	json_object_set_new(tl->root, "locks", json_array());
 	return tl;
 }
 

@@ -51,6 +51,8 @@ struct tracer {
 	/* collected from ring buffer events */
 	json_t *procs;	 /* "pid" -> process object */
 	json_t *connects; /* [connect records] */
+	__u64 *conn_cookie; /* the socket of each connect record (joins its outcome) */
+	size_t cap_cookie;
 	json_t *listens;
 	json_t *mlocks;
 	json_t *imports;      /* finished imports */
@@ -65,6 +67,7 @@ struct tracer {
 	struct tl_path2_event *path2; /* renames and symlinks, as received */
 	size_t n_path2, cap_path2;
 	json_t *requests;
+	json_t *light;	      /* {ms, detached, kept} once the requests window ended */
 	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
 	unsigned long long req_after_window;
 };
@@ -489,6 +492,114 @@ static void keep_path2(struct tracer *t, const struct tl_path2_event *e)
 	t->path2[t->n_path2++].new[TRACE_PATH_MAX - 1] = 0;
 }
 
+/* How a connect ended, from its errno (0: connected). */
+static const char *connect_result(int err, bool closed)
+{
+	switch (err) {
+	case 0:
+		return closed ? "closed-by-caller" : "connected";
+	case ECONNREFUSED:
+		return "refused";
+	case ETIMEDOUT:
+		return "timeout";
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return "unreachable";
+	case EINPROGRESS:
+		return "pending";
+	default:
+		return "error";
+	}
+}
+
+/* The newest connect record of a socket (cookie), or NULL. */
+static json_t *connect_by_cookie(struct tracer *t, __u64 cookie)
+{
+	for (size_t i = json_array_size(t->connects); cookie && i-- > 0;)
+		if (i < t->cap_cookie && t->conn_cookie[i] == cookie)
+			return json_array_get(t->connects, i);
+	return NULL;
+}
+
+static void set_outcome(json_t *c, int ret, bool closed, double ms_to_result)
+{
+	json_object_set_new(c, "ret", json_integer(ret));
+	json_object_set_new(c, "pending", json_false());
+	json_object_set_new(c, "result", json_string(connect_result(-ret, closed)));
+	json_object_set_new(c, "errno", ret < 0 ? json_string(strerrorname_np(-ret) ?: "?")
+					       : json_null());
+	json_object_set_new(c, "ms_to_result", ms_json(ms_to_result));
+}
+
+static void on_connect_rec(struct tracer *t, const struct tl_event *e, double ms, double end_ms)
+{
+	char peer[160];
+	int family, port;
+	bool follows = e->flags & 1; /* the handshake's outcome comes later */
+	size_t n;
+	json_t *c;
+
+	if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port))
+		return;
+	c = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:n, s:n, s:n, s:n, s:n, "
+		      "s:n, s:n}",
+		      "peer", peer, "family", family, "port", port, "pid", (int)e->pid, "start_ms",
+		      ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret, "syscall_ret", e->ret,
+		      "pending", follows || e->ret == -EINPROGRESS, "result", "pending", "errno",
+		      "ms_to_result", "bytes_in", "bytes_out", "established_ms", "closed_ms",
+		      "open_ms");
+	if (!follows && e->ret != -EINPROGRESS) {
+		set_outcome(c, e->ret, false, end_ms - ms);
+		if (e->ret == 0)
+			json_object_set_new(c, "established_ms", ms_json(end_ms));
+	}
+	json_array_append_new(t->connects, c);
+	n = json_array_size(t->connects);
+	if (n > t->cap_cookie) {
+		size_t cap = t->cap_cookie ? t->cap_cookie * 2 : 64;
+		__u64 *nc = realloc(t->conn_cookie, cap * sizeof(*nc));
+
+		if (!nc)
+			return;
+		memset(nc + t->cap_cookie, 0, (cap - t->cap_cookie) * sizeof(*nc));
+		t->conn_cookie = nc;
+		t->cap_cookie = cap;
+	}
+	t->conn_cookie[n - 1] = e->arg2;
+}
+
+/* The handshake connect(2) did not wait for ended: complete its record. */
+static void on_connect_done(struct tracer *t, const struct tl_event *e, double ms, double end_ms)
+{
+	json_t *c = connect_by_cookie(t, e->arg2);
+
+	if (!c || !json_is_true(json_object_get(c, "pending")))
+		return;
+	/* from the connect(2) call (the kernel's ts is SYN_SENT) */
+	(void)ms;
+	set_outcome(c, e->ret, e->flags & CONN_CLOSED,
+		    end_ms - json_real_value(json_object_get(c, "start_ms")));
+	if (e->ret == 0 && !(e->flags & CONN_CLOSED))
+		json_object_set_new(c, "established_ms", ms_json(end_ms));
+}
+
+/* An established connection ended: what moved over it, and for how long. */
+static void on_conn_end(struct tracer *t, const struct tl_conn_event *e)
+{
+	json_t *c = connect_by_cookie(t, e->cookie);
+	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
+	const char *by = e->ended_by == 4 ? "local-close" : e->ended_by == 9 ? "remote-close" : "reset";
+
+	if (!c || !json_is_null(json_object_get(c, "closed_ms")))
+		return;
+	json_object_set_new(c, "bytes_in", json_integer((json_int_t)e->bytes_in));
+	json_object_set_new(c, "bytes_out", json_integer((json_int_t)e->bytes_out));
+	json_object_set_new(c, "established_ms", ms_json(a));
+	json_object_set_new(c, "closed_ms", ms_json(b));
+	json_object_set_new(c, "open_ms", ms_json(b - a));
+	json_object_set_new(c, "ended_by", json_string(by));
+}
+
 static void on_request(struct tracer *t, const struct tl_req_event *e)
 {
 	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
@@ -507,6 +618,10 @@ static void on_request(struct tracer *t, const struct tl_req_event *e)
 			  (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "writes",
 			  (json_int_t)e->writes, "pid", (int)e->pid, "tid", (int)e->tid, "port",
 			  (int)e->port));
+	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
+			    "model_faults", json_integer((json_int_t)e->model_faults));
+	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
+			    "model_major_faults", json_integer((json_int_t)e->model_major_faults));
 	/* the names the renderers and diagnose rules read too */
 	r = json_array_get(t->requests, json_array_size(t->requests) - 1);
 	json_object_set(r, "dur_ms", json_object_get(r, "latency_ms"));
@@ -518,8 +633,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct tracer *t = ctx;
 	const struct tl_event *e = data;
 	double ms, end_ms;
-	char peer[160];
-	int family, port;
 	json_t *p;
 
 	/* every record starts like tl_event: ts, dur, type */
@@ -532,6 +645,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size >= offsetof(struct tl_event, pid) && e->type == EV_REQUEST) {
 		if (size >= sizeof(struct tl_req_event))
 			on_request(t, data);
+		return 0;
+	}
+	if (size >= offsetof(struct tl_event, pid) && e->type == EV_CONN_END) {
+		if (size >= sizeof(struct tl_conn_event))
+			on_conn_end(t, data);
 		return 0;
 	}
 	if (size < sizeof(*e))
@@ -575,21 +693,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	case EV_CONNECT:
+		on_connect_rec(t, e, ms, end_ms);
+		break;
 	case EV_CONNECT_DONE:
-		if (e->type == EV_CONNECT) {
-			if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port))
-				break;
-		} else {
-			family = (int)e->arg2;
-			port = (int)e->arg;
-			peer_string(family, (const __u8 *)e->aux, port, peer, sizeof(peer));
-		}
-		json_array_append_new(
-			t->connects,
-			json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:i, s:b}", "peer", peer, "family", family,
-				  "port", port, "pid", (int)e->pid, "start_ms", ms_json(ms), "dur_ms",
-				  ms_json(end_ms - ms), "ret", e->ret,
-				  "pending", e->type == EV_CONNECT && e->ret == -EINPROGRESS));
+		on_connect_done(t, e, ms, end_ms);
 		break;
 	case EV_LISTEN:
 		json_array_append_new(t->listens, json_pack("{s:i, s:i, s:o}", "pid", (int)e->pid, "port",
@@ -730,6 +837,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 			bpf_program__set_autoload(t->skel->progs.py_import_done, false);
 		}
 		t->skel->rodata->targ_t0_ns = clock_t0_ns();
+		t->skel->rodata->targ_ready_port = (__u32)o->listen_port;
 		err = trace_bpf__load(t->skel);
 		if (bfd >= 0)
 			close(bfd);
@@ -850,6 +958,8 @@ void tracer_free(struct tracer *t)
 	json_decref(t->fallbacks);
 	json_decref(t->procs);
 	json_decref(t->connects);
+	free(t->conn_cookie);
+	json_decref(t->light);
 	json_decref(t->listens);
 	json_decref(t->mlocks);
 	json_decref(t->imports);
@@ -950,6 +1060,15 @@ static json_t *file_json(const char *path, const char *cls, const struct path_va
 
 	json_object_set_new(f, "pid", pv ? json_integer(pv->first_pid) : json_null());
 	set_ms_range(f, first, last);
+	/* when its mapped pages were faulted in: load time or request time */
+	json_object_set_new(f, "faults_after_ready", json_integer((json_int_t)fv->faults_after_ready));
+	json_object_set_new(f, "major_faults", json_integer((json_int_t)fv->major_faults));
+	json_object_set_new(f, "first_fault_ms",
+			    fv->first_fault_ns ? ms_json(clock_ns_to_ms(fv->first_fault_ns)) : json_null());
+	json_object_set_new(f, "last_fault_ms",
+			    fv->last_fault_ns ? ms_json(clock_ns_to_ms(fv->last_fault_ns)) : json_null());
+	json_object_set_new(f, "write_errors", json_integer((json_int_t)fv->write_errors));
+	json_object_set_new(f, "write_errno", errno_json(fv->write_errors ? fv->write_errno : 0));
 	return f;
 }
 
@@ -988,6 +1107,8 @@ static void give_io(struct pent *pe, size_t n)
 		pe[i].fv.writes = ie->v.writes;
 		pe[i].fv.first_write_ns = ie->v.first_write_ns;
 		pe[i].fv.last_write_ns = ie->v.last_write_ns;
+		pe[i].fv.write_errors = ie->v.write_errors;
+		pe[i].fv.write_errno = ie->v.write_errno;
 		pe[i].fv.size = ie->v.size;
 		memcpy(pe[i].fv.name, ie->v.name, sizeof(pe[i].fv.name));
 	}
@@ -1006,10 +1127,16 @@ static void give_io(struct pent *pe, size_t n)
 			pe[i].fv.mmaps = ie->v.mmaps;
 			pe[i].fv.mmap_bytes = ie->v.mmap_bytes;
 			pe[i].fv.faults = ie->v.faults;
+			pe[i].fv.first_fault_ns = ie->v.first_fault_ns;
+			pe[i].fv.last_fault_ns = ie->v.last_fault_ns;
+			pe[i].fv.faults_after_ready = ie->v.faults_after_ready;
+			pe[i].fv.major_faults = ie->v.major_faults;
 			pe[i].fv.size = ie->v.size;
 			if (!ie->wclaimed) {
 				pe[i].fv.bytes_written = ie->v.bytes_written;
 				pe[i].fv.writes = ie->v.writes;
+				pe[i].fv.write_errors = ie->v.write_errors;
+				pe[i].fv.write_errno = ie->v.write_errno;
 				pe[i].fv.first_write_ns = ie->v.first_write_ns;
 				pe[i].fv.last_write_ns = ie->v.last_write_ns;
 			}
@@ -1107,6 +1234,150 @@ static json_t *path2_json(const struct tl_path2_event *e, const char *oldp, cons
 			 oldp, e->type == EV_SYMLINK ? "path" : "new", newp,
 			 "ms", ms_json(clock_ns_to_ms(e->ts_ns)), "pid", (int)e->pid, "result",
 			 e->ret < 0 ? -1 : 0, "errno", errno_json(e->ret < 0 ? -e->ret : 0));
+}
+
+/* Failed mkdir/unlink/rmdir (the failops map), failed writes (per file)
+ * and failed renames, as one list: what refused to be written. */
+static void snap_failops(struct tracer *t, const struct dir_ent *dt, size_t n_dt, json_t *files,
+			 json_t *renames, json_t *root)
+{
+	static const char *ops[] = {"?", "mkdir", "unlink", "rmdir"};
+	struct bpf_map *m = t->skel->maps.failops;
+	json_t *list = json_array(), *f;
+	struct failop_key k, next;
+	struct failop_val v;
+	size_t i;
+	int more;
+
+	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
+	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+		char abs[PATH_MAX];
+
+		k = next;
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
+			continue;
+		k.p.path[sizeof(k.p.path) - 1] = 0;
+		path_abs(dt, n_dt, k.p.path, k.p.base_dev, k.p.base_ino, abs, sizeof(abs));
+		json_array_append_new(
+			list, json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:i}", "op",
+					ops[k.op < 4 ? k.op : 0], "path", abs, "count", (int)v.count,
+					"errno", errno_json(v.err), "first_ms",
+					ms_json(clock_ns_to_ms(v.first_ns)), "last_ms",
+					ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
+	}
+	/* writes: the kernel keeps no time for them, the file's span stands in */
+	json_array_foreach(files, i, f)
+	{
+		if (json_integer_value(json_object_get(f, "write_errors")) <= 0)
+			continue;
+		json_array_append_new(
+			list, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O}", "op", "write", "path",
+					json_object_get(f, "path"), "count",
+					json_object_get(f, "write_errors"), "errno",
+					json_object_get(f, "write_errno"), "first_ms",
+					json_object_get(f, "first_ms"), "last_ms",
+					json_object_get(f, "last_ms"), "pid", json_object_get(f, "pid")));
+	}
+	json_array_foreach(renames, i, f)
+	{
+		if (json_integer_value(json_object_get(f, "result")) == 0)
+			continue;
+		json_array_append_new(
+			list, json_pack("{s:s, s:O, s:O, s:i, s:O, s:O, s:O, s:O}", "op", "rename", "path",
+					json_object_get(f, "new"), "old", json_object_get(f, "old"),
+					"count", 1, "errno", json_object_get(f, "errno"), "first_ms",
+					json_object_get(f, "ms"), "last_ms", json_object_get(f, "ms"),
+					"pid", json_object_get(f, "pid")));
+	}
+	timeline_sort_by(list, "first_ms");
+	json_object_set_new(root, "failed_ops", list);
+}
+
+static json_t *lock_json(const char *path)
+{
+	return json_pack("{s:s, s:i, s:i, s:i, s:n, s:f, s:f, s:n, s:n, s:n, s:n, s:n, s:b, s:n, s:n}",
+			 "path", path, "calls", 0, "blocking_calls", 0, "failures", 0, "errno",
+			 "wait_ms", 0.0, "max_wait_ms", 0.0, "contended_ms", "first_ms", "last_ms",
+			 "acquired_ms", "pid", "waiting", false, "waiting_ms", "waiting_pid");
+}
+
+/* flock/fcntl locks per file, and the blocking lock calls in progress now */
+static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, json_t *root)
+{
+	struct bpf_map *m = t->skel->maps.locks, *im = t->skel->maps.inflight;
+	json_t *list = json_array(), *l;
+	struct file_key k, next;
+	struct lock_val v;
+	__u32 tid, tnext;
+	struct inflight in;
+	double now = clock_ms();
+	int more;
+
+	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
+	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+		char name[TRACE_NAME_MAX + 16];
+		const char *path = NULL;
+		double ff, end;
+
+		k = next;
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
+			continue;
+		for (size_t i = 0; i < n_pe && !path; i++)
+			if (pe[i].pv.opens && pe[i].pv.dev == k.dev && pe[i].pv.ino == k.ino)
+				path = pe[i].path;
+		v.name[TRACE_NAME_MAX - 1] = 0;
+		snprintf(name, sizeof(name), "[fd] %s", v.name);
+		l = lock_json(path ? path : name);
+		json_object_set_new(l, "calls", json_integer(v.calls));
+		json_object_set_new(l, "blocking_calls", json_integer(v.blocking));
+		json_object_set_new(l, "failures", json_integer(v.failures));
+		json_object_set_new(l, "errno", errno_json(v.failures ? v.err : 0));
+		json_object_set_new(l, "wait_ms", ms_json(v.wait_ns / 1e6));
+		json_object_set_new(l, "max_wait_ms", ms_json(v.max_wait_ns / 1e6));
+		set_ms_range(l, v.first_ns, v.last_ns);
+		json_object_set_new(l, "acquired_ms",
+				    v.acquired_ns ? ms_json(clock_ns_to_ms(v.acquired_ns)) : json_null());
+		/* non-blocking polling (filelock: LOCK_EX|LOCK_NB, sleep, again):
+		 * from the first refusal to the success, or to the last try */
+		if (v.first_fail_ns) {
+			ff = clock_ns_to_ms(v.first_fail_ns);
+			end = clock_ns_to_ms(v.acquired_ns > v.first_fail_ns ? v.acquired_ns : v.last_ns);
+			json_object_set_new(l, "contended_ms", ms_json(end - ff));
+		}
+		json_object_set_new(l, "pid", json_integer(v.pid));
+		json_array_append_new(list, l);
+	}
+	/* blocking lock calls not returned yet: the file by /proc/TID/fd/FD */
+	for (more = bpf_map__get_next_key(im, NULL, &tnext, sizeof(tnext)); !more;
+	     more = bpf_map__get_next_key(im, &tid, &tnext, sizeof(tnext))) {
+		char link[64], path[PATH_MAX];
+		json_t *hit = NULL;
+		ssize_t n;
+		size_t i;
+
+		tid = tnext;
+		if (bpf_map__lookup_elem(im, &tid, sizeof(tid), &in, sizeof(in), 0) ||
+		    (in.nr != SYS_flock && in.nr != SYS_fcntl) || !in.a2)
+			continue;
+		snprintf(link, sizeof(link), "/proc/%u/fd/%llu", tid, (unsigned long long)in.a0);
+		n = readlink(link, path, sizeof(path) - 1);
+		if (n <= 0)
+			continue;
+		path[n] = 0;
+		json_array_foreach(list, i, l)
+			if (!strcmp(json_string_value(json_object_get(l, "path")), path))
+				hit = l;
+		if (!hit) {
+			hit = lock_json(path);
+			set_ms_range(hit, in.ts, in.ts);
+			json_array_append_new(list, hit);
+		}
+		json_object_set_new(hit, "waiting", json_true());
+		json_object_set_new(hit, "waiting_ms", ms_json(now - clock_ns_to_ms(in.ts)));
+		json_object_set_new(hit, "waiting_pid", json_integer(tid));
+	}
+	timeline_sort_by(list, "first_ms");
+	json_object_set_new(root, "locks", list);
 }
 
 static void snap_files(struct tracer *t, json_t *root)
@@ -1303,6 +1574,8 @@ static void snap_files(struct tracer *t, json_t *root)
 		json_array_append_new(files, file_json(name, timeline_file_class(io[i].v.name, dp), NULL,
 						       &io[i].v, io[i].v.first_ns, io[i].v.last_ns));
 	}
+	snap_locks(t, pe, n_pe, root);
+	snap_failops(t, dt, n_dt, files, renames, root);
 	for (size_t i = 0; i < n_dt; i++)
 		free(dt[i].path);
 	free(dt);
@@ -1329,14 +1602,34 @@ static void snap_network(struct tracer *t, json_t *root)
 	size_t i;
 	int more;
 
+	/* connections still open: what moved so far */
+	{
+		struct bpf_map *cm = t->skel->maps.conns;
+		__u64 ck, cnext;
+		struct conn_val pc;
+		double nowms = clock_ms();
+
+		for (more = bpf_map__get_next_key(cm, NULL, &cnext, sizeof(cnext)); !more;
+		     more = bpf_map__get_next_key(cm, &ck, &cnext, sizeof(cnext))) {
+			ck = cnext;
+			if (bpf_map__lookup_elem(cm, &ck, sizeof(ck), &pc, sizeof(pc), 0) || !pc.done ||
+			    pc.closed || pc.ret)
+				continue;
+			c = connect_by_cookie(t, ck);
+			if (!c || !json_is_null(json_object_get(c, "closed_ms")))
+				continue;
+			json_object_set_new(c, "bytes_in", json_integer((json_int_t)pc.bytes_in));
+			json_object_set_new(c, "bytes_out", json_integer((json_int_t)pc.bytes_out));
+			json_object_set_new(c, "open_ms",
+					    ms_json(nowms - clock_ns_to_ms(pc.done_ns)));
+		}
+	}
 	/* connect attempts, by peer */
 	json_array_foreach(t->connects, i, c)
 	{
 		const char *peer = json_string_value(json_object_get(c, "peer"));
 		int ret = (int)json_integer_value(json_object_get(c, "ret"));
-
-		if (json_is_true(json_object_get(c, "pending")))
-			continue; /* its outcome is a later record */
+		bool pending = json_is_true(json_object_get(c, "pending"));
 		e = json_object_get(net, peer);
 		if (!e) {
 			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:I, s:I, s:f, s:f, s:O, s:f}", "peer",
@@ -1347,12 +1640,13 @@ static void snap_network(struct tracer *t, json_t *root)
 			json_object_set_new(net, peer, e);
 		}
 		json_object_set_new(e, "connects", json_integer(json_integer_value(json_object_get(e, "connects")) + 1));
-		if (ret < 0) {
+		if (ret < 0 && !pending) {
 			json_object_set_new(e, "failures", json_integer(json_integer_value(json_object_get(e, "failures")) + 1));
 			json_object_set_new(e, "errno", errno_json(-ret));
 		}
 		{
-			double d = json_real_value(json_object_get(c, "dur_ms"));
+			json_t *r = json_object_get(c, "ms_to_result");
+			double d = json_real_value(json_is_real(r) ? r : json_object_get(c, "dur_ms"));
 			double end = json_real_value(json_object_get(c, "start_ms")) + d;
 
 			json_object_set_new(e, "connect_ms", ms_json(json_real_value(json_object_get(e, "connect_ms")) + d));
@@ -1384,6 +1678,20 @@ static void snap_network(struct tracer *t, json_t *root)
 		json_object_set_new(e, "bytes_in", json_integer((json_int_t)v.bytes_in));
 		json_object_set_new(e, "bytes_out", json_integer((json_int_t)v.bytes_out));
 		json_object_set_new(e, "proto", json_string(k.proto == IPPROTO_UDP ? "udp" : "tcp"));
+		json_object_set_new(e, "sends", json_integer((json_int_t)v.sends));
+		json_object_set_new(e, "recvs", json_integer((json_int_t)v.recvs));
+		json_object_set_new(e, "io_errors", json_integer((json_int_t)v.errors));
+		json_object_set_new(e, "io_errno", errno_json(v.errors ? v.err : 0));
+		if (k.port == 53) {
+			/* a query per datagram sent, an answer per one received;
+			 * failures: failed sends/receives (ECONNREFUSED: nothing
+			 * listens there) */
+			json_object_set_new(e, "dns_queries", json_integer((json_int_t)v.sends));
+			json_object_set_new(e, "dns_answers", json_integer((json_int_t)v.recvs));
+			json_object_set_new(e, "dns_failures", json_integer((json_int_t)v.errors));
+			json_object_set_new(e, "dns_unanswered",
+					    json_integer(v.sends > v.recvs ? (json_int_t)(v.sends - v.recvs) : 0));
+		}
 		if (f < json_real_value(json_object_get(e, "first_ms")))
 			json_object_set_new(e, "first_ms", ms_json(f));
 		if (l > json_real_value(json_object_get(e, "last_ms")))
@@ -1547,6 +1855,57 @@ static void snap_block(struct tracer *t, json_t *root, const __u64 *cnt)
 				      "bytes", (json_int_t)cnt[CNT_BLOCK_BYTES], "latency_hist", hist));
 }
 
+/* [trace] requests_window is over: requests are no longer kept, so the
+ * heavy probes go (off-CPU, block, TCP states) and the syscall probes take
+ * only mlock calls (the kernel side's `light`); page faults (rate, model
+ * files), the process tree, major faults and imports stay. */
+static void lighten(struct tracer *t)
+{
+	static const char *heavy[] = {"sched_switch", "block_rq_issue", "block_rq_complete",
+				      "inet_sock_set_state"};
+	json_t *det = json_array(), *kept = json_array();
+	struct bpf_program *prog;
+
+	t->skel->bss->light = 1;
+	bpf_object__for_each_program(prog, t->skel->obj)
+	{
+		struct bpf_prog_info pi;
+		__u32 len = sizeof(pi);
+		bool drop = false;
+
+		for (size_t h = 0; h < sizeof(heavy) / sizeof(heavy[0]); h++)
+			drop |= !strcmp(bpf_program__name(prog), heavy[h]);
+		memset(&pi, 0, sizeof(pi));
+		if (!bpf_program__autoload(prog) || bpf_program__fd(prog) < 0 ||
+		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
+			continue;
+		for (size_t i = 0; i < t->n_links; i++) {
+			struct bpf_link_info li;
+			__u32 ll = sizeof(li);
+
+			memset(&li, 0, sizeof(li));
+			if (!t->links[i] || bpf_obj_get_info_by_fd(bpf_link__fd(t->links[i]), &li, &ll) ||
+			    li.prog_id != pi.id)
+				continue;
+			if (drop) {
+				bpf_link__destroy(t->links[i]);
+				t->links[i] = NULL;
+			}
+		}
+		if (drop)
+			json_array_append_new(det, json_string(bpf_program__name(prog)));
+		else if (strncmp(bpf_program__section_name(prog), "usdt", 4) || t->usdt)
+			json_array_append_new(kept, json_string(!strcmp(bpf_program__name(prog), "sys_enter") ||
+									!strcmp(bpf_program__name(prog), "sys_exit")
+								? (!strcmp(bpf_program__name(prog), "sys_enter")
+									   ? "sys_enter (mlock calls only)"
+									   : "sys_exit (mlock calls only)")
+								: bpf_program__name(prog)));
+	}
+	t->light = json_pack("{s:o, s:o, s:o}", "ms", ms_json(clock_ms()), "detached", det, "kept",
+			     kept);
+}
+
 void tracer_snapshot(struct tracer *t, struct timeline *tl)
 {
 	json_t *root, *tr;
@@ -1558,9 +1917,12 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 	/* what is still waiting in the ring buffer belongs to this snapshot */
 	tracer_poll(t);
 	root = tl->root;
+	if (!t->light && t->req_window_ms >= 0 && t->ready_ms >= 0 &&
+	    clock_ms() >= t->ready_ms + t->req_window_ms)
+		lighten(t);
 	read_counters(t, cnt);
 	lost = cnt[CNT_RB_DROPS] + cnt[CNT_PATHS_FULL] + cnt[CNT_FILES_FULL] + cnt[CNT_PEERS_FULL] +
-	       cnt[CNT_PROCS_FULL] + t->user_lost;
+	       cnt[CNT_PROCS_FULL] + cnt[CNT_FAILOPS_FULL] + cnt[CNT_LOCKS_FULL] + t->user_lost;
 
 	tr = json_object_get(root, "tracing");
 	json_object_set_new(tr, "enabled", json_true());
@@ -1573,6 +1935,10 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 				      "files", (json_int_t)cnt[CNT_FILES_FULL], "peers",
 				      (json_int_t)cnt[CNT_PEERS_FULL], "processes",
 				      (json_int_t)cnt[CNT_PROCS_FULL]));
+	json_object_set_new(json_object_get(tr, "lost"), "failed_ops",
+			    json_integer((json_int_t)cnt[CNT_FAILOPS_FULL]));
+	json_object_set_new(json_object_get(tr, "lost"), "locks",
+			    json_integer((json_int_t)cnt[CNT_LOCKS_FULL]));
 
 	if (t->exec_ms >= 0)
 		timeline_mark(tl, "exec", t->exec_ms);
@@ -1590,5 +1956,6 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 	json_object_set_new(tr, "requests_window_s",
 			    t->req_window_ms < 0 ? json_null() : json_real(t->req_window_ms / 1000));
 	json_object_set_new(tr, "requests_after_window", json_integer((json_int_t)t->req_after_window));
+	json_object_set_new(tr, "light", t->light ? json_deep_copy(t->light) : json_null());
 	timeline_infer_phases(tl);
 }
