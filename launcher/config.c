@@ -35,6 +35,7 @@ static const char *const scope_names[] = {"app", "any", NULL};
 static const char *const mlock_names[] = {"off", "all", "models", "onfault", NULL};
 static const char *const trigger_names[] = {"listen", "signal", "delay", NULL};
 static const char *const mlock_signal_names[] = {"SIGUSR2", "SIGUSR1", NULL};
+static const char *const progress_names[] = {"auto", "tty", "log", "off", NULL};
 
 #define OFF(f) offsetof(struct config, f)
 static const struct key_def keys[] = {
@@ -64,6 +65,8 @@ static const struct key_def keys[] = {
 	{"trace", "settle", T_SECONDS, OFF(settle), 0, 3600, NULL},
 	{"trace", "requests_window", T_SECONDS, OFF(requests_window), 0, 86400 * 7, NULL},
 	{"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
+	{"trace", "stall", T_SECONDS, OFF(stall), 0, 86400, NULL},
+	{"trace", "progress", T_ENUM, OFF(progress), 0, 0, progress_names},
 	{"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
 	{"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
 	{"mlock", "delay", T_SECONDS, OFF(mlock_delay), 0, 86400, NULL},
@@ -138,6 +141,8 @@ void config_defaults(struct config *c)
 	c->settle = 1;
 	c->requests_window = 60;
 	c->python_usdt = true;
+	c->stall = 30;
+	c->progress = PROGRESS_AUTO;
 	c->mlock = MLOCK_OFF;
 	c->mlock_trigger = MLOCK_AT_LISTEN;
 	c->mlock_delay = 60;

@@ -13,6 +13,7 @@ enum stale_scope { SCOPE_APP, SCOPE_ANY };
 enum mlock_mode { MLOCK_OFF, MLOCK_ALL, MLOCK_MODELS, MLOCK_ONFAULT };
 enum mlock_trigger { MLOCK_AT_LISTEN, MLOCK_AT_SIGNAL, MLOCK_AT_DELAY };
 enum mlock_signal { MLOCK_SIGUSR2, MLOCK_SIGUSR1 };
+enum progress_mode { PROGRESS_AUTO, PROGRESS_TTY, PROGRESS_LOG, PROGRESS_OFF };
 
 struct env_var {
 	char *name;
@@ -61,6 +62,8 @@ struct config {
 	double settle;  /* seconds after ready before the timeline is written */
 	double requests_window; /* seconds after ready during which requests are recorded */
 	bool python_usdt;
+	double stall;    /* seconds without progress before saying what it waits on; 0: off */
+	enum progress_mode progress; /* live download progress (progress.h) */
 
 	/* [mlock] (docs/mlock.md) */
 	enum mlock_mode mlock;

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "diagnose.h"
 
@@ -244,6 +247,122 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 	c->findings = json_array();
 }
 
+/* ---- the caches' file systems ---- */
+
+int diagnose_cache_dirs(const json_t *root, struct diag_cache_dir *out, int max, bool with_model_dir)
+{
+	json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
+	json_t *app = json_object_get(cfg, "app");
+	const char *dir = str(app, "dir"), *model_dir = str(app, "model_dir");
+	const char *hub = env_var((json_t *)root, "HF_HUB_CACHE"), *home = env_var((json_t *)root, "HF_HOME");
+	const char *h = getenv("HOME");
+	char md[PATH_MAX] = "", tmp[PATH_MAX];
+	int n = 0;
+
+	if (!dir)
+		dir = "/";
+	if (hub && *hub && n < max) {
+		resolve(dir, hub, out[n].path, PATH_MAX);
+		out[n++].role = "HF_HUB_CACHE";
+	}
+	if (model_dir && *model_dir) {
+		resolve(dir, model_dir, md, sizeof(md));
+		if (n < max) {
+			snprintf(out[n].path, PATH_MAX, "%.*s/hf_cache", PATH_MAX - 10, md);
+			out[n++].role = "model_dir/hf_cache";
+		}
+	}
+	if (home && *home)
+		resolve(dir, home, tmp, sizeof(tmp));
+	else
+		snprintf(tmp, sizeof(tmp), "%.*s/.cache/huggingface", PATH_MAX - 32, h && *h ? h : "/root");
+	if (n < max) {
+		snprintf(out[n].path, PATH_MAX, "%.*s/hub", PATH_MAX - 8, tmp);
+		out[n++].role = "HF_HOME/hub";
+	}
+	if (with_model_dir && *md && n < max) {
+		snprintf(out[n].path, PATH_MAX, "%s", md);
+		out[n++].role = "model_dir";
+	}
+	return n;
+}
+
+/* statfs(2) f_type values (linux/magic.h) and whether what is written
+ * there survives a reboot or the container */
+static const struct {
+	unsigned long magic;
+	const char *name;
+	const char *lost; /* NULL: persistent */
+} fs_types[] = {
+	{0x01021994, "tmpfs", "memory: emptied at every reboot"},
+	{0x858458f6, "ramfs", "memory: emptied at every reboot"},
+	{0x794c7630, "overlay", "a container's writable layer: gone when the container is removed"},
+	{0x61756673, "aufs", "a container's writable layer: gone when the container is removed"},
+	{0xef53, "ext4", NULL},
+	{0x58465342, "xfs", NULL},
+	{0x9123683e, "btrfs", NULL},
+	{0x2fc12fc1, "zfs", NULL},
+	{0x6969, "nfs", NULL},
+	{0xff534d42, "cifs", NULL},
+	{0xfe534d42, "smb2", NULL},
+	{0x65735546, "fuse", NULL},
+	{0x01021997, "9p", NULL},
+	{0x6a656a63, "virtiofs", NULL},
+	{0x73717368, "squashfs", NULL},
+	{0x00c36400, "ceph", NULL},
+	{0x4d44, "vfat", NULL},
+	{0x5346544e, "ntfs", NULL},
+	{0xf2f52010, "f2fs", NULL},
+};
+
+void diagnose_record_cache_fs(struct timeline *tl)
+{
+	struct diag_cache_dir dirs[DIAG_MAX_CACHE_DIRS];
+	json_t *list = json_array();
+	int n;
+
+	if (!tl || !tl->root)
+		return;
+	n = diagnose_cache_dirs(tl->root, dirs, DIAG_MAX_CACHE_DIRS, false);
+	for (int i = 0; i < n; i++) {
+		char at[PATH_MAX], magic[32];
+		const char *name = NULL, *lost = NULL;
+		struct statfs sf;
+		struct statvfs sv;
+		bool exists;
+
+		/* a cache not created yet will be created on its nearest parent */
+		memcpy(at, dirs[i].path, sizeof(at));
+		at[sizeof(at) - 1] = 0;
+		exists = access(at, F_OK) == 0;
+		while (access(at, F_OK) && strcmp(at, "/")) {
+			char *sl = strrchr(at, '/');
+
+			if (sl == at)
+				sl[1] = 0;
+			else if (sl)
+				*sl = 0;
+			else
+				break;
+		}
+		if (statfs(at, &sf) < 0 || statvfs(at, &sv) < 0)
+			continue;
+		for (size_t k = 0; k < sizeof(fs_types) / sizeof(fs_types[0]); k++)
+			if ((unsigned long)sf.f_type == fs_types[k].magic) {
+				name = fs_types[k].name;
+				lost = fs_types[k].lost;
+			}
+		snprintf(magic, sizeof(magic), "0x%lx", (unsigned long)sf.f_type);
+		json_array_append_new(
+			list, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?}", "dir",
+					dirs[i].path, "role", dirs[i].role, "exists", exists, "statfs_path",
+					at, "fs_type", name ? name : magic, "fs_magic", magic, "read_only",
+					(sv.f_flag & ST_RDONLY) != 0, "persistent", lost == NULL, "lost",
+					lost));
+	}
+	json_object_set_new(tl->root, "cache_fs", list);
+}
+
 /* ---- rules: I/O ---- */
 
 static bool benign_missing(const char *path, const char *cls)
@@ -364,6 +483,67 @@ static void rule_write_refused(struct ctx *c)
 		    -1, kinds[k].fix, "%s %s (%s, %zu path%s, first at %.1f s)",
 		    json_string_value(json_array_get(paths, 0)), kinds[k].why, kinds[k].err,
 		    json_array_size(paths), json_array_size(paths) > 1 ? "s" : "", first / 1000);
+	}
+}
+
+/* A cache the service used (a file, a failed probe or a download under it)
+ * on a file system that does not keep it: tmpfs, a container's layer. */
+static void rule_not_persistent(struct ctx *c)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(c->root, "cache_fs"), i, e)
+	{
+		const char *dir = str(e, "dir");
+		const char *sections[] = {"files", "missing_paths"};
+		double written = 0;
+		int used = 0;
+		char b[32], fix[PATH_MAX + 600];
+
+		if (!dir || !json_is_false(json_object_get(e, "persistent")))
+			continue;
+		for (size_t s = 0; s < 2; s++) {
+			json_t *f;
+			size_t j;
+
+			json_array_foreach(json_object_get(c->root, sections[s]), j, f)
+			{
+				char abs[PATH_MAX];
+
+				if (!str(f, "path"))
+					continue;
+				resolve(c->app_dir, str(f, "path"), abs, sizeof(abs));
+				if (!under(abs, dir))
+					continue;
+				used++;
+				written += num(f, "bytes_written");
+			}
+		}
+		if (!used)
+			continue;
+		fmt_bytes(b, sizeof(b), written);
+		if (!strcmp(str(e, "fs_type"), "tmpfs") || !strcmp(str(e, "fs_type"), "ramfs"))
+			snprintf(fix, sizeof(fix),
+				 "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
+				 "(any directory on a persistent file system) in tts-launch.ini, or mount "
+				 "a disk at %s; otherwise every reboot downloads the models again",
+				 dir);
+		else
+			snprintf(fix, sizeof(fix),
+				 "mount a volume at %s (docker run -v hf-cache:%s, a Kubernetes "
+				 "persistentVolumeClaim) or point HF_HUB_CACHE at a mounted volume; "
+				 "otherwise every new container downloads the models again",
+				 dir, dir);
+		add(c, "cache-not-persistent", DIAG_WARNING, "io", "cache on a file system that is not kept",
+		    json_pack("{s:s, s:O, s:O, s:O, s:O, s:i, s:f}", "dir", dir, "role",
+			      json_object_get(e, "role"), "fs_type", json_object_get(e, "fs_type"),
+			      "read_only", json_object_get(e, "read_only"), "statfs_path",
+			      json_object_get(e, "statfs_path"), "paths_used", used, "bytes_written",
+			      written),
+		    -1, fix, "the cache %s (%s) is on %s, %s; %d path%s used there, %s written this run",
+		    dir, str(e, "role"), str(e, "fs_type"), str(e, "lost") ?: "not kept", used,
+		    used == 1 ? "" : "s", b);
 	}
 }
 
@@ -1003,6 +1183,7 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	if (checks & DIAG_IO) {
 		rule_missing_retry(&c);
 		rule_write_refused(&c);
+		rule_not_persistent(&c);
 		rule_lock_wait(&c);
 		rule_io_amplification(&c);
 	}

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "mlock.h"
 #include "procfs.h"
+#include "progress.h"
 #include "spawn.h"
 #include "stale.h"
 #include "timeline.h"
@@ -37,6 +38,8 @@ struct session {
 	struct child child;
 	struct mlock_ctl mlock; /* the mlock shim's reports (mlock.h) */
 	struct metrics *metrics; /* [metrics] listen: /metrics, NULL when off */
+	struct progress *progress; /* live download progress, stalls; NULL when off */
+	double next_progress;      /* ms of the next progress sample */
 	char **argv;
 	char **envp;
 	char *timeline_path;
@@ -74,16 +77,51 @@ static void say(struct session *s, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
-	if (s->foreground)
+	if (s->foreground) {
+		progress_clear(s->progress);
 		fputs(buf, stderr);
+	}
 	logfile_write(&s->log, buf, (size_t)n);
 }
 
 static void say_block(struct session *s, const char *text, size_t len)
 {
-	if (s->foreground)
+	if (s->foreground) {
+		progress_clear(s->progress);
 		fwrite(text, 1, len, stderr);
+	}
 	logfile_write(&s->log, text, len);
+}
+
+/* progress.h's lines: on the terminal (foreground) and in the log, or the
+ * log only (the terminal has the live line). */
+static void progress_emit(void *arg, const char *line, bool terminal)
+{
+	struct session *s = arg;
+
+	if (terminal)
+		say(s, "%s", line);
+	else
+		logfile_write(&s->log, line, strlen(line));
+}
+
+/* About once a second until ready (+ settle): what the trace saw so far,
+ * for download progress and stall detection. */
+static void progress_tick(struct session *s, double now)
+{
+	double t;
+
+	if (!s->progress || !s->tracer || s->settled || now < s->next_progress)
+		return;
+	t = clock_ms();
+	tracer_snapshot(s->tracer, s->tl);
+	t = clock_ms() - t;
+	progress_snapshot_cost(s->progress, t);
+	/* a snapshot walks every BPF map (tens of ms with thousands of
+	 * paths): keep it under 5% of the supervisor's time */
+	s->next_progress = now + (t * 20 > 1000 ? t * 20 : 1000);
+	if (!s->ready)
+		progress_sample(s->progress, s->tl->root, clock_ms());
 }
 
 static int write_pidfile(struct session *s)
@@ -130,6 +168,8 @@ static void write_timeline(struct session *s)
 		tracer_snapshot(s->tracer, s->tl);
 	}
 	mlock_timeline(&s->mlock, s->tl); /* memory.mlock_shim */
+	progress_timeline(s->progress, s->tl->root); /* progress: stalls said */
+	diagnose_record_cache_fs(s->tl);  /* cache_fs: statfs of the caches */
 	diagnose_run(s->tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (!*s->timeline_path)
 		return;
@@ -168,6 +208,8 @@ static bool relay_output(struct session *s)
 	logfile_write(&s->log, buf, (size_t)n);
 	if (s->foreground) {
 		ssize_t off = 0;
+
+		progress_clear(s->progress);
 
 		while (off < n) {
 			ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
@@ -243,6 +285,7 @@ static void on_tick(struct session *s)
 			    s->cfg->ready_timeout);
 		}
 	}
+	progress_tick(s, now);
 	if (s->ready && !s->settled && now >= s->ready_ms + s->cfg->settle * 1000) {
 		s->settled = true;
 		write_timeline(s);
@@ -460,6 +503,7 @@ static int daemonize(struct session *s)
 static void session_free(struct session *s)
 {
 	metrics_stop(s->metrics);
+	progress_free(s->progress);
 	if (s->tracer)
 		tracer_free(s->tracer);
 	if (s->tl)
@@ -594,6 +638,18 @@ int supervise_run(struct config *c, int argc, char **argv)
 		snprintf(why, sizeof(why), "disabled by --no-trace or [trace] enabled = false");
 	}
 	timeline_set_tracing(s.tl, s.tracer != NULL, s.tracer ? NULL : why);
+	if (s.tracer) {
+		/* auto: a live line on a terminal we run in front of, else log lines */
+		bool tty = s.foreground && isatty(STDERR_FILENO);
+		struct progress_opts po = {.mode = c->progress, .stall_s = c->stall, .log_every_s = 5,
+					   .tty = stderr, .emit = progress_emit, .arg = &s};
+
+		if (po.mode == PROGRESS_AUTO)
+			po.mode = tty ? PROGRESS_TTY : PROGRESS_LOG;
+		if (po.mode == PROGRESS_TTY && !s.foreground)
+			po.mode = PROGRESS_LOG;
+		s.progress = progress_new(&po);
+	}
 
 	rc = spawn_release(&s.child, err, sizeof(err));
 	if (rc) {

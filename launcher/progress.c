@@ -1,0 +1,727 @@
+/* progress: live download progress and stall detection over the timeline
+ * model (progress.h). Everything here reads the model the supervisor
+ * snapshots about once a second; nothing reaches into the tracer. */
+#include "progress.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "diagnose.h"
+
+#define RATE_SAMPLES 8        /* rate over the last samples (about 5 s at 1 Hz) */
+#define RATE_WINDOW_MS 5000.0
+#define ACTIVE_MS 3000.0      /* a file counts as being written this long after it grew */
+#define FAULTS_PROGRESS 64    /* page faults per sample that count as work (mmap loads) */
+#define WAIT_MIN_MS 1000.0    /* a connect or request younger than this is not "waiting" */
+#define MAX_STALLS 64
+
+struct pfile {
+	char *path;
+	char name[300];   /* repo/file, or the path shortened */
+	double bytes;
+	double t[RATE_SAMPLES], b[RATE_SAMPLES];
+	int n, head;
+	double first_seen, last_grow, last_logged;
+	double net0;      /* network bytes in when first seen */
+	double first_ms;  /* opened (the model's first_ms) */
+	bool download;    /* a *.incomplete blob */
+	bool done;        /* its completion was said */
+};
+
+struct progress {
+	struct progress_opts o;
+	struct pfile *files;
+	size_t n_files, cap_files;
+	json_t *peers;     /* {peer: {in, out, t_in, t_out}} */
+	json_t *stalls;    /* reported stalls, for the timeline */
+	double sig;        /* progress signature: changes when anything moves */
+	double faults;
+	double last_progress;
+	double next_stall; /* ms of the next stall message; 0: not stalled */
+	bool stalled;
+	bool line_shown;
+	int samples;
+	double snap_total, snap_max;
+	int n_snaps;
+};
+
+static double num(const json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = dir ? strlen(dir) : 0;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+static void fmt_bytes(char *buf, size_t len, double b)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int i = 0;
+
+	while (b >= 1024 && i < 4) {
+		b /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+struct progress *progress_new(const struct progress_opts *o)
+{
+	struct progress *p;
+
+	if (o->mode == PROGRESS_OFF && o->stall_s <= 0)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->o = *o;
+	if (p->o.log_every_s <= 0)
+		p->o.log_every_s = 5;
+	if (p->o.mode == PROGRESS_AUTO)
+		p->o.mode = PROGRESS_LOG;
+	if (p->o.mode == PROGRESS_TTY && !p->o.tty)
+		p->o.mode = PROGRESS_LOG;
+	p->peers = json_object();
+	p->stalls = json_array();
+	p->last_progress = -1;
+	return p;
+}
+
+void progress_free(struct progress *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_files; i++)
+		free(p->files[i].path);
+	free(p->files);
+	json_decref(p->peers);
+	json_decref(p->stalls);
+	free(p);
+}
+
+void progress_snapshot_cost(struct progress *p, double ms)
+{
+	if (!p)
+		return;
+	p->snap_total += ms;
+	p->n_snaps++;
+	if (ms > p->snap_max)
+		p->snap_max = ms;
+}
+
+/* ---- naming a download ---- */
+
+/* models--org--name -> org/name */
+static void repo_id(const char *path, char *out, size_t len)
+{
+	const char *p = strstr(path, "/models--"), *e;
+	size_t o = 0;
+
+	out[0] = 0;
+	if (!p)
+		return;
+	p += strlen("/models--");
+	e = strchr(p, '/');
+	for (const char *q = p; *q && q != e && o + 1 < len; q++) {
+		if (q[0] == '-' && q[1] == '-') {
+			out[o++] = '/';
+			q++;
+		} else {
+			out[o++] = *q;
+		}
+	}
+	out[o] = 0;
+}
+
+void progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
+			    size_t len)
+{
+	char repo[256], folder[PATH_MAX], best[PATH_MAX] = "";
+	const char *m = strstr(path, "/models--"), *e;
+	double best_ms = -1;
+	const json_t *v;
+	size_t i;
+
+	repo_id(path, repo, sizeof(repo));
+	if (!m || !*repo) {
+		const char *b = strrchr(path, '/');
+
+		snprintf(out, len, "%s", b ? b + 1 : path);
+		return;
+	}
+	e = strchr(m + 1, '/');
+	snprintf(folder, sizeof(folder), "%.*s/snapshots/", (int)(e ? e - path : (long)strlen(path)),
+		 path);
+	/* huggingface_hub checks snapshots/COMMIT/FILE just before it takes the
+	 * lock and opens the blob: the last such probe names the file */
+	json_array_foreach(json_object_get(root, "missing_paths"), i, v)
+	{
+		const char *q = str(v, "path");
+		double t = num(v, "last_ms");
+
+		/* the pointer is probed again after the download: its first failure */
+		t = num(v, "first_ms");
+		if (!q || strncmp(q, folder, strlen(folder)) || t > first_ms + 1 || t < best_ms)
+			continue;
+		best_ms = t;
+		snprintf(best, sizeof(best), "%s", q + strlen(folder));
+	}
+	if (*best) {
+		const char *f = strchr(best, '/'); /* past COMMIT/ */
+
+		snprintf(out, len, "%s/%s", repo, f ? f + 1 : best);
+	} else {
+		const char *b = strrchr(path, '/');
+
+		snprintf(out, len, "%s/%.12s...", repo, b ? b + 1 : path);
+	}
+}
+
+/* ---- progress ---- */
+
+static struct pfile *file_get(struct progress *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_files; i++)
+		if (!strcmp(p->files[i].path, path))
+			return &p->files[i];
+	if (p->n_files == p->cap_files) {
+		size_t cap = p->cap_files ? p->cap_files * 2 : 16;
+		struct pfile *n = realloc(p->files, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		p->files = n;
+		p->cap_files = cap;
+	}
+	memset(&p->files[p->n_files], 0, sizeof(p->files[0]));
+	p->files[p->n_files].path = strdup(path);
+	if (!p->files[p->n_files].path)
+		return NULL;
+	p->files[p->n_files].last_grow = -1;
+	p->files[p->n_files].last_logged = -1;
+	return &p->files[p->n_files++];
+}
+
+static double file_rate(const struct pfile *f, double now)
+{
+	/* the oldest sample within the window */
+	int k = -1;
+
+	for (int i = 0; i < f->n; i++) {
+		int j = (f->head - f->n + i + RATE_SAMPLES) % RATE_SAMPLES;
+
+		if (now - f->t[j] <= RATE_WINDOW_MS + 500) {
+			k = j;
+			break;
+		}
+	}
+	if (k < 0 || now - f->t[k] < 500) {
+		/* one sample so far: since it was opened */
+		return now - f->first_ms >= 1 ? f->bytes / ((now - f->first_ms) / 1000) : 0;
+	}
+	return (f->bytes - f->b[k]) / ((now - f->t[k]) / 1000);
+}
+
+/* A file being written where downloads go: an *.incomplete blob, or a
+ * file growing under a cache or the model directory (not the cache's
+ * bookkeeping: locks, refs, .no_exist). */
+static bool watched(const char *path, const struct diag_cache_dir *dirs, int n)
+{
+	if (!strncmp(path, "[fd] ", 5))
+		return false;
+	if (ends_with(path, ".incomplete"))
+		return true;
+	if (strstr(path, "/.locks/") || strstr(path, "/refs/") || strstr(path, "/.no_exist/"))
+		return false;
+	for (int i = 0; i < n; i++)
+		if (under(path, dirs[i].path))
+			return true;
+	return false;
+}
+
+/* The trace saw the .incomplete renamed to its blob: the download is done. */
+static bool download_complete(const json_t *root, const char *path)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(root, "renames"), i, r)
+		if (str(r, "old") && !strcmp(str(r, "old"), path) && num(r, "result") == 0)
+			return true;
+	return false;
+}
+
+/* Downloads in flight: *.incomplete files opened and not renamed yet. */
+static int in_flight(const json_t *root, const json_t **last)
+{
+	const json_t *f;
+	size_t i;
+	int n = 0;
+
+	*last = NULL;
+	json_array_foreach(json_object_get(root, "files"), i, f)
+	{
+		const char *path = str(f, "path");
+
+		if (!path || strncmp(path, "/", 1) || !ends_with(path, ".incomplete") ||
+		    num(f, "opens") <= 0 || download_complete(root, path))
+			continue;
+		n++;
+		if (!*last || num(f, "first_ms") > num(*last, "first_ms"))
+			*last = f;
+	}
+	return n;
+}
+
+/* Bytes received from network peers (not DNS): while one download is in
+ * flight, what arrives is its data. huggingface_hub writes in 10 MiB
+ * chunks, so a file's own size moves in steps and small files not at all
+ * until they are complete. */
+static double net_in(const json_t *root)
+{
+	const json_t *n;
+	double in = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(root, "network"), i, n)
+		if (!json_is_true(json_object_get(n, "dns")))
+			in += num(n, "bytes_in");
+	return in;
+}
+
+static void emit(struct progress *p, bool terminal, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void emit(struct progress *p, bool terminal, const char *fmt, ...)
+{
+	char buf[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (terminal)
+		progress_clear(p);
+	if (p->o.emit)
+		p->o.emit(p->o.arg, buf, terminal);
+}
+
+void progress_clear(struct progress *p)
+{
+	if (!p || !p->line_shown)
+		return;
+	fputs("\r\033[K", p->o.tty);
+	fflush(p->o.tty);
+	p->line_shown = false;
+}
+
+static int tty_width(FILE *f)
+{
+	struct winsize ws;
+
+	if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		return ws.ws_col;
+	return 100;
+}
+
+/* Files: sizes, rates, what is active; lines per the mode. Returns the
+ * bytes written to watched files (part of the progress signature). */
+static double sample_files(struct progress *p, const json_t *root, double now)
+{
+	struct diag_cache_dir dirs[DIAG_MAX_CACHE_DIRS + 1];
+	int nd = diagnose_cache_dirs(root, dirs, DIAG_MAX_CACHE_DIRS + 1, true);
+	char line[1024] = "";
+	int active = 0;
+	double total = 0, net = net_in(root);
+	const json_t *f, *flying;
+	size_t i;
+	int n_flying = in_flight(root, &flying);
+
+	json_array_foreach(json_object_get(root, "files"), i, f)
+	{
+		const char *path = str(f, "path");
+		double w = num(f, "bytes_written");
+		struct pfile *pf;
+
+		if (!path || (w <= 0 && f != flying) || !watched(path, dirs, nd))
+			continue;
+		total += w;
+		pf = file_get(p, path);
+		if (!pf)
+			continue;
+		if (!pf->n) {
+			pf->first_seen = now;
+			pf->net0 = net;
+			pf->first_ms = num(f, "first_ms");
+			pf->download = ends_with(path, ".incomplete");
+			progress_download_name(root, path, num(f, "first_ms"), pf->name,
+					       sizeof(pf->name));
+		}
+		/* the only download in flight: the data received since it was
+		 * first seen is its progress (the file grows in 10 MiB steps) */
+		if (n_flying == 1 && f == flying && net - pf->net0 > w)
+			w = net - pf->net0;
+		if (w > pf->bytes)
+			pf->last_grow = now;
+		pf->bytes = w;
+		pf->t[pf->head] = now;
+		pf->b[pf->head] = w;
+		pf->head = (pf->head + 1) % RATE_SAMPLES;
+		if (pf->n < RATE_SAMPLES)
+			pf->n++;
+	}
+	for (size_t k = 0; k < p->n_files; k++) {
+		struct pfile *pf = &p->files[k];
+		char sz[32], rt[32];
+		double rate;
+
+		if (pf->download && !pf->done && download_complete(root, pf->path)) {
+			pf->done = true;
+			fmt_bytes(sz, sizeof(sz), pf->bytes);
+			if (p->o.mode != PROGRESS_OFF)
+				emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloaded %s: %s\n",
+				     pf->name, sz);
+			continue;
+		}
+		if (pf->done || pf->last_grow < 0 || now - pf->last_grow > ACTIVE_MS)
+			continue;
+		rate = file_rate(pf, now);
+		fmt_bytes(sz, sizeof(sz), pf->bytes);
+		fmt_bytes(rt, sizeof(rt), rate);
+		active++;
+		if (p->o.mode == PROGRESS_OFF)
+			continue;
+		/* periodic lines: every log_every_s per file (tty mode: the log only) */
+		if (pf->last_logged < 0 || now - pf->last_logged >= p->o.log_every_s * 1000 - 50) {
+			pf->last_logged = now;
+			emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloading %s: %s at %s/s\n",
+			     pf->name, sz, rt);
+		}
+		if (active == 1)
+			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s at %s/s", pf->name,
+				 sz, rt);
+	}
+	if (p->o.mode == PROGRESS_TTY) {
+		int width = tty_width(p->o.tty);
+
+		if (active > 1 && strlen(line) + 20 < sizeof(line))
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), " (+%d more)",
+				 active - 1);
+		if (active) {
+			/* one line, rewritten in place: never wider than the terminal */
+			fprintf(p->o.tty, "\r\033[K%.*s", width - 1, line);
+			fflush(p->o.tty);
+			p->line_shown = true;
+		} else {
+			progress_clear(p);
+		}
+	}
+	return total;
+}
+
+/* ---- stalls ---- */
+
+/* Peers as the samples saw them: bytes in/out, when each last grew. */
+static void sample_peers(struct progress *p, const json_t *root, double now)
+{
+	const json_t *n;
+	size_t i;
+
+	json_array_foreach(json_object_get(root, "network"), i, n)
+	{
+		const char *peer = str(n, "peer");
+		double in = num(n, "bytes_in"), out = num(n, "bytes_out"), last = num(n, "last_ms");
+		json_t *h;
+
+		if (!peer || json_is_true(json_object_get(n, "dns")) || !strncmp(peer, "unix:", 5))
+			continue;
+		/* a change happened at the peer's last activity (the model's
+		 * last_ms), unless that is older than the previous sample */
+		h = json_object_get(p->peers, peer);
+		if (!h) {
+			json_object_set_new(p->peers, peer,
+					    json_pack("{s:f, s:f, s:f, s:f}", "in", in, "out", out,
+						      "t_in", in > 0 ? last : -1.0, "t_out",
+						      out > 0 ? last : -1.0));
+			continue;
+		}
+		if (in > num(h, "in"))
+			json_object_set_new(h, "t_in", json_real(last > 0 ? last : now));
+		if (out > num(h, "out"))
+			json_object_set_new(h, "t_out", json_real(last > 0 ? last : now));
+		json_object_set_new(h, "in", json_real(in));
+		json_object_set_new(h, "out", json_real(out));
+	}
+}
+
+static bool benign_missing(const char *path, const char *cls)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	if (cls && (!strcmp(cls, "system") || !strcmp(cls, "python") || !strcmp(cls, "library")))
+		return true;
+	return !strcmp(b, ".netrc") || !strcmp(b, "_netrc");
+}
+
+static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
+{
+	char buf[1536];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_object_set_new(item, "message", json_string(buf));
+	json_array_append_new(list, item);
+}
+
+
+json_t *progress_waiting_on(const json_t *root, const json_t *peers, double since_ms,
+			    double now_ms)
+{
+	json_t *list = json_array(), *own = NULL, *pending = json_object(), *c, *h;
+	const json_t *dl, *e;
+	const char *key;
+	size_t i;
+
+	in_flight(root, &dl);
+	/* 1. connects still in progress: a pending (EINPROGRESS) record with no
+	 * completion record for the same process and peer after it */
+	json_array_foreach(json_object_get(root, "connects"), i, e)
+	{
+		char k[256];
+
+		if (!str(e, "peer") || num(e, "port") == 0)
+			continue;
+		/* by process and port: a completion record may not carry the
+		 * address (only the socket's port is certain there) */
+		snprintf(k, sizeof(k), "%d %d", (int)num(e, "pid"), (int)num(e, "port"));
+		if (json_is_true(json_object_get(e, "pending")))
+			json_object_set(pending, k, (json_t *)e);
+		else
+			json_object_del(pending, k);
+	}
+	json_object_foreach(pending, key, c)
+	{
+		double age = now_ms - num(c, "start_ms");
+
+		if (age < WAIT_MIN_MS)
+			continue;
+		waiting_add(list,
+			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer", str(c, "peer"),
+				      "pid", (int)num(c, "pid"), "seconds", age / 1000),
+			    "blocked in a connect to %s for %.0f s (no answer to the connection "
+			    "request: a firewall dropping packets, or a host that is down)",
+			    str(c, "peer"), age / 1000);
+	}
+	json_decref(pending);
+
+	/* 2. a blocking flock/fcntl lock still waiting (locks[], when the
+	 * tracer records them); else a .lock file opened when progress stopped */
+	json_array_foreach(json_object_get(root, "locks"), i, e)
+	{
+		if (!json_is_true(json_object_get(e, "waiting")) || !str(e, "path"))
+			continue;
+		waiting_add(list,
+			    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", str(e, "path"),
+				      "seconds", num(e, "waiting_ms") / 1000, "blocked", 1),
+			    "waiting for the lock %s for %.0f s: another process holds it (fuser -v %s "
+			    "shows which)",
+			    str(e, "path"), num(e, "waiting_ms") / 1000, str(e, "path"));
+	}
+	json_array_foreach(json_object_get(root, "files"), i, e)
+	{
+		const char *path = str(e, "path");
+		double t = num(e, "last_ms");
+
+		if (!path || !strstr(path, "/.locks/") || !ends_with(path, ".lock") ||
+		    t < since_ms - 1500 || json_array_size(json_object_get(root, "locks")))
+			continue;
+		waiting_add(list,
+			    json_pack("{s:s, s:s, s:f}", "kind", "lock", "path", path, "seconds",
+				      (now_ms - t) / 1000),
+			    "waiting for the lock %s, opened %.0f s ago: another process holds it "
+			    "(fuser -v %s shows which)",
+			    path, (now_ms - t) / 1000, path);
+	}
+
+	/* 3. a peer that was sent something and has not answered, or a download
+	 * whose data stopped coming */
+	if (!peers) {
+		own = json_object();
+		json_array_foreach(json_object_get(root, "network"), i, e)
+		{
+			if (!str(e, "peer") || json_is_true(json_object_get(e, "dns")) ||
+			    !strncmp(str(e, "peer"), "unix:", 5))
+				continue;
+			json_object_set_new(own, str(e, "peer"),
+					    json_pack("{s:f, s:f, s:f, s:f}", "in", num(e, "bytes_in"),
+						      "out", num(e, "bytes_out"), "t_in",
+						      num(e, "bytes_in") > 0 ? num(e, "last_ms") : -1.0,
+						      "t_out",
+						      num(e, "bytes_in") > 0 ? -1.0 : num(e, "last_ms")));
+		}
+		peers = own;
+	}
+	json_object_foreach((json_t *)peers, key, h)
+	{
+		double t_in = num(h, "t_in"), t_out = num(h, "t_out");
+		char b[32];
+
+		/* sent last and nothing back since, however long ago: other work
+		 * (page faults, a thread) may have moved after the send */
+		if (num(h, "out") > 0 && t_out > t_in && now_ms - t_out >= WAIT_MIN_MS) {
+			waiting_add(list,
+				    json_pack("{s:s, s:s, s:f, s:f, s:f}", "kind", "peer-silent", "peer",
+					      key, "bytes_out", num(h, "out"), "bytes_in", num(h, "in"),
+					      "seconds", (now_ms - t_out) / 1000),
+				    "waiting for an answer from %s: a request was sent %.0f s ago and "
+				    "nothing came back (a hub or proxy that accepts connections but does "
+				    "not answer; each request waits for HF_HUB_ETAG_TIMEOUT)",
+				    key, (now_ms - t_out) / 1000);
+		} else if (dl && num(h, "in") > 0 && t_in >= 0 && t_in <= since_ms + 1500 &&
+			   now_ms - t_in >= WAIT_MIN_MS && t_in >= num(dl, "first_ms") - 1500) {
+			char name[300];
+
+			progress_download_name(root, str(dl, "path"), num(dl, "first_ms"), name,
+					       sizeof(name));
+			fmt_bytes(b, sizeof(b), num(h, "in"));
+			waiting_add(list,
+				    json_pack("{s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
+					      "peer", key, "path", str(dl, "path"), "bytes_in",
+					      num(h, "in"), "seconds", (now_ms - t_in) / 1000),
+				    "reading from %s, which has sent nothing for %.0f s, while "
+				    "downloading %s (%s received from it in all; HF_HUB_DOWNLOAD_TIMEOUT "
+				    "ends the wait)",
+				    key, (now_ms - t_in) / 1000, name, b);
+		}
+	}
+	json_decref(own);
+
+	/* 4. the same missing path tried again while nothing else moved */
+	json_array_foreach(json_object_get(root, "missing_paths"), i, e)
+	{
+		const char *path = str(e, "path");
+		double attempts = num(e, "attempts");
+
+		if (!path || benign_missing(path, str(e, "class")) || attempts < 2 ||
+		    num(e, "last_ms") < since_ms)
+			continue;
+		waiting_add(list,
+			    json_pack("{s:s, s:s, s:f, s:s?, s:f}", "kind", "missing-path", "path", path,
+				      "attempts", attempts, "errno", str(e, "errno"), "seconds",
+				      (num(e, "last_ms") - num(e, "first_ms")) / 1000),
+			    "sleeping between retries of the missing path %s: %.0f attempts over %.0f s "
+			    "(%s), the last %.0f s ago",
+			    path, attempts, (num(e, "last_ms") - num(e, "first_ms")) / 1000,
+			    str(e, "errno") ? str(e, "errno") : "failed",
+			    (now_ms - num(e, "last_ms")) / 1000);
+	}
+	if (!json_array_size(list))
+		waiting_add(list, json_pack("{s:s}", "kind", "unknown"),
+			    "nothing the trace sees is moving (no file I/O, network data, new files "
+			    "or processes): busy computing, or waiting on something not traced");
+	return list;
+}
+
+/* Anything moving: file bytes and opens, network bytes in, processes, page
+ * faults by the hundred (a model loaded through mmap). */
+static double signature(const json_t *root)
+{
+	const json_t *e;
+	double s = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(root, "files"), i, e)
+	{
+		if (str(e, "path") && !strncmp(str(e, "path"), "[fd] ", 5))
+			continue; /* inherited fds: the service's own log output */
+		s += num(e, "bytes_read") + num(e, "bytes_written") + num(e, "opens") + num(e, "mmaps");
+	}
+	s += json_array_size(json_object_get(root, "files"));
+	json_array_foreach(json_object_get(root, "network"), i, e)
+		if (!json_is_true(json_object_get(e, "dns")))
+			s += num(e, "bytes_in");
+	s += json_array_size(json_object_get(root, "processes"));
+	return s;
+}
+
+static void check_stall(struct progress *p, const json_t *root, double now)
+{
+	double sig = signature(root);
+	double faults = num(json_object_get(root, "memory"), "page_faults");
+	json_t *why, *w;
+	size_t i;
+
+	if (p->last_progress < 0 || sig != p->sig || faults - p->faults >= FAULTS_PROGRESS) {
+		if (p->stalled && p->last_progress >= 0)
+			emit(p, true, "tts-launch: progressing again after %.0f s\n",
+			     (now - p->last_progress) / 1000);
+		p->sig = sig;
+		p->faults = faults;
+		p->last_progress = now;
+		p->stalled = false;
+		p->next_stall = 0;
+		return;
+	}
+	p->faults = faults;
+	if (p->o.stall_s <= 0 || now - p->last_progress < p->o.stall_s * 1000 ||
+	    (p->next_stall > 0 && now < p->next_stall))
+		return;
+	p->stalled = true;
+	p->next_stall = now + p->o.stall_s * 1000;
+	why = progress_waiting_on(root, p->peers, p->last_progress, now);
+	json_array_foreach(why, i, w)
+		emit(p, true, "tts-launch: no progress for %.0f s: %s\n", (now - p->last_progress) / 1000,
+		     str(w, "message"));
+	if (json_array_size(p->stalls) < MAX_STALLS)
+		json_array_append_new(p->stalls,
+				      json_pack("{s:f, s:f, s:o}", "ms", now, "seconds",
+						(now - p->last_progress) / 1000, "waiting_on", why));
+	else
+		json_decref(why);
+}
+
+void progress_sample(struct progress *p, const json_t *root, double now_ms)
+{
+	if (!p || !root)
+		return;
+	p->samples++;
+	sample_peers(p, root, now_ms);
+	sample_files(p, root, now_ms);
+	check_stall(p, root, now_ms);
+}
+
+void progress_timeline(struct progress *p, json_t *root)
+{
+	if (!p || !root)
+		return;
+	json_object_set_new(root, "progress",
+			    json_pack("{s:i, s:f, s:f, s:O}", "samples", p->samples, "snapshot_ms_avg",
+				      p->n_snaps ? p->snap_total / p->n_snaps : 0.0, "snapshot_ms_max",
+				      p->snap_max, "stalls", p->stalls));
+}
