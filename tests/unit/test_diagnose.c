@@ -1,0 +1,458 @@
+/* diagnose rules over the hand-made timelines in
+ * tests/fixtures/timelines-diagnose/ (one per rule, and a healthy one with
+ * none): each fires alone, with its severity and evidence. And what a
+ * stalled start-up waits on (progress.h), over small inline models. Run
+ * from the top of the tree (make unit). Their [app] dir does not exist, so
+ * nothing is looked up on this machine. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "diagnose.h"
+#include "progress.h"
+#include "timeline.h"
+
+#define FIXTURES "tests/fixtures/timelines-diagnose/"
+
+static struct timeline *load(const char *name)
+{
+	char path[256], err[512];
+	struct timeline *tl;
+
+	snprintf(path, sizeof(path), FIXTURES "%s.json", name);
+	tl = timeline_load(path, err, sizeof(err));
+	if (!tl)
+		fail_msg("%s", err);
+	return tl;
+}
+
+/* Runs every rule; the one finding must be `id` with `severity`. */
+static json_t *only_finding(struct timeline *tl, const char *id, const char *severity,
+			    int want_level)
+{
+	json_t *fs, *f;
+
+	assert_int_equal(diagnose_run(tl, DIAG_ALL), want_level);
+	fs = json_object_get(tl->root, "findings");
+	if (json_array_size(fs) != 1) {
+		char *d = json_dumps(fs, JSON_INDENT(1));
+
+		fail_msg("want one %s finding, got %s", id, d);
+	}
+	f = json_array_get(fs, 0);
+	assert_string_equal(json_string_value(json_object_get(f, "id")), id);
+	assert_string_equal(json_string_value(json_object_get(f, "severity")), severity);
+	assert_non_null(json_string_value(json_object_get(f, "fix")));
+	assert_non_null(json_string_value(json_object_get(f, "message")));
+	return f;
+}
+
+static json_t *ev(json_t *f, const char *k)
+{
+	json_t *v = json_object_get(json_object_get(f, "evidence"), k);
+
+	if (!v)
+		fail_msg("evidence has no %s", k);
+	return v;
+}
+
+static const char *ev_str(json_t *f, const char *k)
+{
+	return json_string_value(ev(f, k));
+}
+
+static double ev_num(json_t *f, const char *k)
+{
+	return json_number_value(ev(f, k));
+}
+
+static bool contains(const char *s, const char *sub)
+{
+	return s && strstr(s, sub);
+}
+
+#define CACHE "/nonexistent/app/checkpoints/hf_cache"
+
+static void test_healthy(void **state)
+{
+	struct timeline *tl = load("healthy");
+
+	(void)state;
+	assert_int_equal(diagnose_run(tl, DIAG_ALL), DIAG_CLEAN);
+	assert_int_equal(json_array_size(json_object_get(tl->root, "findings")), 0);
+	assert_int_equal(diagnose_level(tl), DIAG_CLEAN);
+	timeline_free(tl);
+}
+
+static void test_missing_path_retry(void **state)
+{
+	struct timeline *tl = load("missing-path-retry");
+	json_t *f = only_finding(tl, "missing-path-retry", "error", DIAG_ERROR), *top = ev(f, "top");
+
+	(void)state;
+	/* the interpreter's own search path is ignored, the mount is not */
+	assert_string_equal(json_string_value(json_object_get(top, "path")), "/mnt/hf_cache");
+	assert_int_equal(json_integer_value(json_object_get(top, "attempts")), 12);
+	assert_string_equal(json_string_value(json_object_get(top, "errno")), "ENOENT");
+	assert_int_equal(json_array_size(ev(f, "paths")), 1);
+	assert_float_equal(json_number_value(json_object_get(f, "seconds_lost")), 3.0, 1e-9);
+	timeline_free(tl);
+}
+
+static void test_cache_write_refused(void **state)
+{
+	struct timeline *tl = load("cache-write-refused");
+	json_t *f = only_finding(tl, "cache-write-refused", "error", DIAG_ERROR);
+
+	(void)state;
+	assert_string_equal(ev_str(f, "errno"), "EROFS");
+	assert_string_equal(json_string_value(json_array_get(ev(f, "paths"), 0)),
+			    CACHE "/models--a--b/blobs/e1.incomplete");
+	assert_true(contains(json_string_value(json_object_get(f, "fix")), "read-write"));
+	timeline_free(tl);
+}
+
+static void test_cache_lock_wait(void **state)
+{
+	struct timeline *tl = load("cache-lock-wait");
+	json_t *f = only_finding(tl, "cache-lock-wait", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_string_equal(ev_str(f, "lock"), CACHE "/.locks/models--funasr--campplus/e2.lock");
+	assert_string_equal(ev_str(f, "repo"), "models--funasr--campplus");
+	assert_float_equal(ev_num(f, "seconds"), 2.5, 1e-9);
+	assert_true(json_is_false(ev(f, "still_waiting")));
+	timeline_free(tl);
+}
+
+static void test_io_reread(void **state)
+{
+	struct timeline *tl = load("io-reread");
+	json_t *f = only_finding(tl, "io-reread", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_string_equal(ev_str(f, "path"), "/nonexistent/app/checkpoints/gpt.pth");
+	assert_float_equal(ev_num(f, "factor"), 4.0, 1e-9);
+	timeline_free(tl);
+}
+
+static void test_io_small_reads(void **state)
+{
+	struct timeline *tl = load("io-small-reads");
+	json_t *f = only_finding(tl, "io-small-reads", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_float_equal(ev_num(f, "reads"), 1000, 1e-9);
+	assert_float_equal(ev_num(f, "avg_read"), 2097.152, 1e-9);
+	timeline_free(tl);
+}
+
+static void test_hub_unreachable(void **state)
+{
+	struct timeline *tl = load("hub-unreachable");
+	json_t *f = only_finding(tl, "hub-unreachable", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_string_equal(ev_str(f, "peer"), "127.0.0.1:8999");
+	assert_true(json_is_true(ev(f, "hub")));
+	assert_string_equal(ev_str(f, "outcome"), "silently dropped");
+	assert_int_equal(json_integer_value(ev(f, "attempts")), 3);
+	assert_true(json_is_true(ev(f, "all_cached")));
+	/* two gaps of 1 s, plus the median for the last attempt */
+	assert_float_equal(json_number_value(json_object_get(f, "seconds_lost")), 3.0, 1e-9);
+	assert_true(contains(json_string_value(json_object_get(f, "fix")), "HF_HUB_OFFLINE=1"));
+	timeline_free(tl);
+}
+
+static void test_dns_failure(void **state)
+{
+	struct timeline *tl = load("dns-failure");
+	json_t *f = only_finding(tl, "dns-failure", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_string_equal(ev_str(f, "host"), "hub.invalid");
+	assert_int_equal(json_integer_value(ev(f, "queries")), 2);
+	assert_string_equal(json_string_value(json_array_get(ev(f, "servers"), 0)), "10.0.0.53:53");
+	timeline_free(tl);
+}
+
+static void test_download_slow(void **state)
+{
+	struct timeline *tl = load("download-slow");
+	json_t *f = only_finding(tl, "download-slow", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_float_equal(ev_num(f, "bytes"), 1048576, 1e-9);
+	assert_float_equal(ev_num(f, "seconds"), 4.0, 1e-9);
+	assert_float_equal(ev_num(f, "rate_bps"), 262144, 1e-9);
+	assert_true(contains(json_string_value(json_object_get(json_array_get(ev(f, "files"), 0), "path")),
+			     "models--facebook--w2v-bert-2.0/blobs/4f1ad.incomplete"));
+	assert_true(contains(json_string_value(json_object_get(f, "fix")), "HF_ENDPOINT"));
+	timeline_free(tl);
+}
+
+static void test_download_interrupted(void **state)
+{
+	struct timeline *tl = load("download-interrupted");
+	json_t *f = only_finding(tl, "download-interrupted", "error", DIAG_ERROR);
+
+	(void)state;
+	/* the app dir is not on this machine: the recorded `completed` decides */
+	assert_string_equal(ev_str(f, "path"),
+			    CACHE "/models--facebook--w2v-bert-2.0/blobs/4f1ad.incomplete");
+	assert_float_equal(ev_num(f, "bytes_written"), 524288, 1e-9);
+	assert_true(json_is_null(ev(f, "size_on_disk")));
+	timeline_free(tl);
+}
+
+static void test_wrong_cache(void **state)
+{
+	struct timeline *tl = load("wrong-cache");
+	json_t *f = only_finding(tl, "wrong-cache", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_string_equal(ev_str(f, "written_to"), "/nonexistent/hf_home/hub");
+	assert_string_equal(ev_str(f, "configured_cache"), CACHE);
+	assert_float_equal(ev_num(f, "bytes"), 65536, 1e-9);
+	timeline_free(tl);
+}
+
+static void test_cache_not_persistent(void **state)
+{
+	struct timeline *tl = load("cache-not-persistent");
+	json_t *f = only_finding(tl, "cache-not-persistent", "warning", DIAG_WARNING);
+
+	(void)state;
+	/* the tmpfs cache was used; the overlay HF_HOME/hub was not: no alarm for it */
+	assert_string_equal(ev_str(f, "dir"), CACHE);
+	assert_string_equal(ev_str(f, "fs_type"), "tmpfs");
+	assert_string_equal(ev_str(f, "role"), "model_dir/hf_cache");
+	assert_int_equal(json_integer_value(ev(f, "paths_used")), 2);
+	assert_true(contains(json_string_value(json_object_get(f, "fix")), "HF_HUB_CACHE"));
+	timeline_free(tl);
+}
+
+static void test_lazy_model_faults(void **state)
+{
+	struct timeline *tl = load("lazy-model-faults");
+	json_t *f = only_finding(tl, "lazy-model-faults", "warning", DIAG_WARNING);
+
+	(void)state;
+	assert_float_equal(ev_num(f, "faults"), 5, 1e-9);
+	assert_int_equal(json_array_size(ev(f, "requests")), 1);
+	assert_true(contains(json_string_value(json_object_get(f, "fix")), "--mlock=models"));
+	timeline_free(tl);
+}
+
+/* --check-* selects rules */
+static void test_checks_select(void **state)
+{
+	struct timeline *tl = load("hub-unreachable");
+
+	(void)state;
+	assert_int_equal(diagnose_run(tl, DIAG_IO | DIAG_MEMORY), DIAG_CLEAN);
+	assert_int_equal(diagnose_run(tl, DIAG_DOWNLOAD), DIAG_WARNING);
+	timeline_free(tl);
+}
+
+/* ---- the caches' file systems ---- */
+
+static void test_cache_dirs(void **state)
+{
+	struct timeline *tl = load("healthy");
+	struct diag_cache_dir d[DIAG_MAX_CACHE_DIRS + 1];
+	int n = diagnose_cache_dirs(tl->root, d, DIAG_MAX_CACHE_DIRS + 1, true);
+
+	(void)state;
+	assert_int_equal(n, 3);
+	assert_string_equal(d[0].path, CACHE);
+	assert_string_equal(d[0].role, "model_dir/hf_cache");
+	assert_string_equal(d[1].path, "/nonexistent/hf_home/hub");
+	assert_string_equal(d[2].path, "/nonexistent/app/checkpoints");
+	/* statfs of a cache not there yet: its nearest existing parent ("/") */
+	diagnose_record_cache_fs(tl);
+	assert_int_equal(json_array_size(json_object_get(tl->root, "cache_fs")), 2);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(tl->root, "cache_fs"), 0), "statfs_path")),
+			    "/");
+	assert_true(json_is_false(json_object_get(
+		json_array_get(json_object_get(tl->root, "cache_fs"), 0), "exists")));
+	timeline_free(tl);
+}
+
+/* ---- what a stall waits on (progress.h) ---- */
+
+static json_t *model(const char *text)
+{
+	json_error_t e;
+	json_t *r = json_loads(text, 0, &e);
+
+	if (!r)
+		fail_msg("bad test JSON: %s", e.text);
+	return r;
+}
+
+static json_t *waiting(const char *text, double since, double now, const char *kind)
+{
+	json_t *root = model(text), *w = progress_waiting_on(root, NULL, since, now), *hit = NULL, *x;
+	size_t i;
+
+	json_array_foreach(w, i, x)
+		if (!strcmp(json_string_value(json_object_get(x, "kind")), kind) && !hit)
+			hit = json_incref(x);
+	if (!hit) {
+		char *d = json_dumps(w, 0);
+
+		fail_msg("no %s in %s", kind, d);
+	}
+	json_decref(w);
+	json_decref(root);
+	return hit;
+}
+
+static void test_stall_connect(void **state)
+{
+	/* a connect still pending (no completion record for that process and port) */
+	json_t *w = waiting("{\"connects\": [{\"peer\": \"10.1.2.3:443\", \"port\": 443, \"pid\": 7,"
+			    " \"start_ms\": 1000, \"ret\": -115, \"pending\": true}]}",
+			    1000, 31000, "connect");
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(w, "peer")), "10.1.2.3:443");
+	assert_float_equal(json_number_value(json_object_get(w, "seconds")), 30, 1e-9);
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "blocked in a connect to 10.1.2.3:443 for 30 s"));
+	json_decref(w);
+}
+
+static void test_stall_connect_completed(void **state)
+{
+	json_t *root = model("{\"connects\": [{\"peer\": \"10.1.2.3:443\", \"port\": 443, \"pid\": 7,"
+			     " \"start_ms\": 1000, \"ret\": -115, \"pending\": true},"
+			     " {\"peer\": \"?:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
+			     " \"ret\": 0, \"pending\": false}]}");
+	json_t *w = progress_waiting_on(root, NULL, 1000, 31000);
+
+	(void)state;
+	/* nothing else known: "unknown", never a connect that completed */
+	assert_int_equal(json_array_size(w), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "kind")), "unknown");
+	json_decref(w);
+	json_decref(root);
+}
+
+static void test_stall_peer_silent(void **state)
+{
+	json_t *w = waiting("{\"network\": [{\"peer\": \"127.0.0.1:8999\", \"bytes_in\": 0,"
+			    " \"bytes_out\": 150, \"dns\": false, \"first_ms\": 2000,"
+			    " \"last_ms\": 2000}]}",
+			    2000, 5000, "peer-silent");
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(w, "peer")), "127.0.0.1:8999");
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "waiting for an answer from 127.0.0.1:8999: a request was sent 3 s ago"));
+	json_decref(w);
+}
+
+static void test_stall_download(void **state)
+{
+	json_t *w = waiting(
+		"{\"files\": [{\"path\": \"/c/models--funasr--campplus/blobs/e.incomplete\","
+		" \"opens\": 1, \"first_ms\": 1000, \"last_ms\": 1000, \"bytes_written\": 0}],"
+		" \"missing_paths\": [{\"path\": \"/c/models--funasr--campplus/snapshots/abc/campplus_cn_common.bin\","
+		" \"attempts\": 1, \"first_ms\": 990, \"last_ms\": 990, \"class\": \"hf_cache\"}],"
+		" \"network\": [{\"peer\": \"127.0.0.1:8999\", \"bytes_in\": 4096, \"bytes_out\": 300,"
+		" \"dns\": false, \"first_ms\": 900, \"last_ms\": 1500}]}",
+		1500, 40000, "download-stalled");
+
+	(void)state;
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "downloading funasr/campplus/campplus_cn_common.bin"));
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "reading from 127.0.0.1:8999, which has sent nothing for 38 s"));
+	json_decref(w);
+}
+
+static void test_stall_lock(void **state)
+{
+	json_t *w = waiting("{\"files\": [{\"path\": \"/c/.locks/models--a--b/e.lock\", \"opens\": 1,"
+			    " \"first_ms\": 4000, \"last_ms\": 4000}]}",
+			    4000, 34000, "lock");
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(w, "path")), "/c/.locks/models--a--b/e.lock");
+	assert_true(contains(json_string_value(json_object_get(w, "message")), "opened 30 s ago"));
+	json_decref(w);
+}
+
+static void test_stall_missing_path(void **state)
+{
+	json_t *w = waiting("{\"missing_paths\": [{\"path\": \"/mnt/hf\", \"attempts\": 14,"
+			    " \"errno\": \"ENOENT\", \"first_ms\": 1000, \"last_ms\": 29000,"
+			    " \"class\": \"other\"}, {\"path\": \"/root/.netrc\", \"attempts\": 9,"
+			    " \"errno\": \"ENOENT\", \"first_ms\": 1000, \"last_ms\": 29000,"
+			    " \"class\": \"other\"}]}",
+			    2000, 30000, "missing-path");
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(w, "path")), "/mnt/hf");
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "14 attempts over 28 s (ENOENT)"));
+	json_decref(w);
+}
+
+static void test_download_name(void **state)
+{
+	json_t *root = model(
+		"{\"missing_paths\": ["
+		" {\"path\": \"/c/models--amphion--MaskGCT/snapshots/abc/semantic_codec/model.safetensors\","
+		" \"first_ms\": 900, \"last_ms\": 2000},"
+		" {\"path\": \"/c/models--amphion--MaskGCT/snapshots/abc/other.bin\","
+		" \"first_ms\": 500, \"last_ms\": 500}]}");
+	char name[300];
+
+	(void)state;
+	/* the last snapshot probe before the blob was opened names it */
+	progress_download_name(root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete", 1000, name,
+			       sizeof(name));
+	assert_string_equal(name, "amphion/MaskGCT/semantic_codec/model.safetensors");
+	progress_download_name(root, "/x/models/big.bin", 1000, name, sizeof(name));
+	assert_string_equal(name, "big.bin");
+	json_decref(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_healthy),
+		cmocka_unit_test(test_missing_path_retry),
+		cmocka_unit_test(test_cache_write_refused),
+		cmocka_unit_test(test_cache_lock_wait),
+		cmocka_unit_test(test_io_reread),
+		cmocka_unit_test(test_io_small_reads),
+		cmocka_unit_test(test_hub_unreachable),
+		cmocka_unit_test(test_dns_failure),
+		cmocka_unit_test(test_download_slow),
+		cmocka_unit_test(test_download_interrupted),
+		cmocka_unit_test(test_wrong_cache),
+		cmocka_unit_test(test_cache_not_persistent),
+		cmocka_unit_test(test_lazy_model_faults),
+		cmocka_unit_test(test_checks_select),
+		cmocka_unit_test(test_cache_dirs),
+		cmocka_unit_test(test_stall_connect),
+		cmocka_unit_test(test_stall_connect_completed),
+		cmocka_unit_test(test_stall_peer_silent),
+		cmocka_unit_test(test_stall_download),
+		cmocka_unit_test(test_stall_lock),
+		cmocka_unit_test(test_stall_missing_path),
+		cmocka_unit_test(test_download_name),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
