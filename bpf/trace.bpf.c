@@ -31,6 +31,9 @@ const volatile __u32 targ_ready_port = 0;   /* the ready listen; 0: the first in
 
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 __u64 ready_ns = 0;
+/* Set once a model file is mapped: until then no fault can be in one, and
+ * the fault probes skip bpf_find_vma (the bulk of their cost). */
+__u64 model_mapped = 0;
 /* set by the launcher when [trace] requests_window ends: only mlock calls
  * are still taken from the syscall probes (docs/timeline.md, "light") */
 volatile __u32 light = 0;
@@ -272,6 +275,21 @@ static __always_inline struct tl_event *ev_reserve(__u32 type, __u32 tgid)
 	e->str[0] = 0;
 	e->aux[0] = 0;
 	return e;
+}
+
+/* Frequent events (imports, forks, renames, requests) are submitted without
+ * waking the launcher, which drains the ring on its 100 ms tick and whenever
+ * an urgent event (exec, exit, listen, mlock) wakes it: a wakeup per import
+ * cost more than the import's own probe. */
+static __always_inline void ev_submit_lazy(void *e)
+{
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* Forced: an adaptive wakeup is skipped while lazy events wait unread. */
+static __always_inline void ev_submit_urgent(void *e)
+{
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 static __always_inline struct file *fd_file(long fd)
@@ -568,6 +586,8 @@ static __always_inline void fd_mmap(long fd, __u64 len, __u64 now)
 	v->last_ns = now;
 	__sync_fetch_and_add(&v->mmaps, 1);
 	__sync_fetch_and_add(&v->mmap_bytes, len);
+	if (v->model && !model_mapped)
+		model_mapped = 1;
 }
 
 /* The directory a relative path is relative to: the dirfd's, or the cwd. */
@@ -906,7 +926,7 @@ static __always_inline void conn_done(struct conn_val *p, const struct sock *sk)
 		e->arg = pk.port;
 		__builtin_memcpy(e->aux, pk.addr, sizeof(pk.addr));
 	}
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_urgent(e);
 }
 
 static __always_inline void on_connect(struct inflight *in, long ret, __u32 tgid, __u64 now)
@@ -939,7 +959,7 @@ static __always_inline void on_connect(struct inflight *in, long ret, __u32 tgid
 		 * the inet part may be readable */
 		if (bpf_probe_read_user(e->aux, sizeof(e->aux), (void *)in->a1))
 			bpf_probe_read_user(e->aux, 28, (void *)in->a1);
-		bpf_ringbuf_submit(e, 0);
+		ev_submit_lazy(e);
 	}
 	if (!p)
 		return;
@@ -985,7 +1005,7 @@ static __always_inline void on_listen(struct inflight *in, long ret, __u32 tgid)
 	e->arg = BPF_CORE_READ(sk, __sk_common.skc_num);
 	e->arg2 = family;
 	e->ret = ret;
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_urgent(e);
 }
 
 static __always_inline void on_mlock(struct inflight *in, long ret, __u32 tgid, __u64 now)
@@ -1005,7 +1025,7 @@ static __always_inline void on_mlock(struct inflight *in, long ret, __u32 tgid, 
 		e->arg = in->a1;
 		e->flags = in->a2;
 	}
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_urgent(e);
 }
 
 /* chdir/fchdir: the new cwd's inode, so relative paths can be resolved */
@@ -1024,7 +1044,8 @@ static __always_inline void on_chdir(struct inflight *in, long ret, __u32 tgid)
 	e->arg2 = BPF_CORE_READ(i, i_ino);
 	if (in->nr != __NR_fchdir)
 		bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)in->a0);
-	bpf_ringbuf_submit(e, 0);
+	/* the launcher reads the new cwd from /proc while it lasts */
+	ev_submit_urgent(e);
 }
 
 /* rename/symlink: both paths, with the directories relative ones start from */
@@ -1054,7 +1075,7 @@ static __always_inline void on_path2(struct inflight *in, long ret, __u32 tgid, 
 	else
 		path_base(e->old, in->a2, &e->old_dev, &e->old_ino);
 	path_base(e->new, in->a3, &e->new_dev, &e->new_ino);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_lazy(e);
 }
 
 /* accept(2) returned a connection on a port the tree listens on: a request */
@@ -1246,7 +1267,7 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 		return 0;
 	e->tid = pid;
 	e->ppid = ptgid;
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_lazy(e);
 	return 0;
 }
 
@@ -1275,7 +1296,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	e->arg = len;
 	bpf_probe_read_user(e->aux, len & (sizeof(e->aux) - 1), (void *)start);
 	e->aux[len & (sizeof(e->aux) - 1)] = 0;
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_urgent(e);
 	return 0;
 }
 
@@ -1305,7 +1326,7 @@ static __always_inline void thread_exit(struct task_struct *p, bool group_dead)
 	if (e) {
 		e->ret = BPF_CORE_READ(p, exit_code);
 		e->ppid = BPF_CORE_READ(p, real_parent, tgid);
-		bpf_ringbuf_submit(e, 0);
+		ev_submit_urgent(e);
 	}
 	/* a reused pid must not be traced */
 	bpf_map_delete_elem(&procs, &tgid);
@@ -1341,9 +1362,9 @@ static long fault_vma(struct task_struct *task, struct vm_area_struct *vma, void
 	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
 	v = bpf_map_lookup_elem(&files, &k);
-	if (!v)
-		return 0;
-	fc->model = v->model;
+	if (!v || !v->model)
+		return 0; /* faults are attributed to model files only */
+	fc->model = 1;
 	if (fc->major) {
 		__sync_fetch_and_add(&v->major_faults, 1);
 		return 0;
@@ -1386,7 +1407,8 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 	{
 		struct fault_ctx fc = {.now = now};
 
-		bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma, &fc, 0);
+		if (model_mapped)
+			bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma, &fc, 0);
 		if (fc.model)
 			__sync_fetch_and_add(&s->model_faults, 1);
 	}
@@ -1414,7 +1436,8 @@ int major_fault(struct bpf_perf_event_data *ctx)
 	}
 	__sync_fetch_and_add(&s->major_faults, 1);
 	/* the sample's address is the faulting one (perf_sw_event(..., addr)) */
-	bpf_find_vma(bpf_get_current_task_btf(), ctx->addr, fault_vma, &fc, 0);
+	if (model_mapped)
+		bpf_find_vma(bpf_get_current_task_btf(), ctx->addr, fault_vma, &fc, 0);
 	if (fc.model)
 		__sync_fetch_and_add(&s->model_major_faults, 1);
 	return 0;
@@ -1548,7 +1571,7 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 	e->major_faults = r->maj1 - r->maj0;
 	e->model_faults = r->mf1 - r->mf0;
 	e->model_major_faults = r->mmaj1 - r->mmaj0;
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_lazy(e);
 }
 
 
@@ -1620,7 +1643,7 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 			c->bytes_out = p->bytes_out;
 			c->ended_by = newstate;
 			c->pad = 0;
-			bpf_ringbuf_submit(c, 0);
+			ev_submit_urgent(c);
 		} else {
 			count(CNT_RB_DROPS, 1);
 		}
@@ -1643,7 +1666,7 @@ int BPF_USDT(py_import_start, const char *name)
 	if (!e)
 		return 0;
 	bpf_probe_read_user_str(e->str, sizeof(e->str), name);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_lazy(e);
 	return 0;
 }
 
@@ -1660,6 +1683,6 @@ int BPF_USDT(py_import_done, const char *name, int found)
 		return 0;
 	e->flags = found;
 	bpf_probe_read_user_str(e->str, sizeof(e->str), name);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_lazy(e);
 	return 0;
 }

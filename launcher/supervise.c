@@ -253,6 +253,9 @@ static void on_tick(struct session *s)
 	double now = clock_ms();
 	double ms;
 
+	/* Frequent trace events do not wake us (bpf/trace.bpf.c): drain them. */
+	if (s->tracer)
+		tracer_poll(s->tracer);
 	if (!s->ready) {
 		if (s->tracer && tracer_ready(s->tracer, &ms)) {
 			s->ready = true;
