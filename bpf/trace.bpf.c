@@ -34,6 +34,10 @@ __u64 ready_ns = 0;
 /* Set once a model file is mapped: until then no fault can be in one, and
  * the fault probes skip bpf_find_vma (the bulk of their cost). */
 __u64 model_mapped = 0;
+/* Bytes written to regular files plus bytes received from peers: what a
+ * download moves. The launcher reads it from the mmapped .bss (no syscall)
+ * to snapshot the maps for live progress only while something moves. */
+__u64 dl_activity = 0;
 /* set by the launcher when [trace] requests_window ends: only mlock calls
  * are still taken from the syscall probes (docs/timeline.md, "light") */
 volatile __u32 light = 0;
@@ -444,6 +448,8 @@ static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 
 	} else {
 		__sync_fetch_and_add(&v->bytes_in, n);
 		__sync_fetch_and_add(&v->recvs, msgs);
+		if (n > 0)
+			__sync_fetch_and_add(&dl_activity, n);
 	}
 }
 
@@ -530,6 +536,7 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 	}
 	v->last_ns = now;
 	if (out) {
+		__sync_fetch_and_add(&dl_activity, n);
 		__sync_fetch_and_add(&v->bytes_written, n);
 		__sync_fetch_and_add(&v->writes, 1);
 		if (!v->first_write_ns)

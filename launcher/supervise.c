@@ -40,6 +40,8 @@ struct session {
 	struct metrics *metrics; /* [metrics] listen: /metrics, NULL when off */
 	struct progress *progress; /* live download progress, stalls; NULL when off */
 	double next_progress;      /* ms of the next progress sample */
+	double last_progress_ms;   /* ms of the last one */
+	unsigned long long last_activity; /* tracer_activity() then */
 	char **argv;
 	char **envp;
 	char *timeline_path;
@@ -109,10 +111,19 @@ static void progress_emit(void *arg, const char *line, bool terminal)
  * for download progress and stall detection. */
 static void progress_tick(struct session *s, double now)
 {
+	unsigned long long act;
 	double t;
 
 	if (!s->progress || !s->tracer || s->settled || now < s->next_progress)
 		return;
+	/* Snapshot while downloads move; otherwise only often enough to tell
+	 * a stall (half the stall period): a torch import needs none. */
+	act = tracer_activity(s->tracer);
+	if (act == s->last_activity &&
+	    (s->cfg->stall <= 0 || now < s->last_progress_ms + s->cfg->stall * 500))
+		return;
+	s->last_activity = act;
+	s->last_progress_ms = now;
 	t = clock_ms();
 	tracer_snapshot(s->tracer, s->tl);
 	t = clock_ms() - t;

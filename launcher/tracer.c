@@ -941,6 +941,11 @@ bool tracer_ready(const struct tracer *t, double *ms)
 	return true;
 }
 
+unsigned long long tracer_activity(const struct tracer *t)
+{
+	return __atomic_load_n(&t->skel->bss->dl_activity, __ATOMIC_RELAXED);
+}
+
 void tracer_free(struct tracer *t)
 {
 	if (!t)

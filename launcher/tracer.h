@@ -30,6 +30,9 @@ int tracer_poll(struct tracer *t);
 bool tracer_ready(const struct tracer *t, double *ms);
 /* Copy everything collected so far into the model (may be called again). */
 void tracer_snapshot(struct tracer *t, struct timeline *tl);
+/* Bytes written to files and received from peers so far: changes while a
+ * download moves. Read from mapped memory, so cheap enough for every tick. */
+unsigned long long tracer_activity(const struct tracer *t);
 void tracer_free(struct tracer *t);
 
 #endif

@@ -1,4 +1,4 @@
-"""Run a command and append its wall time (ms) to $BENCH_OUT.
+"""Run a command and append its wall time and CPU time (ms) to $BENCH_OUT.
 
     timer.py [--until-port PORT] -- COMMAND [ARG...]
 
@@ -28,8 +28,13 @@ def main():
     t0 = time.monotonic_ns()
     child = subprocess.Popen(args, start_new_session=port is not None,
                              stdout=subprocess.DEVNULL)
+    cpu = None
     if port is None:
-        rc = child.wait()
+        # wait4: the child's CPU time too (user + system: BPF programs run
+        # in the traced process's context, so tracing shows up there).
+        _, status, ru = os.wait4(child.pid, 0)
+        child.returncode = rc = os.waitstatus_to_exitcode(status)
+        cpu = (ru.ru_utime + ru.ru_stime) * 1000
     else:
         rc = 0
         while True:
@@ -44,7 +49,7 @@ def main():
         os.killpg(child.pid, signal.SIGTERM)
         child.wait()
     with open(os.environ["BENCH_OUT"], "a") as f:
-        f.write("%.3f\n" % elapsed)
+        f.write("%.3f %s\n" % (elapsed, "%.3f" % cpu if cpu is not None else "-"))
     sys.exit(rc)
 
 

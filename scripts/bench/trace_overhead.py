@@ -85,13 +85,16 @@ def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     err = p.stderr.read().decode(errors="replace")
     if p.returncode != 0 or not out.exists():
         raise RuntimeError("%s failed (%s):\n%s" % (variant, p.returncode, err[-2000:]))
-    wall = float(out.read_text().split()[-1])
+    wall, cpu = out.read_text().split()[-2:]
+    wall = float(wall)
+    extra_cpu = None if cpu == "-" else float(cpu)
     if variant == "tts-launch":
         t = json.loads(tl.read_text())
         extra = {"exec_ms": t["marks"]["exec"], "rss_kib": hwm,
                  "events_lost": t["tracing"]["events_lost"], "traced": t["tracing"]["enabled"]}
         if not t["tracing"]["enabled"]:
             raise RuntimeError("tts-launch ran untraced: %s" % t["tracing"].get("reason"))
+    extra["cpu_ms"] = extra_cpu
     return wall, extra
 
 
@@ -151,30 +154,38 @@ def main():
         for name, cwd, argv, env, port in workloads:
             run_variant("untraced", argv, cwd, env, tmp, port)  # warm the page cache
             walls = {v: [] for v in VARIANTS}
+            cpus = {v: [] for v in VARIANTS}
             extras = []
             for i in range(a.runs):
                 for v in VARIANTS:
                     w, extra = run_variant(v, argv, cwd, env, tmp, port)
                     walls[v].append(w)
+                    cpus[v].append(extra.pop("cpu_ms"))
                     if extra:
                         extras.append(extra)
                 print("%s: round %d/%d: %s" % (name, i + 1, a.runs,
                       ", ".join("%s %.0f ms" % (v, walls[v][-1]) for v in VARIANTS)), file=sys.stderr)
-            results[name] = {"walls_ms": walls, "tts_launch": extras}
+            results[name] = {"walls_ms": walls, "cpu_ms": cpus, "tts_launch": extras}
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     print_table(results, a.runs)
 
 
 def print_table(results, runs):
-    print("| workload | variant | median wall (ms) | ratio to untraced | min-max (ms) |")
-    print("| --- | --- | ---: | ---: | --- |")
+    print("| workload | variant | median wall (ms) | ratio to untraced | min-max (ms) "
+          "| median CPU of the workload (ms) | CPU ratio |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
     for name, r in results.items():
         base = statistics.median(r["walls_ms"]["untraced"])
+        cpu_ok = all(None not in r["cpu_ms"][v] for v in VARIANTS)
+        cbase = statistics.median(r["cpu_ms"]["untraced"]) if cpu_ok else None
         for v in VARIANTS:
             w = r["walls_ms"][v]
-            print("| %s | %s | %.0f | %.3fx | %.0f-%.0f |" % (name, v, statistics.median(w),
-                                                             statistics.median(w) / base, min(w), max(w)))
+            cpu = ("%.0f | %.3fx" % (statistics.median(r["cpu_ms"][v]),
+                                     statistics.median(r["cpu_ms"][v]) / cbase)
+                   if cpu_ok else "- | -")
+            print("| %s | %s | %.0f | %.3fx | %.0f-%.0f | %s |" % (
+                name, v, statistics.median(w), statistics.median(w) / base, min(w), max(w), cpu))
     print()
     print("| workload | tts-launch start to exec, probes attached (median ms) | tts-launch peak RSS (median MiB) | events lost (max) |")
     print("| --- | ---: | ---: | ---: |")
