@@ -238,22 +238,17 @@ static json_t *str_or_null(const json_t *obj, const char *key)
 	return s ? json_string(s) : json_null();
 }
 
-/* The shim's outcome: memory.mlock_shim, or memory.mlock when that is an
- * object (the planned rename, with the traced calls in memory.mlock_calls).
- * Without either, the mode the launcher was configured with. */
+/* The shim's outcome (memory.mlock) and the traced calls (memory.mlock_calls).
+ * Without the shim, the mode the launcher was configured with. */
 static json_t *mlock_side(const json_t *root)
 {
 	const json_t *mem = json_object_get(root, "memory");
-	const json_t *o = json_object_get(mem, "mlock_shim");
+	const json_t *o = json_object_get(mem, "mlock");
 	const json_t *calls = json_object_get(mem, "mlock_calls");
 	json_t *out;
 
 	if (!json_is_object(o))
-		o = json_object_get(mem, "mlock");
-	if (!json_is_object(o))
 		o = NULL;
-	if (!json_is_array(calls))
-		calls = json_object_get(mem, "mlock");
 	out = json_pack("{s:o, s:o, s:o, s:o}", "mode", str_or_null(o, "mode"), "status",
 			str_or_null(o, "status"), "bytes_locked", num_json(num(o, "bytes_locked")),
 			"calls",

@@ -371,7 +371,7 @@ void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
 		return;
 	/* memory.mlock is the tracer's list of traced mlock calls; what the
 	 * shim reported goes beside it (docs/mlock.md). */
-	json_object_set_new(mem, "mlock_shim",
+	json_object_set_new(mem, "mlock",
 			    m->state ? json_deep_copy(m->state)
 				     : json_pack("{s:s, s:s}", "mode", "off", "status", "off"));
 }

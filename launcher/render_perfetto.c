@@ -515,7 +515,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	}
 
 	/* mlock calls: instants on the process that made them */
-	json_array_foreach(json_object_get(mem, "mlock"), i, v)
+	json_array_foreach(json_object_get(mem, "mlock_calls"), i, v)
 	{
 		int pid = json_is_integer(json_object_get(v, "pid"))
 				  ? (int)json_integer_value(json_object_get(v, "pid"))

@@ -191,7 +191,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 	single(out, "indextts2_model_file_page_faults_total", "counter",
 	       "Page faults on mappings of model files during the trace.",
 	       num0(mem, "model_file_faults"));
-	json_array_foreach(json_object_get(mem, "mlock"), i, v)
+	json_array_foreach(json_object_get(mem, "mlock_calls"), i, v)
 	{
 		if (json_is_integer(json_object_get(v, "result")) &&
 		    json_integer_value(json_object_get(v, "result")) == 0)
@@ -204,7 +204,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 	sample(out, "indextts2_mlock_calls_total", "result", "ok", ok);
 	sample(out, "indextts2_mlock_calls_total", "result", "failed", failed);
 	{
-		json_t *shim = json_object_get(mem, "mlock_shim");
+		json_t *shim = json_object_get(mem, "mlock");
 		const char *st = json_string_value(json_object_get(shim, "status"));
 		bool locked = ok || (st && !strcmp(st, "locked"));
 

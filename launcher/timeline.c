@@ -126,7 +126,7 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 		"process", "pid", "command", "exit",
 		"marks", "phases", "files", "missing_paths", "network", "downloads",
 		"memory", "page_faults", 0, "major_faults", 0, "minor_faults", 0, "fault_rate",
-		"bucket_ms", 100, "counts", "per_process", "model_file_faults", 0, "mlock",
+		"bucket_ms", 100, "counts", "per_process", "model_file_faults", 0, "mlock_calls",
 		"sched", "io_wait_ms", 0.0, "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes",
 		"block", "requests", 0, "bytes", 0, "latency_hist",
 		"python", "usdt", 0, "imports",
@@ -138,6 +138,8 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 	/* added in place (docs/timeline.md): failed writes/mkdirs, lock waits */
 	json_object_set_new(tl->root, "failed_ops", json_array());
 	json_object_set_new(tl->root, "locks", json_array());
+	/* the mlock shim's outcome (launcher/mlock.c); null when it was not used */
+	json_object_set_new(json_object_get(tl->root, "memory"), "mlock", json_null());
 	return tl;
 }
 
@@ -499,8 +501,12 @@ void timeline_infer_phases(struct timeline *tl)
 		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
 			span_add(&cache, num(p, "first_ms"), num(p, "last_ms"));
 	}
-	json_array_foreach(json_object_get(json_object_get(root, "memory"), "mlock"), i, p)
-		span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
+	/* libraries mlock a page or two for their own reasons (glibc, OpenSSL):
+	 * only mlockall and large ranges are "locking the model" */
+	json_array_foreach(json_object_get(json_object_get(root, "memory"), "mlock_calls"), i, p)
+		if (!strcmp(json_string_value(json_object_get(p, "call")) ?: "", "mlockall") ||
+		    num(p, "len") >= 1 << 20)
+			span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
 
 	if (!imp.set)
 		imp = pyfiles; /* no USDT: Python's own files stand for its imports */
@@ -801,7 +807,19 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		(long long)json_integer_value(json_object_get(mem, "page_faults")),
 		(long long)json_integer_value(json_object_get(mem, "major_faults")),
 		(long long)json_integer_value(json_object_get(mem, "model_file_faults")));
-	json_array_foreach(json_object_get(mem, "mlock"), i, p)
+	p = json_object_get(mem, "mlock");
+	if (json_is_object(p)) {
+		/* the shim's outcome (docs/mlock.md) */
+		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
+		fprintf(out, "  mlock shim (%s, at %s): %s, %.1f MiB locked in %s%s%s\n",
+			json_string_value(json_object_get(p, "mode")) ?: "?",
+			json_string_value(json_object_get(p, "trigger")) ?: "?",
+			json_string_value(json_object_get(p, "status")) ?: "?",
+			num(p, "bytes_locked") / 1048576.0, a,
+			json_string_value(json_object_get(p, "fix")) ? "; fix: " : "",
+			json_string_value(json_object_get(p, "fix")) ?: "");
+	}
+	json_array_foreach(json_object_get(mem, "mlock_calls"), i, p)
 	{
 		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
 		fprintf(out, "  %s: %s in %s\n", json_string_value(json_object_get(p, "call")),

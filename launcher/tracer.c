@@ -1839,7 +1839,7 @@ static void snap_memory(struct tracer *t, json_t *root)
 			model_faults += json_integer_value(json_object_get(f, "faults"));
 	}
 	json_object_set_new(mem, "model_file_faults", json_integer((json_int_t)model_faults));
-	json_object_set_new(mem, "mlock", json_deep_copy(t->mlocks));
+	json_object_set_new(mem, "mlock_calls", json_deep_copy(t->mlocks));
 }
 
 static void snap_block(struct tracer *t, json_t *root, const __u64 *cnt)

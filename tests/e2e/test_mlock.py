@@ -142,7 +142,7 @@ def test_all_locks_at_listen(app):
     assert locked_in(s.pid, "model.safetensors") == MODEL_MB * MiB
     assert alive(s.pid)
     tl = s.stop()
-    m = tl["memory"]["mlock_shim"]
+    m = tl["memory"]["mlock"]
     assert m["mode"] == "all" and m["trigger"] == "listen" and m["status"] == "locked"
     assert m["loaded"] is True and m["errno"] is None and m["fix"] is None
     assert m["bytes_locked"] >= MODEL_MB * MiB and m["bytes_to_lock"] > 0
@@ -158,7 +158,7 @@ def test_models_locks_only_model_mappings(app):
     assert locked_in(s.pid, "model.safetensors") == MODEL_MB * MiB
     # nothing but the model: VmLck is exactly its mapping
     assert vmlck(s.pid) == MODEL_MB * MiB
-    m = s.stop()["memory"]["mlock_shim"]
+    m = s.stop()["memory"]["mlock"]
     assert m["status"] == "locked" and m["mappings"] == 1
     assert m["bytes_to_lock"] == MODEL_MB * MiB
 
@@ -167,7 +167,7 @@ def test_models_patterns_configurable(app):
     s = Svc(app, mlock="models", extra="patterns = *.gguf\n")
     s.wait_line("tts-launch: mlock (models, at listen): locked")
     assert vmlck(s.pid) == 0  # *.safetensors no longer matches
-    assert s.stop()["memory"]["mlock_shim"]["mappings"] == 0
+    assert s.stop()["memory"]["mlock"]["mappings"] == 0
 
 
 def test_onfault_locks_only_what_is_resident(app):
@@ -187,7 +187,7 @@ def test_signal_trigger(app):
     s.wait_line("tts-launch: mlock (all, at signal): locked")
     assert vmlck(s.pid) >= MODEL_MB * MiB
     assert alive(s.pid)  # SIGUSR2's default action would have killed it
-    assert s.stop()["memory"]["mlock_shim"]["trigger"] == "signal"
+    assert s.stop()["memory"]["mlock"]["trigger"] == "signal"
 
 
 def test_delay_trigger(app):
@@ -211,7 +211,7 @@ def test_guard_refuses_above_the_limit(app):
     assert "above the limit of 1 MiB" in line and "fix: raise [mlock] limit" in line
     assert vmlck(s.pid) == 0
     assert alive(s.pid) and port_open(app.port)
-    m = s.stop()["memory"]["mlock_shim"]
+    m = s.stop()["memory"]["mlock"]
     assert m["status"] == "refused" and m["bytes_to_lock"] > MiB and m["bytes_locked"] == 0
     assert "limit" in m["fix"]
 
@@ -226,7 +226,7 @@ def test_failed_lock_is_reported_and_service_lives(app, args, err, fix):
     assert "failed: %s:" % err in line and fix in line and "the service keeps running" in line
     assert vmlck(s.pid) == 0
     assert alive(s.pid) and port_open(app.port)
-    m = s.stop()["memory"]["mlock_shim"]
+    m = s.stop()["memory"]["mlock"]
     assert m["status"] == "failed" and m["errno"] == err and fix in m["fix"]
     assert m["events"][-1]["cap_ipc_lock"] is False
 
@@ -253,7 +253,7 @@ def test_unprivileged_service_locks_with_only_cap_ipc_lock(open_app):
         assert int(st[k], 16) == ipc_lock, (k, st[k])
     # beyond the 8 MiB RLIMIT_MEMLOCK: only CAP_IPC_LOCK allows that
     assert vmlck(s.pid) >= MODEL_MB * MiB
-    m = s.stop()["memory"]["mlock_shim"]
+    m = s.stop()["memory"]["mlock"]
     assert m["status"] == "locked" and m["cap_ipc_lock"] is True
 
 
@@ -286,7 +286,7 @@ def test_not_injected_when_off(app):
     assert "mlock_shim" not in Path("/proc/%d/maps" % s.pid).read_text()
     assert b"LD_PRELOAD" not in Path("/proc/%d/environ" % s.pid).read_bytes()
     assert vmlck(s.pid) == 0
-    m = s.stop()["memory"]["mlock_shim"]
+    m = s.stop()["memory"]["mlock"]
     assert m == {"mode": "off", "status": "off"}
     assert "mlock (" not in _read(s.log)
 
@@ -299,7 +299,7 @@ def test_cli_overrides_mode(app):
 
 def test_traced_run_has_both_the_calls_and_the_outcome(app):
     # With tracing, memory.mlock lists the traced mlock calls and
-    # memory.mlock_shim what the shim reported; the timeline stays valid.
+    # memory.mlock what the shim reported; the timeline stays valid.
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((Path(__file__).resolve().parents[1] / "schema" /
                          "timeline.schema.json").read_text())
@@ -309,6 +309,6 @@ def test_traced_run_has_both_the_calls_and_the_outcome(app):
     jsonschema.Draft7Validator(schema).validate(tl)
     if not tl["tracing"]["enabled"]:
         pytest.skip("tracing unavailable: %s" % tl["tracing"]["reason"])
-    calls = [c for c in tl["memory"]["mlock"] if c["pid"] == s.pid]
+    calls = [c for c in tl["memory"]["mlock_calls"] if c["pid"] == s.pid]
     assert [c["call"] for c in calls] == ["mlockall"] and calls[0]["result"] == 0
-    assert tl["memory"]["mlock_shim"]["status"] == "locked"
+    assert tl["memory"]["mlock"]["status"] == "locked"

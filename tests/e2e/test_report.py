@@ -153,7 +153,7 @@ def test_perfetto_has_every_phase_mark_download_and_request():
     req = [e for e in evs if e["ph"] == "b" and e["cat"] == "request"]
     assert sorted(e["ts"] for e in req) == sorted(us(r["start_ms"]) for r in tl["requests"])
     mlock = [e for e in evs if e["ph"] == "i" and e["cat"] == "mlock"]
-    assert len(mlock) == len(tl["memory"]["mlock"]) and all(e["s"] == "p" for e in mlock)
+    assert len(mlock) == len(tl["memory"]["mlock_calls"]) and all(e["s"] == "p" for e in mlock)
     # counters: one point per fault-rate bucket plus the closing zero
     pf = [e for e in evs if e["ph"] == "C" and e["name"] == "page faults/s"]
     counts = tl["memory"]["fault_rate"]["counts"]

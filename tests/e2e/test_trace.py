@@ -165,7 +165,7 @@ def test_exit_by_signal_recorded(work):
 
 def test_mlockall_recorded(work):
     _, tl = run_traced(work, FILEOPS, "mlockall")
-    calls = tl["memory"]["mlock"]
+    calls = tl["memory"]["mlock_calls"]
     assert len(calls) == 1 and calls[0]["call"] == "mlockall"
     assert calls[0]["result"] == 0 and calls[0]["errno"] is None
     assert any(p["name"] == "mlock" for p in tl["phases"])

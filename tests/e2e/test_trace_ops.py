@@ -162,5 +162,5 @@ def test_light_probes_after_requests_window(work):
             "inet_sock_set_state"} <= set(light["detached"])
     assert "page_fault_user" in light["kept"] and "sched_process_exit" in light["kept"]
     # the mlockall after the window is still seen
-    assert [m["call"] for m in tl["memory"]["mlock"]] == ["mlockall"]
+    assert [m["call"] for m in tl["memory"]["mlock_calls"]] == ["mlockall"]
     assert tl["process"]["exit"]["code"] == 0

@@ -151,7 +151,7 @@ static void test_mlock_both_shapes(void **state)
 	json_t *b = json_object_get(ml, "before"), *a = json_object_get(ml, "after");
 
 	(void)state;
-	/* before: memory.mlock_shim + memory.mlock the call list */
+	/* before: the shim was off (memory.mlock), no call traced */
 	assert_string_equal(json_string_value(json_object_get(b, "mode")), "off");
 	assert_string_equal(json_string_value(json_object_get(b, "status")), "off");
 	assert_null_key(b, "bytes_locked");

@@ -1,5 +1,5 @@
 /* The launcher side of the mlock shim: the environment it prepares, the
- * report socket, parsing reports into memory.mlock_shim, the lines it says
+ * report socket, parsing reports into memory.mlock, the lines it says
  * and the fixes it suggests. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,7 +141,7 @@ static void test_describe_and_fix(void **state)
 	json_decref(refused);
 }
 
-/* Reports arrive on the socket and land in memory.mlock_shim. */
+/* Reports arrive on the socket and land in memory.mlock. */
 static void test_poll_into_timeline(void **state)
 {
 	struct mlock_ctl m = MLOCK_CTL_INIT;
@@ -176,15 +176,15 @@ static void test_poll_into_timeline(void **state)
 	assert_non_null(strstr(text, "mlock (models, at listen): locked 4 KiB (1 model mapping)"));
 	free(text);
 
-	obj = json_object_get(json_object_get(tl->root, "memory"), "mlock_shim");
+	obj = json_object_get(json_object_get(tl->root, "memory"), "mlock");
 	assert_string_equal(json_string_value(json_object_get(obj, "status")), "locked");
 	assert_true(json_is_true(json_object_get(obj, "loaded")));
 	assert_int_equal(json_integer_value(json_object_get(obj, "bytes_locked")), 4096);
 	assert_int_equal(json_integer_value(json_object_get(obj, "pid")), 42);
 	assert_int_equal(json_array_size(json_object_get(obj, "events")), 2);
 	assert_true(json_is_null(json_object_get(obj, "fix")));
-	/* memory.mlock (the tracer's traced calls) is left alone */
-	assert_true(json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock")));
+	/* memory.mlock_calls (the tracer's traced calls) is left alone */
+	assert_true(json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock_calls")));
 	close(sv[1]);
 	mlock_free(&m);
 	timeline_free(tl);

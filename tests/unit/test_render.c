@@ -269,7 +269,7 @@ static const char *PERFETTO_MODEL =
     " \"requests\": [{\"method\": \"POST\", \"path\": \"/tts\", \"start_ms\": 41.0,"
     "   \"end_ms\": 43.25}],"
     " \"memory\": {\"fault_rate\": {\"bucket_ms\": 10, \"counts\": [5, 0, 20]},"
-    "   \"mlock\": [{\"call\": \"mlockall\", \"pid\": 200, \"start_ms\": 12.5, \"result\": 0}]},"
+    "   \"mlock_calls\": [{\"call\": \"mlockall\", \"pid\": 200, \"start_ms\": 12.5, \"result\": 0}]},"
     " \"sched\": {\"processes\": [{\"pid\": 200, \"io_wait_ms\": 1.5, \"sleep_ms\": 2,"
     "   \"runqueue_ms\": 3}]}}";
 
@@ -561,7 +561,7 @@ static const char *PROM_MODEL =
     "   {\"name\": \"say \\\"hi\\\"\", \"start_ms\": 0, \"end_ms\": 250},"
     "   {\"name\": \"imports\", \"start_ms\": 700, \"end_ms\": 950}],"
     " \"memory\": {\"page_faults\": 123456, \"major_faults\": 78, \"model_file_faults\": 9,"
-    "   \"mlock\": [{\"call\": \"mlock\", \"result\": 0}, {\"call\": \"mlockall\","
+    "   \"mlock_calls\": [{\"call\": \"mlock\", \"result\": 0}, {\"call\": \"mlockall\","
     "   \"result\": -1}, {\"call\": \"mlock\", \"result\": -1}]},"
     " \"missing_paths\": [{\"path\": \"/x\", \"attempts\": 4}, {\"path\": \"/y\", \"attempts\": "
     "6}],"
