@@ -217,6 +217,18 @@ static void suggest(char *buf, size_t len, const char *name, const char *const *
 		buf[0] = '\0';
 }
 
+/* "app, env, ...": the known sections, for messages. */
+static const char *section_list(void)
+{
+	static char buf[256];
+
+	if (!buf[0])
+		for (size_t i = 0, off = 0; i < N_SECTIONS && off < sizeof(buf); i++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "",
+						sections[i]);
+	return buf;
+}
+
 static const struct key_def *find_key(const char *section, const char *key)
 {
 	for (size_t i = 0; i < N_KEYS; i++)
@@ -432,8 +444,8 @@ static int apply_named(struct config *c, const char *section, const char *key, c
 	snprintf(where, sizeof(where), "%s: [%s] %s", origin, section, key);
 	if (!known_section(section)) {
 		suggest(hint, sizeof(hint), section, sections, N_SECTIONS);
-		set_err(err, errlen, "%s: unknown section [%s]%s; sections are: app, env, stale, log, service, trace, mlock",
-			origin, section, hint);
+		set_err(err, errlen, "%s: unknown section [%s]%s; sections are: %s",
+			origin, section, hint, section_list());
 		return -1;
 	}
 	k = find_key(section, key);
@@ -530,8 +542,8 @@ int config_load_file(struct config *c, const char *file, char *err, size_t errle
 
 					suggest(hint, sizeof(hint), k, sections, N_SECTIONS);
 					set_err(err, errlen,
-						"%s: unknown section [%s]%s; sections are: app, env, stale, log, service, trace, mlock",
-						file, k, hint);
+						"%s: unknown section [%s]%s; sections are: %s",
+						file, k, hint, section_list());
 					rc = -1;
 				}
 				continue;

@@ -523,7 +523,7 @@ static void rule_not_persistent(struct ctx *c)
 		if (!used)
 			continue;
 		fmt_bytes(b, sizeof(b), written);
-		if (!strcmp(str(e, "fs_type"), "tmpfs") || !strcmp(str(e, "fs_type"), "ramfs"))
+		if (!strcmp(str(e, "fs_type") ?: "", "tmpfs") || !strcmp(str(e, "fs_type") ?: "", "ramfs"))
 			snprintf(fix, sizeof(fix),
 				 "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
 				 "(any directory on a persistent file system) in tts-launch.ini, or mount "
@@ -812,7 +812,7 @@ static void rule_interrupted(struct ctx *c)
 	json_array_foreach(json_object_get(c->root, "files"), i, f)
 	{
 		const char *path = str(f, "path");
-		char abs[PATH_MAX], a[32], b[32];
+		char abs[PATH_MAX], a[32];
 		double on_disk = -1, written = num(f, "bytes_written");
 		struct stat st;
 		size_t k;
@@ -822,24 +822,25 @@ static void rule_interrupted(struct ctx *c)
 		if (!path || !ends_with(path, ".incomplete"))
 			continue;
 		resolve(c->app_dir, path, abs, sizeof(abs));
-		/* the trace sees opens and writes, not the rename that completes a
-		 * download: on this machine the file itself says; elsewhere, trust
-		 * what was recorded */
-		if (c->app_dir_here) {
+		/* the trace records the rename that completes a download
+		 * (downloads[].complete): the recorded answer, so that diagnose on a
+		 * saved timeline says the same later; the disk only for timelines
+		 * without that record */
+		d = download_entry(c, path);
+		if (d && json_is_boolean(json_object_get(d, "complete")))
+			left = json_is_false(json_object_get(d, "complete"));
+		else if (c->app_dir_here)
 			left = stat(abs, &st) == 0;
-			if (left)
-				on_disk = (double)st.st_size;
-		} else {
-			d = download_entry(c, path);
+		else
 			left = d && json_is_false(json_object_get(d, "completed"));
-		}
 		if (!left)
 			continue;
+		if (c->app_dir_here && stat(abs, &st) == 0)
+			on_disk = (double)st.st_size; /* evidence only: it may change later */
 		json_array_foreach(c->dls, k, d)
 			if (!strcmp(str(d, "path"), abs))
 				written = num(d, "bytes");
 		fmt_bytes(a, sizeof(a), written);
-		fmt_bytes(b, sizeof(b), on_disk);
 		add(c, "download-interrupted", c->failed ? DIAG_ERROR : DIAG_WARNING, "download",
 		    "interrupted download left behind",
 		    json_pack("{s:s, s:f, s:o, s:f, s:f, s:i}", "path", abs, "bytes_written",
@@ -852,8 +853,7 @@ static void rule_interrupted(struct ctx *c)
 		    "keeps breaking, the connection to the hub is cut mid-stream (proxy, VPN, unstable "
 		    "link): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT to a mirror; delete the "
 		    "file to start that download over",
-		    "%s: %s written this run%s%s, never completed", abs, a,
-		    on_disk >= 0 ? ", on disk: " : "", on_disk >= 0 ? b : "");
+		    "%s: %s written this run, never completed", abs, a);
 	}
 }
 
@@ -1085,6 +1085,8 @@ static void rule_dns(struct ctx *c)
 		if (a < 0)
 			a = num(e, "start_ms");
 		b = num(e, "start_ms");
+		if (!str(e, "peer"))
+			continue; /* a hand-edited or foreign timeline */
 		json_array_foreach(servers, j, s)
 			seen |= !strcmp(json_string_value(s), str(e, "peer"));
 		if (!seen)

@@ -14,6 +14,7 @@
 #include "control.h"
 #include "diagnose.h"
 #include "doctor.h"
+#include "mlock.h"
 #include "spawn.h"
 #include "supervise.h"
 #include "render_perfetto.h"
@@ -113,6 +114,13 @@ static int print_env(const struct config *c)
 {
 	char **argv = config_service_argv(c);
 	char **envp = spawn_build_env(c, environ);
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	char err[512];
+
+	/* with mlock on, the shim's LD_PRELOAD and settings, as run adds them */
+	if (mlock_prepare(&m, c, &envp, err, sizeof(err)) < 0)
+		fprintf(stderr, "tts-launch: warning: %s\n", err);
+	mlock_free(&m);
 
 	printf("# command:");
 	for (char **a = argv; *a; a++)
@@ -156,7 +164,7 @@ static int report(const char *path, const char *format, const char *output)
 	struct timeline *tl;
 	FILE *out = stdout;
 	size_t f;
-	int rc = 0, fd;
+	int rc = 0, fd = -1;
 
 	if (!path)
 		return usage_error("%s", "report needs a TIMELINE.json");
@@ -174,6 +182,11 @@ static int report(const char *path, const char *format, const char *output)
 	if (output && (asprintf(&tmp, "%s.tmpXXXXXX", output) < 0 || (fd = mkstemp(tmp)) < 0 ||
 		       !(out = fdopen(fd, "w")))) {
 		fprintf(stderr, "tts-launch: failed to create %s: %s\n", output, strerror(errno));
+		if (fd >= 0) {
+			/* nothing half-written stays behind */
+			close(fd);
+			unlink(tmp);
+		}
 		timeline_free(tl);
 		free(tmp);
 		return 1;
@@ -243,7 +256,7 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[1], cmds[i]))
 				break;
 		if (i == sizeof(cmds) / sizeof(cmds[0]))
-			return usage_error("unknown command '%s': expected run, stop, status, doctor, report or diagnose",
+			return usage_error("unknown command '%s': expected run, stop, status, doctor, report, diagnose or compare",
 					   argv[1]);
 		cmd = argv[1];
 		first = 2;

@@ -369,11 +369,9 @@ void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
 	mem = json_object_get(tl->root, "memory");
 	if (!json_is_object(mem))
 		return;
-	/* memory.mlock is the tracer's list of traced mlock calls; what the
-	 * shim reported goes beside it (docs/mlock.md). */
-	json_object_set_new(mem, "mlock",
-			    m->state ? json_deep_copy(m->state)
-				     : json_pack("{s:s, s:s}", "mode", "off", "status", "off"));
+	/* memory.mlock: what the shim reported, null when it was not used
+	 * (the traced calls are memory.mlock_calls; docs/mlock.md) */
+	json_object_set_new(mem, "mlock", m->state ? json_deep_copy(m->state) : json_null());
 }
 
 void mlock_free(struct mlock_ctl *m)

@@ -1,7 +1,7 @@
 /* mlock: the launcher side of the mlock shim (hooks/mlock_shim.c,
  * docs/mlock.md). Decides whether to inject the shim, adds it and its
  * settings to the service's environment with a report socket, reads the
- * shim's reports, keeps them under memory.mlock_shim in the timeline and says
+ * shim's reports, keeps them under memory.mlock in the timeline and says
  * one line per outcome (with the fix when it failed). */
 #ifndef TTS_MLOCK_H
 #define TTS_MLOCK_H
@@ -19,7 +19,7 @@ struct mlock_ctl {
 	int fd;           /* our end of the report socket; -1: no shim */
 	int child_fd;     /* the service's end, until it is spawned */
 	char *shim;       /* the library injected */
-	json_t *state;    /* what goes to memory.mlock_shim */
+	json_t *state;    /* what goes to memory.mlock */
 	bool checked;     /* the "did the shim load" check was done */
 };
 
@@ -49,11 +49,11 @@ char *mlock_poll(struct mlock_ctl *m, struct timeline *tl);
 /* At ready: a warning when the shim never reported that it loaded. */
 char *mlock_check_loaded(struct mlock_ctl *m);
 
-/* Store the shim's outcome as memory.mlock_shim in tl (memory.mlock is the
- * tracer's list of traced mlock calls). */
+/* Store the shim's outcome as memory.mlock in tl (null when the shim was not
+ * used; the tracer's calls are memory.mlock_calls). */
 void mlock_timeline(struct mlock_ctl *m, struct timeline *tl);
 
-/* The summary line for one report (a memory.mlock_shim.events entry), for the
+/* The summary line for one report (a memory.mlock.events entry), for the
  * tests and `report`; malloc'd. */
 char *mlock_describe(const json_t *ev, const char *fix);
 

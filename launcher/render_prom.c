@@ -153,7 +153,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 	struct lv l = {0};
 	const char *key;
 	size_t i;
-	int ok = 0, failed = 0;
+	int ok = 0, ok_all = 0, failed = 0;
 
 	if (isnan(launch))
 		launch = 0;
@@ -194,10 +194,13 @@ int render_prom(const struct timeline *tl, FILE *out)
 	json_array_foreach(json_object_get(mem, "mlock_calls"), i, v)
 	{
 		if (json_is_integer(json_object_get(v, "result")) &&
-		    json_integer_value(json_object_get(v, "result")) == 0)
+		    json_integer_value(json_object_get(v, "result")) == 0) {
 			ok++;
-		else
+			if (!strcmp(json_string_value(json_object_get(v, "call")) ?: "", "mlockall"))
+				ok_all++;
+		} else {
 			failed++;
+		}
 	}
 	prom_header(out, "indextts2_mlock_calls_total", "counter",
 		    "mlock/mlockall calls seen, by result.");
@@ -206,7 +209,9 @@ int render_prom(const struct timeline *tl, FILE *out)
 	{
 		json_t *shim = json_object_get(mem, "mlock");
 		const char *st = json_string_value(json_object_get(shim, "status"));
-		bool locked = ok || (st && !strcmp(st, "locked"));
+		/* the shim's word; else an mlockall that worked (libraries mlock
+		 * a page or two for themselves: that is not the model) */
+		bool locked = st ? !strcmp(st, "locked") : ok_all > 0;
 
 		single(out, "indextts2_mlock_locked", "gauge",
 		       "1 when the model was locked in memory (the mlock shim reported it locked, or "

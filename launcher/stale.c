@@ -202,7 +202,9 @@ int stale_check_port(const struct config *c, const struct stale_list *l, char *e
 	for (int i = 0; i < n; i++) {
 		char *cmd;
 
-		if (c->stale_policy == STALE_KILL && in_stale_tree(l, pids[i]))
+		/* A stale instance holding the port: with policy kill it is ended
+		 * next; with fail or ignore, stale_kill says so and exits 3. */
+		if (in_stale_tree(l, pids[i]))
 			continue;
 		cmd = proc_cmdline(pids[i]);
 		snprintf(err, errlen,
@@ -292,6 +294,20 @@ static void format_age(char *buf, size_t len, double s)
 		snprintf(buf, len, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
+/* Does the stale instance pid (or one of its descendants) listen on port? */
+static bool holds_port(pid_t pid, int port)
+{
+	struct stale_proc sp = {.pid = pid};
+	struct stale_list one = {.v = &sp, .n = 1};
+	pid_t pids[16];
+	int n = proc_port_listeners(port, pids, 16);
+
+	for (int i = 0; i < n; i++)
+		if (in_stale_tree(&one, pids[i]))
+			return true;
+	return false;
+}
+
 int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 {
 	int rc = 0;
@@ -306,6 +322,11 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 		if (c->stale_policy == STALE_IGNORE) {
 			fprintf(out, "tts-launch: stale instance pid %d (up %s) left running ([stale] policy = ignore): %s\n",
 				p->pid, age, p->cmdline);
+			if (c->port > 0 && holds_port(p->pid, c->port)) {
+				fprintf(out, "tts-launch: error: it holds port %d: stop it, choose another port, "
+					     "or set [stale] policy = kill; nothing was killed\n", c->port);
+				rc = 3;
+			}
 			continue;
 		}
 		if (c->stale_policy == STALE_FAIL) {
@@ -330,8 +351,15 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 			continue;
 		}
 		free(cmd);
-		stale_end_pidfd(pidfd, SIGTERM, c->stale_grace, how, sizeof(how));
-		fprintf(out, "tts-launch: stale instance pid %d (up %s): %s: %s\n", p->pid, age, p->cmdline, how);
+		if (stale_end_pidfd(pidfd, SIGTERM, c->stale_grace, how, sizeof(how)) < 0) {
+			fprintf(out, "tts-launch: error: stale instance pid %d (up %s): %s: %s; "
+				     "end it by hand (its port and files stay busy)\n", p->pid, age,
+				p->cmdline, how);
+			rc = 3;
+		} else {
+			fprintf(out, "tts-launch: stale instance pid %d (up %s): %s: %s\n", p->pid, age,
+				p->cmdline, how);
+		}
 		close(pidfd);
 	}
 	return rc;

@@ -154,7 +154,14 @@ static int write_pidfile(struct session *s)
 		return -1;
 	}
 	close(fd);
-	return rename(tmp, s->pidfile_path);
+	if (rename(tmp, s->pidfile_path) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	return 0;
 }
 
 int pidfile_read(const char *path, struct pidfile_info *pi)
@@ -179,7 +186,7 @@ static void write_timeline(struct session *s)
 		tracer_poll(s->tracer);
 		tracer_snapshot(s->tracer, s->tl);
 	}
-	mlock_timeline(&s->mlock, s->tl); /* memory.mlock_shim */
+	mlock_timeline(&s->mlock, s->tl); /* memory.mlock */
 	progress_timeline(s->progress, s->tl->root); /* progress: stalls said */
 	diagnose_record_cache_fs(s->tl);  /* cache_fs: statfs of the caches */
 	diagnose_run(s->tl, DIAG_ALL); /* findings: stored, printed with the summary */
@@ -571,19 +578,21 @@ int supervise_run(struct config *c, int argc, char **argv)
 		fprintf(stderr, "tts-launch: error: %s\n", err);
 		goto out;
 	}
-	rc = stale_kill(c, &stale, stderr);
-	if (rc)
-		goto out;
-	timeline_phase(s.tl, "stale_kill", t, clock_ms());
-	rc = 1;
-
-	/* Log file and the pipe the service writes into. */
+	/* The log file before anything is killed: a bad [log] file is a config
+	 * error (exit 2), and exit 2 promises nothing was killed. */
 	logpath = config_path(c, c->log_file);
 	if (logfile_open(&s.log, logpath, c->log_max_size, c->log_backups, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tts-launch: error: %s\n", err);
 		rc = 2;
 		goto out;
 	}
+	rc = stale_kill(c, &stale, stderr);
+	if (rc)
+		goto out;
+	timeline_phase(s.tl, "stale_kill", t, clock_ms());
+	rc = 1;
+
+	/* The pipe the service writes into. */
 	if (s.log.path || !s.foreground) {
 		if (pipe2(out, O_CLOEXEC) < 0) {
 			perror("tts-launch: failed to create pipe");
@@ -632,8 +641,9 @@ int supervise_run(struct config *c, int argc, char **argv)
 	if (out[1] >= 0)
 		close(out[1]);
 	if (rc < 0) {
+		/* fork, pipe or pidfd failed: the system's fault, not the config's */
 		say(&s, "tts-launch: error: %s\n", err);
-		rc = 2;
+		rc = 1;
 		notify_parent(&s, rc);
 		goto out;
 	}

@@ -771,6 +771,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	char pys[3][PATH_MAX];
 	int err, n_py;
 	__u32 root, flags = 0;
+	double t_open, t_load, t_attach;
 
 	snprintf(why, whylen, "unknown error");
 	verbose_level = o->verbose;
@@ -806,6 +807,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	if (o->cfg && o->cfg->app_dir)
 		dir_add_path(t, o->cfg->app_dir, NULL, NULL);
 
+	t_open = clock_ms();
 	n_py = o->cfg && !o->cfg->python_usdt ? 0 : python_candidates(o->cfg, pys, 3);
 	if (!n_py)
 		fallback(t, "python_imports", o->cfg && !o->cfg->python_usdt
@@ -857,6 +859,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		goto fail;
 	}
 
+	t_load = clock_ms();
 	/* attach, each program on its own */
 	bpf_object__for_each_program(prog, t->skel->obj)
 	{
@@ -882,6 +885,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		json_array_append_new(t->probes, json_string(name));
 	}
 	attach_major_faults(t);
+	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
 		struct bpf_link *ls, *ld;
 
@@ -910,6 +914,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		snprintf(why, whylen, "failed to create ring buffer: %s", strerror(errno));
 		goto fail;
 	}
+	if (o->verbose)
+		fprintf(stderr, "tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms\n",
+			t_load - t_open, t_attach - t_load, clock_ms() - t_attach);
 	return t;
 
 fail:

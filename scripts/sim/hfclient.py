@@ -264,8 +264,11 @@ def hf_hub_download(repo_id, filename, revision="main", cache_dir=None, local_fi
                     msg = f"Downloading '{filename}' to '{incomplete}'"
                     if resume:
                         msg += f" (resume from {resume}/{size})"
-                    _log(msg)
-                    _http_get(url, f, resume, size, filename)
+                    # Killed after the last byte, before the rename: nothing
+                    # left to fetch (a Range past the end gets 416).
+                    if not (size and resume == size):
+                        _log(msg)
+                        _http_get(url, f, resume, size, filename)
                 os.replace(incomplete, blob)
             if not os.path.exists(pointer):
                 _create_symlink(blob, pointer)

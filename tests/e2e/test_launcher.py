@@ -271,3 +271,23 @@ def test_make_install_honours_prefix_and_destdir(tmp_path):
     assert (tmp_path / "opt/tts/share/doc/tts-launch/tts-launch.ini.example").exists()
     v = subprocess.run([str(installed), "--version"], capture_output=True, text=True)
     assert v.returncode == 0 and v.stdout.startswith("tts-launch ")
+
+
+def test_stale_instance_holding_the_port_with_policy_ignore_exits_3(app):
+    stale = app.spawn([PY, "webui.py", "--port", str(app.port)])
+    wait_for(lambda: port_open(app.port), what="stale instance listening")
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "stale.policy=ignore")
+    assert r.returncode == 3, r.stderr
+    assert "stale instance pid %d" % stale.pid in r.stderr and "left running" in r.stderr
+    assert "it holds port %d" % app.port in r.stderr
+    assert "which is not a stale instance" not in r.stderr  # it is one
+    assert alive(stale.pid)
+
+
+def test_bad_log_path_exit_2_kills_nothing(app):
+    stale = app.spawn([PY, "webui.py", "--port", "0"])
+    time.sleep(0.3)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "log.file=/nonexistent/dir/x.log")
+    assert r.returncode == 2
+    assert "failed to open log file /nonexistent/dir/x.log" in r.stderr
+    assert alive(stale.pid)

@@ -261,7 +261,12 @@ def test_prom_values_match_the_timeline():
         f = d["path"][:-len(".incomplete")]
         assert g("indextts2_download_bytes_total", file=f) == d["bytes"]
     assert g("tts_launch_events_lost_total") == tl["tracing"]["events_lost"]
-    assert g("indextts2_mlock_locked") == 1
+    # locked: the shim said so, or an mlockall worked (a library's 16 KiB
+    # mlock in this cold start is not the model)
+    shim = tl["memory"]["mlock"]
+    locked = (shim or {}).get("status") == "locked" if shim else any(
+        c["call"] == "mlockall" and c["result"] == 0 for c in tl["memory"]["mlock_calls"])
+    assert g("indextts2_mlock_locked") == (1 if locked else 0)
     # the histogram: cumulative buckets, +Inf = count, sum of durations
     durs = [r["dur_ms"] / 1e3 for r in tl["requests"]]
     buckets = sorted(((float(dict(k[1])["le"]), v) for k, v in m.items()

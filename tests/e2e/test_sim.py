@@ -79,6 +79,21 @@ def test_resume_from_incomplete_left_by_a_previous_run(tmp_path, hub, models):
     assert read(blobs / info["sha256"]) == data
 
 
+def test_complete_incomplete_is_renamed_without_a_request(tmp_path, hub, models):
+    """Killed after the last byte, before the rename: no GET (a Range past
+    the end would get 416 on every start), just the rename."""
+    commit, info = entry(models, *CAMPPLUS)
+    blobs = tmp_path / "hf" / "hub" / "models--funasr--campplus" / "blobs"
+    blobs.mkdir(parents=True)
+    data = read(hub_file(models, *CAMPPLUS))
+    (blobs / (info["sha256"] + ".incomplete")).write_bytes(data)
+    r = run_client(client_env(tmp_path, hub), *CAMPPLUS)
+    assert r.returncode == 0, r.stderr
+    assert hub.state()["ranges"] == {}
+    assert not any(k.startswith("GET") for k in hub.state()["counts"])
+    assert read(blobs / info["sha256"]) == data
+
+
 def test_404_recorded_in_no_exist(tmp_path, hub, models):
     env = client_env(tmp_path, hub)
     r = run_client(env, "funasr/campplus", "missing.bin")
