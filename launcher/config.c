@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <iniparser.h>
+#include <jansson.h>
 
 enum key_type { T_STR, T_INT, T_BOOL, T_SECONDS, T_SIZE, T_ENUM };
 
@@ -759,4 +760,53 @@ char **config_service_argv(const struct config *c)
 const char *config_mlock_name(enum mlock_mode m)
 {
 	return mlock_names[m];
+}
+
+json_t *config_to_json(const struct config *c)
+{
+	json_t *root = json_object(), *vars = json_object(), *cmd = json_null();
+
+	json_object_set_new(root, "source", json_string(c->source ? c->source : ""));
+	/* every key of the table, under its section: the effective config */
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct key_def *k = &keys[i];
+		const void *p = (const char *)c + k->offset;
+		json_t *sec = json_object_get(root, k->section), *v = NULL;
+
+		if (!sec) {
+			sec = json_object();
+			json_object_set_new(root, k->section, sec);
+		}
+		switch (k->type) {
+		case T_STR:
+			v = json_string(*(char *const *)p ? *(char *const *)p : "");
+			break;
+		case T_INT:
+			v = json_integer(*(const int *)p);
+			break;
+		case T_BOOL:
+			v = json_boolean(*(const bool *)p);
+			break;
+		case T_SECONDS:
+			v = json_real(*(const double *)p);
+			break;
+		case T_SIZE:
+			v = json_integer(*(const long long *)p);
+			break;
+		case T_ENUM:
+			v = json_string(k->names[*(const int *)p]);
+			break;
+		}
+		json_object_set_new(sec, k->key, v);
+	}
+	for (size_t i = 0; i < c->n_env; i++)
+		json_object_set_new(vars, c->env[i].name, json_string(c->env[i].value));
+	json_object_set_new(json_object_get(root, "env"), "vars", vars);
+	if (c->n_command > 0) {
+		cmd = json_array();
+		for (int i = 0; i < c->n_command; i++)
+			json_array_append_new(cmd, json_string(c->command[i]));
+	}
+	json_object_set_new(root, "command", cmd);
+	return root;
 }

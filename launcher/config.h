@@ -111,6 +111,11 @@ char *config_path(const struct config *c, const char *p);
 
 const char *config_mlock_name(enum mlock_mode m);
 
+/* The effective config as JSON: {source, SECTION: {KEY: value...}, env.vars,
+ * command}, every key of the table (the timeline's launcher.config). */
+typedef struct json_t json_t;
+json_t *config_to_json(const struct config *c);
+
 void config_free(struct config *c);
 
 #endif

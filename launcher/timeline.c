@@ -34,41 +34,7 @@ static json_t *str_or_null(const char *s)
 
 static json_t *config_json(const struct config *c)
 {
-	static const char *modes[] = {"foreground", "daemon"};
-	static const char *policies[] = {"kill", "fail", "ignore"};
-	static const char *scopes[] = {"app", "any"};
-	json_t *env = json_object(), *cmd = json_null();
-
-	if (!c)
-		return json_object();
-	for (size_t i = 0; i < c->n_env; i++)
-		json_object_set_new(env, c->env[i].name, str_or_null(c->env[i].value));
-	if (c->n_command > 0) {
-		cmd = json_array();
-		for (int i = 0; i < c->n_command; i++)
-			json_array_append_new(cmd, str_or_null(c->command[i]));
-	}
-	return json_pack(
-		"{s:o, s:{s:o, s:o, s:o, s:o, s:o, s:i, s:o}, s:{s:o, s:o}, "
-		"s:{s:o, s:s, s:s, s:f}, s:{s:o, s:I, s:i}, "
-		"s:{s:o, s:o, s:s, s:o, s:f, s:f}, s:{s:b, s:o, s:f, s:b}, s:{s:s}, s:o}",
-		"source", str_or_null(c->source),
-		"app", "dir", str_or_null(c->app_dir), "python", str_or_null(c->python), "script",
-		str_or_null(c->script), "args", str_or_null(c->args), "host", str_or_null(c->host),
-		"port", c->port, "model_dir", str_or_null(c->model_dir),
-		"env", "pythonpath", str_or_null(c->pythonpath), "vars", env,
-		"stale", "match", str_or_null(c->stale_match), "policy",
-		policies[(unsigned)c->stale_policy < 3 ? c->stale_policy : 0], "scope",
-		scopes[(unsigned)c->stale_scope < 2 ? c->stale_scope : 0], "grace", c->stale_grace,
-		"log", "file", str_or_null(c->log_file), "max_size", (json_int_t)c->log_max_size,
-		"backups", c->log_backups,
-		"service", "user", str_or_null(c->user), "group", str_or_null(c->group), "mode",
-		modes[(unsigned)c->mode < 2 ? c->mode : 0], "pidfile", str_or_null(c->pidfile),
-		"ready_timeout", c->ready_timeout, "stop_grace", c->stop_grace,
-		"trace", "enabled", c->trace, "timeline", str_or_null(c->timeline), "settle", c->settle,
-		"python_usdt", c->python_usdt,
-		"mlock", "mode", config_mlock_name(c->mlock),
-		"command", cmd);
+	return c ? config_to_json(c) : json_object();
 }
 
 static json_t *host_json(void)
