@@ -32,7 +32,7 @@ const volatile __u32 targ_ready_port = 0;   /* the ready listen; 0: the first in
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 __u64 ready_ns = 0;
 /* Set once a model file is mapped: until then no fault can be in one, and
- * the fault probes skip bpf_find_vma (the bulk of their cost). */
+ * the fault probes skip the range scan. */
 __u64 model_mapped = 0;
 /* Bytes written to regular files plus bytes received from peers: what a
  * download moves. The launcher reads it from the mmapped .bss (no syscall)
@@ -112,6 +112,20 @@ struct {
 	__type(value, struct file_val);
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* created fast, filled as the tree runs */
 } files SEC(".maps");
+
+/* Where each process mapped model files (address ranges from mmap's return):
+ * the fault probes find the file of a faulting address here, a bounded scan,
+ * instead of bpf_find_vma on every fault. munmap is not followed: a range
+ * stays until the process exits (a later mapping at the same address would
+ * be counted as the model file's). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct model_ranges);
+} mranges SEC(".maps");
+
+struct model_ranges zero_ranges = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -575,7 +589,7 @@ static __always_inline void fd_mmsg(long fd, long ret, __u64 vec, bool out, __u6
 	fd_bytes_msg(fd, bytes ? bytes : 0, out, now, ret, vec, true);
 }
 
-static __always_inline void fd_mmap(long fd, __u64 len, __u64 now)
+static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, __u64 now)
 {
 	struct file *f = fd_file(fd);
 	struct file_key k;
@@ -593,8 +607,25 @@ static __always_inline void fd_mmap(long fd, __u64 len, __u64 now)
 	v->last_ns = now;
 	__sync_fetch_and_add(&v->mmaps, 1);
 	__sync_fetch_and_add(&v->mmap_bytes, len);
-	if (v->model && !model_mapped)
-		model_mapped = 1;
+	if (v->model) {
+		struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
+		__u32 slot;
+
+		if (!r) {
+			/* too large for the stack: a zeroed global is the template */
+			bpf_map_update_elem(&mranges, &tgid, &zero_ranges, BPF_NOEXIST);
+			r = bpf_map_lookup_elem(&mranges, &tgid);
+			if (!r)
+				return;
+		}
+		slot = r->n % MODEL_RANGES;
+		r->start[slot] = addr;
+		r->end[slot] = addr + len;
+		r->key[slot] = k;
+		r->n++;
+		if (!model_mapped)
+			model_mapped = 1;
+	}
 }
 
 /* The directory a relative path is relative to: the dirfd's, or the cwd. */
@@ -1230,7 +1261,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case __NR_mmap:
 		if (ret >= 0 || ret < -4095)
-			fd_mmap(in->a0, in->a1, now);
+			fd_mmap(in->a0, in->a1, (__u64)ret, tgid, now);
 		break;
 	case __NR_connect:
 		on_connect(in, ret, tgid, now);
@@ -1337,6 +1368,7 @@ static __always_inline void thread_exit(struct task_struct *p, bool group_dead)
 	}
 	/* a reused pid must not be traced */
 	bpf_map_delete_elem(&procs, &tgid);
+	bpf_map_delete_elem(&mranges, &tgid);
 }
 
 SEC("raw_tp/sched_process_exit")
@@ -1357,24 +1389,26 @@ struct fault_ctx {
 	__u32 model; /* out: the mapping is of a model-named file */
 };
 
-static long fault_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+/* Count a fault at addr against the model file mapped there, if any. */
+static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx *fc)
 {
-	struct fault_ctx *fc = data;
-	struct file *f = BPF_CORE_READ(vma, vm_file);
-	struct file_key k;
-	struct file_val *v;
+	struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
+	struct file_val *v = NULL;
 
-	if (!f)
-		return 0;
-	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
-	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
-	v = bpf_map_lookup_elem(&files, &k);
+	if (!r)
+		return;
+	for (int i = 0; i < MODEL_RANGES; i++) {
+		if (i < r->n && addr >= r->start[i] && addr < r->end[i]) {
+			v = bpf_map_lookup_elem(&files, &r->key[i]);
+			break;
+		}
+	}
 	if (!v || !v->model)
-		return 0; /* faults are attributed to model files only */
+		return;
 	fc->model = 1;
 	if (fc->major) {
 		__sync_fetch_and_add(&v->major_faults, 1);
-		return 0;
+		return;
 	}
 	__sync_fetch_and_add(&v->faults, 1);
 	if (!v->first_fault_ns)
@@ -1382,7 +1416,6 @@ static long fault_vma(struct task_struct *task, struct vm_area_struct *vma, void
 	v->last_fault_ns = fc->now;
 	if (ready_ns && fc->now >= ready_ns)
 		__sync_fetch_and_add(&v->faults_after_ready, 1);
-	return 0;
 }
 
 SEC("raw_tp/page_fault_user")
@@ -1415,7 +1448,7 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 		struct fault_ctx fc = {.now = now};
 
 		if (model_mapped)
-			bpf_find_vma(bpf_get_current_task_btf(), address, fault_vma, &fc, 0);
+			fault_model(tgid, address, &fc);
 		if (fc.model)
 			__sync_fetch_and_add(&s->model_faults, 1);
 	}
@@ -1444,7 +1477,7 @@ int major_fault(struct bpf_perf_event_data *ctx)
 	__sync_fetch_and_add(&s->major_faults, 1);
 	/* the sample's address is the faulting one (perf_sw_event(..., addr)) */
 	if (model_mapped)
-		bpf_find_vma(bpf_get_current_task_btf(), ctx->addr, fault_vma, &fc, 0);
+		fault_model(tgid, ctx->addr, &fc);
 	if (fc.model)
 		__sync_fetch_and_add(&s->model_major_faults, 1);
 	return 0;

@@ -195,6 +195,19 @@ struct file_key {
 };
 _Static_assert(sizeof(struct file_key) == 16, "file_key layout changed");
 
+/* Model-file mappings of one process (kernel side: mranges): [start, end)
+ * and the file, up to MODEL_RANGES, the oldest overwritten. Shared because a
+ * zeroed instance lives in the skeleton's .bss. */
+#define MODEL_RANGES 16
+struct model_ranges {
+	__u64 start[MODEL_RANGES];
+	__u64 end[MODEL_RANGES];
+	struct file_key key[MODEL_RANGES];
+	__u32 n; /* ranges recorded; the slot is n % MODEL_RANGES */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct model_ranges) == 520, "model_ranges layout changed");
+
 struct file_val {
 	__u64 first_ns;
 	__u64 last_ns;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "diagnose.h"
+#include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
 #define RETRY_MIN_ATTEMPTS 5
@@ -50,32 +51,6 @@ struct ctx {
 };
 
 /* ---- small helpers ---- */
-
-static double num(json_t *o, const char *k)
-{
-	return json_number_value(json_object_get(o, k));
-}
-
-static const char *str(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
-static bool under(const char *path, const char *dir)
-{
-	size_t n = dir ? strlen(dir) : 0;
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
-}
 
 static const char *base_name(const char *p)
 {
@@ -171,7 +146,7 @@ static const char *env_var(json_t *root, const char *name)
 		json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "env"),
 		"vars");
 
-	return str(vars, name);
+	return jstr(vars, name);
 }
 
 static void ctx_init(struct ctx *c, struct timeline *tl)
@@ -186,17 +161,17 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 	c->root = root;
 	cfg = json_object_get(json_object_get(root, "launcher"), "config");
 	app = json_object_get(cfg, "app");
-	dir = str(app, "dir");
+	dir = jstr(app, "dir");
 	snprintf(c->app_dir, sizeof(c->app_dir), "%s", dir ? dir : "/");
 	c->app_dir_here = dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-	c->mlock = str(json_object_get(cfg, "mlock"), "mode");
+	c->mlock = jstr(json_object_get(cfg, "mlock"), "mode");
 
 	/* the caches IndexTTS2 is meant to use: HF_HUB_CACHE when the service's
 	 * environment sets it, and <model_dir>/hf_cache (its own layout) */
 	hub_cache = env_var(root, "HF_HUB_CACHE");
 	if (hub_cache && *hub_cache)
 		resolve(c->app_dir, hub_cache, c->caches[c->n_caches++], PATH_MAX);
-	model_dir = str(app, "model_dir");
+	model_dir = jstr(app, "model_dir");
 	if (model_dir && *model_dir) {
 		char md[PATH_MAX];
 
@@ -235,8 +210,8 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 				c->end = json_number_value(m);
 	}
 	json_array_foreach(json_object_get(root, "files"), i, v)
-		if (num(v, "last_ms") > c->end)
-			c->end = num(v, "last_ms");
+		if (jnum(v, "last_ms") > c->end)
+			c->end = jnum(v, "last_ms");
 	exit_o = json_object_get(json_object_get(root, "process"), "exit");
 	if (json_is_object(exit_o)) {
 		json_t *code = json_object_get(exit_o, "code");
@@ -253,7 +228,7 @@ int diagnose_cache_dirs(const json_t *root, struct diag_cache_dir *out, int max,
 {
 	json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
 	json_t *app = json_object_get(cfg, "app");
-	const char *dir = str(app, "dir"), *model_dir = str(app, "model_dir");
+	const char *dir = jstr(app, "dir"), *model_dir = jstr(app, "model_dir");
 	const char *hub = env_var((json_t *)root, "HF_HUB_CACHE"), *home = env_var((json_t *)root, "HF_HOME");
 	const char *h = getenv("HOME");
 	char md[PATH_MAX] = "", tmp[PATH_MAX];
@@ -384,11 +359,11 @@ static void rule_missing_retry(struct ctx *c)
 
 	json_array_foreach(json_object_get(c->root, "missing_paths"), i, m)
 	{
-		const char *path = str(m, "path");
-		double span = num(m, "last_ms") - num(m, "first_ms");
+		const char *path = jstr(m, "path");
+		double span = jnum(m, "last_ms") - jnum(m, "first_ms");
 		char abs[PATH_MAX];
 
-		if (!path || benign_missing(path, str(m, "class")))
+		if (!path || benign_missing(path, jstr(m, "class")))
 			continue;
 		if (json_integer_value(json_object_get(m, "attempts")) < RETRY_MIN_ATTEMPTS ||
 		    span < RETRY_MIN_SPAN_MS)
@@ -397,8 +372,8 @@ static void rule_missing_retry(struct ctx *c)
 		json_array_append_new(
 			list, json_pack("{s:s, s:I, s:O, s:f, s:f, s:f}", "path", abs, "attempts",
 					json_integer_value(json_object_get(m, "attempts")), "errno",
-					json_object_get(m, "errno"), "first_ms", num(m, "first_ms"),
-					"last_ms", num(m, "last_ms"), "seconds", round3(span / 1000)));
+					json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
+					"last_ms", jnum(m, "last_ms"), "seconds", round3(span / 1000)));
 		if (span > span_top) {
 			span_top = span;
 			top = json_array_get(list, json_array_size(list) - 1);
@@ -414,9 +389,9 @@ static void rule_missing_retry(struct ctx *c)
 	    "the path never appeared: check that the volume or directory it lives on is mounted "
 	    "(a container mount missing, a cache directory on an unmounted disk) or fix the setting "
 	    "that names it (HF_HUB_CACHE, HF_HOME, [app] model_dir)",
-	    "%s was looked up %lld times over %.1f s and never existed (%s)%s", str(top, "path"),
+	    "%s was looked up %lld times over %.1f s and never existed (%s)%s", jstr(top, "path"),
 	    (long long)json_integer_value(json_object_get(top, "attempts")), span_top / 1000,
-	    str(top, "errno") ?: "failed", json_array_size(list) > 1 ? "; other paths in the loop below" : "");
+	    jstr(top, "errno") ?: "failed", json_array_size(list) > 1 ? "; other paths in the loop below" : "");
 }
 
 /* Paths whose failures matter for the cache: under the app, a cache, HF_HOME. */
@@ -425,9 +400,9 @@ static bool cache_related(struct ctx *c, const char *abs, const char *cls)
 	if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download") || !strcmp(cls, "model")))
 		return true;
 	for (int i = 0; i < c->n_caches; i++)
-		if (under(abs, c->caches[i]))
+		if (path_under(abs, c->caches[i]))
 			return true;
-	return under(abs, c->hf_home) || strstr(abs, "/models--") || under(abs, c->app_dir);
+	return path_under(abs, c->hf_home) || strstr(abs, "/models--") || path_under(abs, c->app_dir);
 }
 
 static void rule_write_refused(struct ctx *c)
@@ -460,17 +435,17 @@ static void rule_write_refused(struct ctx *c)
 		for (size_t s = 0; s < 2; s++) {
 			json_array_foreach(json_object_get(c->root, sections[s]), i, e)
 			{
-				const char *path = str(e, "path"), *err = str(e, "errno");
+				const char *path = jstr(e, "path"), *err = jstr(e, "errno");
 				char abs[PATH_MAX];
 
 				if (!path || !err || strcmp(err, kinds[k].err))
 					continue;
 				resolve(c->app_dir, path, abs, sizeof(abs));
-				if (!cache_related(c, abs, str(e, "class")))
+				if (!cache_related(c, abs, jstr(e, "class")))
 					continue;
 				json_array_append_new(paths, json_string(abs));
-				if (first < 0 || num(e, "first_ms") < first)
-					first = num(e, "first_ms");
+				if (first < 0 || jnum(e, "first_ms") < first)
+					first = jnum(e, "first_ms");
 			}
 		}
 		if (!json_array_size(paths)) {
@@ -495,7 +470,7 @@ static void rule_not_persistent(struct ctx *c)
 
 	json_array_foreach(json_object_get(c->root, "cache_fs"), i, e)
 	{
-		const char *dir = str(e, "dir");
+		const char *dir = jstr(e, "dir");
 		const char *sections[] = {"files", "missing_paths"};
 		double written = 0;
 		int used = 0;
@@ -511,19 +486,19 @@ static void rule_not_persistent(struct ctx *c)
 			{
 				char abs[PATH_MAX];
 
-				if (!str(f, "path"))
+				if (!jstr(f, "path"))
 					continue;
-				resolve(c->app_dir, str(f, "path"), abs, sizeof(abs));
-				if (!under(abs, dir))
+				resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+				if (!path_under(abs, dir))
 					continue;
 				used++;
-				written += num(f, "bytes_written");
+				written += jnum(f, "bytes_written");
 			}
 		}
 		if (!used)
 			continue;
 		fmt_bytes(b, sizeof(b), written);
-		if (!strcmp(str(e, "fs_type") ?: "", "tmpfs") || !strcmp(str(e, "fs_type") ?: "", "ramfs"))
+		if (!strcmp(jstr(e, "fs_type") ?: "", "tmpfs") || !strcmp(jstr(e, "fs_type") ?: "", "ramfs"))
 			snprintf(fix, sizeof(fix),
 				 "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
 				 "(any directory on a persistent file system) in tts-launch.ini, or mount "
@@ -542,7 +517,7 @@ static void rule_not_persistent(struct ctx *c)
 			      json_object_get(e, "statfs_path"), "paths_used", used, "bytes_written",
 			      written),
 		    -1, fix, "the cache %s (%s) is on %s, %s; %d path%s used there, %s written this run",
-		    dir, str(e, "role"), str(e, "fs_type"), str(e, "lost") ?: "not kept", used,
+		    dir, jstr(e, "role"), jstr(e, "fs_type"), jstr(e, "lost") ?: "not kept", used,
 		    used == 1 ? "" : "s", b);
 	}
 }
@@ -567,13 +542,13 @@ static void rule_lock_wait(struct ctx *c)
 
 	json_array_foreach(json_object_get(c->root, "files"), i, f)
 	{
-		const char *path = str(f, "path");
-		double t = num(f, "first_ms"), next = -1, wait;
+		const char *path = jstr(f, "path");
+		double t = jnum(f, "first_ms"), next = -1, wait;
 		char repo[PATH_MAX], needle[PATH_MAX + 4], abs[PATH_MAX];
 		const char *sections[] = {"files", "missing_paths"};
 		bool stuck;
 
-		if (!path || !strstr(path, "/.locks/") || !ends_with(path, ".lock") ||
+		if (!path || !strstr(path, "/.locks/") || !str_ends_with(path, ".lock") ||
 		    !repo_folder(path, repo, sizeof(repo)))
 			continue;
 		/* huggingface_hub opens the lock, flock()s it, then goes on in the
@@ -585,16 +560,16 @@ static void rule_lock_wait(struct ctx *c)
 
 			json_array_foreach(json_object_get(c->root, sections[s]), j, e)
 			{
-				const char *p = str(e, "path");
+				const char *p = jstr(e, "path");
 
 				if (!p || strstr(p, "/.locks/") || !strstr(p, needle))
 					continue;
-				if (num(e, "first_ms") > t && (next < 0 || num(e, "first_ms") < next))
-					next = num(e, "first_ms");
+				if (jnum(e, "first_ms") > t && (next < 0 || jnum(e, "first_ms") < next))
+					next = jnum(e, "first_ms");
 				/* a path opened earlier may be touched again after the wait */
-				if (num(e, "last_ms") > t && num(e, "first_ms") <= t &&
-				    (next < 0 || num(e, "last_ms") < next))
-					next = num(e, "last_ms");
+				if (jnum(e, "last_ms") > t && jnum(e, "first_ms") <= t &&
+				    (next < 0 || jnum(e, "last_ms") < next))
+					next = jnum(e, "last_ms");
 			}
 		}
 		stuck = next < 0;
@@ -623,8 +598,8 @@ static void rule_io_amplification(struct ctx *c)
 
 	json_array_foreach(json_object_get(c->root, "files"), i, f)
 	{
-		const char *path = str(f, "path"), *cls = str(f, "class");
-		double size = num(f, "size"), rd = num(f, "bytes_read"), reads = num(f, "reads");
+		const char *path = jstr(f, "path"), *cls = jstr(f, "class");
+		double size = jnum(f, "size"), rd = jnum(f, "bytes_read"), reads = jnum(f, "reads");
 		char abs[PATH_MAX], a[32], b[32];
 
 		if (!path || !cls || strcmp(cls, "model") || rd <= 0)
@@ -677,18 +652,18 @@ static void find_downloads(struct ctx *c)
 	c->dls = json_array();
 	json_array_foreach(files, i, f)
 	{
-		const char *path = str(f, "path"), *b;
+		const char *path = jstr(f, "path"), *b;
 		double bytes, last;
 		char abs[PATH_MAX];
 
-		if (!path || !strncmp(path, "[fd] ", 5) || !ends_with(path, ".incomplete"))
+		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
 			continue;
 		b = base_name(path);
-		bytes = num(f, "bytes_written");
-		last = num(f, "last_ms");
+		bytes = jnum(f, "bytes_written");
+		last = jnum(f, "last_ms");
 		json_array_foreach(files, j, g)
 		{
-			const char *q = str(g, "path"), *name;
+			const char *q = jstr(g, "path"), *name;
 
 			if (j == i || !q)
 				continue;
@@ -696,26 +671,26 @@ static void find_downloads(struct ctx *c)
 			/* dentry names are cut at TRACE_NAME_MAX: a prefix will do */
 			if (strlen(name) < 16 || strncmp(name, b, strlen(name)))
 				continue;
-			bytes += num(g, "bytes_written");
-			if (num(g, "last_ms") > last)
-				last = num(g, "last_ms");
+			bytes += jnum(g, "bytes_written");
+			if (jnum(g, "last_ms") > last)
+				last = jnum(g, "last_ms");
 		}
 		resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", bytes,
-							"first_ms", num(f, "first_ms"), "last_ms", last));
+							"first_ms", jnum(f, "first_ms"), "last_ms", last));
 	}
 	json_array_foreach(files, i, f)
 	{
-		const char *path = str(f, "path");
+		const char *path = jstr(f, "path");
 		char abs[PATH_MAX];
 
-		if (!path || !strncmp(path, "[fd] ", 5) || ends_with(path, ".incomplete") ||
-		    !strstr(path, "/models--") || cache_meta(path) || num(f, "bytes_written") <= 0)
+		if (!path || !strncmp(path, "[fd] ", 5) || str_ends_with(path, ".incomplete") ||
+		    !strstr(path, "/models--") || cache_meta(path) || jnum(f, "bytes_written") <= 0)
 			continue;
 		resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes",
-							num(f, "bytes_written"), "first_ms",
-							num(f, "first_ms"), "last_ms", num(f, "last_ms")));
+							jnum(f, "bytes_written"), "first_ms",
+							jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms")));
 	}
 }
 
@@ -740,9 +715,9 @@ static void rule_wrong_cache(struct ctx *c)
 		char abs[PATH_MAX], r[PATH_MAX];
 		bool ok = false;
 
-		snprintf(abs, sizeof(abs), "%s", str(f, "path"));
+		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
 		for (int k = 0; k < c->n_caches; k++)
-			ok |= under(abs, c->caches[k]);
+			ok |= path_under(abs, c->caches[k]);
 		if (ok)
 			continue;
 		cache_root(abs, r, sizeof(r));
@@ -752,14 +727,14 @@ static void rule_wrong_cache(struct ctx *c)
 			json_object_set_new(roots, r, g);
 		}
 		json_array_append_new(json_object_get(g, "files"), json_string(abs));
-		json_object_set_new(g, "bytes", json_real(num(g, "bytes") + num(f, "bytes")));
+		json_object_set_new(g, "bytes", json_real(jnum(g, "bytes") + jnum(f, "bytes")));
 	}
 	json_object_foreach(roots, root, g)
 	{
 		char b[32], fix[3 * PATH_MAX + 512];
 		const char *want = c->caches[0];
 
-		fmt_bytes(b, sizeof(b), num(g, "bytes"));
+		fmt_bytes(b, sizeof(b), jnum(g, "bytes"));
 		snprintf(fix, sizeof(fix),
 			 "the cache was chosen after huggingface_hub read its settings (IndexTTS2 "
 			 "sets HF_HUB_CACHE too late, index-tts#690): set it in the service's "
@@ -783,7 +758,7 @@ static json_t *download_entry(struct ctx *c, const char *path)
 	size_t i;
 
 	json_array_foreach(json_object_get(c->root, "downloads"), i, d)
-		if (str(d, "path") && !strcmp(str(d, "path"), path))
+		if (jstr(d, "path") && !strcmp(jstr(d, "path"), path))
 			return d;
 	return NULL;
 }
@@ -798,7 +773,7 @@ static int hub_connects_between(struct ctx *c, double a, double b)
 	{
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 
-		if (port && port != 53 && num(e, "start_ms") >= a && num(e, "start_ms") <= b)
+		if (port && port != 53 && jnum(e, "start_ms") >= a && jnum(e, "start_ms") <= b)
 			n++;
 	}
 	return n;
@@ -811,15 +786,15 @@ static void rule_interrupted(struct ctx *c)
 
 	json_array_foreach(json_object_get(c->root, "files"), i, f)
 	{
-		const char *path = str(f, "path");
+		const char *path = jstr(f, "path");
 		char abs[PATH_MAX], a[32];
-		double on_disk = -1, written = num(f, "bytes_written");
+		double on_disk = -1, written = jnum(f, "bytes_written");
 		struct stat st;
 		size_t k;
 		json_t *d;
 		bool left;
 
-		if (!path || !ends_with(path, ".incomplete"))
+		if (!path || !str_ends_with(path, ".incomplete"))
 			continue;
 		resolve(c->app_dir, path, abs, sizeof(abs));
 		/* the trace records the rename that completes a download
@@ -838,16 +813,16 @@ static void rule_interrupted(struct ctx *c)
 		if (c->app_dir_here && stat(abs, &st) == 0)
 			on_disk = (double)st.st_size; /* evidence only: it may change later */
 		json_array_foreach(c->dls, k, d)
-			if (!strcmp(str(d, "path"), abs))
-				written = num(d, "bytes");
+			if (!strcmp(jstr(d, "path"), abs))
+				written = jnum(d, "bytes");
 		fmt_bytes(a, sizeof(a), written);
 		add(c, "download-interrupted", c->failed ? DIAG_ERROR : DIAG_WARNING, "download",
 		    "interrupted download left behind",
 		    json_pack("{s:s, s:f, s:o, s:f, s:f, s:i}", "path", abs, "bytes_written",
 			      written, "size_on_disk",
 			      on_disk >= 0 ? json_real(on_disk) : json_null(), "first_ms",
-			      num(f, "first_ms"), "last_ms", num(f, "last_ms"), "connects",
-			      hub_connects_between(c, num(f, "first_ms"), num(f, "last_ms") + 1)),
+			      jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"), "connects",
+			      hub_connects_between(c, jnum(f, "first_ms"), jnum(f, "last_ms") + 1)),
 		    -1,
 		    "start again: the download resumes from the .incomplete file (HTTP Range); if it "
 		    "keeps breaking, the connection to the hub is cut mid-stream (proxy, VPN, unstable "
@@ -866,20 +841,20 @@ static void rule_slow_download(struct ctx *c)
 
 	json_array_foreach(c->dls, i, f)
 	{
-		double w = num(f, "bytes"), dur = num(f, "last_ms") - num(f, "first_ms");
+		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
 		char abs[PATH_MAX];
 
 		if (w <= 0 || dur < SLOW_MIN_MS || w / (dur / 1000) >= SLOW_RATE_BPS)
 			continue;
-		snprintf(abs, sizeof(abs), "%s", str(f, "path"));
+		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
 		json_array_append_new(files, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", w,
 						       "seconds", round3(dur / 1000), "rate_bps",
 						       round3(w / (dur / 1000))));
 		bytes += w;
-		if (a < 0 || num(f, "first_ms") < a)
-			a = num(f, "first_ms");
-		if (num(f, "last_ms") > b)
-			b = num(f, "last_ms");
+		if (a < 0 || jnum(f, "first_ms") < a)
+			a = jnum(f, "first_ms");
+		if (jnum(f, "last_ms") > b)
+			b = jnum(f, "last_ms");
 		if (strlen(msg_files) < 600) {
 			char one[64];
 
@@ -923,7 +898,7 @@ static bool all_cached(struct ctx *c)
 
 	json_array_foreach(json_object_get(c->root, "files"), i, f)
 	{
-		const char *p = str(f, "path");
+		const char *p = jstr(f, "path");
 
 		if (!p)
 			continue;
@@ -946,7 +921,7 @@ static void rule_hub_unreachable(struct ctx *c)
 	{
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 		int fam = (int)json_integer_value(json_object_get(e, "family"));
-		const char *p = str(e, "peer");
+		const char *p = jstr(e, "peer");
 
 		if (!p || port == 0 || port == 53 || fam == 1)
 			continue;
@@ -955,7 +930,7 @@ static void rule_hub_unreachable(struct ctx *c)
 			g = json_pack("{s:[], s:[]}", "starts", "errors");
 			json_object_set_new(peers, p, g);
 		}
-		json_array_append_new(json_object_get(g, "starts"), json_real(num(e, "start_ms")));
+		json_array_append_new(json_object_get(g, "starts"), json_real(jnum(e, "start_ms")));
 		if (json_integer_value(json_object_get(e, "ret")) < 0 &&
 		    json_integer_value(json_object_get(e, "ret")) != -EINPROGRESS) {
 			const char *n = strerrorname_np((int)-json_integer_value(json_object_get(e, "ret")));
@@ -974,10 +949,10 @@ static void rule_hub_unreachable(struct ctx *c)
 		int sev;
 
 		json_array_foreach(json_object_get(c->root, "network"), i, n)
-			if (str(n, "peer") && !strcmp(str(n, "peer"), peer))
+			if (jstr(n, "peer") && !strcmp(jstr(n, "peer"), peer))
 				net = n;
-		in = num(net, "bytes_in");
-		out = num(net, "bytes_out");
+		in = jnum(net, "bytes_in");
+		out = jnum(net, "bytes_out");
 		if (in > 0)
 			continue; /* it answered */
 
@@ -1083,14 +1058,14 @@ static void rule_dns(struct ctx *c)
 		if (ret < 0 && ret != -EINPROGRESS)
 			fails++;
 		if (a < 0)
-			a = num(e, "start_ms");
-		b = num(e, "start_ms");
-		if (!str(e, "peer"))
+			a = jnum(e, "start_ms");
+		b = jnum(e, "start_ms");
+		if (!jstr(e, "peer"))
 			continue; /* a hand-edited or foreign timeline */
 		json_array_foreach(servers, j, s)
-			seen |= !strcmp(json_string_value(s), str(e, "peer"));
+			seen |= !strcmp(json_string_value(s), jstr(e, "peer"));
 		if (!seen)
-			json_array_append_new(servers, json_pack("s", str(e, "peer")));
+			json_array_append_new(servers, json_pack("s", jstr(e, "peer")));
 	}
 	/* a name server that cannot be reached, or a hub name that was looked
 	 * up and never connected to: the look-up failed */
@@ -1125,7 +1100,7 @@ static void rule_lazy_faults(struct ctx *c)
 	 * cannot tell load-time faults from request-time ones */
 	json_array_foreach(json_object_get(c->root, "requests"), i, r)
 	{
-		double mf = num(r, "model_faults") + num(r, "major_faults");
+		double mf = jnum(r, "model_faults") + jnum(r, "major_faults");
 
 		if (mf <= 0)
 			continue;
@@ -1157,7 +1132,7 @@ static int level_of(json_t *findings)
 
 	json_array_foreach(findings, i, f)
 	{
-		const char *s = str(f, "severity");
+		const char *s = jstr(f, "severity");
 
 		if (s && !strcmp(s, "error"))
 			lvl = DIAG_ERROR;
@@ -1214,11 +1189,11 @@ void diagnose_print(const struct timeline *tl, FILE *out)
 	{
 		json_t *lost = json_object_get(f, "seconds_lost");
 
-		fprintf(out, "  %s[%s] %s: %s\n", str(f, "severity"), str(f, "id"), str(f, "title"),
-			str(f, "message"));
+		fprintf(out, "  %s[%s] %s: %s\n", jstr(f, "severity"), jstr(f, "id"), jstr(f, "title"),
+			jstr(f, "message"));
 		if (json_is_number(lost) && json_number_value(lost) >= 0.1)
 			fprintf(out, "      time lost: %.1f s\n", json_number_value(lost));
-		fprintf(out, "      fix: %s\n", str(f, "fix"));
+		fprintf(out, "      fix: %s\n", jstr(f, "fix"));
 	}
 }
 

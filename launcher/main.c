@@ -29,7 +29,7 @@ extern char **environ;
 static const char usage_text[] =
 	"Usage:\n"
 	"  tts-launch [run] [-c FILE] [--set SECTION.KEY=VALUE]... [--timeline PATH]\n"
-	"             [--mlock[=all|models|off]] [--no-trace] [--foreground|--daemon]\n"
+	"             [--mlock[=all|models|onfault|off]] [--no-trace] [--foreground|--daemon]\n"
 	"             [--print-env] [-v] [-- COMMAND [ARG...]]\n"
 	"  tts-launch stop|status [-c FILE] [--set SECTION.KEY=VALUE]...\n"
 	"  tts-launch doctor [-c FILE]\n"
@@ -63,7 +63,7 @@ static const char usage_text[] =
 	"                       /etc/tts-launch.ini, else built-in defaults)\n"
 	"      --set S.K=V      override one key, e.g. --set app.port=7861 (repeatable)\n"
 	"      --timeline PATH  where to write the timeline JSON ('' for none)\n"
-	"      --mlock[=MODE]   lock model pages once loaded: all (default), models, off\n"
+	"      --mlock[=MODE]   lock model pages once loaded: all (default), models, onfault, off\n"
 	"      --no-trace       start without eBPF tracing\n"
 	"      --foreground     stay attached; output also on the terminal (default)\n"
 	"      --daemon         detach; `tts-launch stop|status` work from another shell\n"

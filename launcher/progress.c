@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "diagnose.h"
+#include "util.h"
 
 #define RATE_SAMPLES 8        /* rate over the last samples (about 5 s at 1 Hz) */
 #define RATE_WINDOW_MS 5000.0
@@ -48,32 +49,6 @@ struct progress {
 	double snap_total, snap_max;
 	int n_snaps;
 };
-
-static double num(const json_t *o, const char *k)
-{
-	return json_number_value(json_object_get(o, k));
-}
-
-static const char *str(const json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
-static bool under(const char *path, const char *dir)
-{
-	size_t n = dir ? strlen(dir) : 0;
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
-}
 
 static void fmt_bytes(char *buf, size_t len, double b)
 {
@@ -178,11 +153,11 @@ void progress_download_name(const json_t *root, const char *path, double first_m
 	 * lock and opens the blob: the last such probe names the file */
 	json_array_foreach(json_object_get(root, "missing_paths"), i, v)
 	{
-		const char *q = str(v, "path");
-		double t = num(v, "last_ms");
+		const char *q = jstr(v, "path");
+		double t = jnum(v, "last_ms");
 
 		/* the pointer is probed again after the download: its first failure */
-		t = num(v, "first_ms");
+		t = jnum(v, "first_ms");
 		if (!q || strncmp(q, folder, strlen(folder)) || t > first_ms + 1 || t < best_ms)
 			continue;
 		best_ms = t;
@@ -251,12 +226,12 @@ static bool watched(const char *path, const struct diag_cache_dir *dirs, int n)
 {
 	if (!strncmp(path, "[fd] ", 5))
 		return false;
-	if (ends_with(path, ".incomplete"))
+	if (str_ends_with(path, ".incomplete"))
 		return true;
 	if (strstr(path, "/.locks/") || strstr(path, "/refs/") || strstr(path, "/.no_exist/"))
 		return false;
 	for (int i = 0; i < n; i++)
-		if (under(path, dirs[i].path))
+		if (path_under(path, dirs[i].path))
 			return true;
 	return false;
 }
@@ -268,7 +243,7 @@ static bool download_complete(const json_t *root, const char *path)
 	size_t i;
 
 	json_array_foreach(json_object_get(root, "renames"), i, r)
-		if (str(r, "old") && !strcmp(str(r, "old"), path) && num(r, "result") == 0)
+		if (jstr(r, "old") && !strcmp(jstr(r, "old"), path) && jnum(r, "result") == 0)
 			return true;
 	return false;
 }
@@ -283,13 +258,13 @@ static int in_flight(const json_t *root, const json_t **last)
 	*last = NULL;
 	json_array_foreach(json_object_get(root, "files"), i, f)
 	{
-		const char *path = str(f, "path");
+		const char *path = jstr(f, "path");
 
-		if (!path || strncmp(path, "/", 1) || !ends_with(path, ".incomplete") ||
-		    num(f, "opens") <= 0 || download_complete(root, path))
+		if (!path || strncmp(path, "/", 1) || !str_ends_with(path, ".incomplete") ||
+		    jnum(f, "opens") <= 0 || download_complete(root, path))
 			continue;
 		n++;
-		if (!*last || num(f, "first_ms") > num(*last, "first_ms"))
+		if (!*last || jnum(f, "first_ms") > jnum(*last, "first_ms"))
 			*last = f;
 	}
 	return n;
@@ -307,7 +282,7 @@ static double net_in(const json_t *root)
 
 	json_array_foreach(json_object_get(root, "network"), i, n)
 		if (!json_is_true(json_object_get(n, "dns")))
-			in += num(n, "bytes_in");
+			in += jnum(n, "bytes_in");
 	return in;
 }
 
@@ -360,8 +335,8 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 
 	json_array_foreach(json_object_get(root, "files"), i, f)
 	{
-		const char *path = str(f, "path");
-		double w = num(f, "bytes_written");
+		const char *path = jstr(f, "path");
+		double w = jnum(f, "bytes_written");
 		struct pfile *pf;
 
 		if (!path || (w <= 0 && f != flying) || !watched(path, dirs, nd))
@@ -373,9 +348,9 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		if (!pf->n) {
 			pf->first_seen = now;
 			pf->net0 = net;
-			pf->first_ms = num(f, "first_ms");
-			pf->download = ends_with(path, ".incomplete");
-			progress_download_name(root, path, num(f, "first_ms"), pf->name,
+			pf->first_ms = jnum(f, "first_ms");
+			pf->download = str_ends_with(path, ".incomplete");
+			progress_download_name(root, path, jnum(f, "first_ms"), pf->name,
 					       sizeof(pf->name));
 		}
 		/* the only download in flight: the data received since it was
@@ -450,8 +425,8 @@ static void sample_peers(struct progress *p, const json_t *root, double now)
 
 	json_array_foreach(json_object_get(root, "network"), i, n)
 	{
-		const char *peer = str(n, "peer");
-		double in = num(n, "bytes_in"), out = num(n, "bytes_out"), last = num(n, "last_ms");
+		const char *peer = jstr(n, "peer");
+		double in = jnum(n, "bytes_in"), out = jnum(n, "bytes_out"), last = jnum(n, "last_ms");
 		json_t *h;
 
 		if (!peer || json_is_true(json_object_get(n, "dns")) || !strncmp(peer, "unix:", 5))
@@ -466,9 +441,9 @@ static void sample_peers(struct progress *p, const json_t *root, double now)
 						      out > 0 ? last : -1.0));
 			continue;
 		}
-		if (in > num(h, "in"))
+		if (in > jnum(h, "in"))
 			json_object_set_new(h, "t_in", json_real(last > 0 ? last : now));
-		if (out > num(h, "out"))
+		if (out > jnum(h, "out"))
 			json_object_set_new(h, "t_out", json_real(last > 0 ? last : now));
 		json_object_set_new(h, "in", json_real(in));
 		json_object_set_new(h, "out", json_real(out));
@@ -515,11 +490,11 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 	{
 		char k[256];
 
-		if (!str(e, "peer") || num(e, "port") == 0)
+		if (!jstr(e, "peer") || jnum(e, "port") == 0)
 			continue;
 		/* by process and port: a completion record may not carry the
 		 * address (only the socket's port is certain there) */
-		snprintf(k, sizeof(k), "%d %d", (int)num(e, "pid"), (int)num(e, "port"));
+		snprintf(k, sizeof(k), "%d %d", (int)jnum(e, "pid"), (int)jnum(e, "port"));
 		if (json_is_true(json_object_get(e, "pending")))
 			json_object_set(pending, k, (json_t *)e);
 		else
@@ -527,16 +502,16 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 	}
 	json_object_foreach(pending, key, c)
 	{
-		double age = now_ms - num(c, "start_ms");
+		double age = now_ms - jnum(c, "start_ms");
 
 		if (age < WAIT_MIN_MS)
 			continue;
 		waiting_add(list,
-			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer", str(c, "peer"),
-				      "pid", (int)num(c, "pid"), "seconds", age / 1000),
+			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer", jstr(c, "peer"),
+				      "pid", (int)jnum(c, "pid"), "seconds", age / 1000),
 			    "blocked in a connect to %s for %.0f s (no answer to the connection "
 			    "request: a firewall dropping packets, or a host that is down)",
-			    str(c, "peer"), age / 1000);
+			    jstr(c, "peer"), age / 1000);
 	}
 	json_decref(pending);
 
@@ -544,21 +519,21 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 	 * tracer records them); else a .lock file opened when progress stopped */
 	json_array_foreach(json_object_get(root, "locks"), i, e)
 	{
-		if (!json_is_true(json_object_get(e, "waiting")) || !str(e, "path"))
+		if (!json_is_true(json_object_get(e, "waiting")) || !jstr(e, "path"))
 			continue;
 		waiting_add(list,
-			    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", str(e, "path"),
-				      "seconds", num(e, "waiting_ms") / 1000, "blocked", 1),
+			    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", jstr(e, "path"),
+				      "seconds", jnum(e, "waiting_ms") / 1000, "blocked", 1),
 			    "waiting for the lock %s for %.0f s: another process holds it (fuser -v %s "
 			    "shows which)",
-			    str(e, "path"), num(e, "waiting_ms") / 1000, str(e, "path"));
+			    jstr(e, "path"), jnum(e, "waiting_ms") / 1000, jstr(e, "path"));
 	}
 	json_array_foreach(json_object_get(root, "files"), i, e)
 	{
-		const char *path = str(e, "path");
-		double t = num(e, "last_ms");
+		const char *path = jstr(e, "path");
+		double t = jnum(e, "last_ms");
 
-		if (!path || !strstr(path, "/.locks/") || !ends_with(path, ".lock") ||
+		if (!path || !strstr(path, "/.locks/") || !str_ends_with(path, ".lock") ||
 		    t < since_ms - 1500 || json_array_size(json_object_get(root, "locks")))
 			continue;
 		waiting_add(list,
@@ -575,45 +550,45 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 		own = json_object();
 		json_array_foreach(json_object_get(root, "network"), i, e)
 		{
-			if (!str(e, "peer") || json_is_true(json_object_get(e, "dns")) ||
-			    !strncmp(str(e, "peer"), "unix:", 5))
+			if (!jstr(e, "peer") || json_is_true(json_object_get(e, "dns")) ||
+			    !strncmp(jstr(e, "peer"), "unix:", 5))
 				continue;
-			json_object_set_new(own, str(e, "peer"),
-					    json_pack("{s:f, s:f, s:f, s:f}", "in", num(e, "bytes_in"),
-						      "out", num(e, "bytes_out"), "t_in",
-						      num(e, "bytes_in") > 0 ? num(e, "last_ms") : -1.0,
+			json_object_set_new(own, jstr(e, "peer"),
+					    json_pack("{s:f, s:f, s:f, s:f}", "in", jnum(e, "bytes_in"),
+						      "out", jnum(e, "bytes_out"), "t_in",
+						      jnum(e, "bytes_in") > 0 ? jnum(e, "last_ms") : -1.0,
 						      "t_out",
-						      num(e, "bytes_in") > 0 ? -1.0 : num(e, "last_ms")));
+						      jnum(e, "bytes_in") > 0 ? -1.0 : jnum(e, "last_ms")));
 		}
 		peers = own;
 	}
 	json_object_foreach((json_t *)peers, key, h)
 	{
-		double t_in = num(h, "t_in"), t_out = num(h, "t_out");
+		double t_in = jnum(h, "t_in"), t_out = jnum(h, "t_out");
 		char b[32];
 
 		/* sent last and nothing back since, however long ago: other work
 		 * (page faults, a thread) may have moved after the send */
-		if (num(h, "out") > 0 && t_out > t_in && now_ms - t_out >= WAIT_MIN_MS) {
+		if (jnum(h, "out") > 0 && t_out > t_in && now_ms - t_out >= WAIT_MIN_MS) {
 			waiting_add(list,
 				    json_pack("{s:s, s:s, s:f, s:f, s:f}", "kind", "peer-silent", "peer",
-					      key, "bytes_out", num(h, "out"), "bytes_in", num(h, "in"),
+					      key, "bytes_out", jnum(h, "out"), "bytes_in", jnum(h, "in"),
 					      "seconds", (now_ms - t_out) / 1000),
 				    "waiting for an answer from %s: a request was sent %.0f s ago and "
 				    "nothing came back (a hub or proxy that accepts connections but does "
 				    "not answer; each request waits for HF_HUB_ETAG_TIMEOUT)",
 				    key, (now_ms - t_out) / 1000);
-		} else if (dl && num(h, "in") > 0 && t_in >= 0 && t_in <= since_ms + 1500 &&
-			   now_ms - t_in >= WAIT_MIN_MS && t_in >= num(dl, "first_ms") - 1500) {
+		} else if (dl && jnum(h, "in") > 0 && t_in >= 0 && t_in <= since_ms + 1500 &&
+			   now_ms - t_in >= WAIT_MIN_MS && t_in >= jnum(dl, "first_ms") - 1500) {
 			char name[300];
 
-			progress_download_name(root, str(dl, "path"), num(dl, "first_ms"), name,
+			progress_download_name(root, jstr(dl, "path"), jnum(dl, "first_ms"), name,
 					       sizeof(name));
-			fmt_bytes(b, sizeof(b), num(h, "in"));
+			fmt_bytes(b, sizeof(b), jnum(h, "in"));
 			waiting_add(list,
 				    json_pack("{s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
-					      "peer", key, "path", str(dl, "path"), "bytes_in",
-					      num(h, "in"), "seconds", (now_ms - t_in) / 1000),
+					      "peer", key, "path", jstr(dl, "path"), "bytes_in",
+					      jnum(h, "in"), "seconds", (now_ms - t_in) / 1000),
 				    "reading from %s, which has sent nothing for %.0f s, while "
 				    "downloading %s (%s received from it in all; HF_HUB_DOWNLOAD_TIMEOUT "
 				    "ends the wait)",
@@ -625,21 +600,21 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 	/* 4. the same missing path tried again while nothing else moved */
 	json_array_foreach(json_object_get(root, "missing_paths"), i, e)
 	{
-		const char *path = str(e, "path");
-		double attempts = num(e, "attempts");
+		const char *path = jstr(e, "path");
+		double attempts = jnum(e, "attempts");
 
-		if (!path || benign_missing(path, str(e, "class")) || attempts < 2 ||
-		    num(e, "last_ms") < since_ms)
+		if (!path || benign_missing(path, jstr(e, "class")) || attempts < 2 ||
+		    jnum(e, "last_ms") < since_ms)
 			continue;
 		waiting_add(list,
 			    json_pack("{s:s, s:s, s:f, s:s?, s:f}", "kind", "missing-path", "path", path,
-				      "attempts", attempts, "errno", str(e, "errno"), "seconds",
-				      (num(e, "last_ms") - num(e, "first_ms")) / 1000),
+				      "attempts", attempts, "errno", jstr(e, "errno"), "seconds",
+				      (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000),
 			    "sleeping between retries of the missing path %s: %.0f attempts over %.0f s "
 			    "(%s), the last %.0f s ago",
-			    path, attempts, (num(e, "last_ms") - num(e, "first_ms")) / 1000,
-			    str(e, "errno") ? str(e, "errno") : "failed",
-			    (now_ms - num(e, "last_ms")) / 1000);
+			    path, attempts, (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000,
+			    jstr(e, "errno") ? jstr(e, "errno") : "failed",
+			    (now_ms - jnum(e, "last_ms")) / 1000);
 	}
 	if (!json_array_size(list))
 		waiting_add(list, json_pack("{s:s}", "kind", "unknown"),
@@ -658,14 +633,14 @@ static double signature(const json_t *root)
 
 	json_array_foreach(json_object_get(root, "files"), i, e)
 	{
-		if (str(e, "path") && !strncmp(str(e, "path"), "[fd] ", 5))
+		if (jstr(e, "path") && !strncmp(jstr(e, "path"), "[fd] ", 5))
 			continue; /* inherited fds: the service's own log output */
-		s += num(e, "bytes_read") + num(e, "bytes_written") + num(e, "opens") + num(e, "mmaps");
+		s += jnum(e, "bytes_read") + jnum(e, "bytes_written") + jnum(e, "opens") + jnum(e, "mmaps");
 	}
 	s += json_array_size(json_object_get(root, "files"));
 	json_array_foreach(json_object_get(root, "network"), i, e)
 		if (!json_is_true(json_object_get(e, "dns")))
-			s += num(e, "bytes_in");
+			s += jnum(e, "bytes_in");
 	s += json_array_size(json_object_get(root, "processes"));
 	return s;
 }
@@ -673,7 +648,7 @@ static double signature(const json_t *root)
 static void check_stall(struct progress *p, const json_t *root, double now)
 {
 	double sig = signature(root);
-	double faults = num(json_object_get(root, "memory"), "page_faults");
+	double faults = jnum(json_object_get(root, "memory"), "page_faults");
 	json_t *why, *w;
 	size_t i;
 
@@ -697,7 +672,7 @@ static void check_stall(struct progress *p, const json_t *root, double now)
 	why = progress_waiting_on(root, p->peers, p->last_progress, now);
 	json_array_foreach(why, i, w)
 		emit(p, true, "tts-launch: no progress for %.0f s: %s\n", (now - p->last_progress) / 1000,
-		     str(w, "message"));
+		     jstr(w, "message"));
 	if (json_array_size(p->stalls) < MAX_STALLS)
 		json_array_append_new(p->stalls,
 				      json_pack("{s:f, s:f, s:o}", "ms", now, "seconds",

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "timeline.h"
+#include "util.h"
 
 #ifndef TTS_LAUNCH_VERSION
 #define TTS_LAUNCH_VERSION "0.1"
@@ -288,26 +289,10 @@ struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 
 /* ---- classification ---- */
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
-static bool under(const char *path, const char *dir)
-{
-	size_t n = dir ? strlen(dir) : 0;
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
-}
-
 static bool any_suffix(const char *p, const char *const *list)
 {
 	for (; *list; list++)
-		if (ends_with(p, *list))
+		if (str_ends_with(p, *list))
 			return true;
 	return false;
 }
@@ -320,10 +305,10 @@ const char *timeline_file_class(const char *path, const char *const *cache_dirs)
 					     ".conf", NULL};
 	bool in_cache = false, pyish;
 
-	if (ends_with(path, ".incomplete"))
+	if (str_ends_with(path, ".incomplete"))
 		return "download";
 	for (; cache_dirs && *cache_dirs; cache_dirs++)
-		in_cache |= under(path, *cache_dirs);
+		in_cache |= path_under(path, *cache_dirs);
 	/* site-packages' *.pth are interpreter start-up files, not torch checkpoints */
 	pyish = strstr(path, "/site-packages/") || strstr(path, "/dist-packages/") ||
 		strstr(path, "/lib/python3");
@@ -331,9 +316,9 @@ const char *timeline_file_class(const char *path, const char *const *cache_dirs)
 		return "model";
 	if (in_cache)
 		return "hf_cache";
-	if (pyish || ends_with(path, ".py") || ends_with(path, ".pyc"))
+	if (pyish || str_ends_with(path, ".py") || str_ends_with(path, ".pyc"))
 		return "python";
-	if (ends_with(path, ".so") || strstr(path, ".so.") || !strcmp(path, "/etc/ld.so.cache") ||
+	if (str_ends_with(path, ".so") || strstr(path, ".so.") || !strcmp(path, "/etc/ld.so.cache") ||
 	    !strcmp(path, "/etc/ld.so.preload"))
 		return "library";
 	if (any_suffix(path, config))
@@ -457,7 +442,7 @@ void timeline_infer_phases(struct timeline *tl)
 		else if (!strcmp(cls, "hf_cache"))
 			span_add(&cache, a, b);
 		else if (!strcmp(cls, "config") &&
-			 (path[0] != '/' || under(path, app_dir) || under(path, model_dir)))
+			 (path[0] != '/' || path_under(path, app_dir) || path_under(path, model_dir)))
 			span_add(&conf, a, b);
 	}
 	json_array_foreach(json_object_get(root, "missing_paths"), i, p)

@@ -291,3 +291,22 @@ def test_bad_log_path_exit_2_kills_nothing(app):
     assert r.returncode == 2
     assert "failed to open log file /nonexistent/dir/x.log" in r.stderr
     assert alive(stale.pid)
+
+
+def test_config_lookup_order(app, tmp_path_factory):
+    # ./tts-launch.ini of the current directory, when no -c is given
+    r = app.run("run", "--print-env")
+    assert r.returncode == 0
+    assert "--port %d" % app.port in r.stdout.splitlines()[0]
+    # -c wins over ./tts-launch.ini
+    other = tmp_path_factory.mktemp("other") / "x.ini"
+    other.write_text("[app]\ndir = %s\nport = 7999\n" % app.dir)
+    r = app.run("run", "-c", str(other), "--print-env")
+    assert "--port 7999" in r.stdout.splitlines()[0]
+    # neither (and no /etc/tts-launch.ini): the built-in defaults
+    empty = tmp_path_factory.mktemp("empty")
+    r = subprocess.run([str(TTS), "--print-env"], cwd=empty, capture_output=True, text=True)
+    if not os.path.exists("/etc/tts-launch.ini"):
+        assert r.returncode == 0
+        assert r.stdout.splitlines()[0].endswith("webui.py --port 7860 --host 0.0.0.0 "
+                                                 "--model_dir ./checkpoints")

@@ -1,0 +1,15 @@
+/* util: small helpers several modules share: fields of the timeline model
+ * (a missing or mistyped field reads as 0 / NULL) and path tests. */
+#ifndef TTS_UTIL_H
+#define TTS_UTIL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+double jnum(const json_t *o, const char *key);
+const char *jstr(const json_t *o, const char *key);
+bool str_ends_with(const char *s, const char *suffix);
+/* Is path dir itself or inside it (dir may end in '/')? */
+bool path_under(const char *path, const char *dir);
+
+#endif
