@@ -128,10 +128,24 @@ static pid_t parent_of(pid_t pid)
 	return ppid;
 }
 
-static bool is_ancestor_or_self(pid_t pid)
+/* Ourselves and our ancestors (a shell running `tts-launch ... webui.py`
+ * must not match), collected once per scan. */
+struct lineage {
+	pid_t pid[64];
+	int n;
+};
+
+static void lineage_init(struct lineage *l)
 {
-	for (pid_t p = getpid(); p > 1; p = parent_of(p))
-		if (p == pid)
+	l->n = 0;
+	for (pid_t p = getpid(); p > 1 && l->n < 64; p = parent_of(p))
+		l->pid[l->n++] = p;
+}
+
+static bool in_lineage(const struct lineage *l, pid_t pid)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->pid[i] == pid)
 			return true;
 	return false;
 }
@@ -139,27 +153,36 @@ static bool is_ancestor_or_self(pid_t pid)
 int stale_find(const struct config *c, struct stale_list *out)
 {
 	DIR *proc = opendir("/proc");
+	const char *want = base_name(c->stale_match);
+	struct lineage self;
 	struct dirent *de;
 
 	out->v = NULL;
 	out->n = 0;
 	if (!proc)
 		return -1;
+	lineage_init(&self);
 	while ((de = readdir(proc))) {
 		pid_t pid;
-		char **argv, *cwd;
-		bool match;
+		char **argv, *cwd = NULL;
+		bool match = false, named = false;
 
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid = (pid_t)atoi(de->d_name);
-		if (is_ancestor_or_self(pid))
+		if (in_lineage(&self, pid))
 			continue;
 		argv = proc_argv(pid);
 		if (!argv)
 			continue; /* kernel thread or gone */
-		cwd = proc_cwd(pid);
-		match = stale_matches(c, argv, cwd);
+		/* the working directory only for command lines naming the script:
+		 * this scan runs before every start, over every process */
+		for (char **a = argv; *a && !named; a++)
+			named = !strcmp(base_name(*a), want);
+		if (named) {
+			cwd = proc_cwd(pid);
+			match = stale_matches(c, argv, cwd);
+		}
 		proc_argv_free(argv);
 		free(cwd);
 		if (match) {
