@@ -87,9 +87,14 @@ $(BUILD)/tts-launch: $(OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# The shim's callable trigger needs Python's headers (python3-dev), not
+# libpython: it finds the C API in the interpreter it is loaded into.
+PY_INCLUDES := $(shell $(PYTHON)-config --includes 2>/dev/null)
+HOOK_CFLAGS := $(if $(PY_INCLUDES),-DHAVE_PYTHON $(PY_INCLUDES))
+
 $(BUILD)/hooks/%.so: hooks/%.c | $(BUILD)/hooks
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(filter-out -Werror,$(CFLAGS)) -Werror -fPIC -shared $< -o $@ -ldl -lpthread
+	$(Q)$(CC) $(filter-out -Werror,$(CFLAGS)) $(HOOK_CFLAGS) -Werror -fPIC -shared $< -o $@ -ldl -lpthread
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJS) | $(BUILD)/tests/unit
 	$(call msg,CC,$@)

@@ -9,7 +9,14 @@
  *           TTS_LAUNCH_MLOCK_PORT when given): IndexTTS2 binds its port only
  *           once every model is loaded;
  *   signal  each TTS_LAUNCH_MLOCK_SIGNAL (SIGUSR2 by default);
- *   delay   TTS_LAUNCH_MLOCK_DELAY seconds after exec.
+ *   delay   TTS_LAUNCH_MLOCK_DELAY seconds after exec;
+ *   callable when the Python callable TTS_LAUNCH_MLOCK_CALLABLE
+ *           ("module:qualname", e.g. indextts.infer_v2:IndexTTS2.__init__)
+ *           returns: built with Python's headers (HAVE_PYTHON), the shim
+ *           installs a profile function in the interpreter's main thread
+ *           once it is initialised (Py_AddPendingCall) and removes it at
+ *           that return. The C API is looked up with dlsym in the running
+ *           interpreter, so the shim has no link dependency on libpython.
  * It arms only in the program TTS_LAUNCH_MLOCK_EXE names (python*: a runner
  * such as `uv run` passes it on untouched).
  * and locks: all = mlockall(MCL_CURRENT), onfault = mlockall(MCL_CURRENT |
@@ -45,15 +52,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HAVE_PYTHON
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#endif
+
 #ifndef MCL_ONFAULT
 #define MCL_ONFAULT 4 /* Linux 4.4 */
 #endif
 
 enum { MODE_ALL, MODE_MODELS, MODE_ONFAULT };
-enum { TRIG_LISTEN, TRIG_SIGNAL, TRIG_DELAY };
+enum { TRIG_LISTEN, TRIG_SIGNAL, TRIG_DELAY, TRIG_CALLABLE };
 
 static const char *const mode_names[] = {"all", "models", "onfault"};
-static const char *const trigger_names[] = {"listen", "signal", "delay"};
+static const char *const trigger_names[] = {"listen", "signal", "delay", "callable"};
 
 #define ENV_PREFIX "TTS_LAUNCH_MLOCK_"
 #define SHIM_NAME "mlock_shim.so"
@@ -72,7 +85,8 @@ static struct {
 	int max_percent;
 	bool blocking;
 	int port; /* 0: any TCP listen */
-	int wake[2]; /* signal handler -> locker thread */
+	int wake[2]; /* signal handler or profile function -> locker thread */
+	char module[256], qualname[256]; /* the callable trigger's target */
 	uint64_t t_load; /* monotonic ns at load */
 	atomic_int fired;
 	pthread_mutex_t lock; /* one lock pass at a time */
@@ -358,6 +372,97 @@ static void do_lock(const char *trigger)
 	pthread_mutex_unlock(&S.lock);
 }
 
+/* ---- the callable trigger ---- */
+
+#if defined(HAVE_PYTHON) && PY_VERSION_HEX >= 0x030B0000
+/* The C API, from the interpreter that loaded us (RTLD_DEFAULT). */
+static struct {
+	int (*is_initialized)(void);
+	int (*add_pending_call)(int (*)(void *), void *);
+	void (*set_profile)(Py_tracefunc, PyObject *);
+	PyCodeObject *(*frame_code)(PyFrameObject *);
+	PyObject *(*frame_globals)(PyFrameObject *);
+	PyObject *(*dict_get)(PyObject *, const char *);
+	int (*str_eq)(PyObject *, const char *);
+	void (*decref)(PyObject *);
+} py;
+
+/* Called in the main thread for every call and return until the target
+ * returns: cheap checks first (the event, the name), the module last. */
+static int on_py_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	PyCodeObject *code;
+	bool hit = false;
+
+	(void)obj;
+	(void)arg;
+	if (what != PyTrace_RETURN)
+		return 0;
+	code = py.frame_code(frame);
+	if (code && py.str_eq(code->co_qualname, S.qualname) == 0) {
+		PyObject *g = py.frame_globals(frame);
+		PyObject *name = g ? py.dict_get(g, "__name__") : NULL;
+
+		hit = name && py.str_eq(name, S.module) == 0;
+		if (g)
+			py.decref(g);
+	}
+	if (code)
+		py.decref((PyObject *)code);
+	if (hit) {
+		char b = 'c';
+		ssize_t r;
+
+		py.set_profile(NULL, NULL);
+		r = write(S.wake[1], &b, 1);
+		(void)r;
+	}
+	return 0;
+}
+
+/* Runs in the main thread, holding the GIL (Py_AddPendingCall). */
+static int install_profile(void *arg)
+{
+	(void)arg;
+	py.set_profile(on_py_event, NULL);
+	return 0;
+}
+
+/* In the locker thread: wait for the interpreter, then have its main
+ * thread install the profile function. */
+static int arm_callable(void)
+{
+#define PY_SYM(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
+	if (!PY_SYM(is_initialized, "Py_IsInitialized") ||
+	    !PY_SYM(add_pending_call, "Py_AddPendingCall") ||
+	    !PY_SYM(set_profile, "PyEval_SetProfile") || !PY_SYM(frame_code, "PyFrame_GetCode") ||
+	    !PY_SYM(frame_globals, "PyFrame_GetGlobals") ||
+	    !PY_SYM(dict_get, "PyDict_GetItemString") ||
+	    !PY_SYM(str_eq, "PyUnicode_CompareWithASCIIString") || !PY_SYM(decref, "Py_DecRef")) {
+		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
+		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"ENOSYS\",\"error\":\"not a Python "
+		       "3.11+ interpreter: its C API is not there\"}",
+		       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+		return -1;
+	}
+#undef PY_SYM
+	while (!py.is_initialized())
+		usleep(10000);
+	while (py.add_pending_call(install_profile, NULL) < 0)
+		usleep(10000); /* the queue is full: retry */
+	return 0;
+}
+#else
+static int arm_callable(void)
+{
+	report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
+	       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"ENOSYS\",\"error\":\"this shim was "
+	       "built without Python 3.11+ headers (install python3-dev and rebuild)\"}",
+	       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+	return -1;
+}
+#endif
+
 /* ---- the locker thread ---- */
 
 static void *locker(void *arg)
@@ -382,6 +487,14 @@ static void *locker(void *arg)
 				do_lock("signal");
 			else if (n == 0 || errno != EINTR)
 				break;
+		}
+	} else if (S.trigger == TRIG_CALLABLE) {
+		char b;
+
+		if (arm_callable() == 0) {
+			while (read(S.wake[0], &b, 1) < 0 && errno == EINTR)
+				;
+			do_lock("callable");
 		}
 	} else {
 		do_lock(trigger_names[S.trigger]);
@@ -552,7 +665,10 @@ __attribute__((constructor)) static void shim_load(void)
 	S.t_load = now_ns();
 	S.pid = getpid();
 	S.mode = pick(mode, mode_names, 3, MODE_ALL);
-	S.trigger = pick(getenv(ENV_PREFIX "TRIGGER"), trigger_names, 3, TRIG_LISTEN);
+	S.trigger = pick(getenv(ENV_PREFIX "TRIGGER"), trigger_names, 4, TRIG_LISTEN);
+	v = getenv(ENV_PREFIX "CALLABLE");
+	if (v && strchr(v, ':'))
+		sscanf(v, "%255[^:]:%255s", S.module, S.qualname);
 	v = getenv(ENV_PREFIX "FD");
 	S.fd = v ? atoi(v) : -1;
 	/* Only a socket we were given; then keep it from the service's children. */
@@ -599,6 +715,14 @@ __attribute__((constructor)) static void shim_load(void)
 			S.active = false;
 			return;
 		}
+	} else if (S.trigger == TRIG_CALLABLE &&
+		   (!S.module[0] || pipe2(S.wake, O_CLOEXEC) < 0 || start_locker() != 0)) {
+		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
+		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"EINVAL\",\"error\":\"cannot arm "
+		       "the callable trigger (TTS_LAUNCH_MLOCK_CALLABLE = module:qualname)\"}",
+		       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+		S.active = false;
+		return;
 	} else if (S.trigger == TRIG_DELAY && start_locker() != 0) {
 		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"delay\",\"mode\":\"%s\","
 		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"EAGAIN\",\"error\":\"cannot start "

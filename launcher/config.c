@@ -34,7 +34,7 @@ static const char *const mode_names[] = {"foreground", "daemon", NULL};
 static const char *const policy_names[] = {"kill", "fail", "ignore", NULL};
 static const char *const scope_names[] = {"app", "any", NULL};
 static const char *const mlock_names[] = {"off", "all", "models", "onfault", NULL};
-static const char *const trigger_names[] = {"listen", "signal", "delay", NULL};
+static const char *const trigger_names[] = {"listen", "signal", "delay", "callable", NULL};
 static const char *const mlock_signal_names[] = {"SIGUSR2", "SIGUSR1", NULL};
 static const char *const progress_names[] = {"auto", "tty", "log", "off", NULL};
 
@@ -70,6 +70,7 @@ static const struct key_def keys[] = {
 	{"trace", "progress", T_ENUM, OFF(progress), 0, 0, progress_names},
 	{"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
 	{"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
+	{"mlock", "callable", T_STR, OFF(mlock_callable), 0, 0, NULL},
 	{"mlock", "delay", T_SECONDS, OFF(mlock_delay), 0, 86400, NULL},
 	{"mlock", "signal", T_ENUM, OFF(mlock_signal), 0, 0, mlock_signal_names},
 	{"mlock", "patterns", T_STR, OFF(mlock_patterns), 0, 0, NULL},
@@ -146,6 +147,7 @@ void config_defaults(struct config *c)
 	c->progress = PROGRESS_AUTO;
 	c->mlock = MLOCK_OFF;
 	c->mlock_trigger = MLOCK_AT_LISTEN;
+	c->mlock_callable = xstrdup("indextts.infer_v2:IndexTTS2.__init__");
 	c->mlock_delay = 60;
 	c->mlock_signal = MLOCK_SIGUSR2;
 	c->mlock_patterns = xstrdup("*.pth *.pt *.safetensors *.bin");
@@ -682,6 +684,11 @@ int config_finish(struct config *c, char *err, size_t errlen)
 	if ((*c->group) && !*c->user) {
 		set_err(err, errlen, "%s: [service] group is set without user: set user too, or remove group",
 			c->source);
+		return -1;
+	}
+	if (c->mlock_trigger == MLOCK_AT_CALLABLE && !strchr(c->mlock_callable, ':')) {
+		set_err(err, errlen, "%s: [mlock] callable '%s' is not valid: expected module:qualname, "
+			"e.g. indextts.infer_v2:IndexTTS2.__init__", c->source, c->mlock_callable);
 		return -1;
 	}
 	if (c->mode == MODE_DAEMON && !*c->pidfile) {

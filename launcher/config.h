@@ -11,7 +11,7 @@ enum run_mode { MODE_FOREGROUND, MODE_DAEMON };
 enum stale_policy { STALE_KILL, STALE_FAIL, STALE_IGNORE };
 enum stale_scope { SCOPE_APP, SCOPE_ANY };
 enum mlock_mode { MLOCK_OFF, MLOCK_ALL, MLOCK_MODELS, MLOCK_ONFAULT };
-enum mlock_trigger { MLOCK_AT_LISTEN, MLOCK_AT_SIGNAL, MLOCK_AT_DELAY };
+enum mlock_trigger { MLOCK_AT_LISTEN, MLOCK_AT_SIGNAL, MLOCK_AT_DELAY, MLOCK_AT_CALLABLE };
 enum mlock_signal { MLOCK_SIGUSR2, MLOCK_SIGUSR1 };
 enum progress_mode { PROGRESS_AUTO, PROGRESS_TTY, PROGRESS_LOG, PROGRESS_OFF };
 
@@ -68,6 +68,7 @@ struct config {
 	/* [mlock] (docs/mlock.md) */
 	enum mlock_mode mlock;
 	enum mlock_trigger mlock_trigger;
+	char *mlock_callable; /* "module:qualname" for trigger = callable */
 	double mlock_delay;              /* seconds after exec (trigger = delay) */
 	enum mlock_signal mlock_signal;  /* trigger = signal */
 	char *mlock_patterns;            /* model file globs (mode = models) */

@@ -23,7 +23,7 @@
 		exit(1);                                                                           \
 	} while (0)
 
-static const char *const trigger_names[] = {"listen", "signal", "delay"};
+static const char *const trigger_names[] = {"listen", "signal", "delay", "callable"};
 
 /* The shim next to the binary: build/hooks/ in the build tree, or
  * PREFIX/lib/tts-launch/ once installed (Makefile's install). */
@@ -144,6 +144,7 @@ int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, cha
 	env_setf(envp, "TTS_LAUNCH_MLOCK_FD", "%d", m->child_fd);
 	env_set(envp, "TTS_LAUNCH_MLOCK_MODE", config_mlock_name(c->mlock));
 	env_set(envp, "TTS_LAUNCH_MLOCK_TRIGGER", trigger_names[c->mlock_trigger]);
+	env_set(envp, "TTS_LAUNCH_MLOCK_CALLABLE", c->mlock_callable);
 	env_setf(envp, "TTS_LAUNCH_MLOCK_DELAY", "%g", c->mlock_delay);
 	env_setf(envp, "TTS_LAUNCH_MLOCK_SIGNAL", "%d",
 		 c->mlock_signal == MLOCK_SIGUSR1 ? SIGUSR1 : SIGUSR2);

@@ -92,9 +92,9 @@ class Svc:
     """tts-launch running the stand-in service in an app dir."""
 
     def __init__(self, app, *args, mlock="all", extra="", service_args=(), user=None,
-                 trace=False):
+                 trace=False, service=SERVICE):
         self.app = app
-        (app.dir / "webui.py").write_text(SERVICE)
+        (app.dir / "webui.py").write_text(service)
         (app.dir / "checkpoints").mkdir(exist_ok=True)
         with open(app.dir / "checkpoints" / "model.safetensors", "wb") as f:
             f.truncate(MODEL_MB * MiB)  # sparse: pages come in when locked
@@ -188,6 +188,67 @@ def test_signal_trigger(app):
     assert vmlck(s.pid) >= MODEL_MB * MiB
     assert alive(s.pid)  # SIGUSR2's default action would have killed it
     assert s.stop()["memory"]["mlock"]["trigger"] == "signal"
+
+
+# IndexTTS2's layout: webui.py builds indextts.infer_v2.IndexTTS2 at module
+# level (the model maps its weights in __init__), then listens.
+INFER_V2 = r'''
+import mmap, os
+class IndexTTS2:
+    def __init__(self, model_dir):
+        self.f = open(os.path.join(model_dir, "model.safetensors"), "rb")
+        self.weights = mmap.mmap(self.f.fileno(), 0, prot=mmap.PROT_READ)
+    def infer(self):
+        return len(self.weights)
+'''
+
+CALLABLE_SERVICE = r'''
+import argparse, os, socket, time
+from indextts.infer_v2 import IndexTTS2
+p = argparse.ArgumentParser()
+p.add_argument("--port", type=int, default=7860)
+p.add_argument("--host", default="127.0.0.1")
+p.add_argument("--model_dir", default=".")
+a = p.parse_args()
+tts = IndexTTS2(a.model_dir)
+with open("service.pid.tmp", "w") as out:
+    out.write(str(os.getpid()))
+os.rename("service.pid.tmp", "service.pid")
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", a.port))
+s.listen()
+while True:
+    time.sleep(3600)
+'''
+
+
+def callable_app(app):
+    pkg = app.dir / "indextts"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "infer_v2.py").write_text(INFER_V2)
+
+
+def test_callable_trigger(app):
+    """The default callable, IndexTTS2.__init__ of indextts.infer_v2: the lock
+    follows its return (the shim's profile function in the interpreter)."""
+    callable_app(app)
+    s = Svc(app, mlock="models", extra="trigger = callable\n", service=CALLABLE_SERVICE)
+    s.wait_line("tts-launch: mlock (models, at callable): locked")
+    assert locked_in(s.pid, "model.safetensors") == MODEL_MB * MiB
+    m = s.stop()["memory"]["mlock"]
+    assert m["trigger"] == "callable" and m["status"] == "locked" and m["mappings"] == 1
+
+
+def test_callable_trigger_waits_for_the_named_callable(app):
+    callable_app(app)
+    s = Svc(app, mlock="models", service=CALLABLE_SERVICE,
+            extra="trigger = callable\ncallable = indextts.infer_v2:IndexTTS2.infer\n")
+    wait_for(lambda: json.loads(_read(s.timeline) or "{}"), what="timeline at ready")
+    assert vmlck(s.pid) == 0  # __init__ returned, infer never ran: nothing locked
+    m = s.stop()["memory"]["mlock"]
+    assert m["trigger"] == "callable" and m["status"] != "locked"
 
 
 def test_delay_trigger(app):

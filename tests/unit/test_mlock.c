@@ -232,8 +232,10 @@ static void test_config_keys(void **state)
 	assert_int_equal(config_set(&c, "mlock.delay=500ms", err, sizeof(err)), 0);
 	assert_true(c.mlock_delay == 0.5);
 	assert_int_equal(config_set(&c, "mlock.max_percent=0", err, sizeof(err)), -1);
-	assert_int_equal(config_set(&c, "mlock.trigger=callable", err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "listen, signal, delay"));
+	assert_int_equal(config_set(&c, "mlock.trigger=callable", err, sizeof(err)), 0);
+	assert_int_equal(c.mlock_trigger, MLOCK_AT_CALLABLE);
+	assert_int_equal(config_set(&c, "mlock.trigger=whenever", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "listen, signal, delay, callable"));
 	assert_int_equal(config_set(&c, "mlock.signal=SIGKILL", err, sizeof(err)), -1);
 	config_free(&c);
 }
