@@ -555,9 +555,11 @@ static int dbl_cmp(const void *a, const void *b)
 }
 
 /* Nearest-rank percentile of sorted values. */
+/* Nearest rank, ceil(p * n / 100), in integers: exact for any p and n (as
+ * compare.c's; a double product can land just above an integer). */
 static double pct(const double *v, size_t n, int p)
 {
-	size_t k = (size_t)ceil(p / 100.0 * (double)n);
+	size_t k = ((size_t)p * n + 99) / 100;
 
 	return v[k ? k - 1 : 0];
 }

@@ -200,6 +200,29 @@ static void test_summary(void **state)
 	timeline_free(tl);
 }
 
+/* Request latency percentiles by nearest rank: 20 requests of 1..20 ms ->
+ * p50 10 ms, p90 18 ms, p99 20 ms; faults per request averaged. */
+static void test_summary_requests(void **state)
+{
+	struct timeline *tl = new_tl();
+	json_t *reqs = json_object_get(tl->root, "requests");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	timeline_set_tracing(tl, true, NULL);
+	for (int i = 20; i >= 1; i--) /* out of order on purpose */
+		json_array_append_new(reqs, json_pack("{s:f, s:i, s:i}", "latency_ms", (double)i,
+						      "faults", 100, "major_faults", i == 20 ? 20 : 0));
+	timeline_print_summary(tl, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "requests: 20, latency p50 10.0ms, p90 18.0ms, p99 20.0ms; "
+				    "per request 100 faults (1.0 major)"));
+	free(buf);
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_file_classes),
 		cmocka_unit_test(test_infer_phases),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_summary_requests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
