@@ -1100,7 +1100,9 @@ static void rule_lazy_faults(struct ctx *c)
 	 * cannot tell load-time faults from request-time ones */
 	json_array_foreach(json_object_get(c->root, "requests"), i, r)
 	{
-		double mf = jnum(r, "model_faults") + jnum(r, "major_faults");
+		/* faults inside model file mappings (minor and major): not any
+		 * major fault, which a library page or a log file can cause */
+		double mf = jnum(r, "model_faults");
 
 		if (mf <= 0)
 			continue;

@@ -58,6 +58,7 @@ struct session {
 	bool settled;
 	bool window_done; /* [trace] requests_window over: timeline written again */
 	bool summary_printed;
+	json_t *said; /* findings printed so far: {"id|message": true} */
 	int stop_sig;         /* signal forwarded, 0 if none */
 	double kill_deadline; /* ms; 0 = none */
 	sigset_t old_mask;
@@ -196,16 +197,67 @@ static void write_timeline(struct session *s)
 		say(s, "tts-launch: warning: %s\n", err);
 }
 
+/* The findings not said yet (those from requests come after the summary),
+ * as a model of their own for diagnose_print; each is said once. */
+static struct timeline *new_findings(struct session *s)
+{
+	json_t *fresh = json_array(), *f;
+	struct timeline *t;
+	size_t i;
+
+	if (!s->said)
+		s->said = json_object();
+	json_array_foreach(json_object_get(s->tl->root, "findings"), i, f)
+	{
+		char key[1024];
+
+		snprintf(key, sizeof(key), "%s|%s", json_string_value(json_object_get(f, "id")) ?: "",
+			 json_string_value(json_object_get(f, "message")) ?: "");
+		if (json_object_get(s->said, key))
+			continue;
+		json_object_set_new(s->said, key, json_true());
+		json_array_append(fresh, f);
+	}
+	t = calloc(1, sizeof(*t));
+	if (t)
+		t->root = json_pack("{s:o}", "findings", fresh);
+	else
+		json_decref(fresh);
+	return t;
+}
+
+static void print_new_findings(struct session *s)
+{
+	struct timeline *fresh = new_findings(s);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	if (!fresh)
+		return;
+	m = open_memstream(&buf, &len);
+	if (m) {
+		diagnose_print(fresh, m);
+		fclose(m);
+		say_block(s, buf, len);
+		free(buf);
+	}
+	timeline_free(fresh);
+}
+
 static void print_summary(struct session *s)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
+	struct timeline *fresh;
 
 	if (!m)
 		return;
 	timeline_print_summary(s->tl, m);
-	diagnose_print(s->tl, m);
+	fresh = new_findings(s);
+	diagnose_print(fresh, m);
+	timeline_free(fresh);
 	fclose(m);
 	say_block(s, buf, len);
 	if (*s->timeline_path)
@@ -319,6 +371,7 @@ static void on_tick(struct session *s)
 	    now >= s->ready_ms + s->cfg->requests_window * 1000) {
 		s->window_done = true;
 		write_timeline(s);
+		print_new_findings(s); /* from the requests */
 	}
 	if (s->kill_deadline > 0 && now >= s->kill_deadline) {
 		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n", s->cfg->stop_grace);
@@ -358,6 +411,8 @@ static int on_exit_status(struct session *s)
 	write_timeline(s);
 	if (!s->summary_printed)
 		print_summary(s);
+	else
+		print_new_findings(s); /* what requests or the exit showed */
 	return code;
 }
 
@@ -525,6 +580,7 @@ static int daemonize(struct session *s)
 static void session_free(struct session *s)
 {
 	metrics_stop(s->metrics);
+	json_decref(s->said);
 	progress_free(s->progress);
 	if (s->tracer)
 		tracer_free(s->tracer);

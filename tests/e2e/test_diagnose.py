@@ -308,3 +308,78 @@ def test_diagnose_bad_input(tmp_path):
     p = subprocess.run([str(TTS), "diagnose", str(bad), "--format", "xml"], capture_output=True,
                        text=True)
     assert p.returncode == 2 and "--format" in p.stderr
+
+
+def test_model_file_reread(tracing_ok, tmp_path):
+    # a loader that reads the same weights four times over (torch.load in a
+    # loop, a checksum pass then a load...)
+    weights = tmp_path / "gpt.pth"
+    weights.write_bytes(os.urandom(2 * 1024 * 1024))
+    reread = ("import sys\n"
+              "for _ in range(4):\n"
+              "    with open(%r, 'rb') as f: f.read()\n" % str(weights))
+    run = Launch(tmp_path / "run", tmp_path, cmd=[PY, "-c", reread])
+    run.wait(lambda: False)
+    tl = run.stop()
+    f = finding(tl, "io-reread")
+    assert f["evidence"]["path"] == str(weights)
+    assert f["evidence"]["bytes_read"] >= 4 * 2 * 1024 * 1024
+    assert not any(x["id"] == "io-small-reads" for x in tl["findings"])
+    same_offline(run, tl)
+
+
+def test_model_file_small_reads(tracing_ok, tmp_path):
+    # unbuffered 4 KiB reads of a 2 MiB model file: 512 reads
+    weights = tmp_path / "s2mel.pth"
+    weights.write_bytes(os.urandom(2 * 1024 * 1024))
+    small = ("import os\n"
+             "fd = os.open(%r, os.O_RDONLY)\n"
+             "while os.read(fd, 4096): pass\n" % str(weights))
+    run = Launch(tmp_path / "run", tmp_path, cmd=[PY, "-c", small])
+    run.wait(lambda: False)
+    tl = run.stop()
+    f = finding(tl, "io-small-reads")
+    assert f["evidence"]["path"] == str(weights)
+    assert f["evidence"]["reads"] >= 512
+    assert not any(x["id"] == "io-reread" for x in tl["findings"])
+    same_offline(run, tl)
+
+
+def _page_out(pid):
+    """process_madvise(MADV_PAGEOUT) over the process's file mappings, as
+    reclaim on a loaded host would do."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+    assert pidfd >= 0
+
+    class Iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and parts[5].endswith(".safetensors"):
+                a, b = (int(x, 16) for x in parts[0].split("-"))
+                iov = Iovec(a, b - a)
+                libc.syscall(440, pidfd, ctypes.byref(iov), 1, 21, 0)  # MADV_PAGEOUT
+    os.close(pidfd)
+
+
+def test_lazy_model_faults_during_requests(warm, hub):  # noqa: F811
+    # the simulator's weights paged out under memory pressure, then a
+    # synthesis request: it faults the model back in while computing
+    import urllib.request
+    run = Launch(warm["tmp"] / "lazy", warm["app"], endpoint=hub.url)
+    run.wait()
+    port = int(run.ini.read_text().split("port = ")[1].split("\n")[0])
+    pid = json.loads(run.timeline.read_text())["process"]["pid"]  # python webui.py
+    _page_out(pid)
+    req = urllib.request.Request("http://127.0.0.1:%d/synthesize" % port, method="POST",
+                                 data=b'{"text": "hello"}',
+                                 headers={"Content-Type": "application/json"})
+    assert urllib.request.urlopen(req, timeout=WAIT).read()[:4] == b"RIFF"
+    tl = run.stop()
+    f = finding(tl, "lazy-model-faults")
+    assert f["evidence"]["faults"] > 0 and len(f["evidence"]["requests"]) >= 1
+    assert "--mlock" in f["fix"]
+    same_offline(run, tl)

@@ -244,6 +244,7 @@ static void test_lazy_model_faults(void **state)
 
 	(void)state;
 	assert_float_equal(ev_num(f, "faults"), 5, 1e-9);
+	/* the second request's 3 major faults were not in model files */
 	assert_int_equal(json_array_size(ev(f, "requests")), 1);
 	assert_true(contains(json_string_value(json_object_get(f, "fix")), "--mlock=models"));
 	timeline_free(tl);
