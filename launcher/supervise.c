@@ -408,6 +408,7 @@ static int on_exit_status(struct session *s)
 		say(s, "tts-launch: service killed by SIG%s (exit %d)\n", sigabbrev_np(si.si_status),
 		    code);
 	}
+	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
 	write_timeline(s);
 	if (!s->summary_printed)
 		print_summary(s);
