@@ -110,6 +110,31 @@ static const struct option long_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* The service inherits our environment: the Hugging Face settings (and
+ * HOME, the default cache's root) it will see go into [env] too, so that the
+ * timeline's effective config, the tracer's cache classes and diagnose all
+ * reason about the caches the service really uses. */
+static struct config *inherit_hf_env(struct config *c)
+{
+	static const char *const names[] = {"HF_HOME", "HF_HUB_CACHE", "HF_ENDPOINT",
+					    "HF_HUB_OFFLINE", "HOME"};
+	char err[CONFIG_ERR_MAX], set[4200];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+		bool configured = false;
+
+		for (size_t k = 0; k < c->n_env; k++)
+			configured |= !strcmp(c->env[k].name, names[i]);
+		if (!v || configured)
+			continue;
+		snprintf(set, sizeof(set), "env.%s=%s", names[i], v);
+		if (config_set(c, set, err, sizeof(err)) < 0)
+			fprintf(stderr, "tts-launch: warning: %s\n", err);
+	}
+	return c;
+}
+
 static int print_env(const struct config *c)
 {
 	char **argv = config_service_argv(c);
@@ -397,7 +422,7 @@ int main(int argc, char **argv)
 	else if (print)
 		rc = print_env(&c);
 	else
-		rc = supervise_run(&c, argc, argv);
+		rc = supervise_run(inherit_hf_env(&c), argc, argv);
 	c.command = NULL;
 	config_free(&c);
 	free(sets);

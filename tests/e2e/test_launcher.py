@@ -310,3 +310,14 @@ def test_config_lookup_order(app, tmp_path_factory):
         assert r.returncode == 0
         assert r.stdout.splitlines()[0].endswith("webui.py --port 7860 --host 0.0.0.0 "
                                                  "--model_dir ./checkpoints")
+
+
+def test_inherited_hf_settings_are_in_the_effective_config(app):
+    cache = app.dir / "inherited-cache"
+    tl = app.dir / "t.json"
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--timeline", str(tl), "--", "true",
+                env={**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    env = json.loads(tl.read_text())["launcher"]["config"]["env"]["vars"]
+    assert env["HF_HUB_CACHE"] == str(cache) and env["HF_HUB_OFFLINE"] == "1"
+    assert env["HOME"] == os.environ["HOME"]
