@@ -355,8 +355,12 @@ int main(int argc, char **argv)
 		}
 	}
 
-	if (!strcmp(cmd, "report"))
+	if (!strcmp(cmd, "report")) {
+		if (positional && optind < argc)
+			return usage_error("unexpected argument '%s': report takes one TIMELINE.json",
+					   argv[optind]);
 		return report(positional ? positional : optind < argc ? argv[optind] : NULL, format, output);
+	}
 	if (!strcmp(cmd, "diagnose") && strcmp(format, "text") && strcmp(format, "json"))
 		return usage_error("unknown --format '%s': expected text or json", format);
 	if (!strcmp(cmd, "diagnose") && optind < argc)

@@ -318,6 +318,13 @@ def test_unknown_format_lists_the_formats():
     assert "pdf" in r.stderr and "perfetto, svg, html or prom" in r.stderr
 
 
+def test_extra_argument_is_refused():
+    r = subprocess.run([str(TTS), "report", str(COLD), "other.json"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "unexpected argument 'other.json'" in r.stderr
+    assert r.stdout == ""
+
+
 @pytest.mark.parametrize("content,why", [
     (None, "No such file"),
     ("{not json", "line 1"),
