@@ -97,18 +97,6 @@ static void resolve(const char *base, const char *path, char *out, size_t len)
 		snprintf(out, len, "/");
 }
 
-static void fmt_bytes(char *buf, size_t len, double b)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int i = 0;
-
-	while (b >= 1024 && i < 4) {
-		b /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
 static double round3(double v)
 {
 	return round(v * 1000.0) / 1000.0;

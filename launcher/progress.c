@@ -50,18 +50,6 @@ struct progress {
 	int n_snaps;
 };
 
-static void fmt_bytes(char *buf, size_t len, double b)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int i = 0;
-
-	while (b >= 1024 && i < 4) {
-		b /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
 struct progress *progress_new(const struct progress_opts *o)
 {
 	struct progress *p;

@@ -509,7 +509,8 @@ static void fmt_ms(char *buf, size_t len, double ms)
 		snprintf(buf, len, "%.1fms", ms);
 }
 
-static void fmt_bytes(char *buf, size_t len, double b)
+/* Compact ("84.5MiB"), for the summary's aligned columns. */
+static void fmt_size(char *buf, size_t len, double b)
 {
 	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	int i = 0;
@@ -657,7 +658,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	if (n)
 		fprintf(out, "  heaviest files (bytes read/written/mapped, open to last use):\n");
 	for (i = 0; i < n; i++) {
-		fmt_bytes(a, sizeof(a), num(top[i], "bytes"));
+		fmt_size(a, sizeof(a), num(top[i], "bytes"));
 		fmt_ms(b, sizeof(b), num(top[i], "span"));
 		fprintf(out, "    %9s %-6s %9s  %-8s %s\n", a,
 			json_is_true(json_object_get(top[i], "mapped")) ? "mapped" : "", b,
@@ -682,8 +683,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	if (n)
 		fprintf(out, "  network peers:\n");
 	for (i = 0; i < n; i++) {
-		fmt_bytes(a, sizeof(a), num(top[i], "bytes_in"));
-		fmt_bytes(b, sizeof(b), num(top[i], "bytes_out"));
+		fmt_size(a, sizeof(a), num(top[i], "bytes_in"));
+		fmt_size(b, sizeof(b), num(top[i], "bytes_out"));
 		fmt_ms(c, sizeof(c), num(top[i], "connect_ms"));
 		fprintf(out, "    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
 			json_string_value(json_object_get(top[i], "peer")),
@@ -704,7 +705,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			done += json_is_true(json_object_get(p, "complete")) ||
 				json_is_true(json_object_get(p, "completed"));
 		}
-		fmt_bytes(a, sizeof(a), total);
+		fmt_size(a, sizeof(a), total);
 		fprintf(out, "  downloads (%zu, %s, %zu complete):\n", json_array_size(arr), a, done);
 	}
 	json_array_foreach(arr, i, p)
@@ -716,7 +717,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			name = json_string_value(json_object_get(p, "final_path"));
 		if (!name)
 			name = json_string_value(json_object_get(p, "path"));
-		fmt_bytes(a, sizeof(a), num(p, "bytes"));
+		fmt_size(a, sizeof(a), num(p, "bytes"));
 		fmt_ms(b, sizeof(b), d);
 		if (d > 0)
 			snprintf(c, sizeof(c), "%.1fMB/s", num(p, "bytes") / 1e3 / d);

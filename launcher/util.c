@@ -1,5 +1,6 @@
 #include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 double jnum(const json_t *o, const char *key)
@@ -26,4 +27,16 @@ bool path_under(const char *path, const char *dir)
 	while (n > 1 && dir[n - 1] == '/')
 		n--;
 	return n && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+void fmt_bytes(char *buf, size_t len, double b)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int i = 0;
+
+	while (b >= 1024 && i < 4) {
+		b /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }

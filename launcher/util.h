@@ -5,11 +5,15 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 double jnum(const json_t *o, const char *key);
 const char *jstr(const json_t *o, const char *key);
 bool str_ends_with(const char *s, const char *suffix);
 /* Is path dir itself or inside it (dir may end in '/')? */
 bool path_under(const char *path, const char *dir);
+
+/* "512 B", "1.5 MiB": sizes in messages and findings. */
+void fmt_bytes(char *buf, size_t len, double bytes);
 
 #endif

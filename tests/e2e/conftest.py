@@ -1,5 +1,6 @@
 """Shared fixtures for the end-to-end tests: the built binary, a scratch
 IndexTTS2-like app directory, free ports, and process helpers."""
+import json
 import os
 import signal
 import socket
@@ -124,3 +125,18 @@ def app(tmp_path):
 @pytest.fixture(scope="session", autouse=True)
 def built():
     assert TTS.exists(), "build/tts-launch missing: run `make` first"
+
+
+@pytest.fixture(scope="session")
+def tracing_ok(tmp_path_factory):
+    """Tracing works here (root, BTF, BPF): else skip, or fail when CI is set."""
+    tmp = tmp_path_factory.mktemp("probe")
+    tl = tmp / "t.json"
+    subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
+                    "/bin/true"], cwd=tmp, capture_output=True, timeout=60)
+    t = json.loads(tl.read_text())
+    if not t["tracing"]["enabled"]:
+        why = "BPF tracing unavailable: %s" % t["tracing"]["reason"]
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)

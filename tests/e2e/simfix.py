@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +153,10 @@ def webuis():
     yield start
     for w in started:
         w.stop()
+
+
+def sim_app(tmp, models):
+    """An app dir like an IndexTTS2 checkout, running the simulator's webui.py."""
+    app = make_app(Path(tmp), models)
+    os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
+    return app

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from simfix import PY, SIM, WAIT, base_env, free_port, hub, hub_proc, make_app, models  # noqa: F401
+from simfix import (PY, SIM, WAIT, base_env, free_port, hub, hub_proc, make_app,  # noqa: F401
+                    models, sim_app)
 
 ROOT = Path(__file__).resolve().parents[2]
 TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
@@ -59,26 +60,6 @@ class Launch:
         self.proc.wait(WAIT)
         self.out.close()
         return json.loads(self.timeline.read_text())
-
-
-@pytest.fixture(scope="module")
-def tracing_ok(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("probe")
-    tl = tmp / "t.json"
-    subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
-                    "/bin/true"], cwd=tmp, capture_output=True, timeout=WAIT)
-    t = json.loads(tl.read_text())
-    if not t["tracing"]["enabled"]:
-        why = "BPF tracing unavailable: %s" % t["tracing"]["reason"]
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-
-
-def sim_app(tmp, models):  # noqa: F811
-    app = make_app(Path(tmp), models)
-    os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
-    return app
 
 
 LINE = re.compile(r"^tts-launch: downloading (\S+): ([\d.]+) (B|KiB|MiB|GiB) at ([\d.]+) "
