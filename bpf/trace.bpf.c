@@ -123,6 +123,7 @@ struct {
 	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, struct model_ranges);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* written at mmap only: created fast */
 } mranges SEC(".maps");
 
 struct model_ranges zero_ranges = {};
@@ -150,13 +151,15 @@ struct offcpu {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	/* threads off CPU at once; preallocated (an LRU map is), so kept small:
+	 * the oldest is dropped first */
+	__uint(max_entries, 4096);
 	__type(key, __u32); /* tid */
 	__type(value, struct offcpu);
 } offcpu SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, TRACE_BUCKETS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -271,19 +274,45 @@ static __always_inline bool traced_now(__u32 *tgid)
 	return true;
 }
 
+/* A ring record of size bytes (a constant); a full ring is counted. */
+static __always_inline void *ring_reserve(__u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e)
+		count(CNT_RB_DROPS, 1);
+	return e;
+}
+
+/* The head tl_event and tl_import_event share: now, this thread. */
+struct ev_head {
+	__u64 ts_ns;
+	__u64 dur_ns;
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+};
+
+static __always_inline void *ev_head(__u64 size, __u32 type, __u32 tgid)
+{
+	struct ev_head *h = ring_reserve(size);
+
+	if (!h)
+		return NULL;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->dur_ns = 0;
+	h->type = type;
+	h->pid = tgid;
+	h->tid = (__u32)bpf_get_current_pid_tgid();
+	return h;
+}
+
 static __always_inline struct tl_event *ev_reserve(__u32 type, __u32 tgid)
 {
-	struct tl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct tl_event *e = ev_head(sizeof(*e), type, tgid);
 
-	if (!e) {
-		count(CNT_RB_DROPS, 1);
+	if (!e)
 		return NULL;
-	}
-	e->ts_ns = bpf_ktime_get_ns();
-	e->dur_ns = 0;
-	e->type = type;
-	e->pid = tgid;
-	e->tid = (__u32)bpf_get_current_pid_tgid();
 	e->ppid = 0;
 	e->ret = 0;
 	e->flags = 0;
@@ -562,21 +591,12 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 	}
 }
 
-static __always_inline void fd_bytes(long fd, long n, bool out, __u64 now)
-{
-	fd_bytes_msg(fd, n, out, now, 1, 0, false);
-}
-
 /* sendmmsg/recvmmsg: ret messages; their lengths (msg_len, set by the
  * kernel) of the first MMSG_MAX are added up */
-static __always_inline void fd_mmsg(long fd, long ret, __u64 vec, bool out, __u64 now)
+static __always_inline __u64 mmsg_bytes(long ret, __u64 vec)
 {
 	__u64 bytes = 0;
 
-	if (ret <= 0) {
-		fd_bytes_msg(fd, ret, out, now, 0, 0, false);
-		return;
-	}
 	for (int i = 0; i < MMSG_MAX; i++) {
 		__u32 len = 0;
 
@@ -586,7 +606,7 @@ static __always_inline void fd_mmsg(long fd, long ret, __u64 vec, bool out, __u6
 		bpf_probe_read_user(&len, sizeof(len), (void *)(vec + i * 64 + 56));
 		bytes += len;
 	}
-	fd_bytes_msg(fd, bytes ? bytes : 0, out, now, ret, vec, true);
+	return bytes;
 }
 
 static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, __u64 now)
@@ -786,126 +806,167 @@ static __always_inline void on_lock(struct inflight *in, long ret, __u32 tgid, _
 
 /* ---- syscalls ---- */
 
-static __always_inline int save4(long nr, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
-{
-	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
-	struct inflight in = {};
+/* The syscall number of the call whose registers these are: at sys_exit the
+ * kernel still holds the number and the arguments as the caller passed
+ * them (only the return register changed), so most calls are handled at
+ * exit alone, without an inflight entry per call. */
+#if defined(__TARGET_ARCH_x86)
+#define SYSCALL_NR(regs) BPF_CORE_READ((struct pt_regs *)(regs), orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define SYSCALL_NR(regs) BPF_CORE_READ((struct pt_regs *)(regs), syscallno)
+#else
+#error "SYSCALL_NR: add this architecture's syscall number register"
+#endif
 
-	if (!traced_now(&tgid))
-		return 0;
-	in.ts = bpf_ktime_get_ns();
-	in.nr = nr;
-	in.a0 = a0;
-	in.a1 = a1;
-	in.a2 = a2;
-	in.a3 = a3;
-	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
-	return 0;
+#define P1(r) PT_REGS_PARM1_CORE_SYSCALL(r)
+#define P2(r) PT_REGS_PARM2_CORE_SYSCALL(r)
+#define P3(r) PT_REGS_PARM3_CORE_SYSCALL(r)
+#define P4(r) PT_REGS_PARM4_CORE_SYSCALL(r)
+#define P5(r) PT_REGS_PARM5_CORE_SYSCALL(r)
+
+static __always_inline bool set_args(struct inflight *in, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+{
+	in->a0 = a0;
+	in->a1 = a1;
+	in->a2 = a2;
+	in->a3 = a3;
+	return true;
 }
 
-static __always_inline int save(long nr, __u64 a0, __u64 a1, __u64 a2)
+static __always_inline bool is_mlock(long id)
 {
-	return save4(nr, a0, a1, a2, 0);
+	return id == __NR_mlock || id == __NR_mlock2 || id == __NR_mlockall;
 }
 
-SEC("raw_tp/sys_enter")
-int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+/* Calls whose record needs the time they started (a duration: connect,
+ * lock waits, mlock, rename/symlink) or their arguments as they were at
+ * entry: saved in inflight at sys_enter. Everything else is read from the
+ * registers at sys_exit. */
+static __always_inline bool entry_args(long id, struct pt_regs *regs, struct inflight *in)
 {
-	/* after the requests window only mlock calls are still wanted */
-	if (light && id != __NR_mlock && id != __NR_mlock2 && id != __NR_mlockall)
-		return 0;
+	switch (id) {
+	/* two paths: a0 old, a1 new, a2 old dirfd, a3 new dirfd */
+#ifdef __NR_rename
+	case __NR_rename:
+	case __NR_symlink:
+		return set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, (__u64)AT_FDCWD_);
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+		return set_args(in, P2(regs), P4(regs), P1(regs), P3(regs));
+	case __NR_symlinkat:
+		/* the target is link content, relative to the link's directory */
+		return set_args(in, P1(regs), P3(regs), (__u64)AT_FDCWD_, P2(regs));
+	/* locks: a0 fd, a1 op/cmd, a2 blocking */
+	case __NR_flock: {
+		__u64 op = P2(regs);
+
+		if (!(op & (LOCK_SH_ | LOCK_EX_)))
+			return false;
+		return set_args(in, P1(regs), op, !(op & LOCK_NB_), 0);
+	}
+	case __NR_fcntl: {
+		__u64 cmd = P2(regs);
+		short type = F_UNLCK_;
+
+		if (cmd != F_SETLK_ && cmd != F_SETLKW_ && cmd != F_OFD_SETLK_ && cmd != F_OFD_SETLKW_)
+			return false;
+		/* struct flock starts with l_type */
+		bpf_probe_read_user(&type, sizeof(type), (void *)P3(regs));
+		if (type == F_UNLCK_)
+			return false;
+		return set_args(in, P1(regs), cmd, cmd == F_SETLKW_ || cmd == F_OFD_SETLKW_, 0);
+	}
+	case __NR_connect:
+		return set_args(in, P1(regs), P2(regs), P3(regs), 0);
+	case __NR_mlockall:
+		return set_args(in, P1(regs), 0, 0, 0);
+	case __NR_mlock:
+		return set_args(in, P1(regs), P2(regs), 0, 0);
+	case __NR_mlock2:
+		return set_args(in, P1(regs), P2(regs), P3(regs), 0);
+	}
+	return false;
+}
+
+/* entry_args' calls: sys_exit looks for a saved entry only for these */
+static __always_inline bool entry_call(long id)
+{
+	switch (id) {
+#ifdef __NR_rename
+	case __NR_rename:
+	case __NR_symlink:
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+	case __NR_symlinkat:
+	case __NR_flock:
+	case __NR_fcntl:
+	case __NR_connect:
+	case __NR_mlockall:
+	case __NR_mlock:
+	case __NR_mlock2:
+		return true;
+	}
+	return false;
+}
+
+/* The other calls followed, from the registers at exit (the same argument
+ * layout in struct inflight). ret lets the cheap rejections go first: a
+ * successful stat is not recorded, nor is an anonymous mapping. */
+static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, struct inflight *in)
+{
 	switch (id) {
 	/* paths: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_open
 	case __NR_open:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-			    (__u64)AT_FDCWD_);
+		return set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, 0);
 #endif
 	case __NR_openat:
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
-			    PT_REGS_PARM1_CORE_SYSCALL(regs));
 	case __NR_openat2:
-		/* flags are read from struct open_how at exit */
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
-			    PT_REGS_PARM1_CORE_SYSCALL(regs));
+		/* openat2: a1 is struct open_how *, its flags read by the caller */
+		return set_args(in, P2(regs), P3(regs), P1(regs), 0);
 #ifdef __NR_stat
 	case __NR_stat:
 	case __NR_lstat:
 	case __NR_access:
 	case __NR_readlink:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, (__u64)AT_FDCWD_);
+		/* only failures matter: a missing path probed again and again */
+		return ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
 #endif
-	case __NR_chdir:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, (__u64)AT_FDCWD_);
 	case __NR_newfstatat:
 	case __NR_statx:
 	case __NR_faccessat:
 	case __NR_faccessat2:
 	case __NR_readlinkat:
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), 0, PT_REGS_PARM1_CORE_SYSCALL(regs));
-	/* two paths: a0 old, a1 new, a2 old dirfd, a3 new dirfd */
-#ifdef __NR_rename
-	case __NR_rename:
-		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-			     (__u64)AT_FDCWD_, (__u64)AT_FDCWD_);
-	case __NR_symlink:
-		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-			     (__u64)AT_FDCWD_, (__u64)AT_FDCWD_);
-#endif
-	case __NR_renameat:
-	case __NR_renameat2:
-		return save4(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM4_CORE_SYSCALL(regs),
-			     PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs));
-	case __NR_symlinkat:
-		/* the target is link content, relative to the link's directory */
-		return save4(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
-			     (__u64)AT_FDCWD_, PT_REGS_PARM2_CORE_SYSCALL(regs));
+		return ret < 0 && set_args(in, P2(regs), 0, P1(regs), 0);
+	case __NR_chdir:
+		return ret >= 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
 	/* failed directory operations: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_mkdir
 	case __NR_mkdir:
 	case __NR_rmdir:
 	case __NR_unlink:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, (__u64)AT_FDCWD_);
+		return ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
 #endif
 	case __NR_mkdirat:
 	case __NR_unlinkat:
-		return save(id, PT_REGS_PARM2_CORE_SYSCALL(regs), PT_REGS_PARM3_CORE_SYSCALL(regs),
-			    PT_REGS_PARM1_CORE_SYSCALL(regs));
-	/* locks: a0 fd, a1 op/cmd, a2 blocking */
-	case __NR_flock: {
-		__u64 op = PT_REGS_PARM2_CORE_SYSCALL(regs);
-
-		if (!(op & (LOCK_SH_ | LOCK_EX_)))
-			return 0;
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), op, !(op & LOCK_NB_));
-	}
-	case __NR_fcntl: {
-		__u64 cmd = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		short type = F_UNLCK_;
-
-		if (cmd != F_SETLK_ && cmd != F_SETLKW_ && cmd != F_OFD_SETLK_ && cmd != F_OFD_SETLKW_)
-			return 0;
-		/* struct flock starts with l_type */
-		bpf_probe_read_user(&type, sizeof(type), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
-		if (type == F_UNLCK_)
-			return 0;
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), cmd,
-			    cmd == F_SETLKW_ || cmd == F_OFD_SETLKW_);
-	}
+		return ret < 0 && set_args(in, P2(regs), P3(regs), P1(regs), 0);
 	/* datagrams: a1 the address (sendto, recvfrom), the msghdr (sendmsg,
 	 * recvmsg) or the mmsghdr vector (sendmmsg, recvmmsg) */
 	case __NR_sendto:
 	case __NR_recvfrom:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM5_CORE_SYSCALL(regs), 0);
+		return set_args(in, P1(regs), P5(regs), 0, 0);
 	case __NR_sendmsg:
 	case __NR_recvmsg:
 	case __NR_sendmmsg:
 	case __NR_recvmmsg:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs), 0);
+		return set_args(in, P1(regs), P2(regs), 0, 0);
 	case __NR_fchdir:
 	case __NR_accept:
 	case __NR_accept4:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, 0);
+	case __NR_listen:
+		return ret >= 0 && set_args(in, P1(regs), 0, 0, 0);
 	case __NR_read:
 	case __NR_pread64:
 	case __NR_readv:
@@ -916,39 +977,44 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-	case __NR_listen:
-	case __NR_mlockall:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), 0, 0);
+		return set_args(in, P1(regs), 0, 0, 0);
 	case __NR_mmap: {
-		long fd = PT_REGS_PARM5_CORE_SYSCALL(regs);
-		__u64 fl = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		long fd = P5(regs);
 
-		if (fd < 0 || (fl & MAP_ANONYMOUS_))
-			return 0;
-		return save(id, fd, PT_REGS_PARM2_CORE_SYSCALL(regs), 0);
+		if (fd < 0 || (P4(regs) & MAP_ANONYMOUS_))
+			return false;
+		return set_args(in, fd, P2(regs), 0, 0);
 	}
-	case __NR_connect:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-			    PT_REGS_PARM3_CORE_SYSCALL(regs));
-	case __NR_mlock:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs), 0);
-	case __NR_mlock2:
-		return save(id, PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs),
-			    PT_REGS_PARM3_CORE_SYSCALL(regs));
 	}
+	return false;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	__u32 tgid, tid;
+	struct inflight in = {};
+
+	/* after the requests window only mlock calls are still wanted */
+	if (light && !is_mlock(id))
+		return 0;
+	if (!entry_args(id, regs, &in) || !traced_now(&tgid))
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	in.ts = bpf_ktime_get_ns();
+	in.nr = id;
+	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
 	return 0;
 }
 
 /* The outcome of a TCP handshake that connect(2) did not wait for. */
 static __always_inline void conn_done(struct conn_val *p, const struct sock *sk)
 {
-	struct tl_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct tl_event *e = ring_reserve(sizeof(*e));
 	struct peer_key pk;
 
-	if (!e) {
-		count(CNT_RB_DROPS, 1);
+	if (!e)
 		return;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->type = EV_CONNECT_DONE;
 	e->ts_ns = p->ts;
@@ -1089,16 +1155,14 @@ static __always_inline void on_chdir(struct inflight *in, long ret, __u32 tgid)
 /* rename/symlink: both paths, with the directories relative ones start from */
 static __always_inline void on_path2(struct inflight *in, long ret, __u32 tgid, __u64 now)
 {
-	struct tl_path2_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct tl_path2_event *e = ring_reserve(sizeof(*e));
 	bool link = in->nr == __NR_symlinkat;
 
 #ifdef __NR_symlink
 	link |= in->nr == __NR_symlink;
 #endif
-	if (!e) {
-		count(CNT_RB_DROPS, 1);
+	if (!e)
 		return;
-	}
 	e->ts_ns = in->ts;
 	e->dur_ns = now - in->ts;
 	e->type = link ? EV_SYMLINK : EV_RENAME;
@@ -1149,133 +1213,238 @@ static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
 	bpf_map_update_elem(&reqs, &key, &r, BPF_ANY);
 }
 
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct inflight *in = bpf_map_lookup_elem(&inflight, &tid);
+/* One followed syscall at its exit: what the handlers below need. */
+struct sys_call {
+	struct inflight in; /* nr, arguments; ts: entry time when saved at sys_enter */
+	__s64 ret;
 	__u64 now;
+	__u32 tgid;
+	__u32 pad;
+};
 
-	if (!in)
+/* The handlers are global functions: the verifier checks each once, not
+ * once per call site inlined into sys_exit (that took ~30 ms of every
+ * start). c is never NULL; the checks are for the verifier. */
+#define SYS_HANDLER(name) __attribute__((noinline)) int name(struct sys_call *c)
+
+SYS_HANDLER(sx_path)
+{
+	bool is_open;
+	__u64 fl = 0;
+
+	if (!c)
 		return 0;
-	now = bpf_ktime_get_ns();
-	switch (in->nr) {
+	/* the others are failed probes: a missing path tried again and again */
+	is_open = c->in.nr == __NR_openat || c->in.nr == __NR_openat2;
 #ifdef __NR_open
-	case __NR_open:
+	is_open |= c->in.nr == __NR_open;
 #endif
-	case __NR_openat:
-		path_op((const char *)in->a0, in->a2, ret, true, in->a1, tgid, now);
-		break;
-	case __NR_openat2: {
-		__u64 fl = 0;
+	if (c->in.nr == __NR_openat2)
+		bpf_probe_read_user(&fl, sizeof(fl), (void *)c->in.a1); /* open_how.flags */
+	else if (is_open)
+		fl = c->in.a1;
+	path_op((const char *)c->in.a0, c->in.a2, c->ret, is_open, fl, c->tgid, c->now);
+	return 0;
+}
 
-		bpf_probe_read_user(&fl, sizeof(fl), (void *)in->a1);
-		path_op((const char *)in->a0, in->a2, ret, true, fl, tgid, now);
-		break;
+SYS_HANDLER(sx_dirop)
+{
+	bool dir;
+
+	if (!c)
+		return 0;
+	switch (c->in.nr) {
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+#endif
+	case __NR_mkdirat:
+		if (c->ret != -EEXIST_)
+			failop(FOP_MKDIR, (const char *)c->in.a0, c->in.a2, c->ret, c->tgid, c->now);
+		return 0;
 	}
-#ifdef __NR_stat
-	case __NR_stat:
-	case __NR_lstat:
-	case __NR_access:
-	case __NR_readlink:
+	if (c->ret == -ENOENT_)
+		return 0;
+	dir = c->in.nr == __NR_unlinkat ? (c->in.a1 & AT_REMOVEDIR_) != 0 : false;
+#ifdef __NR_rmdir
+	dir |= c->in.nr == __NR_rmdir;
 #endif
-	case __NR_newfstatat:
-	case __NR_statx:
-	case __NR_faccessat:
-	case __NR_faccessat2:
-	case __NR_readlinkat:
-		/* only failures matter: a missing path probed again and again */
-		if (ret < 0)
-			path_op((const char *)in->a0, in->a2, ret, false, 0, tgid, now);
-		break;
-	case __NR_chdir:
-	case __NR_fchdir:
-		on_chdir(in, ret, tgid);
-		break;
-#ifdef __NR_rename
-	case __NR_rename:
-	case __NR_symlink:
-#endif
-	case __NR_renameat:
-	case __NR_renameat2:
-	case __NR_symlinkat:
-		on_path2(in, ret, tgid, now);
-		break;
-	case __NR_accept:
-	case __NR_accept4:
-		if (ret >= 0)
-			on_accept(ret, tgid, now);
-		break;
-	case __NR_read:
-	case __NR_pread64:
-	case __NR_readv:
-	case __NR_preadv:
-	case __NR_preadv2:
-		fd_bytes(in->a0, ret, false, now);
-		break;
-	case __NR_recvfrom:
+	failop(dir ? FOP_RMDIR : FOP_UNLINK, (const char *)c->in.a0, c->in.a2, c->ret, c->tgid,
+	       c->now);
+	return 0;
+}
+
+SYS_HANDLER(sx_bytes)
+{
+	__u64 msgs = 1, uaddr = 0;
+	bool out = false, indirect = false;
+	long nr, n;
+
+	if (!c)
+		return 0;
+	nr = c->in.nr;
+	n = c->ret;
+	switch (nr) {
 	case __NR_sendto:
-		fd_bytes_msg(in->a0, ret, in->nr == __NR_sendto, now, 1, in->a1, false);
+		out = true;
+		/* fallthrough */
+	case __NR_recvfrom:
+		uaddr = c->in.a1;
 		break;
-	case __NR_recvmsg:
 	case __NR_sendmsg:
-		fd_bytes_msg(in->a0, ret, in->nr == __NR_sendmsg, now, 1, in->a1, true);
+		out = true;
+		/* fallthrough */
+	case __NR_recvmsg:
+		uaddr = c->in.a1;
+		indirect = true;
 		break;
-	case __NR_recvmmsg:
 	case __NR_sendmmsg:
-		fd_mmsg(in->a0, ret, in->a1, in->nr == __NR_sendmmsg, now);
+		out = true;
+		/* fallthrough */
+	case __NR_recvmmsg:
+		if (n > 0) {
+			msgs = n;
+			n = mmsg_bytes(n, c->in.a1);
+			uaddr = c->in.a1;
+			indirect = true;
+		} else {
+			msgs = 0;
+		}
 		break;
 	case __NR_write:
 	case __NR_pwrite64:
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-		fd_bytes(in->a0, ret, true, now);
+		out = true;
 		break;
-#ifdef __NR_mkdir
-	case __NR_mkdir:
-#endif
-	case __NR_mkdirat:
-		if (ret < 0 && ret != -EEXIST_)
-			failop(FOP_MKDIR, (const char *)in->a0, in->a2, ret, tgid, now);
-		break;
-#ifdef __NR_mkdir
-	case __NR_unlink:
-	case __NR_rmdir:
-#endif
-	case __NR_unlinkat:
-		if (ret < 0 && ret != -ENOENT_) {
-			bool dir = in->nr == __NR_unlinkat ? (in->a1 & AT_REMOVEDIR_) != 0 : false;
+	}
+	fd_bytes_msg(c->in.a0, n, out, c->now, msgs, uaddr, indirect);
+	return 0;
+}
 
-#ifdef __NR_rmdir
-			dir |= in->nr == __NR_rmdir;
-#endif
-			failop(dir ? FOP_RMDIR : FOP_UNLINK, (const char *)in->a0, in->a2, ret, tgid,
-			       now);
-		}
+SYS_HANDLER(sx_mmap)
+{
+	if (c && (c->ret >= 0 || c->ret < -4095))
+		fd_mmap(c->in.a0, c->in.a1, (__u64)c->ret, c->tgid, c->now);
+	return 0;
+}
+
+/* the rest: connections, the cwd, locks, mlock, rename/symlink */
+SYS_HANDLER(sx_other)
+{
+	if (!c)
+		return 0;
+	switch (c->in.nr) {
+	case __NR_accept:
+	case __NR_accept4:
+		on_accept(c->ret, c->tgid, c->now);
+		break;
+	case __NR_connect:
+		on_connect(&c->in, c->ret, c->tgid, c->now);
+		break;
+	case __NR_listen:
+		on_listen(&c->in, c->ret, c->tgid);
+		break;
+	case __NR_chdir:
+	case __NR_fchdir:
+		on_chdir(&c->in, c->ret, c->tgid);
 		break;
 	case __NR_flock:
 	case __NR_fcntl:
-		on_lock(in, ret, tgid, now);
-		break;
-	case __NR_mmap:
-		if (ret >= 0 || ret < -4095)
-			fd_mmap(in->a0, in->a1, (__u64)ret, tgid, now);
-		break;
-	case __NR_connect:
-		on_connect(in, ret, tgid, now);
-		break;
-	case __NR_listen:
-		on_listen(in, ret, tgid);
+		on_lock(&c->in, c->ret, c->tgid, c->now);
 		break;
 	case __NR_mlock:
 	case __NR_mlock2:
 	case __NR_mlockall:
-		on_mlock(in, ret, tgid, now);
+		on_mlock(&c->in, c->ret, c->tgid, c->now);
 		break;
+	default:
+		/* rename, symlink */
+		on_path2(&c->in, c->ret, c->tgid, c->now);
 	}
-	bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	long id = SYSCALL_NR(regs);
+	struct sys_call c = {};
+	struct inflight *in;
+	bool saved = false;
+
+	if (light && !is_mlock(id))
+		return 0;
+	if (exit_args(id, ret, regs, &c.in)) {
+		if (!traced_now(&c.tgid))
+			return 0;
+		c.in.nr = id;
+	} else if (entry_call(id)) {
+		/* saved at sys_enter when traced */
+		in = bpf_map_lookup_elem(&inflight, &tid);
+		if (!in)
+			return 0;
+		c.in = *in;
+		c.tgid = bpf_get_current_pid_tgid() >> 32;
+		saved = true;
+	} else {
+		return 0;
+	}
+	c.ret = ret;
+	c.now = bpf_ktime_get_ns();
+	switch (id) {
+#ifdef __NR_open
+	case __NR_open:
+	case __NR_stat:
+	case __NR_lstat:
+	case __NR_access:
+	case __NR_readlink:
+#endif
+	case __NR_openat:
+	case __NR_openat2:
+	case __NR_newfstatat:
+	case __NR_statx:
+	case __NR_faccessat:
+	case __NR_faccessat2:
+	case __NR_readlinkat:
+		sx_path(&c);
+		break;
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+	case __NR_unlink:
+	case __NR_rmdir:
+#endif
+	case __NR_mkdirat:
+	case __NR_unlinkat:
+		sx_dirop(&c);
+		break;
+	case __NR_read:
+	case __NR_pread64:
+	case __NR_readv:
+	case __NR_preadv:
+	case __NR_preadv2:
+	case __NR_write:
+	case __NR_pwrite64:
+	case __NR_writev:
+	case __NR_pwritev:
+	case __NR_pwritev2:
+	case __NR_recvfrom:
+	case __NR_sendto:
+	case __NR_recvmsg:
+	case __NR_sendmsg:
+	case __NR_recvmmsg:
+	case __NR_sendmmsg:
+		sx_bytes(&c);
+		break;
+	case __NR_mmap:
+		sx_mmap(&c);
+		break;
+	default:
+		sx_other(&c);
+	}
+	if (saved)
+		bpf_map_delete_elem(&inflight, &tid);
 	return 0;
 }
 
@@ -1297,6 +1466,12 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	if (bpf_map_update_elem(&procs, &pid, &f, BPF_ANY)) {
 		count(CNT_PROCS_FULL, 1);
 		return 0;
+	}
+	/* the fault probes count only processes with an entry here */
+	{
+		struct proc_stat init = {};
+
+		bpf_map_update_elem(&procstat, &pid, &init, BPF_NOEXIST);
 	}
 	if (!(f & PROC_EXECED))
 		return 0;
@@ -1418,37 +1593,38 @@ static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx
 		__sync_fetch_and_add(&v->faults_after_ready, 1);
 }
 
+/* The tree's process tgid, counted on: its procstat entry (made with its
+ * procs entry, at fork or by the launcher for the root), one lookup per
+ * fault. An entry left by an exited process is not counted on again. */
+static __always_inline struct proc_stat *fault_proc(__u32 tgid)
+{
+	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);
+
+	return s && !s->exited ? s : NULL;
+}
+
 SEC("raw_tp/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct proc_stat *s, init = {};
-	__u64 now = bpf_ktime_get_ns();
+	struct proc_stat *s = fault_proc(bpf_get_current_pid_tgid() >> 32);
+	struct fault_ctx fc = {};
 	__u32 bucket;
 	__u64 *b;
 
-	if (!bpf_map_lookup_elem(&procs, &tgid))
+	if (!s)
 		return 0;
-	s = bpf_map_lookup_elem(&procstat, &tgid);
-	if (!s) {
-		bpf_map_update_elem(&procstat, &tgid, &init, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&procstat, &tgid);
-		if (!s)
-			return 0;
-	}
+	fc.now = bpf_ktime_get_ns();
 	__sync_fetch_and_add(&s->faults, 1);
-	bucket = now > targ_t0_ns ? (now - targ_t0_ns) / TRACE_BUCKET_NS : 0;
+	bucket = fc.now > targ_t0_ns ? (fc.now - targ_t0_ns) / TRACE_BUCKET_NS : 0;
 	if (bucket >= TRACE_BUCKETS)
 		bucket = TRACE_BUCKETS - 1;
+	/* per CPU: no atomic, no cache line bouncing between faulting threads */
 	b = bpf_map_lookup_elem(&faultrate, &bucket);
 	if (b)
-		__sync_fetch_and_add(b, 1);
+		*b += 1;
 	/* which file's mapping took the fault (model files mapped with mmap) */
-	{
-		struct fault_ctx fc = {.now = now};
-
-		if (model_mapped)
-			fault_model(tgid, address, &fc);
+	if (model_mapped) {
+		fault_model(bpf_get_current_pid_tgid() >> 32, address, &fc);
 		if (fc.model)
 			__sync_fetch_and_add(&s->model_faults, 1);
 	}
@@ -1462,18 +1638,11 @@ SEC("perf_event")
 int major_fault(struct bpf_perf_event_data *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct proc_stat *s, init = {};
+	struct proc_stat *s = fault_proc(tgid);
 	struct fault_ctx fc = {.major = 1};
 
-	if (!bpf_map_lookup_elem(&procs, &tgid))
+	if (!s)
 		return 0;
-	s = bpf_map_lookup_elem(&procstat, &tgid);
-	if (!s) {
-		bpf_map_update_elem(&procstat, &tgid, &init, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&procstat, &tgid);
-		if (!s)
-			return 0;
-	}
 	__sync_fetch_and_add(&s->major_faults, 1);
 	/* the sample's address is the faulting one (perf_sw_event(..., addr)) */
 	if (model_mapped)
@@ -1580,13 +1749,11 @@ int BPF_PROG(block_rq_complete, struct request *rq, int error, unsigned int nr_b
 
 static __always_inline void req_end(struct req_state *r, __u64 now)
 {
-	struct tl_req_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct tl_req_event *e = ring_reserve(sizeof(*e));
 	struct proc_stat *s;
 
-	if (!e) {
-		count(CNT_RB_DROPS, 1);
+	if (!e)
 		return;
-	}
 	if (!r->bytes_out) {
 		/* nothing written: the request lasted until the close */
 		s = bpf_map_lookup_elem(&procstat, &r->tgid);
@@ -1671,7 +1838,7 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 	}
 	if (p->done && !p->closed &&
 	    (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_ || newstate == TCP_CLOSE_)) {
-		struct tl_conn_event *c = bpf_ringbuf_reserve(&events, sizeof(*c), 0);
+		struct tl_conn_event *c = ring_reserve(sizeof(*c));
 
 		if (c) {
 			c->ts_ns = p->done_ns;
@@ -1684,8 +1851,6 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 			c->ended_by = newstate;
 			c->pad = 0;
 			ev_submit_urgent(c);
-		} else {
-			count(CNT_RB_DROPS, 1);
 		}
 		bpf_map_delete_elem(&conns, &key);
 	}
@@ -1694,18 +1859,29 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 
 /* ---- Python imports (USDT in CPython's import machinery) ---- */
 
+static __always_inline struct tl_import_event *import_event(__u32 type)
+{
+	struct tl_import_event *e;
+	__u32 tgid;
+
+	if (!traced_now(&tgid))
+		return NULL;
+	e = ev_head(sizeof(*e), type, tgid);
+	if (!e)
+		return NULL;
+	e->found = 0;
+	return e;
+}
+
 SEC("usdt")
 int BPF_USDT(py_import_start, const char *name)
 {
-	__u32 tgid;
-	struct tl_event *e;
+	struct tl_import_event *e = import_event(EV_IMPORT_START);
 
-	if (!traced_now(&tgid))
-		return 0;
-	e = ev_reserve(EV_IMPORT_START, tgid);
 	if (!e)
 		return 0;
-	bpf_probe_read_user_str(e->str, sizeof(e->str), name);
+	if (bpf_probe_read_user_str(e->name, sizeof(e->name), name) < 0)
+		e->name[0] = 0;
 	ev_submit_lazy(e);
 	return 0;
 }
@@ -1713,16 +1889,12 @@ int BPF_USDT(py_import_start, const char *name)
 SEC("usdt")
 int BPF_USDT(py_import_done, const char *name, int found)
 {
-	__u32 tgid;
-	struct tl_event *e;
+	struct tl_import_event *e = import_event(EV_IMPORT_DONE);
 
-	if (!traced_now(&tgid))
-		return 0;
-	e = ev_reserve(EV_IMPORT_DONE, tgid);
 	if (!e)
 		return 0;
-	e->flags = found;
-	bpf_probe_read_user_str(e->str, sizeof(e->str), name);
+	e->found = found;
+	e->name[0] = 0;
 	ev_submit_lazy(e);
 	return 0;
 }

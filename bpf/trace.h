@@ -16,7 +16,7 @@
 #include <linux/types.h>
 #endif
 
-#define TRACE_STR_MAX	  256 /* path, exec filename, module name */
+#define TRACE_STR_MAX	  256 /* path, exec filename */
 #define TRACE_AUX_MAX	  128 /* exec arguments (NUL-separated), sockaddr */
 #define TRACE_PATH_MAX	  256 /* path key of the paths map */
 #define TRACE_NAME_MAX	  48  /* dentry name of a file seen only through an fd */
@@ -79,7 +79,7 @@ struct tl_event {
 	__u64 arg;	/* mlock length, listen port, sockaddr length */
 	__u64 arg2;	/* mlock call kind, socket family */
 	char comm[TRACE_COMM_MAX];
-	char str[TRACE_STR_MAX]; /* exec filename, module name */
+	char str[TRACE_STR_MAX]; /* exec filename, chdir path */
 	char aux[TRACE_AUX_MAX]; /* exec args, raw sockaddr */
 };
 _Static_assert(sizeof(struct tl_event) == 456, "tl_event layout changed");
@@ -136,6 +136,22 @@ struct tl_conn_event {
 	__u32 pad;
 };
 _Static_assert(sizeof(struct tl_conn_event) == 56, "tl_conn_event layout changed");
+
+/* EV_IMPORT_START / EV_IMPORT_DONE: a Python module import began or ended
+ * in thread tid. Imports nest per thread, so the launcher pairs a done with
+ * the innermost open start: only the start carries the name (each probe hit
+ * is a trap, and reading user memory is the costly part of the program). */
+#define TRACE_MODULE_MAX 128
+struct tl_import_event {
+	__u64 ts_ns;
+	__u64 dur_ns; /* 0 */
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 found; /* done: the module was found */
+	char name[TRACE_MODULE_MAX]; /* start only */
+};
+_Static_assert(sizeof(struct tl_import_event) == 160, "tl_import_event layout changed");
 
 /* inflight map (key: tid): a syscall of the tree between enter and exit */
 struct inflight {

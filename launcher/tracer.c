@@ -335,8 +335,9 @@ static bool sockaddr_peer(const struct tl_event *e, char *out, size_t len, int *
 	return true;
 }
 
-static void on_import(struct tracer *t, const struct tl_event *e, double ms)
+static void on_import(struct tracer *t, const struct tl_import_event *e)
 {
+	double ms = clock_ns_to_ms(e->ts_ns);
 	char k[16];
 	json_t *stack, *frame;
 	size_t n;
@@ -348,8 +349,8 @@ static void on_import(struct tracer *t, const struct tl_event *e, double ms)
 			stack = json_array();
 			json_object_set_new(t->import_stack, k, stack);
 		}
-		json_array_append_new(stack, json_pack("{s:s%, s:f}", "name", e->str,
-						       strnlen(e->str, sizeof(e->str)), "start", ms));
+		json_array_append_new(stack, json_pack("{s:s%, s:f}", "name", e->name,
+						       strnlen(e->name, sizeof(e->name)), "start", ms));
 		return;
 	}
 	n = stack ? json_array_size(stack) : 0;
@@ -364,7 +365,7 @@ static void on_import(struct tracer *t, const struct tl_event *e, double ms)
 			  "start_ms", ms_json(json_real_value(json_object_get(frame, "start"))),
 			  "end_ms", ms_json(ms),
 			  "dur_ms", ms_json(ms - json_real_value(json_object_get(frame, "start"))),
-			  "depth", (int)(n - 1), "found", e->flags != 0));
+			  "depth", (int)(n - 1), "found", e->found != 0));
 	json_array_remove(stack, n - 1);
 }
 
@@ -647,6 +648,12 @@ static int on_event(void *ctx, void *data, size_t size)
 			on_request(t, data);
 		return 0;
 	}
+	if (size >= offsetof(struct tl_event, pid) &&
+	    (e->type == EV_IMPORT_START || e->type == EV_IMPORT_DONE)) {
+		if (size >= sizeof(struct tl_import_event))
+			on_import(t, data);
+		return 0;
+	}
 	if (size >= offsetof(struct tl_event, pid) && e->type == EV_CONN_END) {
 		if (size >= sizeof(struct tl_conn_event))
 			on_conn_end(t, data);
@@ -716,10 +723,6 @@ static int on_event(void *ctx, void *data, size_t size)
 				  "dur_ms", ms_json(end_ms - ms)));
 		break;
 	}
-	case EV_IMPORT_START:
-	case EV_IMPORT_DONE:
-		on_import(t, e, ms);
-		break;
 	}
 	return 0;
 }
@@ -771,6 +774,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	char pys[3][PATH_MAX];
 	int err, n_py;
 	__u32 root, flags = 0;
+	struct proc_stat root_stat = {0};
 	double t_open, t_load, t_attach;
 
 	snprintf(why, whylen, "unknown error");
@@ -853,7 +857,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 
 	/* the root, before any program can see it fork or exec */
 	root = (__u32)o->root_pid;
-	if (bpf_map__update_elem(t->skel->maps.procs, &root, sizeof(root), &flags, sizeof(flags), 0)) {
+	if (bpf_map__update_elem(t->skel->maps.procs, &root, sizeof(root), &flags, sizeof(flags), 0) ||
+	    bpf_map__update_elem(t->skel->maps.procstat, &root, sizeof(root), &root_stat,
+				 sizeof(root_stat), 0)) {
 		snprintf(why, whylen, "failed to add pid %d to the traced tree: %s", (int)o->root_pid,
 			 strerror(errno));
 		goto fail;
@@ -1807,27 +1813,55 @@ static void snap_procs(struct tracer *t, json_t *root)
 	json_object_set_new(root, "processes", procs);
 }
 
+#define FAULT_CHUNK 512
+
+/* counts[b]: faults in bucket b, summed over the CPUs. 0, or -1 (errno). */
+static int fault_series(struct tracer *t, __u64 *counts)
+{
+	int fd = bpf_map__fd(t->skel->maps.faultrate), ncpu = libbpf_num_possible_cpus();
+	__u32 keys[FAULT_CHUNK], next = 0, n;
+	__u64 *vals;
+	bool more = true;
+	int err = 0;
+
+	if (ncpu <= 0)
+		return -1;
+	vals = calloc((size_t)FAULT_CHUNK * ncpu, sizeof(*vals));
+	if (!vals)
+		return -1;
+	for (__u32 first = 0; more; first = next) {
+		n = FAULT_CHUNK;
+		/* an array's batch token is the next index */
+		if (bpf_map_lookup_batch(fd, first ? &first : NULL, &next, keys, vals, &n, NULL)) {
+			if (errno != ENOENT) {
+				err = -1;
+				break;
+			}
+			more = false;
+		}
+		for (__u32 i = 0; i < n; i++)
+			for (int c = 0; c < ncpu; c++)
+				if (keys[i] < TRACE_BUCKETS)
+					counts[keys[i]] += vals[(size_t)i * ncpu + c];
+		if (!n)
+			break;
+	}
+	free(vals);
+	return err;
+}
+
 static void snap_memory(struct tracer *t, json_t *root)
 {
 	json_t *mem = json_object_get(root, "memory"), *series = json_array(), *files, *f;
 	__u64 model_faults = 0, *counts;
-	__u32 *keys;
 	__u32 last = 0;
 	size_t i;
 
-	/* the series up to its last non-empty bucket; one batch read, not
-	 * thousands of lookups */
+	/* the series up to its last non-empty bucket, each the sum over CPUs
+	 * (a per-CPU array: the fault probe adds without an atomic); batch
+	 * reads of FAULT_CHUNK buckets, not thousands of lookups */
 	counts = calloc(TRACE_BUCKETS, sizeof(*counts));
-	keys = calloc(TRACE_BUCKETS, sizeof(*keys));
-	if (counts && keys) {
-		__u32 n = TRACE_BUCKETS, out;
-		int fd = bpf_map__fd(t->skel->maps.faultrate);
-
-		if (bpf_map_lookup_batch(fd, NULL, &out, keys, counts, &n, NULL) && errno != ENOENT) {
-			for (__u32 b = 0; b < TRACE_BUCKETS; b++)
-				bpf_map__lookup_elem(t->skel->maps.faultrate, &b, sizeof(b), &counts[b],
-						     sizeof(counts[b]), 0);
-		}
+	if (counts && fault_series(t, counts) == 0) {
 		for (__u32 b = 0; b < TRACE_BUCKETS; b++)
 			if (counts[b])
 				last = b + 1;
@@ -1835,7 +1869,6 @@ static void snap_memory(struct tracer *t, json_t *root)
 			json_array_append_new(series, json_integer((json_int_t)counts[b]));
 	}
 	free(counts);
-	free(keys);
 	json_object_set_new(mem, "fault_rate",
 			    json_pack("{s:i, s:o}", "bucket_ms", (int)(TRACE_BUCKET_NS / 1000000), "counts",
 				      series));

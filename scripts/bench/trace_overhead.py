@@ -5,7 +5,8 @@ For each workload, N interleaved rounds of: untraced, traced by tts-launch,
 `strace -f`, and a bpftrace script watching the same events
 (bpftrace-equivalent.bt). Each variant runs the workload under timer.py, so
 all measure the same window (fork of the workload to its exit, or to its
-port opening for the simulator). Reported: median wall time and its ratio to
+port accepting for the simulator: polled from this process, outside the
+traced tree, see timer.py). Reported: median wall time and its ratio to
 untraced; for tts-launch also the time from its start to the service's exec
 with probes attached (the timeline's `exec` mark), its peak RSS (VmHWM), and
 events lost.
@@ -55,11 +56,41 @@ def vm_hwm_kib(pid):
     return None
 
 
+def accepting(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def stop_at_port(p, out, port):
+    """Wait for timer.py (a descendant of p) to start the service, then for
+    the port to accept; hand timer.py the time and signal it."""
+    pidfile, t1 = Path(str(out) + ".pid"), Path(str(out) + ".t1")
+    while not pidfile.exists():
+        if p.poll() is not None:
+            return
+        time.sleep(0.002)
+    while not accepting(port):
+        if p.poll() is not None:
+            return
+        time.sleep(0.002)
+    t1.write_text("%d\n" % time.monotonic_ns())
+    os.kill(int(pidfile.read_text()), signal.SIGUSR1)
+
+
+def timer_argv(port):
+    return TIMER + (["--until-signal"] if port else []) + ["--"]
+
+
+def clear_out(out):
+    for f in (out, Path(str(out) + ".pid"), Path(str(out) + ".t1")):
+        f.unlink(missing_ok=True)
+
+
 def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     """One measured run. Returns (wall_ms, extra dict)."""
     out = tmp / "elapsed"
-    out.unlink(missing_ok=True)
-    timed = TIMER + (["--until-port", str(port)] if port else []) + ["--"] + workload_argv
+    clear_out(out)
+    timed = timer_argv(port) + workload_argv
     extra = {}
     tl = tmp / "timeline.json"
     if variant == "untraced":
@@ -78,6 +109,8 @@ def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     p = subprocess.Popen(argv, cwd=cwd, env={**env, "BENCH_OUT": str(out)},
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     hwm = None
+    if port:
+        stop_at_port(p, out, port)
     while p.poll() is None:
         if variant == "tts-launch":
             hwm = vm_hwm_kib(p.pid) or hwm
@@ -120,8 +153,11 @@ def prepare_sim(tmp):
             time.sleep(0.05)
         warm_env = {**env, "HF_ENDPOINT": "http://127.0.0.1:%s" % (tmp / "hub.port").read_text().strip(),
                     "BENCH_OUT": str(tmp / "warmup")}
-        subprocess.run(TIMER + ["--until-port", str(port), "--", PY, "webui.py", "--port", str(port),
-                                "--host", "127.0.0.1"], cwd=app, env=warm_env, check=True)
+        p = subprocess.Popen(timer_argv(port) + [PY, "webui.py", "--port", str(port), "--host", "127.0.0.1"],
+                             cwd=app, env=warm_env)
+        stop_at_port(p, tmp / "warmup", port)
+        if p.wait() != 0:
+            raise RuntimeError("warming the cache failed (%d)" % p.returncode)
     finally:
         hub.terminate()
         hub.wait()
