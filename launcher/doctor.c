@@ -85,13 +85,14 @@ static void check_btf(void)
 static void check_tracefs(void)
 {
 	/* The tracer attaches raw tracepoints (bpf/trace.bpf.c), which need no
-	 * tracefs; it matters only to tools such as bpftrace and perf. */
+	 * tracefs; libbpf's legacy uprobe attach does, and tts-launch mounts it
+	 * when it starts tracing (tracer.c ensure_tracefs). */
 	if (access("/sys/kernel/tracing/events", F_OK) == 0)
 		line("OK", "tracefs", "mounted at /sys/kernel/tracing");
 	else
-		line("OK", "tracefs", "not mounted: not needed (tts-launch uses raw tracepoints); "
-				      "bpftrace or perf would need: mount -t tracefs tracefs "
-				      "/sys/kernel/tracing");
+		line("OK", "tracefs", "not mounted: tts-launch mounts it when it starts tracing "
+				      "(needs CAP_SYS_ADMIN; by hand: mount -t tracefs tracefs "
+				      "/sys/kernel/tracing)");
 }
 
 static void check_caps(void)

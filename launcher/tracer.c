@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include <sys/stat.h>
@@ -47,6 +49,7 @@ struct tracer {
 	json_t *probes;	   /* names attached */
 	json_t *fallbacks; /* [{probe, reason}] */
 	bool usdt;	   /* python import probes attached */
+	char tracefs[160]; /* "present", "mounted" or "unavailable: why" */
 
 	/* collected from ring buffer events */
 	json_t *procs;	 /* "pid" -> process object */
@@ -767,6 +770,29 @@ static void attach_major_faults(struct tracer *t)
 			 strerror(err ? err : ENODEV));
 }
 
+#define TRACEFS_DIR "/sys/kernel/tracing"
+#define TRACEFS_MAGIC_ 0x74726163
+
+/* The raw tracepoints need no tracefs, but libbpf falls back to tracefs
+ * (uprobe_events) for the Python USDT probes on a kernel without the
+ * uprobe PMU, and perf and bpftrace want it: mount it when it is missing,
+ * as a fresh boot leaves it. Never fatal. */
+static void ensure_tracefs(char *out, size_t len)
+{
+	struct statfs sf;
+
+	if (statfs(TRACEFS_DIR, &sf) == 0 && sf.f_type == TRACEFS_MAGIC_) {
+		snprintf(out, len, "present");
+		return;
+	}
+	if (mount("tracefs", TRACEFS_DIR, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0) {
+		snprintf(out, len, "mounted");
+		return;
+	}
+	snprintf(out, len, "unavailable: mounting tracefs on " TRACEFS_DIR " failed: %s",
+		 strerror(errno));
+}
+
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen)
 {
 	struct tracer *t = NULL;
@@ -791,6 +817,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		goto fail;
 	}
 	t->root = o->root_pid;
+	ensure_tracefs(t->tracefs, sizeof(t->tracefs));
 	t->listen_port = o->listen_port;
 	t->cfg = o->cfg;
 	t->exec_ms = -1;
@@ -1973,6 +2000,7 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 	json_object_set_new(tr, "enabled", json_true());
 	json_object_set_new(tr, "probes", json_deep_copy(t->probes));
 	json_object_set_new(tr, "fallbacks", json_deep_copy(t->fallbacks));
+	json_object_set_new(tr, "tracefs", json_string(t->tracefs));
 	json_object_set_new(tr, "events_lost", json_integer((json_int_t)lost));
 	json_object_set_new(tr, "lost",
 			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "ring_buffer",

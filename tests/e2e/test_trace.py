@@ -194,6 +194,28 @@ def test_python_imports_when_usdt(work):
     assert any(p["name"] == "imports" for p in tl["phases"])
 
 
+def test_tracefs_mounted_when_missing(work):
+    """In a private mount namespace without tracefs, tts-launch mounts it and
+    says so in the timeline; the next start finds it present."""
+    script = """
+set -e
+umount -l /sys/kernel/tracing 2>/dev/null || true
+if grep -q ' /sys/kernel/tracing ' /proc/self/mountinfo; then echo still-mounted; exit 3; fi
+"$TTS" run --timeline "$D/t1.json" --set app.port=0 -- /bin/true
+grep ' /sys/kernel/tracing ' /proc/self/mountinfo | grep -q ' - tracefs '
+"$TTS" run --timeline "$D/t2.json" --set app.port=0 -- /bin/true
+"""
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                       cwd=work, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TTS": str(TTS), "D": str(work)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    first = validate(json.loads((work / "t1.json").read_text()))
+    second = validate(json.loads((work / "t2.json").read_text()))
+    assert first["tracing"]["tracefs"] == "mounted"
+    assert second["tracing"]["tracefs"] == "present"
+    assert first["tracing"]["enabled"] and second["tracing"]["enabled"]
+
+
 def test_summary_printed(work):
     p, tl = run_traced(work, FILEOPS, "stat:/nonexistent/x:2")
     assert "phases (longest first)" in p.stderr
