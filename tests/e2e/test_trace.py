@@ -194,6 +194,35 @@ def test_python_imports_when_usdt(work):
     assert any(p["name"] == "imports" for p in tl["phases"])
 
 
+def test_block_io_and_io_wait(work):
+    """O_DIRECT reads of exactly K bytes are K bytes of block I/O, waited for
+    in D state (I/O wait) by the reading process."""
+    data, k = work / "direct.dat", 4 << 20
+    data.write_bytes(os.urandom(k))
+    fd = os.open(data, os.O_RDONLY)
+    os.fsync(fd)  # nothing dirty: the O_DIRECT reads issue no writeback
+    os.close(fd)
+    _, tl = run_traced(work, FILEOPS, "dread:%s:%d" % (data, k))
+    blk = tl["block"]
+    assert blk["bytes"] == k
+    assert blk["requests"] >= k // 65536  # one per 64 KiB read, or more if split
+    assert sum(h["count"] for h in blk["latency_hist"]) == blk["requests"]
+    (reader,) = tl["sched"]["processes"]
+    assert reader["io_wait_ms"] > 0
+    assert tl["sched"]["io_wait_ms"] == reader["io_wait_ms"]
+
+
+def test_off_cpu_per_process(work):
+    """A sleep is sleep time of the process that slept, not of its sibling."""
+    _, tl = run_traced(work, "/bin/sh", "-c", "%s sleep:400; %s sleep:0" % (FILEOPS, FILEOPS))
+    procs = [p for p in tl["sched"]["processes"] if p["command"] == str(FILEOPS)]
+    assert len(procs) == 2, tl["sched"]["processes"]
+    quick, sleeper = sorted(procs, key=lambda p: p["sleep_ms"])
+    assert sleeper["sleep_ms"] >= 400
+    assert quick["sleep_ms"] < 400
+    assert tl["sched"]["sleep_ms"] >= sleeper["sleep_ms"] + quick["sleep_ms"]
+
+
 def test_tracefs_mounted_when_missing(work):
     """In a private mount namespace without tracefs, tts-launch mounts it and
     says so in the timeline; the next start finds it present."""

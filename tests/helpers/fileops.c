@@ -4,6 +4,8 @@
  *   open:PATH:N        open(2) PATH read-only and close it, N times
  *   stat:PATH:M        stat(2) PATH M times (a missing path: M failures)
  *   read:PATH:K        open PATH once and read exactly K bytes with read(2)
+ *   dread:PATH:K       the same with O_DIRECT (K a multiple of 4096): block
+ *                      I/O issued by this process, waited for in D state
  *   write:PATH:K       create/truncate PATH and write exactly K bytes
  *   mmap:PATH          map PATH whole and touch every page
  *   connect:PORT       one blocking TCP connect to 127.0.0.1:PORT
@@ -20,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char buf[65536];
+static char buf[65536] __attribute__((aligned(4096))); /* O_DIRECT needs it */
 
 static int fail(const char *op, const char *what)
 {
@@ -129,12 +132,13 @@ int main(int argc, char **argv)
 			for (long long j = 0; j < n; j++)
 				if (stat(path, &st) == 0)
 					rc = 1; /* the path was meant to be missing */
-		} else if (!strncmp(op, "read:", 5)) {
+		} else if (!strncmp(op, "read:", 5) || !strncmp(op, "dread:", 6)) {
+			bool direct = op[0] == 'd';
 			long long left;
 			int fd;
 
-			n = split_count(op + 5, &path);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
+			n = split_count(op + (direct ? 6 : 5), &path);
+			fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
 			if (fd < 0)
 				return fail("read", path);
 			for (left = n; left > 0;) {
