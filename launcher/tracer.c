@@ -1356,6 +1356,7 @@ static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, jso
 	__u32 tid, tnext;
 	struct inflight in;
 	double now = clock_ms();
+	__u32 walked;
 	int more;
 
 	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
@@ -1392,8 +1393,11 @@ static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, jso
 		json_object_set_new(l, "pid", json_integer(v.pid));
 		json_array_append_new(list, l);
 	}
-	/* blocking lock calls not returned yet: the file by /proc/TID/fd/FD */
-	for (more = bpf_map__get_next_key(im, NULL, &tnext, sizeof(tnext)); !more;
+	/* blocking lock calls not returned yet: the file by /proc/TID/fd/FD.
+	 * The kernel deletes entries meanwhile, and a deleted key makes
+	 * get_next_key start over: the walk is capped at the map's size. */
+	for (more = bpf_map__get_next_key(im, NULL, &tnext, sizeof(tnext)), walked = 0;
+	     !more && walked++ < bpf_map__max_entries(im);
 	     more = bpf_map__get_next_key(im, &tid, &tnext, sizeof(tnext))) {
 		char link[64], path[PATH_MAX];
 		json_t *hit = NULL;
@@ -1653,8 +1657,11 @@ static void snap_network(struct tracer *t, json_t *root)
 		__u64 ck, cnext;
 		struct conn_val pc;
 		double nowms = clock_ms();
+		__u32 walked;
 
-		for (more = bpf_map__get_next_key(cm, NULL, &cnext, sizeof(cnext)); !more;
+		/* capped: closed connections are deleted meanwhile (see snap_locks) */
+		for (more = bpf_map__get_next_key(cm, NULL, &cnext, sizeof(cnext)), walked = 0;
+		     !more && walked++ < bpf_map__max_entries(cm);
 		     more = bpf_map__get_next_key(cm, &ck, &cnext, sizeof(cnext))) {
 			ck = cnext;
 			if (bpf_map__lookup_elem(cm, &ck, sizeof(ck), &pc, sizeof(pc), 0) || !pc.done ||
