@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "diagnose.h"
+#include "hfcache.h"
 #include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
@@ -51,51 +52,6 @@ struct ctx {
 };
 
 /* ---- small helpers ---- */
-
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
-/* Lexical normalisation: joins a relative path to base, drops "." and
- * resolves ".." (no symlinks followed: the trace recorded names). */
-static void resolve(const char *base, const char *path, char *out, size_t len)
-{
-	char tmp[PATH_MAX * 2], *parts[512], *save = NULL, *tok;
-	size_t n = 0, o = 0;
-
-	if (!path) {
-		snprintf(out, len, "?");
-		return;
-	}
-	if (path[0] == '/' || !base || !*base)
-		snprintf(tmp, sizeof(tmp), "%s", path);
-	else
-		snprintf(tmp, sizeof(tmp), "%s/%s", base, path);
-	for (tok = strtok_r(tmp, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(tok, "."))
-			continue;
-		if (!strcmp(tok, "..")) {
-			if (n)
-				n--;
-			continue;
-		}
-		if (n < sizeof(parts) / sizeof(parts[0]))
-			parts[n++] = tok;
-	}
-	out[0] = 0;
-	for (size_t i = 0; i < n && o + 1 < len; i++) {
-		int w = snprintf(out + o, len - o, "/%s", parts[i]);
-
-		if (w < 0 || (size_t)w >= len - o)
-			break;
-		o += (size_t)w;
-	}
-	if (!n)
-		snprintf(out, len, "/");
-}
 
 static double round3(double v)
 {
@@ -137,11 +93,16 @@ static const char *env_var(json_t *root, const char *name)
 	return jstr(vars, name);
 }
 
+/* hfcache's view of the service's environment: the one recorded */
+static const char *timeline_env(const void *root, const char *name)
+{
+	return env_var((json_t *)root, name);
+}
+
 static void ctx_init(struct ctx *c, struct timeline *tl)
 {
 	json_t *root = tl->root, *cfg, *app, *exit_o, *v;
-	const char *dir, *model_dir, *hub_cache, *hf_home;
-	const char *home = getenv("HOME");
+	const char *dir;
 	struct stat st;
 	size_t i;
 
@@ -156,22 +117,16 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 
 	/* the caches IndexTTS2 is meant to use: HF_HUB_CACHE when the service's
 	 * environment sets it, and <model_dir>/hf_cache (its own layout) */
-	hub_cache = env_var(root, "HF_HUB_CACHE");
-	if (hub_cache && *hub_cache)
-		resolve(c->app_dir, hub_cache, c->caches[c->n_caches++], PATH_MAX);
-	model_dir = jstr(app, "model_dir");
-	if (model_dir && *model_dir) {
-		char md[PATH_MAX];
+	{
+		struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
+		int n = diagnose_cache_dirs(root, d, HF_MAX_CACHE_DIRS, false);
 
-		resolve(c->app_dir, model_dir, md, sizeof(md));
-		snprintf(c->caches[c->n_caches++], PATH_MAX, "%.*s/hf_cache", PATH_MAX - 10, md);
+		for (int k = 0; k < n && c->n_caches < MAX_CACHES; k++)
+			if (strcmp(d[k].role, "HF_HOME/hub"))
+				snprintf(c->caches[c->n_caches++], sizeof(c->caches[0]), "%.*s",
+					 PATH_MAX - 1, d[k].path);
 	}
-	hf_home = env_var(root, "HF_HOME");
-	if (hf_home && *hf_home)
-		resolve(c->app_dir, hf_home, c->hf_home, sizeof(c->hf_home));
-	else
-		snprintf(c->hf_home, sizeof(c->hf_home), "%s/.cache/huggingface",
-			 home && *home ? home : "/root");
+	hf_home(c->app_dir, timeline_env, root, c->hf_home, sizeof(c->hf_home));
 
 	c->endpoint = env_var(root, "HF_ENDPOINT");
 	if (c->endpoint) {
@@ -212,42 +167,13 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 
 /* ---- the caches' file systems ---- */
 
-int diagnose_cache_dirs(const json_t *root, struct diag_cache_dir *out, int max, bool with_model_dir)
+int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir)
 {
-	json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
-	json_t *app = json_object_get(cfg, "app");
-	const char *dir = jstr(app, "dir"), *model_dir = jstr(app, "model_dir");
-	const char *hub = env_var((json_t *)root, "HF_HUB_CACHE"), *home = env_var((json_t *)root, "HF_HOME");
-	const char *h = getenv("HOME");
-	char md[PATH_MAX] = "", tmp[PATH_MAX];
-	int n = 0;
+	json_t *app = json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
+	const char *dir = jstr(app, "dir");
 
-	if (!dir)
-		dir = "/";
-	if (hub && *hub && n < max) {
-		resolve(dir, hub, out[n].path, PATH_MAX);
-		out[n++].role = "HF_HUB_CACHE";
-	}
-	if (model_dir && *model_dir) {
-		resolve(dir, model_dir, md, sizeof(md));
-		if (n < max) {
-			snprintf(out[n].path, PATH_MAX, "%.*s/hf_cache", PATH_MAX - 10, md);
-			out[n++].role = "model_dir/hf_cache";
-		}
-	}
-	if (home && *home)
-		resolve(dir, home, tmp, sizeof(tmp));
-	else
-		snprintf(tmp, sizeof(tmp), "%.*s/.cache/huggingface", PATH_MAX - 32, h && *h ? h : "/root");
-	if (n < max) {
-		snprintf(out[n].path, PATH_MAX, "%.*s/hub", PATH_MAX - 8, tmp);
-		out[n++].role = "HF_HOME/hub";
-	}
-	if (with_model_dir && *md && n < max) {
-		snprintf(out[n].path, PATH_MAX, "%s", md);
-		out[n++].role = "model_dir";
-	}
-	return n;
+	return hf_cache_dirs(dir ? dir : "/", jstr(app, "model_dir"), timeline_env, root,
+			     with_model_dir, out, max);
 }
 
 /* statfs(2) f_type values (linux/magic.h) and whether what is written
@@ -280,13 +206,13 @@ static const struct {
 
 void diagnose_record_cache_fs(struct timeline *tl)
 {
-	struct diag_cache_dir dirs[DIAG_MAX_CACHE_DIRS];
+	struct hf_cache_dir dirs[HF_MAX_CACHE_DIRS];
 	json_t *list = json_array();
 	int n;
 
 	if (!tl || !tl->root)
 		return;
-	n = diagnose_cache_dirs(tl->root, dirs, DIAG_MAX_CACHE_DIRS, false);
+	n = diagnose_cache_dirs(tl->root, dirs, HF_MAX_CACHE_DIRS, false);
 	for (int i = 0; i < n; i++) {
 		char at[PATH_MAX], magic[32];
 		const char *name = NULL, *lost = NULL;
@@ -356,7 +282,7 @@ static void rule_missing_retry(struct ctx *c)
 		if (json_integer_value(json_object_get(m, "attempts")) < RETRY_MIN_ATTEMPTS ||
 		    span < RETRY_MIN_SPAN_MS)
 			continue;
-		resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(
 			list, json_pack("{s:s, s:I, s:O, s:f, s:f, s:f}", "path", abs, "attempts",
 					json_integer_value(json_object_get(m, "attempts")), "errno",
@@ -428,7 +354,7 @@ static void rule_write_refused(struct ctx *c)
 
 				if (!path || !err || strcmp(err, kinds[k].err))
 					continue;
-				resolve(c->app_dir, path, abs, sizeof(abs));
+				path_resolve(c->app_dir, path, abs, sizeof(abs));
 				if (!cache_related(c, abs, jstr(e, "class")))
 					continue;
 				json_array_append_new(paths, json_string(abs));
@@ -476,7 +402,7 @@ static void rule_not_persistent(struct ctx *c)
 
 				if (!jstr(f, "path"))
 					continue;
-				resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+				path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
 				if (!path_under(abs, dir))
 					continue;
 				used++;
@@ -564,7 +490,7 @@ static void rule_lock_wait(struct ctx *c)
 		wait = (stuck ? c->end : next) - t;
 		if (wait < LOCK_MIN_WAIT_MS)
 			continue;
-		resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		add(c, "cache-lock-wait", stuck && c->ready < 0 ? DIAG_ERROR : DIAG_WARNING, "io",
 		    "waiting for a lock on the cache",
 		    json_pack("{s:s, s:s, s:f, s:f, s:b}", "lock", abs, "repo", repo, "locked_at_ms", t,
@@ -592,7 +518,7 @@ static void rule_io_amplification(struct ctx *c)
 
 		if (!path || !cls || strcmp(cls, "model") || rd <= 0)
 			continue;
-		resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		fmt_bytes(a, sizeof(a), rd);
 		fmt_bytes(b, sizeof(b), size);
 		if (size > 0 && rd >= REREAD_FACTOR * size && rd - size >= REREAD_MIN_EXTRA) {
@@ -663,7 +589,7 @@ static void find_downloads(struct ctx *c)
 			if (jnum(g, "last_ms") > last)
 				last = jnum(g, "last_ms");
 		}
-		resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", bytes,
 							"first_ms", jnum(f, "first_ms"), "last_ms", last));
 	}
@@ -675,7 +601,7 @@ static void find_downloads(struct ctx *c)
 		if (!path || !strncmp(path, "[fd] ", 5) || str_ends_with(path, ".incomplete") ||
 		    !strstr(path, "/models--") || cache_meta(path) || jnum(f, "bytes_written") <= 0)
 			continue;
-		resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes",
 							jnum(f, "bytes_written"), "first_ms",
 							jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms")));
@@ -784,7 +710,7 @@ static void rule_interrupted(struct ctx *c)
 
 		if (!path || !str_ends_with(path, ".incomplete"))
 			continue;
-		resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		/* the trace records the rename that completes a download
 		 * (downloads[].complete): the recorded answer, so that diagnose on a
 		 * saved timeline says the same later; the disk only for timelines

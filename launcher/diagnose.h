@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "hfcache.h"
 #include "timeline.h"
 
 enum diag_check {
@@ -34,16 +35,9 @@ int diagnose_level(const struct timeline *tl);
  * warnings, 2 errors or an unreadable timeline. */
 int diagnose_command(const char *path, unsigned checks, const char *format);
 
-/* The Hugging Face caches of the run, from the model's launcher.config:
- * HF_HUB_CACHE ([env]), <model_dir>/hf_cache, $HF_HOME/hub (HF_HOME from
- * [env], else ~/.cache/huggingface), absolute; with_model_dir: the model
- * directory too. Returns how many were filled. */
-#define DIAG_MAX_CACHE_DIRS 4
-struct diag_cache_dir {
-	char path[PATH_MAX];
-	const char *role; /* "HF_HUB_CACHE", "model_dir/hf_cache", "HF_HOME/hub", "model_dir" */
-};
-int diagnose_cache_dirs(const json_t *root, struct diag_cache_dir *out, int max, bool with_model_dir);
+/* The Hugging Face caches of the run (hfcache.h) from the model's
+ * launcher.config: its [app] and the environment recorded there. */
+int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir);
 
 /* statfs of each cache directory (or the nearest existing parent): file
  * system type, read-only, persistent; into the model's "cache_fs". Done on

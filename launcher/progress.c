@@ -210,7 +210,7 @@ static double file_rate(const struct pfile *f, double now)
 /* A file being written where downloads go: an *.incomplete blob, or a
  * file growing under a cache or the model directory (not the cache's
  * bookkeeping: locks, refs, .no_exist). */
-static bool watched(const char *path, const struct diag_cache_dir *dirs, int n)
+static bool watched(const char *path, const struct hf_cache_dir *dirs, int n)
 {
 	if (!strncmp(path, "[fd] ", 5))
 		return false;
@@ -312,8 +312,8 @@ static int tty_width(FILE *f)
  * bytes written to watched files (part of the progress signature). */
 static double sample_files(struct progress *p, const json_t *root, double now)
 {
-	struct diag_cache_dir dirs[DIAG_MAX_CACHE_DIRS + 1];
-	int nd = diagnose_cache_dirs(root, dirs, DIAG_MAX_CACHE_DIRS + 1, true);
+	struct hf_cache_dir dirs[HF_MAX_CACHE_DIRS];
+	int nd = diagnose_cache_dirs(root, dirs, HF_MAX_CACHE_DIRS, true);
 	char line[1024] = "";
 	int active = 0;
 	double total = 0, net = net_in(root);

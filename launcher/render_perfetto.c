@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "render_perfetto.h"
+#include "util.h"
 
 /* Extra lanes get thread ids above any real one (pid_max is at most 2^22,
  * see proc(5)), so they never collide with a traced thread. */
@@ -289,13 +290,6 @@ static int ord_cmp_ptr(const void *a, const void *b)
 	if (p != q)
 		return p < q ? -1 : 1;
 	return x < y ? -1 : x > y;
-}
-
-static const char *base_name(const char *s)
-{
-	const char *b = s ? strrchr(s, '/') : NULL;
-
-	return b ? b + 1 : s ? s : "?";
 }
 
 int render_perfetto(const struct timeline *tl, FILE *out)

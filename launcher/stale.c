@@ -13,13 +13,7 @@
 
 #include "clock.h"
 #include "procfs.h"
-
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
+#include "util.h"
 
 /* Interpreters and runners that start a script given as an argument. */
 static bool is_runner(const struct config *c, const char *argv0)

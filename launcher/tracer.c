@@ -30,10 +30,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "hfcache.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
 #include "tracer.h"
+#include "util.h"
 
 struct tracer {
 	struct trace_bpf *skel;
@@ -442,29 +444,6 @@ static const char *dir_find(const struct dir_ent *d, size_t n, __u64 dev, __u64 
 }
 
 /* base + "/" + rel, with "." and "x/.." folded lexically. */
-static void path_join(const char *base, const char *rel, char *out, size_t len)
-{
-	char tmp[PATH_MAX * 2], *parts[512], *save = NULL, *c;
-	size_t np = 0, o = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s/%s", rel[0] == '/' ? "" : base, rel);
-	for (c = strtok_r(tmp, "/", &save); c && np < 512; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			if (np)
-				np--;
-			continue;
-		}
-		parts[np++] = c;
-	}
-	out[0] = 0;
-	for (size_t i = 0; i < np && o + 1 < len; i++)
-		o += (size_t)snprintf(out + o, len - o, "/%s", parts[i]);
-	if (!np)
-		snprintf(out, len, "/");
-}
-
 /* The absolute form of a traced path; unchanged when it is absolute or when
  * the directory it was relative to is unknown. */
 static void path_abs(const struct dir_ent *d, size_t n, const char *path, __u64 dev, __u64 ino,
@@ -473,7 +452,7 @@ static void path_abs(const struct dir_ent *d, size_t n, const char *path, __u64 
 	const char *base = path[0] == '/' || (!dev && !ino) ? NULL : dir_find(d, n, dev, ino);
 
 	if (path[0] == '/' || base)
-		path_join(base ? base : "", path, out, len);
+		path_resolve(base ? base : "", path, out, len);
 	else
 		snprintf(out, len, "%s", path);
 }
@@ -1040,26 +1019,29 @@ static void read_counters(struct tracer *t, __u64 out[CNT_MAX])
 	free(vals);
 }
 
-/* Cache directories of the Hugging Face hub the service will use. */
-static void cache_dirs(const struct config *cfg, char dirs[][PATH_MAX], int *n)
+static const char *config_env(const void *cfg, const char *name)
 {
-	const char *home = getenv("HOME");
-	const char *app = cfg && cfg->app_dir ? cfg->app_dir : "/";
-	char tmp[PATH_MAX];
+	const struct config *c = cfg;
 
-	/* relative settings are relative to the service's cwd, [app] dir, like
-	 * the traced paths once they are made absolute */
-	*n = 0;
-	for (size_t i = 0; cfg && i < cfg->n_env && *n < 2; i++) {
-		if ((!strcmp(cfg->env[i].name, "HF_HUB_CACHE") || !strcmp(cfg->env[i].name, "HF_HOME")) &&
-		    cfg->env[i].value && *cfg->env[i].value)
-			path_join(app, cfg->env[i].value, dirs[(*n)++], PATH_MAX);
-	}
-	snprintf(dirs[(*n)++], PATH_MAX, "%s/.cache/huggingface", home && *home ? home : "/root");
-	if (cfg && cfg->model_dir && *cfg->model_dir) {
-		snprintf(tmp, sizeof(tmp), "%s/hf_cache", cfg->model_dir);
-		path_join(app, tmp, dirs[(*n)++], PATH_MAX);
-	}
+	for (size_t i = 0; c && i < c->n_env; i++)
+		if (!strcmp(c->env[i].name, name))
+			return c->env[i].value;
+	return NULL;
+}
+
+/* Where the service's Hugging Face client caches (hfcache.h), and its
+ * HF_HOME as a whole (token, xet...): the "cache" file class. */
+static int cache_dirs(const struct config *cfg, char dirs[][PATH_MAX])
+{
+	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
+	const char *app = cfg && cfg->app_dir ? cfg->app_dir : "/";
+	int n = hf_cache_dirs(app, cfg ? cfg->model_dir : NULL, config_env, cfg, false, d,
+			      HF_MAX_CACHE_DIRS);
+
+	for (int i = 0; i < n; i++)
+		snprintf(dirs[i], PATH_MAX, "%.*s", PATH_MAX - 1, d[i].path);
+	hf_home(app, config_env, cfg, dirs[n], PATH_MAX);
+	return n + 1;
 }
 
 static void set_ms_range(json_t *o, __u64 first, __u64 last)
@@ -1261,7 +1243,7 @@ static struct dir_ent *resolve_paths(struct tracer *t, struct pent *pe, size_t n
 
 			if (!pe[i].rel || !(base = dir_find(d, k, pe[i].base_dev, pe[i].base_ino)))
 				continue;
-			path_join(base, pe[i].path, abs, sizeof(abs));
+			path_resolve(base, pe[i].path, abs, sizeof(abs));
 			snprintf(pe[i].path, sizeof(pe[i].path), "%s", abs);
 			pe[i].rel = false;
 			progress = true;
@@ -1442,12 +1424,12 @@ static void snap_files(struct tracer *t, json_t *root)
 	struct file_key fk, fnext;
 	struct path_val pv;
 	struct file_val fv;
-	char dirs[4][PATH_MAX];
+	char dirs[HF_MAX_CACHE_DIRS + 1][PATH_MAX];
 	char (*r2)[2][PATH_MAX] = NULL; /* renames and symlinks, absolute */
-	const char *dp[5];
+	const char *dp[HF_MAX_CACHE_DIRS + 2];
 	int nd, more;
 
-	cache_dirs(t->cfg, dirs, &nd);
+	nd = cache_dirs(t->cfg, dirs);
 	for (int i = 0; i < nd; i++)
 		dp[i] = dirs[i];
 	dp[nd] = NULL;
@@ -1534,7 +1516,7 @@ static void snap_files(struct tracer *t, json_t *root)
 			sl = strrchr(dir, '/');
 			if (sl)
 				*sl = 0;
-			path_join(dir, e->old, r2[i][0], PATH_MAX);
+			path_resolve(dir, e->old, r2[i][0], PATH_MAX);
 			json_array_append_new(links, path2_json(e, e->old, r2[i][1]));
 			json_object_set_new(json_array_get(links, json_array_size(links) - 1),
 					    "resolved", json_string(r2[i][0]));

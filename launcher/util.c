@@ -1,5 +1,6 @@
 #include "util.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,4 +40,47 @@ void fmt_bytes(char *buf, size_t len, double b)
 		i++;
 	}
 	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+void path_resolve(const char *base, const char *path, char *out, size_t len)
+{
+	char tmp[PATH_MAX * 2], *parts[512], *save = NULL, *tok;
+	size_t n = 0, o = 0;
+
+	if (!path) {
+		snprintf(out, len, "?");
+		return;
+	}
+	if (path[0] == '/' || !base || !*base)
+		snprintf(tmp, sizeof(tmp), "%s", path);
+	else
+		snprintf(tmp, sizeof(tmp), "%s/%s", base, path);
+	for (tok = strtok_r(tmp, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(tok, "."))
+			continue;
+		if (!strcmp(tok, "..")) {
+			if (n)
+				n--;
+			continue;
+		}
+		if (n < sizeof(parts) / sizeof(parts[0]))
+			parts[n++] = tok;
+	}
+	out[0] = 0;
+	for (size_t i = 0; i < n && o + 1 < len; i++) {
+		int w = snprintf(out + o, len - o, "/%s", parts[i]);
+
+		if (w < 0 || (size_t)w >= len - o)
+			break;
+		o += (size_t)w;
+	}
+	if (!n)
+		snprintf(out, len, "/");
+}
+
+const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "?";
 }

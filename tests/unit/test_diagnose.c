@@ -266,8 +266,8 @@ static void test_checks_select(void **state)
 static void test_cache_dirs(void **state)
 {
 	struct timeline *tl = load("healthy");
-	struct diag_cache_dir d[DIAG_MAX_CACHE_DIRS + 1];
-	int n = diagnose_cache_dirs(tl->root, d, DIAG_MAX_CACHE_DIRS + 1, true);
+	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
+	int n = diagnose_cache_dirs(tl->root, d, HF_MAX_CACHE_DIRS, true);
 
 	(void)state;
 	assert_int_equal(n, 3);
@@ -283,6 +283,27 @@ static void test_cache_dirs(void **state)
 			    "/");
 	assert_true(json_is_false(json_object_get(
 		json_array_get(json_object_get(tl->root, "cache_fs"), 0), "exists")));
+	timeline_free(tl);
+}
+
+/* Without HF_HOME the default cache is under the service's HOME as the
+ * timeline recorded it (the service user's), not the diagnosing shell's. */
+static void test_cache_dirs_follow_the_recorded_home(void **state)
+{
+	struct timeline *tl = load("healthy");
+	json_t *vars = json_object_get(
+		json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"), "env"),
+		"vars");
+	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
+	int n;
+
+	(void)state;
+	json_object_del(vars, "HF_HOME");
+	json_object_set_new(vars, "HOME", json_string("/srv/tts"));
+	n = diagnose_cache_dirs(tl->root, d, HF_MAX_CACHE_DIRS, false);
+	assert_int_equal(n, 2);
+	assert_string_equal(d[1].role, "HF_HOME/hub");
+	assert_string_equal(d[1].path, "/srv/tts/.cache/huggingface/hub");
 	timeline_free(tl);
 }
 
@@ -446,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_lazy_model_faults),
 		cmocka_unit_test(test_checks_select),
 		cmocka_unit_test(test_cache_dirs),
+		cmocka_unit_test(test_cache_dirs_follow_the_recorded_home),
 		cmocka_unit_test(test_stall_connect),
 		cmocka_unit_test(test_stall_connect_completed),
 		cmocka_unit_test(test_stall_peer_silent),
