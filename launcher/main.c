@@ -2,6 +2,7 @@
  * config (defaults < INI file < --set < flags), and dispatches. */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,19 @@ static const struct option long_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* [env] name = value, unless [env] already sets name. */
+static void env_default(struct config *c, const char *name, const char *value)
+{
+	char err[CONFIG_ERR_MAX], set[4200];
+
+	for (size_t k = 0; k < c->n_env; k++)
+		if (!strcmp(c->env[k].name, name))
+			return;
+	snprintf(set, sizeof(set), "env.%s=%s", name, value);
+	if (config_set(c, set, err, sizeof(err)) < 0)
+		fprintf(stderr, "tts-launch: warning: %s\n", err);
+}
+
 /* The service inherits our environment: the Hugging Face settings (and
  * HOME, the default cache's root) it will see go into [env] too, so that the
  * timeline's effective config, the tracer's cache classes and diagnose all
@@ -118,20 +132,25 @@ static struct config *inherit_hf_env(struct config *c)
 {
 	static const char *const names[] = {"HF_HOME", "HF_HUB_CACHE", "HF_ENDPOINT",
 					    "HF_HUB_OFFLINE", "HOME"};
-	char err[CONFIG_ERR_MAX], set[4200];
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = getenv(names[i]);
-		bool configured = false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (getenv(names[i]))
+			env_default(c, names[i], getenv(names[i]));
+	return c;
+}
 
-		for (size_t k = 0; k < c->n_env; k++)
-			configured |= !strcmp(c->env[k].name, names[i]);
-		if (!v || configured)
-			continue;
-		snprintf(set, sizeof(set), "env.%s=%s", names[i], v);
-		if (config_set(c, set, err, sizeof(err)) < 0)
-			fprintf(stderr, "tts-launch: warning: %s\n", err);
-	}
+/* With [service] user, the service gets that user's HOME, USER and
+ * LOGNAME (as `runuser -l` or systemd's User= give), not ours: its caches
+ * default under its own home. [env] settings win. */
+static struct config *user_env(struct config *c)
+{
+	struct passwd *pw;
+
+	if (!c->user || !*c->user || !(pw = getpwnam(c->user)))
+		return c; /* a missing user is reported when the service is spawned */
+	env_default(c, "HOME", pw->pw_dir);
+	env_default(c, "USER", pw->pw_name);
+	env_default(c, "LOGNAME", pw->pw_name);
 	return c;
 }
 
@@ -424,9 +443,9 @@ int main(int argc, char **argv)
 		free(tp);
 	}
 	else if (print)
-		rc = print_env(&c);
+		rc = print_env(user_env(&c));
 	else
-		rc = supervise_run(inherit_hf_env(&c), argc, argv);
+		rc = supervise_run(inherit_hf_env(user_env(&c)), argc, argv);
 	c.command = NULL;
 	config_free(&c);
 	free(sets);

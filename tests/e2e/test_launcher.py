@@ -216,6 +216,20 @@ def test_print_env(app):
     assert not (app.dir / "webui.log").exists()  # nothing started
 
 
+def test_service_user_gets_its_own_home(app):
+    nobody = pwd.getpwnam("nobody")
+    r = app.run("run", "-c", str(app.ini), "--print-env", "--set", "service.user=nobody",
+                env={**os.environ, "HOME": "/root", "USER": "root"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "HOME=%s" % nobody.pw_dir in lines and "HOME=/root" not in lines
+    assert "USER=nobody" in lines and "LOGNAME=nobody" in lines
+    # [env] wins over the user's defaults
+    r = app.run("run", "-c", str(app.ini), "--print-env", "--set", "service.user=nobody",
+                "--set", "env.HOME=/srv/tts")
+    assert "HOME=/srv/tts" in r.stdout.splitlines()
+
+
 def test_service_user_has_no_capabilities(app):
     nobody = pwd.getpwnam("nobody")
     os.chmod(app.dir, 0o755)
