@@ -207,21 +207,28 @@ def main():
     print_table(results, a.runs)
 
 
+def paired(xs, base):
+    """Median of the per-round ratios: each run against the untraced run of
+    the same round, which cancels the drift of a shared machine between
+    rounds (the plain ratio of medians does not)."""
+    return statistics.median(x / b for x, b in zip(xs, base))
+
+
 def print_table(results, runs):
-    print("| workload | variant | median wall (ms) | ratio to untraced | min-max (ms) "
-          "| median CPU of the workload (ms) | CPU ratio |")
-    print("| --- | --- | ---: | ---: | --- | ---: | ---: |")
+    print("| workload | variant | median wall (ms) | ratio of medians | paired ratio | min-max (ms) "
+          "| median CPU of the workload (ms) | CPU paired ratio |")
+    print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |")
     for name, r in results.items():
-        base = statistics.median(r["walls_ms"]["untraced"])
+        base = r["walls_ms"]["untraced"]
         cpu_ok = all(None not in r["cpu_ms"][v] for v in VARIANTS)
-        cbase = statistics.median(r["cpu_ms"]["untraced"]) if cpu_ok else None
         for v in VARIANTS:
             w = r["walls_ms"][v]
             cpu = ("%.0f | %.3fx" % (statistics.median(r["cpu_ms"][v]),
-                                     statistics.median(r["cpu_ms"][v]) / cbase)
+                                     paired(r["cpu_ms"][v], r["cpu_ms"]["untraced"]))
                    if cpu_ok else "- | -")
-            print("| %s | %s | %.0f | %.3fx | %.0f-%.0f | %s |" % (
-                name, v, statistics.median(w), statistics.median(w) / base, min(w), max(w), cpu))
+            print("| %s | %s | %.0f | %.3fx | %.3fx | %.0f-%.0f | %s |" % (
+                name, v, statistics.median(w), statistics.median(w) / statistics.median(base),
+                paired(w, base), min(w), max(w), cpu))
     print()
     print("| workload | tts-launch start to exec, probes attached (median ms) | tts-launch peak RSS (median MiB) | events lost (max) |")
     print("| --- | ---: | ---: | ---: |")
@@ -230,7 +237,8 @@ def print_table(results, runs):
         print("| %s | %.1f | %.1f | %d |" % (name, statistics.median(x["exec_ms"] for x in e),
                                              statistics.median(x["rss_kib"] for x in e) / 1024,
                                              max(x["events_lost"] for x in e)))
-    print("\n(%d interleaved rounds per workload; medians.)" % runs)
+    print("\n(%d interleaved rounds per workload; medians. Paired ratio: the median over\n"
+          "rounds of each run's ratio to that round's untraced run.)" % runs)
 
 
 if __name__ == "__main__":
