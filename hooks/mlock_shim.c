@@ -237,8 +237,24 @@ struct plan {
 	size_t nr;                   /* models: ranges[] used */
 };
 
-#define MAX_RANGES 4096
-static struct range ranges[MAX_RANGES]; /* models: what to mlock(); S.lock held */
+/* models: what to mlock(), grown as needed (S.lock held) */
+static struct range *ranges;
+static size_t cap_ranges;
+
+static int add_range(struct plan *p, unsigned long a, unsigned long b)
+{
+	if (p->nr == cap_ranges) {
+		size_t cap = cap_ranges ? cap_ranges * 2 : 64;
+		struct range *n = realloc(ranges, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		ranges = n;
+		cap_ranges = cap;
+	}
+	ranges[p->nr++] = (struct range){a, b};
+	return 0;
+}
 
 static bool matches(const char *path)
 {
@@ -285,10 +301,12 @@ static int plan_scan(struct plan *p)
 			cur = concerned(perms, line + off);
 			if (!cur)
 				continue;
+			if (S.mode == MODE_MODELS && add_range(p, a, b) < 0) {
+				lines_close(&L);
+				return -1; /* ENOMEM: reported as failed, nothing locked */
+			}
 			p->size += b - a;
 			p->n++;
-			if (S.mode == MODE_MODELS && p->nr < MAX_RANGES)
-				ranges[p->nr++] = (struct range){a, b};
 		} else if (cur && sscanf(line, "Rss: %llu kB", &kb) == 1) {
 			p->rss += kb * 1024;
 		}
@@ -314,8 +332,8 @@ static void do_lock(const char *trigger)
 	if (plan_scan(&p) < 0) {
 		err = errno;
 		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"cannot read "
-		       "/proc/self/smaps: %s\"}",
+		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"cannot list "
+		       "the mappings to lock (/proc/self/smaps): %s\"}",
 		       (int)getpid(), trigger, mode_names[S.mode], (unsigned long long)t0,
 		       strerrorname_np(err) ?: "?", strerror(err));
 		pthread_mutex_unlock(&S.lock);

@@ -31,6 +31,7 @@ p.add_argument("--model_dir", default=".")
 p.add_argument("--drop-ipc-lock", action="store_true")
 p.add_argument("--memlock", type=int, default=-1)
 p.add_argument("--child", action="store_true")
+p.add_argument("--pieces", type=int, default=0)
 a = p.parse_args()
 if a.drop_ipc_lock:
     # capget/capset (capabilities(7), version 3): clear CAP_IPC_LOCK (14)
@@ -46,7 +47,14 @@ if a.drop_ipc_lock:
 if a.memlock >= 0:
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (a.memlock, resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]))
 f = open(os.path.join(a.model_dir, "model.safetensors"), "rb")
-weights = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+if a.pieces:
+    # one page per mapping, pages taken again in turn: offsets never follow
+    # on from the neighbour's, so the kernel cannot merge them
+    n = os.fstat(f.fileno()).st_size // mmap.PAGESIZE
+    weights = [mmap.mmap(f.fileno(), mmap.PAGESIZE, offset=(i % n) * mmap.PAGESIZE,
+                         prot=mmap.PROT_READ) for i in range(a.pieces)]
+else:
+    weights = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
 with open("service.pid.tmp", "w") as out:
     out.write(str(os.getpid()))
 os.rename("service.pid.tmp", "service.pid")
@@ -161,6 +169,16 @@ def test_models_locks_only_model_mappings(app):
     m = s.stop()["memory"]["mlock"]
     assert m["status"] == "locked" and m["mappings"] == 1
     assert m["bytes_to_lock"] == MODEL_MB * MiB
+
+
+def test_models_locks_every_mapping_however_many(app):
+    pieces = 5000  # more than any fixed table would hold
+    s = Svc(app, mlock="models", service_args=["--pieces", str(pieces)])
+    line = s.wait_line("tts-launch: mlock (models, at listen): locked")
+    assert "(%d model mappings)" % pieces in line
+    assert vmlck(s.pid) == pieces * 4096  # VmLck: the size of every locked mapping
+    m = s.stop()["memory"]["mlock"]
+    assert m["mappings"] == pieces and m["bytes_to_lock"] == pieces * 4096
 
 
 def test_models_patterns_configurable(app):
