@@ -307,7 +307,7 @@ static void forward_signal(struct session *s, int sig)
 {
 	if (s->stop_sig) {
 		/* A second interrupt means "now". */
-		say(s, "tts-launch: %s again: killing the service\n", sigabbrev_np(sig));
+		say(s, "tts-launch: SIG%s again: killing the service\n", sigabbrev_np(sig));
 		kill(-s->child.pid, SIGKILL);
 		return;
 	}

@@ -129,6 +129,29 @@ def test_sigint_forwarded_to_service(app):
     assert "SIGINT: stopping the service" in err
 
 
+def test_second_interrupt_kills_at_once(app):
+    script = ("import signal, time\n"
+              "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "print('armed', flush=True)\n"
+              "time.sleep(600)\n")
+    # a grace far longer than the wait below: only the second Ctrl-C ends it
+    p = app.popen("run", "-c", str(app.ini), "--no-trace", "--set", "service.stop_grace=600s",
+                  "--", PY, "-c", script)
+    wait_for(lambda: "armed" in (app.dir / "webui.log").read_text()
+             if (app.dir / "webui.log").exists() else False, what="service armed")
+    p.send_signal(signal.SIGINT)
+    seen = []
+    while not any("SIGINT: stopping the service" in l for l in seen):
+        line = p.stderr.readline()
+        assert line, "tts-launch ended after one SIGINT: %s" % "".join(seen)
+        seen.append(line)
+    p.send_signal(signal.SIGINT)  # the first was handled: this is a second one
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGKILL, "".join(seen) + err
+    assert "SIGINT again: killing the service" in err
+
+
 def test_sigterm_then_sigkill_after_grace(app):
     p = app.popen("run", "-c", str(app.ini), "--no-trace", "--set", "service.stop_grace=0.5s",
                   "--", PY, "webui.py", "--port", str(app.port), "--ignore-term")
