@@ -2,12 +2,15 @@
 """Tracing overhead, side by side in one run (issue 4's benchmark).
 
 For each workload, N interleaved rounds of: untraced, traced by tts-launch,
-`strace -f`, and a bpftrace script watching the same events
+traced by tts-launch without the Python import probes ([trace] python_usdt
+off: their uprobe traps are most of the cost), `strace -f`, and a bpftrace
+script watching the same events
 (bpftrace-equivalent.bt). Each variant runs the workload under timer.py, so
 all measure the same window (fork of the workload to its exit, or to its
 port accepting for the simulator: polled from this process, outside the
 traced tree, see timer.py). Reported: median wall time and its ratio to
-untraced; for tts-launch also the time from its start to the service's exec
+untraced, and the paired ratio (each run against its round's untraced run);
+for tts-launch also the time from its start to the service's exec
 with probes attached (the timeline's `exec` mark), its peak RSS (VmHWM), and
 events lost.
 
@@ -36,7 +39,8 @@ PY = "/usr/bin/python3"
 TTS = ROOT / "build" / "tts-launch"
 TIMER = [PY, str(ROOT / "scripts" / "bench" / "timer.py")]
 BT = ROOT / "scripts" / "bench" / "bpftrace-equivalent.bt"
-VARIANTS = ["untraced", "tts-launch", "strace -f", "bpftrace"]
+NO_USDT = "tts-launch, python_usdt off"
+VARIANTS = ["untraced", "tts-launch", NO_USDT, "strace -f", "bpftrace"]
 
 
 def free_port():
@@ -95,10 +99,13 @@ def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     tl = tmp / "timeline.json"
     if variant == "untraced":
         argv = timed
-    elif variant == "tts-launch":
+    elif variant in ("tts-launch", NO_USDT):
+        # NO_USDT: without the Python import probes, whose uprobe traps are
+        # most of the cost (the split is the point of this variant)
         tl.unlink(missing_ok=True)
         argv = [str(TTS), "run", "--set", "app.dir=%s" % cwd, "--set", "log.file=%s" % (tmp / "log"),
-                "--set", "service.pidfile=", "--timeline", str(tl), "--"] + timed
+                "--set", "service.pidfile=", "--timeline", str(tl)] + \
+            (["--set", "trace.python_usdt=false"] if variant == NO_USDT else []) + ["--"] + timed
     elif variant == "strace -f":
         argv = ["strace", "-f", "-qq", "-o", "/dev/null"] + timed
     elif variant == "bpftrace":
