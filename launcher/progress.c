@@ -137,8 +137,23 @@ void progress_download_name(const json_t *root, const char *path, double first_m
 	e = strchr(m + 1, '/');
 	snprintf(folder, sizeof(folder), "%.*s/snapshots/", (int)(e ? e - path : (long)strlen(path)),
 		 path);
-	/* huggingface_hub checks snapshots/COMMIT/FILE just before it takes the
-	 * lock and opens the blob: the last such probe names the file */
+	/* once downloaded, the snapshot's link to the blob names it exactly */
+	json_array_foreach(json_object_get(root, "symlinks"), i, v)
+	{
+		const char *q = jstr(v, "path"), *r = jstr(v, "resolved");
+		size_t n = strlen(path) - (str_ends_with(path, ".incomplete") ? 11 : 0);
+
+		if (q && r && !strncmp(q, folder, strlen(folder)) && strlen(r) == n &&
+		    !strncmp(r, path, n) && jnum(v, "result") == 0) {
+			const char *f = strchr(q + strlen(folder), '/'); /* past COMMIT/ */
+
+			snprintf(out, len, "%s/%s", repo, f ? f + 1 : q + strlen(folder));
+			return;
+		}
+	}
+	/* before that, a guess: huggingface_hub checks snapshots/COMMIT/FILE
+	 * just before it takes the lock and opens the blob, so the last such
+	 * probe names the file (a sample can see it before the probe's entry) */
 	json_array_foreach(json_object_get(root, "missing_paths"), i, v)
 	{
 		const char *q = jstr(v, "path");
@@ -361,6 +376,8 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 
 		if (pf->download && !pf->done && download_complete(root, pf->path)) {
 			pf->done = true;
+			/* named again: the snapshot link made at the end is exact */
+			progress_download_name(root, pf->path, pf->first_ms, pf->name, sizeof(pf->name));
 			fmt_bytes(sz, sizeof(sz), pf->bytes);
 			if (p->o.mode != PROGRESS_OFF)
 				emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloaded %s: %s\n",

@@ -90,7 +90,7 @@ def test_progress_lines_for_a_slow_download(tracing_ok, models, hub, tmp_path): 
     # not a terminal: log lines, no carriage returns; the log file has them too
     assert "\r" not in out
     assert LINE.search(run.log.read_text())
-    assert "tts-launch: downloaded facebook/w2v-bert-2.0/model.safetensors:" in out
+    assert "tts-launch: downloaded facebook/w2v-bert-2.0/model.safetensors:" in out, out
     # nothing stalled: a slow download is progress
     assert tl["progress"]["stalls"] == [] and tl["progress"]["samples"] > 0
 

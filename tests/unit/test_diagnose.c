@@ -449,6 +449,30 @@ static void test_download_name(void **state)
 	json_decref(root);
 }
 
+/* Once the snapshot links to the blob, the link names it, whatever the
+ * probes suggest (a live sample may miss the probe of the right file). */
+static void test_download_name_from_the_snapshot_link(void **state)
+{
+	json_t *root = model(
+		"{\"missing_paths\": ["
+		" {\"path\": \"/c/models--facebook--w2v/snapshots/abc/config.json\","
+		" \"first_ms\": 900, \"last_ms\": 950}],"
+		" \"symlinks\": ["
+		" {\"path\": \"/c/models--facebook--w2v/snapshots/abc/config.json\","
+		" \"resolved\": \"/c/models--facebook--w2v/blobs/90aa\", \"result\": 0},"
+		" {\"path\": \"/c/models--facebook--w2v/snapshots/abc/model.safetensors\","
+		" \"resolved\": \"/c/models--facebook--w2v/blobs/4f1a\", \"result\": 0}]}");
+	char name[300];
+
+	(void)state;
+	progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete", 1000, name,
+			       sizeof(name));
+	assert_string_equal(name, "facebook/w2v/model.safetensors");
+	progress_download_name(root, "/c/models--facebook--w2v/blobs/90aa", 1000, name, sizeof(name));
+	assert_string_equal(name, "facebook/w2v/config.json");
+	json_decref(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_stall_lock),
 		cmocka_unit_test(test_stall_missing_path),
 		cmocka_unit_test(test_download_name),
+		cmocka_unit_test(test_download_name_from_the_snapshot_link),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
