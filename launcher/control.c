@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -21,7 +20,7 @@ static int hold(int pid, unsigned long long start)
 
 	if (pid <= 0)
 		return -1;
-	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	fd = proc_pidfd(pid);
 	if (fd < 0)
 		return -1;
 	if (proc_start_ticks(pid) != start) {

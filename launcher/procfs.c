@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,23 +77,57 @@ void proc_argv_free(char **argv)
 	free(argv);
 }
 
+/* /proc/PID/stat from field 3 (state) on: the command name before it may
+ * hold spaces and ')', so the fields resume after the last ')'. NULL if the
+ * process is gone. */
+static const char *stat_fields(pid_t pid, char *buf, size_t len)
+{
+	char path[64], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_file(path, buf, len) <= 0)
+		return NULL;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 uint64_t proc_start_ticks(pid_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
 	unsigned long long start = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	/* comm may hold spaces and ')': fields resume after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* After ") ": state is field 3; starttime is field 22. */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		   &start) != 1)
+	/* starttime is field 22 */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+			    "%*d %llu",
+			 &start) != 1)
 		return 0;
 	return start;
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+	int ppid = 0;
+
+	if (!f || sscanf(f, "%*c %d", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+bool proc_faults(pid_t pid, unsigned long long *minflt, unsigned long long *majflt)
+{
+	char buf[1024];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+
+	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt */
+	return f && sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", minflt, majflt) == 2;
+}
+
+int proc_pidfd(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 double proc_age_seconds(uint64_t start_ticks)

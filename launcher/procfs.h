@@ -14,6 +14,13 @@ char **proc_argv(pid_t pid);
 void proc_argv_free(char **argv);
 /* Start time in clock ticks since boot (stat field 22); 0 if gone. */
 uint64_t proc_start_ticks(pid_t pid);
+/* Parent pid (stat field 4); 0 if gone. */
+pid_t proc_ppid(pid_t pid);
+/* minflt and majflt (stat fields 10 and 12): the faults of every thread of
+ * a live process. false if gone. */
+bool proc_faults(pid_t pid, unsigned long long *minflt, unsigned long long *majflt);
+/* pidfd_open(2): a descriptor that keeps naming this process; -1 (errno). */
+int proc_pidfd(pid_t pid);
 /* Age in seconds, from the start time. */
 double proc_age_seconds(uint64_t start_ticks);
 /* Working directory (malloc'd) or NULL. */

@@ -1,4 +1,5 @@
 #include "spawn.h"
+#include "procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +10,6 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -258,7 +258,7 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 	ch->pid = pid;
 	ch->go_fd = go[1];
 	ch->err_fd = ep[0];
-	ch->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ch->pidfd = proc_pidfd(pid);
 	if (ch->pidfd < 0) {
 		snprintf(err, errlen, "failed to open pidfd for pid %d: %s (needs Linux 5.3)", pid,
 			 strerror(errno));

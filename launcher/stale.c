@@ -106,22 +106,6 @@ bool stale_matches(const struct config *c, char *const *argv, const char *cwd)
 	return false;
 }
 
-static pid_t parent_of(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	int ppid = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		sscanf(p + 2, "%*c %d", &ppid);
-	fclose(f);
-	return ppid;
-}
-
 /* Ourselves and our ancestors (a shell running `tts-launch ... webui.py`
  * must not match), collected once per scan. */
 struct lineage {
@@ -132,7 +116,7 @@ struct lineage {
 static void lineage_init(struct lineage *l)
 {
 	l->n = 0;
-	for (pid_t p = getpid(); p > 1 && l->n < 64; p = parent_of(p))
+	for (pid_t p = getpid(); p > 1 && l->n < 64; p = proc_ppid(p))
 		l->pid[l->n++] = p;
 }
 
@@ -201,7 +185,7 @@ int stale_find(const struct config *c, struct stale_list *out)
 /* Is pid one of the stale instances or a descendant of one? */
 static bool in_stale_tree(const struct stale_list *l, pid_t pid)
 {
-	for (pid_t p = pid; p > 1; p = parent_of(p))
+	for (pid_t p = pid; p > 1; p = proc_ppid(p))
 		for (size_t i = 0; i < l->n; i++)
 			if (l->v[i].pid == p)
 				return true;
@@ -239,11 +223,6 @@ int stale_check_port(const struct config *c, const struct stale_list *l, char *e
 		return 3;
 	}
 	return 0;
-}
-
-static int pidfd_open_(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 static int pidfd_signal(int pidfd, int sig)
@@ -354,7 +333,7 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 		}
 		/* Hold the process by pidfd, then re-check it is the one we
 		 * matched: a reused pid has another start time. */
-		pidfd = pidfd_open_(p->pid);
+		pidfd = proc_pidfd(p->pid);
 		if (pidfd < 0) {
 			fprintf(out, "tts-launch: stale instance pid %d: already gone\n", p->pid);
 			continue;

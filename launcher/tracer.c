@@ -31,6 +31,7 @@
 
 #include "clock.h"
 #include "hfcache.h"
+#include "procfs.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -1749,31 +1750,6 @@ static void snap_network(struct tracer *t, json_t *root)
 	json_object_set_new(root, "listens", json_deep_copy(t->listens));
 }
 
-/* minflt and majflt of a live process, all its threads (proc(5)) */
-static bool proc_faults(int pid, unsigned long long *minf, unsigned long long *majf)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v[10];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	/* after "comm)": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt */
-	if (!p || sscanf(p + 2, "%*c %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
-			 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 9)
-		return false;
-	*minf = v[6];
-	*majf = v[8];
-	return true;
-}
-
 static void snap_procs(struct tracer *t, json_t *root)
 {
 	struct bpf_map *m = t->skel->maps.procstat;
@@ -1795,7 +1771,7 @@ static void snap_procs(struct tracer *t, json_t *root)
 			continue;
 		p = proc_obj(t, (pid_t)k);
 		cmd = json_object_get(p, "command");
-		if (s.exited || !proc_faults((int)k, &mi, &ma)) {
+		if (s.exited || !proc_faults((pid_t)k, &mi, &ma)) {
 			/* exited: the sum over its threads, taken at each thread's exit */
 			mi = s.exited_min_flt;
 			ma = s.exited_maj_flt;
