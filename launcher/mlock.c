@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "util.h"
 
 #define SHIM_NAME "mlock_shim.so"
 #define OOM()                                                                                      \
@@ -185,16 +186,6 @@ static const char *str(const json_t *o, const char *k)
 static double num(const json_t *o, const char *k)
 {
 	return json_number_value(json_object_get(o, k));
-}
-
-static void fmt_bytes(char *buf, size_t len, double b)
-{
-	if (b >= 1024.0 * 1024 * 1024)
-		snprintf(buf, len, "%.1f GiB", b / (1024.0 * 1024 * 1024));
-	else if (b >= 1024.0 * 1024)
-		snprintf(buf, len, "%.0f MiB", b / (1024.0 * 1024));
-	else
-		snprintf(buf, len, "%.0f KiB", b / 1024.0);
 }
 
 char *mlock_fix(const json_t *ev, bool user_switch)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "render_svg.h"
+#include "util.h"
 
 #define WIDTH	   1400
 #define MARGIN	   20
@@ -81,18 +82,6 @@ static void fmt_dur(char *buf, size_t len, double ms)
 		snprintf(buf, len, "%.0f ms", ms);
 	else
 		snprintf(buf, len, "%.1f ms", ms);
-}
-
-static void fmt_bytes(char *buf, size_t len, double b)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int u = 0;
-
-	while (b >= 1024 && u < 4) {
-		b /= 1024;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
 static double text_w(const char *s)

@@ -287,7 +287,7 @@ def test_blocking_lock_done_when_listen_returns(app):
 def test_guard_refuses_above_the_limit(app):
     s = Svc(app, mlock="all", extra="limit = 1M\n")
     line = s.wait_line("tts-launch: mlock (all, at listen) refused")
-    assert "above the limit of 1 MiB" in line and "fix: raise [mlock] limit" in line
+    assert "above the limit of 1.0 MiB" in line and "fix: raise [mlock] limit" in line
     assert vmlck(s.pid) == 0
     assert alive(s.pid) and port_open(app.port)
     m = s.stop()["memory"]["mlock"]
@@ -297,7 +297,7 @@ def test_guard_refuses_above_the_limit(app):
 
 @pytest.mark.parametrize("args,err,fix", [
     (["--drop-ipc-lock", "--memlock", "0"], "EPERM", "CAP_IPC_LOCK"),
-    (["--drop-ipc-lock"], "ENOMEM", "RLIMIT_MEMLOCK (8 MiB)"),
+    (["--drop-ipc-lock"], "ENOMEM", "RLIMIT_MEMLOCK (8.0 MiB)"),
 ])
 def test_failed_lock_is_reported_and_service_lives(app, args, err, fix):
     s = Svc(app, mlock="all", service_args=args)

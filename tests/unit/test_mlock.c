@@ -109,10 +109,10 @@ static void test_describe_and_fix(void **state)
 
 	(void)state;
 	s = mlock_describe(locked, NULL);
-	assert_string_equal(s, "tts-launch: mlock (all, at listen): locked 412 MiB in 0.31 s\n");
+	assert_string_equal(s, "tts-launch: mlock (all, at listen): locked 412.0 MiB in 0.31 s\n");
 	free(s);
 	s = mlock_describe(models, NULL);
-	assert_string_equal(s, "tts-launch: mlock (models, at signal): locked 16 MiB (3 model mappings) in 0.01 s\n");
+	assert_string_equal(s, "tts-launch: mlock (models, at signal): locked 16.0 MiB (3 model mappings) in 0.01 s\n");
 	free(s);
 	assert_null(mlock_fix(locked, false));
 
@@ -125,7 +125,7 @@ static void test_describe_and_fix(void **state)
 	free(fix);
 
 	fix = mlock_fix(enomem, true);
-	assert_non_null(strstr(fix, "RLIMIT_MEMLOCK (8 MiB)"));
+	assert_non_null(strstr(fix, "RLIMIT_MEMLOCK (8.0 MiB)"));
 	free(fix);
 
 	fix = mlock_fix(refused, false);
@@ -173,7 +173,7 @@ static void test_poll_into_timeline(void **state)
 	assert_true(send(sv[1], locked, strlen(locked), 0) == (ssize_t)strlen(locked));
 	text = mlock_poll(&m, tl);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "mlock (models, at listen): locked 4 KiB (1 model mapping)"));
+	assert_non_null(strstr(text, "mlock (models, at listen): locked 4.0 KiB (1 model mapping)"));
 	free(text);
 
 	obj = json_object_get(json_object_get(tl->root, "memory"), "mlock");
