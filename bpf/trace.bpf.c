@@ -151,9 +151,10 @@ struct offcpu {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	/* threads off CPU at once; preallocated (an LRU map is), so kept small:
-	 * the oldest is dropped first */
-	__uint(max_entries, 4096);
+	/* threads off CPU at once. Preallocated (an LRU map is): large enough
+	 * that the per-CPU free lists of a many-core host do not evict live
+	 * entries */
+	__uint(max_entries, 16384);
 	__type(key, __u32); /* tid */
 	__type(value, struct offcpu);
 } offcpu SEC(".maps");
@@ -1374,9 +1375,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	struct inflight *in;
 	bool saved = false;
 
-	if (light && !is_mlock(id))
-		return 0;
-	if (exit_args(id, ret, regs, &c.in)) {
+	/* After the requests window (light) only the calls saved at entry are
+	 * finished: mlock, and those that began before (their entries must go). */
+	if (!light && exit_args(id, ret, regs, &c.in)) {
 		if (!traced_now(&c.tgid))
 			return 0;
 		c.in.nr = id;
@@ -1467,11 +1468,15 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 		count(CNT_PROCS_FULL, 1);
 		return 0;
 	}
-	/* the fault probes count only processes with an entry here */
+	/* the fault probes count only processes with an entry here; one left
+	 * by an exited process whose pid came back is started afresh */
 	{
-		struct proc_stat init = {};
+		struct proc_stat init = {}, *old = bpf_map_lookup_elem(&procstat, &pid);
 
-		bpf_map_update_elem(&procstat, &pid, &init, BPF_NOEXIST);
+		if (old && old->exited)
+			bpf_map_update_elem(&procstat, &pid, &init, BPF_EXIST);
+		else if (!old)
+			bpf_map_update_elem(&procstat, &pid, &init, BPF_NOEXIST);
 	}
 	if (!(f & PROC_EXECED))
 		return 0;

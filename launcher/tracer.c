@@ -1823,7 +1823,7 @@ static int fault_series(struct tracer *t, __u64 *counts)
 		return -1;
 	for (__u32 first = 0; more; first = next) {
 		n = FAULT_CHUNK;
-		/* an array's batch token is the next index */
+		/* the batch token: what the kernel returned, passed back as is */
 		if (bpf_map_lookup_batch(fd, first ? &first : NULL, &next, keys, vals, &n, NULL)) {
 			if (errno != ENOENT) {
 				err = -1;

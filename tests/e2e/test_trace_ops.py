@@ -129,12 +129,19 @@ def test_file_faults_after_ready(work):
 
 
 LIGHT_APP = r'''
-import ctypes, socket, sys, time
+import ctypes, fcntl, os, socket, subprocess, sys, time
+# a lock held for 2.5 s by a child, so that our blocking flock below waits
+# across the end of the requests window
+subprocess.Popen([sys.executable, "-c", "import fcntl, time; f = open('held.lock', 'w'); "
+                  "fcntl.flock(f, fcntl.LOCK_EX); open('held', 'w').close(); time.sleep(2.5)"])
+while not os.path.exists("held"):
+    time.sleep(0.01)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])))
 s.listen()
-time.sleep(2.5)                      # the requests window (1 s) ends meanwhile
+f = open("held.lock", "w")
+fcntl.flock(f, fcntl.LOCK_EX)        # the requests window (1 s) ends meanwhile
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mlockall(1)                     # still traced with the light probes
 libc.munlockall()
@@ -163,4 +170,8 @@ def test_light_probes_after_requests_window(work):
     assert "page_fault_user" in light["kept"] and "sched_process_exit" in light["kept"]
     # the mlockall after the window is still seen
     assert [m["call"] for m in tl["memory"]["mlock_calls"]] == ["mlockall"]
+    # a call that began before the window ended is finished after it
+    [lock] = [l for l in tl["locks"] if l["path"] == str(work / "held.lock")]
+    assert lock["blocking_calls"] == 2 and lock["max_wait_ms"] >= 1000
+    assert not lock.get("waiting")
     assert tl["process"]["exit"]["code"] == 0
