@@ -237,17 +237,21 @@ struct plan {
 	size_t nr;                   /* models: ranges[] used */
 };
 
-/* models: what to mlock(), grown as needed (S.lock held) */
+/* models: what to mlock(), grown as needed (S.lock held). Anonymous
+ * pages, not malloc: the locker thread must not get a malloc arena (above). */
 static struct range *ranges;
 static size_t cap_ranges;
 
 static int add_range(struct plan *p, unsigned long a, unsigned long b)
 {
 	if (p->nr == cap_ranges) {
-		size_t cap = cap_ranges ? cap_ranges * 2 : 64;
-		struct range *n = realloc(ranges, cap * sizeof(*n));
+		size_t cap = cap_ranges ? cap_ranges * 2 : 4096 / sizeof(*ranges);
+		void *n = ranges ? mremap(ranges, cap_ranges * sizeof(*ranges), cap * sizeof(*ranges),
+					  MREMAP_MAYMOVE)
+				 : mmap(NULL, cap * sizeof(*ranges), PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		if (!n)
+		if (n == MAP_FAILED)
 			return -1;
 		ranges = n;
 		cap_ranges = cap;

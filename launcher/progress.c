@@ -31,6 +31,7 @@ struct pfile {
 	double first_ms;  /* opened (the model's first_ms) */
 	bool download;    /* a *.incomplete blob */
 	bool done;        /* its completion was said */
+	bool waited;      /* complete, its snapshot link not seen: said next sample */
 };
 
 struct progress {
@@ -118,7 +119,7 @@ static void repo_id(const char *path, char *out, size_t len)
 	out[o] = 0;
 }
 
-void progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
+bool progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
 			    size_t len)
 {
 	char repo[256], folder[PATH_MAX], best[PATH_MAX] = "";
@@ -132,7 +133,7 @@ void progress_download_name(const json_t *root, const char *path, double first_m
 		const char *b = strrchr(path, '/');
 
 		snprintf(out, len, "%s", b ? b + 1 : path);
-		return;
+		return false;
 	}
 	e = strchr(m + 1, '/');
 	snprintf(folder, sizeof(folder), "%.*s/snapshots/", (int)(e ? e - path : (long)strlen(path)),
@@ -148,7 +149,7 @@ void progress_download_name(const json_t *root, const char *path, double first_m
 			const char *f = strchr(q + strlen(folder), '/'); /* past COMMIT/ */
 
 			snprintf(out, len, "%s/%s", repo, f ? f + 1 : q + strlen(folder));
-			return;
+			return true;
 		}
 	}
 	/* before that, a guess: huggingface_hub checks snapshots/COMMIT/FILE
@@ -175,6 +176,7 @@ void progress_download_name(const json_t *root, const char *path, double first_m
 
 		snprintf(out, len, "%s/%.12s...", repo, b ? b + 1 : path);
 	}
+	return false;
 }
 
 /* ---- progress ---- */
@@ -323,6 +325,17 @@ static int tty_width(FILE *f)
 	return 100;
 }
 
+/* "downloaded REPO/FILE: SIZE", once per file. */
+static void say_downloaded(struct progress *p, struct pfile *pf)
+{
+	char sz[32];
+
+	pf->done = true;
+	fmt_bytes(sz, sizeof(sz), pf->bytes);
+	if (p->o.mode != PROGRESS_OFF)
+		emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloaded %s: %s\n", pf->name, sz);
+}
+
 /* Files: sizes, rates, what is active; lines per the mode. Returns the
  * bytes written to watched files (part of the progress signature). */
 static double sample_files(struct progress *p, const json_t *root, double now)
@@ -375,13 +388,16 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		double rate;
 
 		if (pf->download && !pf->done && download_complete(root, pf->path)) {
-			pf->done = true;
-			/* named again: the snapshot link made at the end is exact */
-			progress_download_name(root, pf->path, pf->first_ms, pf->name, sizeof(pf->name));
-			fmt_bytes(sz, sizeof(sz), pf->bytes);
-			if (p->o.mode != PROGRESS_OFF)
-				emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloaded %s: %s\n",
-				     pf->name, sz);
+			/* named again from the snapshot link huggingface_hub makes
+			 * right after the rename (exact); a sample between the two
+			 * waits one more for it */
+			if (!progress_download_name(root, pf->path, pf->first_ms, pf->name,
+						    sizeof(pf->name)) &&
+			    !pf->waited) {
+				pf->waited = true;
+				continue;
+			}
+			say_downloaded(p, pf);
 			continue;
 		}
 		if (pf->done || pf->last_grow < 0 || now - pf->last_grow > ACTIVE_MS)
@@ -700,6 +716,16 @@ void progress_timeline(struct progress *p, json_t *root)
 {
 	if (!p || !root)
 		return;
+	/* a completion left waiting for its snapshot link when samples
+	 * stopped (ready) is said now, named from the final snapshot */
+	for (size_t k = 0; k < p->n_files; k++) {
+		struct pfile *pf = &p->files[k];
+
+		if (!pf->waited || pf->done)
+			continue;
+		progress_download_name(root, pf->path, pf->first_ms, pf->name, sizeof(pf->name));
+		say_downloaded(p, pf);
+	}
 	json_object_set_new(root, "progress",
 			    json_pack("{s:i, s:f, s:f, s:O}", "samples", p->samples, "snapshot_ms_avg",
 				      p->n_snaps ? p->snap_total / p->n_snaps : 0.0, "snapshot_ms_max",

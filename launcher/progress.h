@@ -56,9 +56,11 @@ void progress_snapshot_cost(struct progress *p, double ms);
 json_t *progress_waiting_on(const json_t *root, const json_t *peers, double since_ms,
 			    double now_ms);
 
-/* "<org>/<repo>/<file>" for a blob being downloaded (the snapshot path the
- * service probed just before opening it), else the path shortened. */
-void progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
+/* "<org>/<repo>/<file>" for a blob being downloaded: from the snapshot's
+ * link to it once made (returns true: exact), else from the snapshot path
+ * the service probed just before opening it (a guess), else the path
+ * shortened. */
+bool progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
 			    size_t len);
 
 #endif

@@ -441,8 +441,8 @@ static void test_download_name(void **state)
 
 	(void)state;
 	/* the last snapshot probe before the blob was opened names it */
-	progress_download_name(root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete", 1000, name,
-			       sizeof(name));
+	assert_false(progress_download_name(root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete",
+					    1000, name, sizeof(name)));
 	assert_string_equal(name, "amphion/MaskGCT/semantic_codec/model.safetensors");
 	progress_download_name(root, "/x/models/big.bin", 1000, name, sizeof(name));
 	assert_string_equal(name, "big.bin");
@@ -465,10 +465,11 @@ static void test_download_name_from_the_snapshot_link(void **state)
 	char name[300];
 
 	(void)state;
-	progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete", 1000, name,
-			       sizeof(name));
+	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete", 1000,
+					   name, sizeof(name)));
 	assert_string_equal(name, "facebook/w2v/model.safetensors");
-	progress_download_name(root, "/c/models--facebook--w2v/blobs/90aa", 1000, name, sizeof(name));
+	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/90aa", 1000, name,
+					   sizeof(name)));
 	assert_string_equal(name, "facebook/w2v/config.json");
 	json_decref(root);
 }
