@@ -263,6 +263,19 @@ static __always_inline void count(__u32 which, __u64 n)
 		*c += n;
 }
 
+/* After a lookup of key missed: add init under it and return the entry;
+ * NULL when the map is full, counted under full (CNT_MAX: not counted). */
+static __always_inline void *map_add(void *map, const void *key, const void *init, __u32 full)
+{
+	void *v;
+
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v && full != CNT_MAX)
+		count(full, 1);
+	return v;
+}
+
 /* The tgid of current when it is in the traced tree and has exec'd. */
 static __always_inline bool traced_now(__u32 *tgid)
 {
@@ -401,11 +414,7 @@ static __always_inline struct file_val *file_entry(struct file *f, struct file_k
 	bpf_probe_read_kernel_str(init.name, sizeof(init.name),
 				  BPF_CORE_READ(f, f_path.dentry, d_name.name));
 	init.model = model_name(init.name);
-	bpf_map_update_elem(&files, k, &init, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(&files, k);
-	if (!v)
-		count(CNT_FILES_FULL, 1);
-	return v;
+	return map_add(&files, k, &init, CNT_FILES_FULL);
 }
 
 static __always_inline struct sock *file_sock(struct file *f)
@@ -475,12 +484,9 @@ static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 
 	v = bpf_map_lookup_elem(&peers, &k);
 	if (!v) {
 		init.first_ns = now;
-		bpf_map_update_elem(&peers, &k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&peers, &k);
-		if (!v) {
-			count(CNT_PEERS_FULL, 1);
+		v = map_add(&peers, &k, &init, CNT_PEERS_FULL);
+		if (!v)
 			return;
-		}
 	}
 	v->last_ns = now;
 	if (n < 0) {
@@ -634,8 +640,7 @@ static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, 
 
 		if (!r) {
 			/* too large for the stack: a zeroed global is the template */
-			bpf_map_update_elem(&mranges, &tgid, &zero_ranges, BPF_NOEXIST);
-			r = bpf_map_lookup_elem(&mranges, &tgid);
+			r = map_add(&mranges, &tgid, &zero_ranges, CNT_MAX);
 			if (!r)
 				return;
 		}
@@ -693,12 +698,9 @@ static __always_inline void path_op(const char *upath, long dirfd, long ret, boo
 	if (!v) {
 		init.first_ns = now;
 		init.first_pid = tgid;
-		bpf_map_update_elem(&paths, k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&paths, k);
-		if (!v) {
-			count(CNT_PATHS_FULL, 1);
+		v = map_add(&paths, k, &init, CNT_PATHS_FULL);
+		if (!v)
 			return;
-		}
 	}
 	v->last_ns = now;
 	if (ret < 0) {
@@ -749,12 +751,9 @@ static __always_inline void failop(__u32 op, const char *upath, long dirfd, long
 	if (!v) {
 		init.first_ns = now;
 		init.pid = tgid;
-		bpf_map_update_elem(&failops, k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&failops, k);
-		if (!v) {
-			count(CNT_FAILOPS_FULL, 1);
+		v = map_add(&failops, k, &init, CNT_FAILOPS_FULL);
+		if (!v)
 			return;
-		}
 	}
 	v->last_ns = now;
 	v->err = -ret;
@@ -778,12 +777,9 @@ static __always_inline void on_lock(struct inflight *in, long ret, __u32 tgid, _
 		init.pid = tgid;
 		bpf_probe_read_kernel_str(init.name, sizeof(init.name),
 					  BPF_CORE_READ(f, f_path.dentry, d_name.name));
-		bpf_map_update_elem(&locks, &k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&locks, &k);
-		if (!v) {
-			count(CNT_LOCKS_FULL, 1);
+		v = map_add(&locks, &k, &init, CNT_LOCKS_FULL);
+		if (!v)
 			return;
-		}
 	}
 	__sync_fetch_and_add(&v->calls, 1);
 	v->last_ns = now;
@@ -1528,10 +1524,8 @@ static __always_inline void thread_exit(struct task_struct *p, bool group_dead)
 	if (!flags)
 		return;
 	s = bpf_map_lookup_elem(&procstat, &tgid);
-	if (!s) {
-		bpf_map_update_elem(&procstat, &tgid, &init, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&procstat, &tgid);
-	}
+	if (!s)
+		s = map_add(&procstat, &tgid, &init, CNT_MAX);
 	if (s) {
 		__sync_fetch_and_add(&s->exited_min_flt, BPF_CORE_READ(p, min_flt));
 		__sync_fetch_and_add(&s->exited_maj_flt, BPF_CORE_READ(p, maj_flt));
@@ -1611,7 +1605,8 @@ static __always_inline struct proc_stat *fault_proc(__u32 tgid)
 SEC("raw_tp/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	struct proc_stat *s = fault_proc(bpf_get_current_pid_tgid() >> 32);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_stat *s = fault_proc(tgid);
 	struct fault_ctx fc = {};
 	__u32 bucket;
 	__u64 *b;
@@ -1629,7 +1624,7 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 		*b += 1;
 	/* which file's mapping took the fault (model files mapped with mmap) */
 	if (model_mapped) {
-		fault_model(bpf_get_current_pid_tgid() >> 32, address, &fc);
+		fault_model(tgid, address, &fc);
 		if (fc.model)
 			__sync_fetch_and_add(&s->model_faults, 1);
 	}
@@ -1694,10 +1689,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			now = bpf_ktime_get_ns();
 		d = now - o->ts;
 		s = bpf_map_lookup_elem(&procstat, &ntgid);
-		if (!s) {
-			bpf_map_update_elem(&procstat, &ntgid, &init, BPF_NOEXIST);
-			s = bpf_map_lookup_elem(&procstat, &ntgid);
-		}
+		if (!s)
+			s = map_add(&procstat, &ntgid, &init, CNT_MAX);
 		if (s) {
 			if (o->reason == 1)
 				__sync_fetch_and_add(&s->io_wait_ns, d);

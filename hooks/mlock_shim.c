@@ -673,6 +673,15 @@ static bool target_process(void)
 	return !fnmatch(glob, strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe, 0);
 }
 
+/* A trigger that could not be armed: reported, and the shim stays out. */
+static void arm_failed(const char *trigger, const char *err_name, const char *why)
+{
+	report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
+	       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"%s\"}",
+	       (int)S.pid, trigger, mode_names[S.mode], (unsigned long long)S.t_load, err_name, why);
+	S.active = false;
+}
+
 __attribute__((constructor)) static void shim_load(void)
 {
 	const char *mode = getenv(ENV_PREFIX "MODE"), *v;
@@ -729,28 +738,19 @@ __attribute__((constructor)) static void shim_load(void)
 		sigemptyset(&sa.sa_mask);
 		if (pipe2(S.wake, O_CLOEXEC) < 0 || fcntl(S.wake[1], F_SETFL, O_NONBLOCK) < 0 ||
 		    sigaction(S.sig, &sa, NULL) < 0 || start_locker() != 0) {
-			report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"signal\",\"mode\":\"%s\","
-			       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"cannot arm "
-			       "the signal trigger: %s\"}",
-			       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load,
-			       strerrorname_np(errno) ?: "?", strerror(errno));
-			S.active = false;
+			char why[160];
+
+			snprintf(why, sizeof(why), "cannot arm the signal trigger: %s", strerror(errno));
+			arm_failed("signal", strerrorname_np(errno) ?: "?", why);
 			return;
 		}
 	} else if (S.trigger == TRIG_CALLABLE &&
 		   (!S.module[0] || pipe2(S.wake, O_CLOEXEC) < 0 || start_locker() != 0)) {
-		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
-		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"EINVAL\",\"error\":\"cannot arm "
-		       "the callable trigger (TTS_LAUNCH_MLOCK_CALLABLE = module:qualname)\"}",
-		       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
-		S.active = false;
+		arm_failed("callable", "EINVAL",
+			   "cannot arm the callable trigger (TTS_LAUNCH_MLOCK_CALLABLE = module:qualname)");
 		return;
 	} else if (S.trigger == TRIG_DELAY && start_locker() != 0) {
-		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"delay\",\"mode\":\"%s\","
-		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"EAGAIN\",\"error\":\"cannot start "
-		       "the locker thread\"}",
-		       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
-		S.active = false;
+		arm_failed("delay", "EAGAIN", "cannot start the locker thread");
 		return;
 	}
 	report("{\"event\":\"armed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\",\"limit\":%llu,"

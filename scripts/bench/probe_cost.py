@@ -18,10 +18,13 @@ the BPF run time: trace_overhead.py measures the whole.
 """
 import argparse
 import json
+import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,9 +43,9 @@ def one_run(tmp, app, argv, env, port):
     stats, out = tmp / "stats.json", tmp / "elapsed"
     bench.clear_out(out)
     stats.unlink(missing_ok=True)
-    t0 = int(bench.time.time())
-    timed = " ".join(bench.shlex.quote(x) for x in bench.timer_argv(port) + argv)
-    cmd = "%s; bpftool -j prog show > %s" % (timed, bench.shlex.quote(str(stats)))
+    t0 = int(time.time())
+    timed = " ".join(shlex.quote(x) for x in bench.timer_argv(port) + argv)
+    cmd = "%s; bpftool -j prog show > %s" % (timed, shlex.quote(str(stats)))
     p = subprocess.Popen([str(bench.TTS), "run", "--set", "app.dir=%s" % app,
                           "--set", "log.file=%s" % (tmp / "log"), "--set", "service.pidfile=",
                           "--timeline", str(tmp / "timeline.json"), "--", "/bin/sh", "-c", cmd],
@@ -66,7 +69,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", help="write raw results here")
     a = ap.parse_args()
-    if bench.os.geteuid() != 0:
+    if os.geteuid() != 0:
         sys.exit("probe_cost: run as root (BPF statistics and tts-launch need it)")
     before = sysctl("kernel.bpf_stats_enabled")
     runs = []
