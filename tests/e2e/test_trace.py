@@ -100,6 +100,21 @@ def test_mmap_counted(work):
     assert any(p["name"] == "model_load" for p in tl["phases"])
 
 
+def test_fault_rate_series_adds_up_to_the_faults(work):
+    """The per-CPU fault-rate buckets, read in batches and summed over the
+    CPUs, account for every user fault the probe counted, in time order."""
+    data = work / "pages.dat"
+    data.write_bytes(b"\1" * (512 * 4096))
+    _, tl = run_traced(work, FILEOPS, "mmap:%s" % data, "sleep:250", "mmap:%s" % data)
+    mem = tl["memory"]
+    series = mem["fault_rate"]["counts"]
+    assert mem["fault_rate"]["bucket_ms"] == 100
+    assert mem["page_faults"] > 0 and sum(series) == mem["page_faults"]
+    # faults before and after the sleep: at least two non-empty buckets
+    assert sum(1 for c in series if c) >= 2
+    assert len(series) * 100 >= tl["marks"]["exit"] - 500  # the last faults are near the exit
+
+
 def test_first_file_event_is_the_dynamic_loader(work):
     _, tl = run_traced(work, FILEOPS)
     opens = [f for f in tl["files"] if f["opens"] > 0]
