@@ -160,3 +160,58 @@ def sim_app(tmp, models):
     app = make_app(Path(tmp), models)
     os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
     return app
+
+
+TTS = Path(os.environ.get("TTS_LAUNCH", os.path.join(ROOT, "build", "tts-launch")))
+
+
+class Launch:
+    """tts-launch run (foreground, output to a file: not a terminal) of the
+    simulator, or of cmd, with a config of its own under tmp; stop() ends it
+    and returns the final timeline. env: [env] beyond HF_HOME and a 5 s
+    download timeout; trace: more [trace] lines."""
+
+    def __init__(self, tmp, app, env=None, cmd=None, trace=""):
+        self.tmp = Path(tmp)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.app = Path(app)
+        self.ini = self.tmp / "tts-launch.ini"
+        self.timeline = self.tmp / "timeline.json"
+        self.log = self.tmp / "webui.log"
+        vars = {"HF_HOME": str(self.tmp / "hf_home"), "HF_HUB_DOWNLOAD_TIMEOUT": "5"}
+        vars.update(env or {})
+        self.ini.write_text(
+            "[app]\ndir = %s\npython = %s\nhost = 127.0.0.1\nport = %d\n"
+            "[env]\n%s\n[service]\npidfile = %s\nstop_grace = 3s\n"
+            "[log]\nfile = %s\n[trace]\nsettle = 0.3s\ntimeline = %s\n%s\n"
+            % (self.app, PY, 0 if cmd else free_port(),
+               "\n".join("%s = %s" % kv for kv in vars.items()), self.tmp / "pid", self.log,
+               self.timeline, trace))
+        argv = [str(TTS), "run", "-c", str(self.ini), "--foreground"]
+        if cmd:
+            argv += ["--", *cmd]
+        self.out = open(self.tmp / "run.out", "w")
+        self.proc = subprocess.Popen(argv, cwd=self.tmp, env=base_env(), stdout=self.out,
+                                     stderr=subprocess.STDOUT)
+
+    def output(self):
+        if not self.out.closed:
+            self.out.flush()
+        return (self.tmp / "run.out").read_text()
+
+    def wait(self, pred=None):
+        """Until pred() (default: the ready+settle timeline exists) or exit."""
+        pred = pred or self.timeline.exists
+        deadline = time.monotonic() + WAIT
+        while not pred() and self.proc.poll() is None:
+            assert time.monotonic() < deadline, self.output()
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            subprocess.run([str(TTS), "stop", "-c", str(self.ini)], capture_output=True,
+                           timeout=WAIT)
+        self.proc.wait(WAIT)
+        self.out.close()
+        self.rc = self.proc.returncode
+        return json.loads(self.timeline.read_text())

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import simfix
 from simfix import (PY, SIM, WAIT, base_env, free_port, hub, hub_proc, make_app,  # noqa: F401
                     models, sim_app)
 
@@ -23,56 +24,16 @@ ROOT = Path(__file__).resolve().parents[2]
 TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
 
 
-class Launch:
-    """tts-launch run (foreground) of the simulator or a command, with a config
-    of its own under tmp; stop() ends it and returns the final timeline."""
+class Launch(simfix.Launch):
+    """simfix.Launch with HF_ENDPOINT given as endpoint, and a 1 s ETag
+    timeout: a hub that does not answer costs little."""
 
     def __init__(self, tmp, app, env=None, endpoint=None, cmd=None):
-        self.tmp = Path(tmp)
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        self.app = Path(app)
-        self.ini = self.tmp / "tts-launch.ini"
-        self.timeline = self.tmp / "timeline.json"
-        vars = {"HF_HOME": str(self.tmp / "hf_home"), "HF_HUB_ETAG_TIMEOUT": "1",
-                "HF_HUB_DOWNLOAD_TIMEOUT": "5"}
+        vars = {"HF_HUB_ETAG_TIMEOUT": "1"}
         if endpoint:
             vars["HF_ENDPOINT"] = endpoint
         vars.update(env or {})
-        self.ini.write_text(
-            "[app]\ndir = %s\npython = %s\nhost = 127.0.0.1\nport = %d\n"
-            "[env]\n%s\n[service]\npidfile = %s\nstop_grace = 3s\n"
-            "[log]\nfile = %s\n[trace]\nsettle = 0.3s\ntimeline = %s\n"
-            % (self.app, PY, 0 if cmd else free_port(),
-               "\n".join("%s = %s" % kv for kv in vars.items()), self.tmp / "pid",
-               self.tmp / "webui.log", self.timeline))
-        argv = [str(TTS), "run", "-c", str(self.ini), "--foreground"]
-        if cmd:
-            argv += ["--", *cmd]
-        self.out = open(self.tmp / "run.out", "w")
-        self.proc = subprocess.Popen(argv, cwd=self.tmp, env=base_env(), stdout=self.out,
-                                     stderr=subprocess.STDOUT)
-
-    def wait(self, pred=None):
-        """Until pred() (default: the ready+settle timeline exists) or exit."""
-        pred = pred or self.timeline.exists
-        deadline = time.monotonic() + WAIT
-        while not pred() and self.proc.poll() is None:
-            assert time.monotonic() < deadline, self.output()
-            time.sleep(0.05)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            subprocess.run([str(TTS), "stop", "-c", str(self.ini)], capture_output=True,
-                           timeout=WAIT)
-        self.proc.wait(WAIT)
-        self.out.close()
-        self.rc = self.proc.returncode
-        return json.loads(self.timeline.read_text())
-
-    def output(self):
-        if not self.out.closed:
-            self.out.flush()
-        return (self.tmp / "run.out").read_text()
+        super().__init__(tmp, app, vars, cmd=cmd)
 
 
 def finding(tl, fid):

@@ -12,54 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from simfix import (PY, SIM, WAIT, base_env, free_port, hub, hub_proc, make_app,  # noqa: F401
-                    models, sim_app)
+from simfix import (PY, SIM, WAIT, Launch, base_env, free_port, hub, hub_proc,  # noqa: F401
+                    make_app, models, sim_app)
 
 ROOT = Path(__file__).resolve().parents[2]
 TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
-
-
-class Launch:
-    """tts-launch run (foreground, output to a file: not a terminal) of the
-    simulator with its own config; stop() ends it, returns the last timeline."""
-
-    def __init__(self, tmp, app, env, trace=""):
-        self.tmp = Path(tmp)
-        self.tmp.mkdir(parents=True, exist_ok=True)
-        self.ini = self.tmp / "tts-launch.ini"
-        self.timeline = self.tmp / "timeline.json"
-        self.log = self.tmp / "webui.log"
-        vars = {"HF_HOME": str(self.tmp / "hf_home"), "HF_HUB_DOWNLOAD_TIMEOUT": "5"}
-        vars.update(env)
-        self.ini.write_text(
-            "[app]\ndir = %s\npython = %s\nhost = 127.0.0.1\nport = %d\n"
-            "[env]\n%s\n[service]\npidfile = %s\nstop_grace = 3s\n"
-            "[log]\nfile = %s\n[trace]\nsettle = 0.3s\ntimeline = %s\n%s\n"
-            % (app, PY, free_port(), "\n".join("%s = %s" % kv for kv in vars.items()),
-               self.tmp / "pid", self.log, self.timeline, trace))
-        self.out = open(self.tmp / "run.out", "w")
-        self.proc = subprocess.Popen([str(TTS), "run", "-c", str(self.ini), "--foreground"],
-                                     cwd=self.tmp, env=base_env(), stdout=self.out,
-                                     stderr=subprocess.STDOUT)
-
-    def output(self):
-        if not self.out.closed:
-            self.out.flush()
-        return (self.tmp / "run.out").read_text()
-
-    def wait(self, pred):
-        deadline = time.monotonic() + WAIT
-        while not pred() and self.proc.poll() is None:
-            assert time.monotonic() < deadline, self.output()
-            time.sleep(0.1)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            subprocess.run([str(TTS), "stop", "-c", str(self.ini)], capture_output=True,
-                           timeout=WAIT)
-        self.proc.wait(WAIT)
-        self.out.close()
-        return json.loads(self.timeline.read_text())
 
 
 LINE = re.compile(r"^tts-launch: downloading (\S+): ([\d.]+) (B|KiB|MiB|GiB) at ([\d.]+) "
