@@ -51,6 +51,8 @@ volatile __u32 light = 0;
 #define AF_INET6_ 10
 #define TASK_RUNNING_ 0
 #define TASK_UNINTERRUPTIBLE_ 2
+#define PF_EXITING_ 0x4
+#define USER_TOP 0x8000000000000000ull /* instruction pointers below: user mode */
 #define TCP_ESTABLISHED_ 1
 #define TCP_SYN_SENT_ 2
 #define TCP_FIN_WAIT1_ 4
@@ -80,7 +82,6 @@ struct {
 	__type(value, __u32); /* PROC_* flags */
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* created fast, filled as the tree runs */
 } procs SEC(".maps");
-
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -165,6 +166,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } faultrate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);   /* tid */
+	__type(value, __u64); /* its min_flt + maj_flt when last counted */
+} fltseen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -286,6 +294,62 @@ static __always_inline bool traced_now(__u32 *tgid)
 		return false;
 	*tgid = pid;
 	return true;
+}
+
+/* The tree's process tgid, counted on: its procstat entry (made with its
+ * procs entry, at fork or by the launcher for the root). An entry left by
+ * an exited process is not counted on again. */
+static __always_inline struct proc_stat *fault_proc(__u32 tgid)
+{
+	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);
+
+	return s && !s->exited ? s : NULL;
+}
+
+/* Page faults are the kernel's own per-thread counters (task->min_flt +
+ * maj_flt, what /proc/PID/stat sums), not a program run per fault: what a
+ * thread t of process tgid faulted since it was last counted goes to its
+ * process and to the fault-rate bucket of now. Counted when the thread
+ * leaves a CPU, exits, at a request's start and end, and on the 20 ms
+ * fault_tick while it runs in user mode. Each of these runs in the thread's
+ * own context (or interrupts it in user mode), so two never race on its
+ * entry. */
+static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u32 tid, __u64 now)
+{
+	__u64 cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0, d, *last, *b;
+	struct proc_stat *s;
+	__u32 bucket;
+
+	last = bpf_map_lookup_elem(&fltseen, &tid);
+	if (!last) {
+		last = map_add(&fltseen, &tid, &zero, CNT_PROCS_FULL);
+		if (!last)
+			return;
+	}
+	if (cur <= *last)
+		return;
+	d = cur - *last;
+	*last = cur;
+	s = fault_proc(tgid);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->faults, d);
+	if (!now)
+		now = bpf_ktime_get_ns();
+	bucket = now > targ_t0_ns ? (now - targ_t0_ns) / TRACE_BUCKET_NS : 0;
+	if (bucket >= TRACE_BUCKETS)
+		bucket = TRACE_BUCKETS - 1;
+	/* per CPU: no cache line bouncing between threads counted at once */
+	b = bpf_map_lookup_elem(&faultrate, &bucket);
+	if (b)
+		__sync_fetch_and_add(b, d);
+}
+
+/* flt_sync for the current thread, in its syscall (a request's edges) */
+static __always_inline void flt_sync_current(__u32 tgid, __u64 now)
+{
+	flt_sync((struct task_struct *)bpf_get_current_task(), tgid,
+		 (__u32)bpf_get_current_pid_tgid(), now);
 }
 
 /* A ring record of size bytes (a constant); a full ring is counted. */
@@ -534,6 +598,8 @@ static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 n
 	__sync_fetch_and_add(&r->bytes_out, n);
 	__sync_fetch_and_add(&r->writes, 1);
 	r->last_out_ns = now;
+	/* in the writer's syscall: its own faults counted up to now */
+	flt_sync_current(bpf_get_current_pid_tgid() >> 32, now);
 	s = bpf_map_lookup_elem(&procstat, &r->tgid);
 	if (s) {
 		r->faults1 = s->faults;
@@ -1199,6 +1265,7 @@ static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
 	r.tgid = tgid;
 	r.tid = (__u32)bpf_get_current_pid_tgid();
 	r.port = port;
+	flt_sync_current(tgid, now);
 	s = bpf_map_lookup_elem(&procstat, &tgid);
 	if (s) {
 		r.faults0 = r.faults1 = s->faults;
@@ -1488,7 +1555,7 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid;
 	__u32 *flags = bpf_map_lookup_elem(&procs, &tgid);
 	struct tl_event *e;
 	__u64 start, end, len;
@@ -1496,6 +1563,17 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	if (!flags)
 		return 0;
 	*flags |= PROC_EXECED;
+	/* a thread other than the leader exec'd and took the leader's id */
+	tid = BPF_CORE_READ(p, pid);
+	if ((__u32)old_pid != tid) {
+		__u64 *seen = bpf_map_lookup_elem(&fltseen, &old_pid), n;
+
+		if (seen) {
+			n = *seen;
+			bpf_map_update_elem(&fltseen, &tid, &n, BPF_ANY);
+			bpf_map_delete_elem(&fltseen, &old_pid);
+		}
+	}
 	e = ev_reserve(EV_EXEC, tgid);
 	if (!e)
 		return 0;
@@ -1516,13 +1594,16 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 
 static __always_inline void thread_exit(struct task_struct *p, bool group_dead)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
 	__u32 *flags = bpf_map_lookup_elem(&procs, &tgid);
 	struct proc_stat *s, init = {};
 	struct tl_event *e;
 
 	if (!flags)
 		return;
+	/* its last faults, before its process can be marked exited */
+	flt_sync(p, tgid, tid, 0);
+	bpf_map_delete_elem(&fltseen, &tid);
 	s = bpf_map_lookup_elem(&procstat, &tgid);
 	if (!s)
 		s = map_add(&procstat, &tgid, &init, CNT_MAX);
@@ -1558,7 +1639,6 @@ int BPF_PROG(sched_process_exit, struct task_struct *p)
 /* ---- memory ---- */
 
 struct fault_ctx {
-	__u64 now;
 	__u32 major; /* from the major-fault perf event */
 	__u32 model; /* out: the mapping is of a model-named file */
 };
@@ -1568,6 +1648,7 @@ static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx
 {
 	struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
 	struct file_val *v = NULL;
+	__u64 now;
 
 	if (!r)
 		return;
@@ -1584,50 +1665,44 @@ static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx
 		__sync_fetch_and_add(&v->major_faults, 1);
 		return;
 	}
+	now = bpf_ktime_get_ns();
 	__sync_fetch_and_add(&v->faults, 1);
 	if (!v->first_fault_ns)
-		v->first_fault_ns = fc->now;
-	v->last_fault_ns = fc->now;
-	if (ready_ns && fc->now >= ready_ns)
+		v->first_fault_ns = now;
+	v->last_fault_ns = now;
+	if (ready_ns && now >= ready_ns)
 		__sync_fetch_and_add(&v->faults_after_ready, 1);
-}
-
-/* The tree's process tgid, counted on: its procstat entry (made with its
- * procs entry, at fork or by the launcher for the root), one lookup per
- * fault. An entry left by an exited process is not counted on again. */
-static __always_inline struct proc_stat *fault_proc(__u32 tgid)
-{
-	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);
-
-	return s && !s->exited ? s : NULL;
 }
 
 SEC("raw_tp/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct proc_stat *s = fault_proc(tgid);
 	struct fault_ctx fc = {};
-	__u32 bucket;
-	__u64 *b;
+	struct proc_stat *s;
 
-	if (!s)
+	/* faults are counted from the threads' counters (flt_sync): a fault
+	 * matters here only when it falls in a mapping of a model file */
+	if (!model_mapped)
 		return 0;
-	fc.now = bpf_ktime_get_ns();
-	__sync_fetch_and_add(&s->faults, 1);
-	bucket = fc.now > targ_t0_ns ? (fc.now - targ_t0_ns) / TRACE_BUCKET_NS : 0;
-	if (bucket >= TRACE_BUCKETS)
-		bucket = TRACE_BUCKETS - 1;
-	/* per CPU: no atomic, no cache line bouncing between faulting threads */
-	b = bpf_map_lookup_elem(&faultrate, &bucket);
-	if (b)
-		*b += 1;
-	/* which file's mapping took the fault (model files mapped with mmap) */
-	if (model_mapped) {
-		fault_model(tgid, address, &fc);
-		if (fc.model)
-			__sync_fetch_and_add(&s->model_faults, 1);
-	}
+	fault_model(tgid, address, &fc);
+	if (fc.model && (s = fault_proc(tgid)))
+		__sync_fetch_and_add(&s->model_faults, 1);
+	return 0;
+}
+
+/* The fault-rate tick: a software cpu-clock perf event every 20 ms on each
+ * CPU; a traced thread it interrupts in user mode has its faults counted
+ * now, so a thread that runs without leaving the CPU is in the series too.
+ * (In user mode no program of the thread is half-way through its entry.) */
+SEC("perf_event")
+int fault_tick(struct bpf_perf_event_data *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (ctx->regs.ip >= USER_TOP || !bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	flt_sync_current(tgid, 0);
 	return 0;
 }
 
@@ -1662,6 +1737,13 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u32 ntgid = BPF_CORE_READ(next, tgid);
 	__u64 now = 0;
 
+	/* after the requests window: the faults of a thread leaving, no off-CPU time */
+	if (light) {
+		if (bpf_map_lookup_elem(&procs, &ptgid) &&
+		    !(BPF_CORE_READ(prev, flags) & PF_EXITING_))
+			flt_sync(prev, ptgid, BPF_CORE_READ(prev, pid), 0);
+		return 0;
+	}
 	if (bpf_map_lookup_elem(&procs, &ptgid)) {
 		__u32 tid = BPF_CORE_READ(prev, pid);
 		struct offcpu o = {};
@@ -1676,6 +1758,9 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		else
 			o.reason = 2;
 		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
+		/* an exiting thread was counted at its exit (thread_exit) */
+		if (!(BPF_CORE_READ(prev, flags) & PF_EXITING_))
+			flt_sync(prev, ptgid, tid, now);
 	}
 	if (bpf_map_lookup_elem(&procs, &ntgid)) {
 		__u32 tid = BPF_CORE_READ(next, pid);

@@ -102,8 +102,9 @@ struct tl_path2_event {
 _Static_assert(sizeof(struct tl_path2_event) == 576, "tl_path2_event layout changed");
 
 /* One connection the tree accepted on a port it listens on: accept(2)
- * returned -> the server closed it. Faults are the process's user faults
- * (all threads) between accept and the last byte written. */
+ * returned -> the server closed it. Faults are the process's (all threads,
+ * as counted by flt_sync: its other threads up to 20 ms behind) between
+ * accept and the last byte written. */
 struct tl_req_event {
 	__u64 ts_ns;  /* accept returned */
 	__u64 dur_ns; /* to the last byte written (to the close if none was) */
@@ -309,7 +310,7 @@ _Static_assert(sizeof(struct peer_val) == 64, "peer_val layout changed");
 
 /* procstat map: per process (tgid) counters */
 struct proc_stat {
-	__u64 faults;	    /* exceptions:page_fault_user */
+	__u64 faults;	    /* min_flt + maj_flt of its threads, as flt_sync counts them */
 	__u64 exited_min_flt; /* summed task->min_flt of exited threads */
 	__u64 exited_maj_flt; /* summed task->maj_flt of exited threads */
 	__u64 io_wait_ns;   /* off CPU in D state (uninterruptible: mostly I/O) */

@@ -712,15 +712,16 @@ static int on_event(void *ctx, void *data, size_t size)
 
 /* ---- start ---- */
 
-/* Major faults through the software perf event, one per CPU (sample period
- * 1: the program runs on every major fault, in the faulting task). */
-static void attach_major_faults(struct tracer *t)
+/* A BPF program on a software perf event, one event per CPU: listed under
+ * name in the probes, or switched off with a fallback naming the event. */
+static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
+			   const char *name, const char *event)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(attr),
-		.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ,
-		.sample_period = 1,
+		.config = config,
+		.sample_period = period,
 	};
 	int ncpu = libbpf_num_possible_cpus(), attached = 0, err = 0;
 
@@ -734,7 +735,7 @@ static void attach_major_faults(struct tracer *t)
 				err = errno;
 			continue;
 		}
-		l = bpf_program__attach_perf_event(t->skel->progs.major_fault, fd);
+		l = bpf_program__attach_perf_event(prog, fd);
 		if (!l) {
 			err = errno;
 			close(fd);
@@ -744,10 +745,9 @@ static void attach_major_faults(struct tracer *t)
 		attached++;
 	}
 	if (attached && !err)
-		json_array_append_new(t->probes, json_string("major_fault"));
+		json_array_append_new(t->probes, json_string(name));
 	else
-		fallback(t, "major_fault", "software perf event page-faults-maj: %s",
-			 strerror(err ? err : ENODEV));
+		fallback(t, name, "software perf event %s: %s", event, strerror(err ? err : ENODEV));
 }
 
 #define TRACEFS_DIR "/sys/kernel/tracing"
@@ -879,8 +879,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		const char *name = bpf_program__name(prog);
 		struct bpf_link *l;
 
+		/* USDT and perf-event programs are attached below */
 		if (!bpf_program__autoload(prog) || !strncmp(bpf_program__section_name(prog), "usdt", 4) ||
-		    prog == t->skel->progs.major_fault)
+		    !strcmp(bpf_program__section_name(prog), "perf_event"))
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l) {
@@ -897,7 +898,12 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		add_link(&t->links, &t->n_links, l);
 		json_array_append_new(t->probes, json_string(name));
 	}
-	attach_major_faults(t);
+	/* major faults: sample period 1, the program runs in the faulting task */
+	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, "major_fault",
+		       "page-faults-maj");
+	/* every 20 ms (cpu-clock counts ns): the fault-rate series of running threads */
+	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, 20 * 1000 * 1000,
+		       "fault_tick", "cpu-clock");
 	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
 		struct bpf_link *ls, *ld;
@@ -1893,13 +1899,16 @@ static void snap_block(struct tracer *t, json_t *root, const __u64 *cnt)
 }
 
 /* [trace] requests_window is over: requests are no longer kept, so the
- * heavy probes go (off-CPU, block, TCP states) and the syscall probes take
- * only mlock calls (the kernel side's `light`); page faults (rate, model
- * files), the process tree, major faults and imports stay. */
+ * heavy probes go (block, TCP states), the syscall probes take only mlock
+ * calls and sched_switch only counts faults (the kernel side's `light`);
+ * page faults (rate, model files), the process tree, major faults and
+ * imports stay. */
 static void lighten(struct tracer *t)
 {
-	static const char *heavy[] = {"sched_switch", "block_rq_issue", "block_rq_complete",
-				      "inet_sock_set_state"};
+	static const char *heavy[] = {"block_rq_issue", "block_rq_complete", "inet_sock_set_state"};
+	static const char *narrowed[][2] = {{"sys_enter", "sys_enter (mlock calls only)"},
+					    {"sys_exit", "sys_exit (mlock calls only)"},
+					    {"sched_switch", "sched_switch (fault counts only)"}};
 	json_t *det = json_array(), *kept = json_array();
 	struct bpf_program *prog;
 
@@ -1931,13 +1940,14 @@ static void lighten(struct tracer *t)
 		}
 		if (drop)
 			json_array_append_new(det, json_string(bpf_program__name(prog)));
-		else if (strncmp(bpf_program__section_name(prog), "usdt", 4) || t->usdt)
-			json_array_append_new(kept, json_string(!strcmp(bpf_program__name(prog), "sys_enter") ||
-									!strcmp(bpf_program__name(prog), "sys_exit")
-								? (!strcmp(bpf_program__name(prog), "sys_enter")
-									   ? "sys_enter (mlock calls only)"
-									   : "sys_exit (mlock calls only)")
-								: bpf_program__name(prog)));
+		else if (strncmp(bpf_program__section_name(prog), "usdt", 4) || t->usdt) {
+			const char *name = bpf_program__name(prog);
+
+			for (size_t n = 0; n < sizeof(narrowed) / sizeof(narrowed[0]); n++)
+				if (!strcmp(name, narrowed[n][0]))
+					name = narrowed[n][1];
+			json_array_append_new(kept, json_string(name));
+		}
 	}
 	t->light = json_pack("{s:o, s:o, s:o}", "ms", ms_json(clock_ms()), "detached", det, "kept",
 			     kept);

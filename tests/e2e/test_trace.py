@@ -115,6 +115,33 @@ def test_fault_rate_series_adds_up_to_the_faults(work):
     assert len(series) * 100 >= tl["marks"]["exit"] - 500  # the last faults are near the exit
 
 
+def test_faults_are_the_kernels_counters_of_every_thread(work):
+    """Page faults are the threads' own counters (min_flt + maj_flt), taken
+    as each thread exits: for the exited helper they are exactly the
+    kernel's minor + major faults, the four threads' pages included."""
+    n, pages = 4, 2000
+    _, tl = run_traced(work, FILEOPS, "threads:%d:%d" % (n, pages))
+    mem = tl["memory"]
+    (p,) = [p for p in mem["per_process"] if p["pid"] == tl["process"]["pid"]]
+    assert p["page_faults"] == p["minor_faults"] + p["major_faults"]
+    assert p["page_faults"] >= n * pages
+    assert mem["page_faults"] == p["page_faults"] == sum(mem["fault_rate"]["counts"])
+
+
+def test_fault_rate_of_a_thread_that_never_leaves_the_cpu(work):
+    """A thread faulting with no syscall and no sleep is counted on the
+    20 ms fault_tick: every 100 ms bucket it spends running has its faults,
+    not one lump when it finally leaves the CPU."""
+    _, tl = run_traced(work, FILEOPS, "spin:650")
+    assert "fault_tick" in tl["tracing"]["probes"]
+    counts = tl["memory"]["fault_rate"]["counts"]
+    # the buckets wholly inside the spin (from just after exec to just before the exit)
+    first = int((tl["marks"]["exec"] + 50) // 100) + 1
+    last = int((tl["marks"]["exit"] - 50) // 100) - 1
+    assert last - first >= 3
+    assert all(counts[b] > 0 for b in range(first, last + 1)), counts
+
+
 def test_first_file_event_is_the_dynamic_loader(work):
     _, tl = run_traced(work, FILEOPS)
     opens = [f for f in tl["files"] if f["opens"] > 0]

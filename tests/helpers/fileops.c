@@ -13,6 +13,10 @@
  *   echo:K             connect to a fresh local listener, send K bytes to it,
  *                      receive them on the accepted side
  *   mlockall           mlockall(MCL_CURRENT), then munlockall()
+ *   spin:MS            busy for MS milliseconds, touching a fresh anonymous
+ *                      page every 50 us, no syscall in between (the faults of
+ *                      a thread that never leaves the CPU)
+ *   threads:N:P        N threads each touch P fresh anonymous pages and exit
  *   sleep:MS           sleep MS milliseconds
  *
  * No stdio on the traced paths (only for errors), so the counts are the
@@ -22,7 +26,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +112,73 @@ out:
 	if (l >= 0)
 		close(l);
 	return rc;
+}
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO: no syscall */
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/* Touch pages fresh anonymous pages (one fault each); 0 when mapped. */
+static int touch_pages(long pages)
+{
+	char *m = mmap(NULL, (size_t)pages * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return -1;
+	for (long i = 0; i < pages; i++)
+		m[i * 4096] = 1;
+	munmap(m, (size_t)pages * 4096);
+	return 0;
+}
+
+/* A fresh page every 50 us for ms, busy in between: at most 20 pages per ms. */
+static int do_spin(long ms)
+{
+	long pages = ms * 20 + 1, i = 0;
+	char *m = mmap(NULL, (size_t)pages * 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long long t = now_us(), next = t, end = t + ms * 1000LL;
+
+	if (m == MAP_FAILED)
+		return fail("spin", "map memory");
+	while (t < end) {
+		t = now_us();
+		if (t >= next && i < pages) {
+			m[i++ * 4096] = 1;
+			next = t + 50; /* no catching up after time off the CPU */
+		}
+	}
+	munmap(m, (size_t)pages * 4096);
+	return 0;
+}
+
+static void *thread_touch(void *pages)
+{
+	return (void *)(intptr_t)touch_pages((long)(intptr_t)pages);
+}
+
+static int do_threads(int n, long pages)
+{
+	pthread_t t[64];
+	int rc = 0;
+
+	if (n < 1 || n > 64)
+		return fail("threads", "start 1-64 threads");
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, thread_touch, (void *)(intptr_t)pages))
+			return fail("threads", "start a thread");
+	for (int i = 0; i < n; i++) {
+		void *r;
+
+		pthread_join(t[i], &r);
+		rc |= r != NULL;
+	}
+	return rc ? fail("threads", "map memory") : 0;
 }
 
 int main(int argc, char **argv)
@@ -206,6 +279,12 @@ int main(int argc, char **argv)
 			if (mlockall(MCL_CURRENT))
 				rc |= fail("mlockall", "lock memory");
 			munlockall();
+		} else if (!strncmp(op, "spin:", 5)) {
+			rc |= do_spin(atol(op + 5));
+		} else if (!strncmp(op, "threads:", 8)) {
+			long long p = split_count(op + 8, &path);
+
+			rc |= do_threads(atoi(path), (long)p);
 		} else if (!strncmp(op, "sleep:", 6)) {
 			long ms = atol(op + 6);
 			struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
