@@ -244,6 +244,9 @@ def test_block_io_and_io_wait(work):
     fd = os.open(data, os.O_RDONLY)
     os.fsync(fd)  # nothing dirty: the O_DIRECT reads issue no writeback
     os.close(fd)
+    # the helper's own pages in the page cache (reclaim may have dropped them
+    # since its last run): loading it must read nothing from the disk
+    subprocess.run([str(FILEOPS)], check=True)
     _, tl = run_traced(work, FILEOPS, "dread:%s:%d" % (data, k))
     blk = tl["block"]
     assert blk["bytes"] == k
