@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Tracing overhead, side by side in one run (issue 4's benchmark).
 
-For each workload, N interleaved rounds of: untraced, traced by tts-launch,
+For each workload, N interleaved rounds (each in a rotated order, an
+untraced run between any two others, a 0.5 s pause before each run) of:
+untraced, traced by tts-launch,
 traced by tts-launch without the Python import probes ([trace] python_usdt
 off: their uprobe traps are most of the cost), `strace -f`, and a bpftrace
 script watching the same events
@@ -9,7 +11,8 @@ script watching the same events
 all measure the same window (fork of the workload to its exit, or to its
 port accepting for the simulator: polled from this process, outside the
 traced tree, see timer.py). Reported: median wall time and its ratio to
-untraced, and the paired ratio (each run against its round's untraced run);
+untraced, and the paired ratio (each run against the mean of the untraced
+runs just before and after it) with its 95% bootstrap interval;
 for tts-launch also the time from its start to the service's exec
 with probes attached (the timeline's `exec` mark), its peak RSS (VmHWM), and
 events lost.
@@ -23,6 +26,7 @@ and warms its cache through the local hub, then starts offline.
 import argparse
 import json
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -172,9 +176,12 @@ def prepare_sim(tmp):
     return app, [PY, "webui.py", "--port", str(port), "--host", "127.0.0.1"], env, port
 
 
+SETTLE_S = 0.5  # a pause before each run, for the previous one's deferred work
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--workload", choices=["torch", "sim", "all"], default="all")
     ap.add_argument("--json", help="write raw results here")
     a = ap.parse_args()
@@ -198,44 +205,81 @@ def main():
             run_variant("untraced", argv, cwd, env, tmp, port)  # warm the page cache
             walls = {v: [] for v in VARIANTS}
             cpus = {v: [] for v in VARIANTS}
+            base_w = {v: [] for v in VARIANTS}  # the untraced runs next to each run
+            base_c = {v: [] for v in VARIANTS}
             extras = []
+
+            def run(v):
+                time.sleep(SETTLE_S)
+                w, extra = run_variant(v, argv, cwd, env, tmp, port)
+                c = extra.pop("cpu_ms")
+                if extra:
+                    extras.append(extra)
+                return w, c
+
             for i in range(a.runs):
-                for v in VARIANTS:
-                    w, extra = run_variant(v, argv, cwd, env, tmp, port)
+                # an untraced run before and after every other run, which is
+                # paired with their mean: this VM's speed drifts within
+                # seconds, less between neighbours. Each round in a rotated
+                # order, so no variant always runs after the same one (the
+                # previous run's deferred work lands in the next)
+                others = VARIANTS[1:]
+                others = others[i % len(others):] + others[:i % len(others)]
+                before = run("untraced")
+                walls["untraced"].append(before[0])
+                cpus["untraced"].append(before[1])
+                for v in others:
+                    w, c = run(v)
+                    after = run("untraced")
                     walls[v].append(w)
-                    cpus[v].append(extra.pop("cpu_ms"))
-                    if extra:
-                        extras.append(extra)
+                    cpus[v].append(c)
+                    base_w[v].append((before[0] + after[0]) / 2)
+                    base_c[v].append(None if None in (before[1], after[1])
+                                     else (before[1] + after[1]) / 2)
+                    before = after
+                base_w["untraced"] = walls["untraced"]
+                base_c["untraced"] = cpus["untraced"]
                 print("%s: round %d/%d: %s" % (name, i + 1, a.runs,
                       ", ".join("%s %.0f ms" % (v, walls[v][-1]) for v in VARIANTS)), file=sys.stderr)
-            results[name] = {"walls_ms": walls, "cpu_ms": cpus, "tts_launch": extras}
+            results[name] = {"walls_ms": walls, "cpu_ms": cpus, "base_walls_ms": base_w,
+                             "base_cpu_ms": base_c, "tts_launch": extras}
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     print_table(results, a.runs)
 
 
 def paired(xs, base):
-    """Median of the per-round ratios: each run against the untraced run of
-    the same round, which cancels the drift of a shared machine between
-    rounds (the plain ratio of medians does not)."""
+    """Median of the per-run ratios: each run against the mean of the
+    untraced runs just before and after it, which cancels the drift of a
+    shared machine (the plain ratio of medians does not)."""
     return statistics.median(x / b for x, b in zip(xs, base))
 
 
+def paired_ci(xs, base, resamples=2000):
+    """95% bootstrap interval of the paired ratio (rounds resampled with
+    replacement, fixed seed): how far the noise of this many rounds lets the
+    median move."""
+    ratios = [x / b for x, b in zip(xs, base)]
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples))
+    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
+
+
 def print_table(results, runs):
-    print("| workload | variant | median wall (ms) | ratio of medians | paired ratio | min-max (ms) "
-          "| median CPU of the workload (ms) | CPU paired ratio |")
-    print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |")
+    print("| workload | variant | median wall (ms) | ratio of medians | paired ratio | its 95% interval "
+          "| min-max (ms) | median CPU of the workload (ms) | CPU paired ratio |")
+    print("| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: |")
     for name, r in results.items():
-        base = r["walls_ms"]["untraced"]
-        cpu_ok = all(None not in r["cpu_ms"][v] for v in VARIANTS)
+        median_base = statistics.median(r["walls_ms"]["untraced"])
+        cpu_ok = all(None not in r["cpu_ms"][v] + r["base_cpu_ms"][v] for v in VARIANTS)
         for v in VARIANTS:
-            w = r["walls_ms"][v]
+            w, base = r["walls_ms"][v], r["base_walls_ms"][v]
             cpu = ("%.0f | %.3fx" % (statistics.median(r["cpu_ms"][v]),
-                                     paired(r["cpu_ms"][v], r["cpu_ms"]["untraced"]))
+                                     paired(r["cpu_ms"][v], r["base_cpu_ms"][v]))
                    if cpu_ok else "- | -")
-            print("| %s | %s | %.0f | %.3fx | %.3fx | %.0f-%.0f | %s |" % (
-                name, v, statistics.median(w), statistics.median(w) / statistics.median(base),
-                paired(w, base), min(w), max(w), cpu))
+            print("| %s | %s | %.0f | %.3fx | %.3fx | %.3f-%.3f | %.0f-%.0f | %s |" % (
+                name, v, statistics.median(w), statistics.median(w) / median_base,
+                paired(w, base), *paired_ci(w, base), min(w), max(w), cpu))
     print()
     print("| workload | tts-launch start to exec, probes attached (median ms) | tts-launch peak RSS (median MiB) | events lost (max) |")
     print("| --- | ---: | ---: | ---: |")
@@ -244,8 +288,9 @@ def print_table(results, runs):
         print("| %s | %.1f | %.1f | %d |" % (name, statistics.median(x["exec_ms"] for x in e),
                                              statistics.median(x["rss_kib"] for x in e) / 1024,
                                              max(x["events_lost"] for x in e)))
-    print("\n(%d interleaved rounds per workload; medians. Paired ratio: the median over\n"
-          "rounds of each run's ratio to that round's untraced run.)" % runs)
+    print("\n(%d interleaved rounds per workload, each in a rotated order, an untraced run\n"
+          "between any two others; medians. Paired ratio: the median over rounds of each\n"
+          "run's ratio to the mean of the untraced runs just before and after it.)" % runs)
 
 
 if __name__ == "__main__":
