@@ -52,7 +52,6 @@ volatile __u32 light = 0;
 #define TASK_RUNNING_ 0
 #define TASK_UNINTERRUPTIBLE_ 2
 #define PF_EXITING_ 0x4
-#define USER_TOP 0x8000000000000000ull /* instruction pointers below: user mode */
 #define TCP_ESTABLISHED_ 1
 #define TCP_SYN_SENT_ 2
 #define TCP_FIN_WAIT1_ 4
@@ -170,7 +169,9 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u32);   /* tid */
+	/* the thread's task_struct: it keeps it across an exec, where a
+	 * thread other than the leader takes the leader's id */
+	__type(key, __u64);
 	__type(value, __u64); /* its min_flt + maj_flt when last counted */
 } fltseen SEC(".maps");
 
@@ -307,22 +308,22 @@ static __always_inline struct proc_stat *fault_proc(__u32 tgid)
 }
 
 /* Page faults are the kernel's own per-thread counters (task->min_flt +
- * maj_flt, what /proc/PID/stat sums), not a program run per fault: what a
- * thread t of process tgid faulted since it was last counted goes to its
- * process and to the fault-rate bucket of now. Counted when the thread
- * leaves a CPU, exits, at a request's start and end, and on the 20 ms
- * fault_tick while it runs in user mode. Each of these runs in the thread's
- * own context (or interrupts it in user mode), so two never race on its
- * entry. */
-static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u32 tid, __u64 now)
+ * maj_flt, what /proc/PID/stat sums), not a program run per fault: what
+ * thread t faulted since it was last counted goes to its process's counters
+ * s (none: only remembered) and to the fault-rate bucket of now. Counted
+ * when the thread leaves a CPU, exits, at a request's start and end, and on
+ * the 20 ms fault_tick when it interrupts the thread in user mode. Each of
+ * these runs in the thread's own context (or interrupts it in user mode),
+ * so two never race on its entry. */
+static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, __u64 now)
 {
-	__u64 cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0, d, *last, *b;
-	struct proc_stat *s;
+	__u64 key = (__u64)t, cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0;
+	__u64 d, *last, *b;
 	__u32 bucket;
 
-	last = bpf_map_lookup_elem(&fltseen, &tid);
+	last = bpf_map_lookup_elem(&fltseen, &key);
 	if (!last) {
-		last = map_add(&fltseen, &tid, &zero, CNT_PROCS_FULL);
+		last = map_add(&fltseen, &key, &zero, CNT_THREADS_FULL);
 		if (!last)
 			return;
 	}
@@ -330,7 +331,6 @@ static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u32 ti
 		return;
 	d = cur - *last;
 	*last = cur;
-	s = fault_proc(tgid);
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->faults, d);
@@ -345,11 +345,16 @@ static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u32 ti
 		__sync_fetch_and_add(b, d);
 }
 
+/* flt_add for thread t of the tree's running process tgid */
+static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u64 now)
+{
+	flt_add(t, fault_proc(tgid), now);
+}
+
 /* flt_sync for the current thread, in its syscall (a request's edges) */
 static __always_inline void flt_sync_current(__u32 tgid, __u64 now)
 {
-	flt_sync((struct task_struct *)bpf_get_current_task(), tgid,
-		 (__u32)bpf_get_current_pid_tgid(), now);
+	flt_sync((struct task_struct *)bpf_get_current_task(), tgid, now);
 }
 
 /* A ring record of size bytes (a constant); a full ring is counted. */
@@ -1555,7 +1560,7 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 *flags = bpf_map_lookup_elem(&procs, &tgid);
 	struct tl_event *e;
 	__u64 start, end, len;
@@ -1563,17 +1568,6 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	if (!flags)
 		return 0;
 	*flags |= PROC_EXECED;
-	/* a thread other than the leader exec'd and took the leader's id */
-	tid = BPF_CORE_READ(p, pid);
-	if ((__u32)old_pid != tid) {
-		__u64 *seen = bpf_map_lookup_elem(&fltseen, &old_pid), n;
-
-		if (seen) {
-			n = *seen;
-			bpf_map_update_elem(&fltseen, &tid, &n, BPF_ANY);
-			bpf_map_delete_elem(&fltseen, &old_pid);
-		}
-	}
 	e = ev_reserve(EV_EXEC, tgid);
 	if (!e)
 		return 0;
@@ -1592,38 +1586,44 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	return 0;
 }
 
-static __always_inline void thread_exit(struct task_struct *p, bool group_dead)
+static __always_inline void thread_exit(struct task_struct *p, bool last)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 *flags = bpf_map_lookup_elem(&procs, &tgid);
-	struct proc_stat *s, init = {};
+	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid), init = {};
+	__u64 key = (__u64)p;
 	struct tl_event *e;
 
-	if (!flags)
+	/* A thread of the tree; or of a process of the tree that has just
+	 * gone: signal->live is 0 for every thread that reaches here after the
+	 * last decrement, so several can take themselves for the last, and the
+	 * first of them has marked the process exited and dropped it from
+	 * procs. Each counts its faults into its process either way. */
+	if (!flags && !(s && s->exited && last))
 		return;
-	/* its last faults, before its process can be marked exited */
-	flt_sync(p, tgid, tid, 0);
-	bpf_map_delete_elem(&fltseen, &tid);
-	s = bpf_map_lookup_elem(&procstat, &tgid);
 	if (!s)
 		s = map_add(&procstat, &tgid, &init, CNT_MAX);
+	flt_add(p, s, 0);
+	bpf_map_delete_elem(&fltseen, &key);
 	if (s) {
 		__sync_fetch_and_add(&s->exited_min_flt, BPF_CORE_READ(p, min_flt));
 		__sync_fetch_and_add(&s->exited_maj_flt, BPF_CORE_READ(p, maj_flt));
-		if (group_dead)
-			s->exited = 1;
 	}
-	if (!group_dead)
+	if (!flags || !last)
 		return;
+	if (s)
+		s->exited = 1;
+	/* one exit per process, also when two threads get here at once; a
+	 * reused pid must not be traced */
+	if (bpf_map_delete_elem(&procs, &tgid))
+		return;
+	bpf_map_delete_elem(&mranges, &tgid);
 	e = ev_reserve(EV_EXIT, tgid);
 	if (e) {
 		e->ret = BPF_CORE_READ(p, exit_code);
 		e->ppid = BPF_CORE_READ(p, real_parent, tgid);
 		ev_submit_urgent(e);
 	}
-	/* a reused pid must not be traced */
-	bpf_map_delete_elem(&procs, &tgid);
-	bpf_map_delete_elem(&mranges, &tgid);
 }
 
 SEC("raw_tp/sched_process_exit")
@@ -1692,15 +1692,17 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 }
 
 /* The fault-rate tick: a software cpu-clock perf event every 20 ms on each
- * CPU; a traced thread it interrupts in user mode has its faults counted
- * now, so a thread that runs without leaving the CPU is in the series too.
- * (In user mode no program of the thread is half-way through its entry.) */
+ * CPU, counting user mode only (exclude_kernel: the kernel skips samples
+ * that interrupt kernel code, where a program of the thread could be
+ * half-way through its entry); the traced thread it interrupts has its
+ * faults counted now, so a thread that runs without leaving the CPU is in
+ * the series too. */
 SEC("perf_event")
 int fault_tick(struct bpf_perf_event_data *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (ctx->regs.ip >= USER_TOP || !bpf_map_lookup_elem(&procs, &tgid))
+	if (!bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	flt_sync_current(tgid, 0);
 	return 0;
@@ -1741,7 +1743,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	if (light) {
 		if (bpf_map_lookup_elem(&procs, &ptgid) &&
 		    !(BPF_CORE_READ(prev, flags) & PF_EXITING_))
-			flt_sync(prev, ptgid, BPF_CORE_READ(prev, pid), 0);
+			flt_sync(prev, ptgid, 0);
 		return 0;
 	}
 	if (bpf_map_lookup_elem(&procs, &ptgid)) {
@@ -1760,7 +1762,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
 		/* an exiting thread was counted at its exit (thread_exit) */
 		if (!(BPF_CORE_READ(prev, flags) & PF_EXITING_))
-			flt_sync(prev, ptgid, tid, now);
+			flt_sync(prev, ptgid, now);
 	}
 	if (bpf_map_lookup_elem(&procs, &ntgid)) {
 		__u32 tid = BPF_CORE_READ(next, pid);

@@ -103,8 +103,8 @@ _Static_assert(sizeof(struct tl_path2_event) == 576, "tl_path2_event layout chan
 
 /* One connection the tree accepted on a port it listens on: accept(2)
  * returned -> the server closed it. Faults are the process's (all threads,
- * as counted by flt_sync: its other threads up to 20 ms behind) between
- * accept and the last byte written. */
+ * as far as flt_add has counted them: the accepting and writing thread up
+ * to its syscall) between accept and the last byte written. */
 struct tl_req_event {
 	__u64 ts_ns;  /* accept returned */
 	__u64 dur_ns; /* to the last byte written (to the close if none was) */
@@ -336,6 +336,7 @@ enum trace_counter {
 	CNT_BLOCK_BYTES,
 	CNT_FAILOPS_FULL,
 	CNT_LOCKS_FULL,
+	CNT_THREADS_FULL, /* fltseen full: a thread's faults not counted */
 	CNT_MAX,
 };
 

@@ -712,16 +712,18 @@ static int on_event(void *ctx, void *data, size_t size)
 
 /* ---- start ---- */
 
-/* A BPF program on a software perf event, one event per CPU: listed under
- * name in the probes, or switched off with a fallback naming the event. */
+/* A BPF program on a software perf event, one event per CPU (user_only:
+ * samples that interrupt kernel code are skipped): listed under name in the
+ * probes, or switched off with a fallback naming the event. */
 static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
-			   const char *name, const char *event)
+			   bool user_only, const char *name, const char *event)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(attr),
 		.config = config,
 		.sample_period = period,
+		.exclude_kernel = user_only,
 	};
 	int ncpu = libbpf_num_possible_cpus(), attached = 0, err = 0;
 
@@ -899,10 +901,11 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		json_array_append_new(t->probes, json_string(name));
 	}
 	/* major faults: sample period 1, the program runs in the faulting task */
-	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, "major_fault",
-		       "page-faults-maj");
-	/* every 20 ms (cpu-clock counts ns): the fault-rate series of running threads */
-	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, 20 * 1000 * 1000,
+	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
+		       "major_fault", "page-faults-maj");
+	/* every 20 ms of user mode (cpu-clock counts ns): the fault-rate
+	 * series of threads that do not leave the CPU */
+	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, 20 * 1000 * 1000, true,
 		       "fault_tick", "cpu-clock");
 	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
@@ -1917,7 +1920,7 @@ static void lighten(struct tracer *t)
 	{
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
-		bool drop = false;
+		bool drop = false, linked = false, usdt;
 
 		for (size_t h = 0; h < sizeof(heavy) / sizeof(heavy[0]); h++)
 			drop |= !strcmp(bpf_program__name(prog), heavy[h]);
@@ -1933,14 +1936,17 @@ static void lighten(struct tracer *t)
 			if (!t->links[i] || bpf_obj_get_info_by_fd(bpf_link__fd(t->links[i]), &li, &ll) ||
 			    li.prog_id != pi.id)
 				continue;
+			linked = true;
 			if (drop) {
 				bpf_link__destroy(t->links[i]);
 				t->links[i] = NULL;
 			}
 		}
-		if (drop)
+		/* only what is attached: not a probe that fell back */
+		usdt = !strncmp(bpf_program__section_name(prog), "usdt", 4);
+		if (drop && linked)
 			json_array_append_new(det, json_string(bpf_program__name(prog)));
-		else if (strncmp(bpf_program__section_name(prog), "usdt", 4) || t->usdt) {
+		else if (!drop && (linked || (usdt && t->usdt))) {
 			const char *name = bpf_program__name(prog);
 
 			for (size_t n = 0; n < sizeof(narrowed) / sizeof(narrowed[0]); n++)
@@ -1969,7 +1975,8 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 		lighten(t);
 	read_counters(t, cnt);
 	lost = cnt[CNT_RB_DROPS] + cnt[CNT_PATHS_FULL] + cnt[CNT_FILES_FULL] + cnt[CNT_PEERS_FULL] +
-	       cnt[CNT_PROCS_FULL] + cnt[CNT_FAILOPS_FULL] + cnt[CNT_LOCKS_FULL] + t->user_lost;
+	       cnt[CNT_PROCS_FULL] + cnt[CNT_FAILOPS_FULL] + cnt[CNT_LOCKS_FULL] +
+	       cnt[CNT_THREADS_FULL] + t->user_lost;
 
 	tr = json_object_get(root, "tracing");
 	json_object_set_new(tr, "enabled", json_true());
@@ -1987,6 +1994,8 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 			    json_integer((json_int_t)cnt[CNT_FAILOPS_FULL]));
 	json_object_set_new(json_object_get(tr, "lost"), "locks",
 			    json_integer((json_int_t)cnt[CNT_LOCKS_FULL]));
+	json_object_set_new(json_object_get(tr, "lost"), "threads",
+			    json_integer((json_int_t)cnt[CNT_THREADS_FULL]));
 
 	if (t->exec_ms >= 0)
 		timeline_mark(tl, "exec", t->exec_ms);

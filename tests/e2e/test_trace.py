@@ -128,6 +128,28 @@ def test_faults_are_the_kernels_counters_of_every_thread(work):
     assert mem["page_faults"] == p["page_faults"] == sum(mem["fault_rate"]["counts"])
 
 
+def test_faults_counted_once_when_a_thread_other_than_the_leader_execs(work):
+    """A thread that execs takes the leader's id; its faults from before
+    the exec are counted once (the counters follow the thread, not its id)."""
+    pages = 20000
+    _, tl = run_traced(work, FILEOPS, "threadexec:%d" % pages)
+    (p,) = [p for p in tl["memory"]["per_process"] if p["pid"] == tl["process"]["pid"]]
+    assert p["page_faults"] == p["minor_faults"] + p["major_faults"]
+    assert p["page_faults"] >= pages
+    assert (tl["process"]["exit"]["code"], tl["process"]["exit"]["signal"]) == (0, None)
+
+
+def test_faults_of_threads_still_running_at_exit(work):
+    """exit() while eight threads fault: each thread counts its faults as it
+    goes, however many of them take themselves for the last; five times."""
+    for _ in range(5):
+        _, tl = run_traced(work, FILEOPS, "exitthreads:8:150")
+        (p,) = [p for p in tl["memory"]["per_process"] if p["pid"] == tl["process"]["pid"]]
+        assert p["page_faults"] == p["minor_faults"] + p["major_faults"] > 4096
+        assert tl["tracing"]["lost"]["threads"] == 0
+        assert sum(tl["memory"]["fault_rate"]["counts"]) == tl["memory"]["page_faults"]
+
+
 def test_fault_rate_of_a_thread_that_never_leaves_the_cpu(work):
     """A thread faulting with no syscall and no sleep is counted on the
     20 ms fault_tick: every 100 ms bucket it spends running has its faults,

@@ -17,6 +17,10 @@
  *                      page every 50 us, no syscall in between (the faults of
  *                      a thread that never leaves the CPU)
  *   threads:N:P        N threads each touch P fresh anonymous pages and exit
+ *   threadexec:P       a thread other than the main one touches P fresh pages,
+ *                      then execs /bin/true (the process goes on as true)
+ *   exitthreads:N:MS   N threads touch pages without end; after MS ms the
+ *                      main thread calls exit(0) while they run
  *   sleep:MS           sleep MS milliseconds
  *
  * No stdio on the traced paths (only for errors), so the counts are the
@@ -181,6 +185,31 @@ static int do_threads(int n, long pages)
 	return rc ? fail("threads", "map memory") : 0;
 }
 
+static void *thread_exec(void *pages)
+{
+	if (touch_pages((long)(intptr_t)pages))
+		return (void *)1;
+	execl("/bin/true", "true", (char *)NULL);
+	return (void *)1;
+}
+
+/* Touch the pages of 16 MiB, drop them (MADV_DONTNEED), again, forever. */
+static void *thread_churn(void *unused)
+{
+	size_t len = 16 << 20;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)unused;
+	if (m == MAP_FAILED)
+		return (void *)1;
+	for (;;) {
+		for (size_t o = 0; o < len; o += 4096)
+			m[o] = 1;
+		madvise(m, len, MADV_DONTNEED);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int rc = 0;
@@ -285,6 +314,25 @@ int main(int argc, char **argv)
 			long long p = split_count(op + 8, &path);
 
 			rc |= do_threads(atoi(path), (long)p);
+		} else if (!strncmp(op, "threadexec:", 11)) {
+			pthread_t t;
+			void *r = NULL;
+
+			if (pthread_create(&t, NULL, thread_exec, (void *)(intptr_t)atol(op + 11)))
+				return fail("threadexec", "start a thread");
+			pthread_join(t, &r); /* returns only if the exec failed */
+			return fail("threadexec", "exec /bin/true from a thread");
+		} else if (!strncmp(op, "exitthreads:", 12)) {
+			long long ms = split_count(op + 12, &path);
+			struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+			int n = atoi(path);
+			pthread_t t;
+
+			for (int k = 0; k < n; k++)
+				if (pthread_create(&t, NULL, thread_churn, NULL))
+					return fail("exitthreads", "start a thread");
+			nanosleep(&ts, NULL);
+			exit(0);
 		} else if (!strncmp(op, "sleep:", 6)) {
 			long ms = atol(op + 6);
 			struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
