@@ -312,7 +312,7 @@ static __always_inline struct proc_stat *fault_proc(__u32 tgid)
  * thread t faulted since it was last counted goes to its process's counters
  * s (none: only remembered) and to the fault-rate bucket of now. Counted
  * when the thread leaves a CPU, exits, at a request's start and end, and on
- * the 20 ms fault_tick when it interrupts the thread in user mode. Each of
+ * fault_tick after each 20 ms it ran in user mode. Each of
  * these runs in the thread's own context (or interrupts it in user mode),
  * so two never race on its entry. */
 static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, __u64 now)
@@ -1691,12 +1691,12 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 	return 0;
 }
 
-/* The fault-rate tick: a software cpu-clock perf event every 20 ms on each
- * CPU, counting user mode only (exclude_kernel: the kernel skips samples
- * that interrupt kernel code, where a program of the thread could be
- * half-way through its entry); the traced thread it interrupts has its
- * faults counted now, so a thread that runs without leaving the CPU is in
- * the series too. */
+/* The fault-rate tick: a software task-clock perf event on the tree
+ * (inherited; per-CPU cpu-clock where it cannot be), every 20 ms, user mode
+ * only (exclude_kernel: the kernel skips samples that interrupt kernel
+ * code, where a program of the thread could be half-way through its
+ * entry); the traced thread it interrupts has its faults counted now, so a
+ * thread that runs without leaving the CPU is in the series too. */
 SEC("perf_event")
 int fault_tick(struct bpf_perf_event_data *ctx)
 {

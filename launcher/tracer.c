@@ -752,6 +752,37 @@ static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 con
 		fallback(t, name, "software perf event %s: %s", event, strerror(err ? err : ENODEV));
 }
 
+#define FAULT_TICK_NS (20 * 1000 * 1000)
+
+/* fault_tick: every 20 ms of the tree's own user-mode run time (task-clock
+ * counts ns; inherited by every thread and process the root starts, so an
+ * idle machine is never woken for it): the fault-rate series of threads
+ * that do not leave the CPU. A kernel that cannot inherit the event gets
+ * the per-CPU cpu-clock instead, which ticks whether the tree runs or not. */
+static void attach_fault_tick(struct tracer *t, pid_t root)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_TASK_CLOCK,
+		.sample_period = FAULT_TICK_NS,
+		.exclude_kernel = 1,
+		.inherit = 1,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &attr, root, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(t->skel->progs.fault_tick, fd) : NULL;
+
+	if (l) {
+		add_link(&t->links, &t->n_links, l);
+		json_array_append_new(t->probes, json_string("fault_tick"));
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, FAULT_TICK_NS, true,
+		       "fault_tick", "cpu-clock");
+}
+
 #define TRACEFS_DIR "/sys/kernel/tracing"
 #define TRACEFS_MAGIC_ 0x74726163
 
@@ -903,10 +934,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	/* major faults: sample period 1, the program runs in the faulting task */
 	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
 		       "major_fault", "page-faults-maj");
-	/* every 20 ms of user mode (cpu-clock counts ns): the fault-rate
-	 * series of threads that do not leave the CPU */
-	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, 20 * 1000 * 1000, true,
-		       "fault_tick", "cpu-clock");
+	attach_fault_tick(t, (pid_t)o->root_pid);
 	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
 		struct bpf_link *ls, *ld;
