@@ -150,13 +150,14 @@ struct offcpu {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	/* threads off CPU at once. Preallocated (an LRU map is): large enough
-	 * that the per-CPU free lists of a many-core host do not evict live
-	 * entries */
+	__uint(type, BPF_MAP_TYPE_HASH);
+	/* threads of the tree off CPU at once; an exiting thread leaves none
+	 * behind (sched_switch). Not preallocated: an LRU map of this size took
+	 * ~3 ms to create, before the service's exec */
 	__uint(max_entries, 16384);
 	__type(key, __u32); /* tid */
 	__type(value, struct offcpu);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } offcpu SEC(".maps");
 
 struct {
@@ -173,6 +174,7 @@ struct {
 	 * thread other than the leader takes the leader's id */
 	__type(key, __u64);
 	__type(value, __u64); /* its min_flt + maj_flt when last counted */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* an entry per thread, made once: no 16k to set up */
 } fltseen SEC(".maps");
 
 struct {
@@ -221,10 +223,13 @@ struct req_state {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64); /* struct sock * of the accepted connection */
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* connections open at once */
+	__type(key, __u64);	   /* struct sock * of the accepted connection */
 	__type(value, struct req_state);
+	/* ended at its close (inet_sock_set_state); not preallocated: an LRU
+	 * map of this size took ~3 ms to create, before the service's exec */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } reqs SEC(".maps");
 
 struct {
@@ -1746,7 +1751,9 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			flt_sync(prev, ptgid, 0);
 		return 0;
 	}
-	if (bpf_map_lookup_elem(&procs, &ptgid)) {
+	/* an exiting thread: its faults were counted at its exit (thread_exit),
+	 * and it will not come back on a CPU to end an off-CPU span */
+	if (bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_)) {
 		__u32 tid = BPF_CORE_READ(prev, pid);
 		struct offcpu o = {};
 
@@ -1760,9 +1767,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		else
 			o.reason = 2;
 		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
-		/* an exiting thread was counted at its exit (thread_exit) */
-		if (!(BPF_CORE_READ(prev, flags) & PF_EXITING_))
-			flt_sync(prev, ptgid, now);
+		flt_sync(prev, ptgid, now);
 	}
 	if (bpf_map_lookup_elem(&procs, &ntgid)) {
 		__u32 tid = BPF_CORE_READ(next, pid);
