@@ -317,7 +317,7 @@ static __always_inline struct proc_stat *fault_proc(__u32 tgid)
  * thread t faulted since it was last counted goes to its process's counters
  * s (none: only remembered) and to the fault-rate bucket of now. Counted
  * when the thread leaves a CPU, exits, at a request's start and end, and on
- * fault_tick after each 20 ms it ran in user mode. Each of
+ * fault_tick when one of its 20 ms on a CPU ends in user mode. Each of
  * these runs in the thread's own context (or interrupts it in user mode),
  * so two never race on its entry. */
 static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, __u64 now)
@@ -1591,20 +1591,28 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	return 0;
 }
 
-static __always_inline void thread_exit(struct task_struct *p, bool last)
+static __always_inline void thread_exit(struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	__u32 *flags = bpf_map_lookup_elem(&procs, &tgid);
 	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid), init = {};
-	__u64 key = (__u64)p;
+	__u64 key = (__u64)p, start = BPF_CORE_READ(p, group_leader, start_time);
 	struct tl_event *e;
+	bool last;
 
+	/* do_exit() drops signal->live before this tracepoint: zero means the
+	 * last thread is leaving; read after the procs lookup, so a thread that
+	 * found its process gone from procs reads zero. (6.x passes group_dead
+	 * as a second argument, but a raw_tp reading past the arguments a
+	 * kernel has fails to attach.) */
+	last = BPF_CORE_READ(p, signal, live.counter) == 0;
 	/* A thread of the tree; or of a process of the tree that has just
-	 * gone: signal->live is 0 for every thread that reaches here after the
-	 * last decrement, so several can take themselves for the last, and the
+	 * gone: live is 0 for every thread that reaches here after the last
+	 * decrement, so several can take themselves for the last, and the
 	 * first of them has marked the process exited and dropped it from
-	 * procs. Each counts its faults into its process either way. */
-	if (!flags && !(s && s->exited && last))
+	 * procs. Each counts its faults into its process either way; the start
+	 * time tells that process from a later one given the same pid. */
+	if (!flags && !(s && s->exited && last && s->start_ns == start))
 		return;
 	if (!s)
 		s = map_add(&procstat, &tgid, &init, CNT_MAX);
@@ -1613,6 +1621,8 @@ static __always_inline void thread_exit(struct task_struct *p, bool last)
 	if (s) {
 		__sync_fetch_and_add(&s->exited_min_flt, BPF_CORE_READ(p, min_flt));
 		__sync_fetch_and_add(&s->exited_maj_flt, BPF_CORE_READ(p, maj_flt));
+		if (flags)
+			s->start_ns = start;
 	}
 	if (!flags || !last)
 		return;
@@ -1634,10 +1644,7 @@ static __always_inline void thread_exit(struct task_struct *p, bool last)
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *p)
 {
-	/* do_exit() drops signal->live before this tracepoint: zero means the
-	 * last thread is leaving. (6.x passes group_dead as a second argument,
-	 * but a raw_tp reading past the arguments a kernel has fails to attach.) */
-	thread_exit(p, BPF_CORE_READ(p, signal, live.counter) == 0);
+	thread_exit(p);
 	return 0;
 }
 

@@ -322,8 +322,9 @@ struct proc_stat {
 	__u64 major_faults; /* software perf event PAGE_FAULTS_MAJ (0 if it could not attach) */
 	__u64 model_faults; /* user faults inside mappings of model-named files */
 	__u64 model_major_faults;
+	__u64 start_ns; /* its start (group_leader->start_time), set by its exiting threads */
 };
-_Static_assert(sizeof(struct proc_stat) == 88, "proc_stat layout changed");
+_Static_assert(sizeof(struct proc_stat) == 96, "proc_stat layout changed");
 
 /* counters map (per-CPU array) */
 enum trace_counter {

@@ -777,6 +777,8 @@ static void attach_fault_tick(struct tracer *t, pid_t root)
 		json_array_append_new(t->probes, json_string("fault_tick"));
 		return;
 	}
+	fallback(t, "fault_tick", "task-clock on the tree: %s; a per-CPU cpu-clock event instead",
+		 strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, FAULT_TICK_NS, true,
