@@ -1749,18 +1749,20 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 {
 	__u32 ptgid = BPF_CORE_READ(prev, tgid);
 	__u32 ntgid = BPF_CORE_READ(next, tgid);
+	/* a thread of the tree leaving the CPU; not an exiting one: its faults
+	 * were counted at its exit (thread_exit), and it will not come back on
+	 * a CPU to end an off-CPU span */
+	bool leaving = bpf_map_lookup_elem(&procs, &ptgid) &&
+		       !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
 	__u64 now = 0;
 
 	/* after the requests window: the faults of a thread leaving, no off-CPU time */
 	if (light) {
-		if (bpf_map_lookup_elem(&procs, &ptgid) &&
-		    !(BPF_CORE_READ(prev, flags) & PF_EXITING_))
+		if (leaving)
 			flt_sync(prev, ptgid, 0);
 		return 0;
 	}
-	/* an exiting thread: its faults were counted at its exit (thread_exit),
-	 * and it will not come back on a CPU to end an off-CPU span */
-	if (bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_)) {
+	if (leaving) {
 		__u32 tid = BPF_CORE_READ(prev, pid);
 		struct offcpu o = {};
 
