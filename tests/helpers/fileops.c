@@ -19,7 +19,8 @@
  *   threads:N:P        N threads each touch P fresh anonymous pages and exit
  *   threadexec:P       a thread other than the main one touches P fresh pages,
  *                      then execs /bin/true (the process goes on as true)
- *   exitthreads:N:MS   N threads touch pages without end; after MS ms the
+ *   exitthreads:N:MS   N threads touch pages without end; once each has
+ *                      faulted 4096 pages and MS ms more have passed, the
  *                      main thread calls exit(0) while they run
  *   sleep:MS           sleep MS milliseconds
  *
@@ -193,11 +194,14 @@ static void *thread_exec(void *pages)
 	return (void *)1;
 }
 
+static int churned; /* threads that have touched their 16 MiB once */
+
 /* Touch the pages of 16 MiB, drop them (MADV_DONTNEED), again, forever. */
 static void *thread_churn(void *unused)
 {
 	size_t len = 16 << 20;
 	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool once = false;
 
 	(void)unused;
 	if (m == MAP_FAILED)
@@ -206,6 +210,9 @@ static void *thread_churn(void *unused)
 		for (size_t o = 0; o < len; o += 4096)
 			m[o] = 1;
 		madvise(m, len, MADV_DONTNEED);
+		if (!once)
+			__atomic_add_fetch(&churned, 1, __ATOMIC_SEQ_CST);
+		once = true;
 	}
 	return NULL;
 }
@@ -331,6 +338,12 @@ int main(int argc, char **argv)
 			for (int k = 0; k < n; k++)
 				if (pthread_create(&t, NULL, thread_churn, NULL))
 					return fail("exitthreads", "start a thread");
+			/* every thread past its first 4096 faults, however slow the machine */
+			while (__atomic_load_n(&churned, __ATOMIC_SEQ_CST) < n) {
+				struct timespec ms1 = {0, 1000000};
+
+				nanosleep(&ms1, NULL);
+			}
 			nanosleep(&ts, NULL);
 			exit(0);
 		} else if (!strncmp(op, "sleep:", 6)) {
