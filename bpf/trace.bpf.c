@@ -320,24 +320,25 @@ static __always_inline struct proc_stat *fault_proc(__u32 tgid)
  * fault_tick when one of its 20 ms on a CPU ends in user mode. Each of
  * these runs in the thread's own context (or interrupts it in user mode),
  * so two never race on its entry. */
-static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, __u64 now)
+__attribute__((noinline)) int flt_count(__u64 task, struct proc_stat *s, __u64 now)
 {
-	__u64 key = (__u64)t, cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0;
-	__u64 d, *last, *b;
+	struct task_struct *t = (struct task_struct *)task;
+	__u64 cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0;
+	__u64 key = task, d, *last, *b;
 	__u32 bucket;
 
 	last = bpf_map_lookup_elem(&fltseen, &key);
 	if (!last) {
 		last = map_add(&fltseen, &key, &zero, CNT_THREADS_FULL);
 		if (!last)
-			return;
+			return 0;
 	}
 	if (cur <= *last)
-		return;
+		return 0;
 	d = cur - *last;
 	*last = cur;
 	if (!s)
-		return;
+		return 0;
 	__sync_fetch_and_add(&s->faults, d);
 	if (!now)
 		now = bpf_ktime_get_ns();
@@ -348,6 +349,13 @@ static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, 
 	b = bpf_map_lookup_elem(&faultrate, &bucket);
 	if (b)
 		__sync_fetch_and_add(b, d);
+	return 0;
+}
+
+/* flt_count, verified once as a global function */
+static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, __u64 now)
+{
+	flt_count((__u64)t, s, now);
 }
 
 /* flt_add for thread t of the tree's running process tgid */
