@@ -314,17 +314,19 @@ static __always_inline struct proc_stat *fault_proc(__u32 tgid)
 
 /* Page faults are the kernel's own per-thread counters (task->min_flt +
  * maj_flt, what /proc/PID/stat sums), not a program run per fault: what
- * thread t faulted since it was last counted goes to its process's counters
- * s (none: only remembered) and to the fault-rate bucket of now. Counted
- * when the thread leaves a CPU, exits, at a request's start and end, and on
+ * thread task of process tgid faulted since it was last counted goes to the
+ * process's counters and to the fault-rate bucket of now (exited: also when
+ * the process is marked exited, for its threads' exits). Counted when the
+ * thread leaves a CPU, exits, at a request's start and end, and on
  * fault_tick when one of its 20 ms on a CPU ends in user mode. Each of
  * these runs in the thread's own context (or interrupts it in user mode),
- * so two never race on its entry. */
-__attribute__((noinline)) int flt_count(__u64 task, struct proc_stat *s, __u64 now)
+ * so two never race on its entry. A global function: verified once. */
+__attribute__((noinline)) int flt_count(__u64 task, __u32 tgid, __u64 now, bool exited)
 {
 	struct task_struct *t = (struct task_struct *)task;
 	__u64 cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0;
 	__u64 key = task, d, *last, *b;
+	struct proc_stat *s;
 	__u32 bucket;
 
 	last = bpf_map_lookup_elem(&fltseen, &key);
@@ -337,7 +339,9 @@ __attribute__((noinline)) int flt_count(__u64 task, struct proc_stat *s, __u64 n
 		return 0;
 	d = cur - *last;
 	*last = cur;
-	if (!s)
+	/* the process's counters only when there is something to add */
+	s = bpf_map_lookup_elem(&procstat, &tgid);
+	if (!s || (s->exited && !exited))
 		return 0;
 	__sync_fetch_and_add(&s->faults, d);
 	if (!now)
@@ -352,16 +356,10 @@ __attribute__((noinline)) int flt_count(__u64 task, struct proc_stat *s, __u64 n
 	return 0;
 }
 
-/* flt_count, verified once as a global function */
-static __always_inline void flt_add(struct task_struct *t, struct proc_stat *s, __u64 now)
-{
-	flt_count((__u64)t, s, now);
-}
-
-/* flt_add for thread t of the tree's running process tgid */
+/* flt_count for thread t of the tree's running process tgid */
 static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u64 now)
 {
-	flt_add(t, fault_proc(tgid), now);
+	flt_count((__u64)t, tgid, now, false);
 }
 
 /* flt_sync for the current thread, in its syscall (a request's edges) */
@@ -1624,7 +1622,7 @@ static __always_inline void thread_exit(struct task_struct *p)
 		return;
 	if (!s)
 		s = map_add(&procstat, &tgid, &init, CNT_MAX);
-	flt_add(p, s, 0);
+	flt_count(key, tgid, 0, true);
 	bpf_map_delete_elem(&fltseen, &key);
 	if (s) {
 		__sync_fetch_and_add(&s->exited_min_flt, BPF_CORE_READ(p, min_flt));
@@ -1701,7 +1699,7 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 	struct fault_ctx fc = {};
 	struct proc_stat *s;
 
-	/* faults are counted from the threads' counters (flt_sync): a fault
+	/* faults are counted from the threads' counters (flt_count): a fault
 	 * matters here only when it falls in a mapping of a model file */
 	if (!model_mapped)
 		return 0;

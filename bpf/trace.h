@@ -103,7 +103,7 @@ _Static_assert(sizeof(struct tl_path2_event) == 576, "tl_path2_event layout chan
 
 /* One connection the tree accepted on a port it listens on: accept(2)
  * returned -> the server closed it. Faults are the process's (all threads,
- * as far as flt_add has counted them: the accepting and writing thread up
+ * as far as flt_count has counted them: the accepting and writing thread up
  * to its syscall) between accept and the last byte written. */
 struct tl_req_event {
 	__u64 ts_ns;  /* accept returned */

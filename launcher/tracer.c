@@ -712,11 +712,28 @@ static int on_event(void *ctx, void *data, size_t size)
 
 /* ---- start ---- */
 
-/* A BPF program on a software perf event, one event per CPU (user_only:
- * samples that interrupt kernel code are skipped): listed under name in the
- * probes, or switched off with a fallback naming the event. */
-static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
-			   bool user_only, const char *name, const char *event)
+/* prog on a new software perf event attr of pid (-1: all) on cpu (-1:
+ * any): the link, kept with the tracer's, or NULL with errno set. */
+static struct bpf_link *perf_link(struct tracer *t, struct bpf_program *prog,
+				  struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC), err;
+	struct bpf_link *l;
+
+	if (fd < 0)
+		return NULL;
+	l = bpf_program__attach_perf_event(prog, fd);
+	if (!l) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	add_link(&t->links, &t->n_links, l);
+	return l;
+}
+
+static struct perf_event_attr sw_event(__u64 config, __u64 period, bool user_only)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -725,26 +742,24 @@ static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 con
 		.sample_period = period,
 		.exclude_kernel = user_only,
 	};
+
+	return attr;
+}
+
+/* A BPF program on a software perf event, one event per CPU (user_only:
+ * samples that interrupt kernel code are skipped): listed under name in the
+ * probes, or switched off with a fallback naming the event. */
+static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
+			   bool user_only, const char *name, const char *event)
+{
+	struct perf_event_attr attr = sw_event(config, period, user_only);
 	int ncpu = libbpf_num_possible_cpus(), attached = 0, err = 0;
 
 	for (int cpu = 0; cpu < ncpu; cpu++) {
-		int fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-		struct bpf_link *l;
-
-		if (fd < 0) {
-			/* a possible CPU that is offline has no events */
-			if (errno != ENODEV)
-				err = errno;
-			continue;
-		}
-		l = bpf_program__attach_perf_event(prog, fd);
-		if (!l) {
+		if (perf_link(t, prog, &attr, -1, cpu))
+			attached++;
+		else if (errno != ENODEV) /* a possible CPU that is offline has no events */
 			err = errno;
-			close(fd);
-			continue;
-		}
-		add_link(&t->links, &t->n_links, l);
-		attached++;
 	}
 	if (attached && !err)
 		json_array_append_new(t->probes, json_string(name));
@@ -761,26 +776,15 @@ static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 con
  * the per-CPU cpu-clock instead, which ticks whether the tree runs or not. */
 static void attach_fault_tick(struct tracer *t, pid_t root)
 {
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.size = sizeof(attr),
-		.config = PERF_COUNT_SW_TASK_CLOCK,
-		.sample_period = FAULT_TICK_NS,
-		.exclude_kernel = 1,
-		.inherit = 1,
-	};
-	int fd = (int)syscall(SYS_perf_event_open, &attr, root, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	struct bpf_link *l = fd >= 0 ? bpf_program__attach_perf_event(t->skel->progs.fault_tick, fd) : NULL;
+	struct perf_event_attr attr = sw_event(PERF_COUNT_SW_TASK_CLOCK, FAULT_TICK_NS, true);
 
-	if (l) {
-		add_link(&t->links, &t->n_links, l);
+	attr.inherit = 1;
+	if (perf_link(t, t->skel->progs.fault_tick, &attr, root, -1)) {
 		json_array_append_new(t->probes, json_string("fault_tick"));
 		return;
 	}
 	fallback(t, "fault_tick", "task-clock on the tree: %s; a per-CPU cpu-clock event instead",
 		 strerror(errno));
-	if (fd >= 0)
-		close(fd);
 	attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, FAULT_TICK_NS, true,
 		       "fault_tick", "cpu-clock");
 }

@@ -237,10 +237,9 @@ def main():
                     base_c[v].append(None if None in (before[1], after[1])
                                      else (before[1] + after[1]) / 2)
                     before = after
-                base_w["untraced"] = walls["untraced"]
-                base_c["untraced"] = cpus["untraced"]
                 print("%s: round %d/%d: %s" % (name, i + 1, a.runs,
                       ", ".join("%s %.0f ms" % (v, walls[v][-1]) for v in VARIANTS)), file=sys.stderr)
+            base_w["untraced"], base_c["untraced"] = walls["untraced"], cpus["untraced"]
             results[name] = {"walls_ms": walls, "cpu_ms": cpus, "base_walls_ms": base_w,
                              "base_cpu_ms": base_c, "tts_launch": extras}
     if a.json:
