@@ -1,0 +1,76 @@
+/* safefile: the one way tts-launch opens, creates and replaces the files it
+ * writes (log, pidfile, lock, timeline, report -o). tts-launch runs as root
+ * in directories other users may write (docs/security.md): no symbolic link
+ * is followed unless root owns it, in any component of the path; an existing
+ * file is written only when it is a regular file with one link, owned by an
+ * allowed owner; new files get O_EXCL names and their mode and owner through
+ * the open descriptor, never by path. */
+#ifndef TTS_SAFEFILE_H
+#define TTS_SAFEFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Who may own an existing file that root writes into: root, the service
+ * user, the owner of [app] dir. n == 0: any owner (a non-root run). */
+struct safe_owners {
+	uid_t uid[4];
+	int n;
+};
+
+/* owners for this run: root, the service user (if any: -1 for none) and the
+ * app directory's owner (if app_dir is not NULL and exists). When the
+ * caller is not root, n = 0: the kernel's own checks are the only ones. */
+void safe_owners_init(struct safe_owners *o, uid_t service_uid, const char *app_dir);
+
+/* Open the directory that holds path (the path minus its last component),
+ * resolving every component without following a link that root does not
+ * own (openat2 RESOLVE_NO_SYMLINKS where the walk meets no link, else
+ * component by component). Returns an O_DIRECTORY descriptor (O_RDONLY, so
+ * it can be fsync'd) and sets *base to the last component inside path
+ * (not a copy). -1 with a message naming the path and the reason. */
+int safe_dir_open(const char *path, const char **base, char *err, size_t errlen);
+
+/* Open path for appending, creating it (mode, before umask) when missing:
+ * O_NOFOLLOW on the last component, then fstat: a regular file with one
+ * link and an owner in o, else -1 with the reason ("is a symbolic link",
+ * "has 2 hard links", "is owned by uid 1002, not root, the service user or
+ * the app directory's owner"). Also returns the directory descriptor in
+ * *dirfd when dirfd is not NULL (for renameat-based rotation). */
+int safe_open_append(const char *path, const struct safe_owners *o, mode_t mode, int *dirfd,
+		     char *err, size_t errlen);
+
+/* The same relative to an open directory (rotation reopens through it). */
+int safe_openat_append(int dirfd, const char *name, const char *shown, const struct safe_owners *o,
+		       mode_t mode, char *err, size_t errlen);
+
+/* A file written whole, then renamed over its name (atomic): the temp file
+ * is ".NAME.XXXXXX" in the same directory, created O_EXCL|O_NOFOLLOW with
+ * mode 0600, given its mode and owner by fchmod/fchown before the rename.
+ * An existing target that is a character device or FIFO (-o /dev/null,
+ * -o /dev/stdout) is written in place instead; a directory, a link that is
+ * not root's, or another special file is refused. */
+struct atomic_file {
+	int fd;	   /* write here (also the target itself when in_place) */
+	int dirfd; /* the directory */
+	char *tmp; /* temp name in dirfd; NULL when in_place */
+	char *base;
+	char *path; /* as given, for messages */
+	bool in_place;
+};
+
+int atomic_begin(struct atomic_file *a, const char *path, char *err, size_t errlen);
+/* fchmod(mode), fchown(uid, gid) unless uid == (uid_t)-1, fsync, renameat,
+ * fsync of the directory. Closes everything; on failure removes the temp
+ * file and says why. */
+int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char *err,
+		  size_t errlen);
+/* Remove the temp file and close (safe on a zeroed or finished struct). */
+void atomic_abort(struct atomic_file *a);
+
+/* Write a whole buffer to path atomically (begin + write + commit). */
+int atomic_write(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid, gid_t gid,
+		 char *err, size_t errlen);
+
+#endif
