@@ -1,109 +1,286 @@
 #include "control.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "instance.h"
+#include "pidfile.h"
 #include "procfs.h"
-#include "stale.h"
-#include "supervise.h"
 
-/* A pidfd for pid, if it is still the process that started at start
- * (a reused pid has another start time). */
-static int hold(int pid, unsigned long long start)
+/* Exit code when the pidfile or the lock cannot be trusted (README). */
+#define UNTRUSTED 4
+
+/* Is pid the process the pidfile recorded (same start time)? */
+static bool is_live(int pid, unsigned long long start)
 {
-	int fd;
+	return pid > 0 && start && proc_start_ticks(pid) == start && !instance_dead(pid);
+}
 
-	if (pid <= 0)
-		return -1;
-	fd = proc_pidfd(pid);
-	if (fd < 0)
-		return -1;
-	if (proc_start_ticks(pid) != start) {
-		close(fd);
-		return -1;
+/* No supervisor holds the lock: the pidfile alone proves nothing. A pidfile
+ * naming nothing alive is stale; one naming a live process is refused (it
+ * may have been written by anyone who can write there). Returns the exit
+ * code (stale: stop 0, status 1). */
+static int no_holder(const struct instance *in, const char *why, bool stop)
+{
+	struct pidfile_info pi;
+	int r = pidfile_read(in->pidfile, &pi);
+	int pid;
+	char *cmd;
+
+	if (r == -1) {
+		printf("%snot running (no pidfile %s)\n", stop ? "tts-launch: " : "", in->pidfile);
+		return stop ? 0 : 3;
 	}
-	return fd;
+	if (r < 0) {
+		printf("%snot trusted: %s is not a pidfile tts-launch wrote (%s); nothing signalled "
+		       "(remove it)\n",
+		       stop ? "tts-launch: " : "", in->pidfile, why);
+		return UNTRUSTED;
+	}
+	pid = is_live(pi.service_pid, pi.service_start)	      ? pi.service_pid
+	      : is_live(pi.supervisor_pid, pi.supervisor_start) ? pi.supervisor_pid
+								: 0;
+	if (!pid) {
+		if (stop) {
+			pidfile_remove_if(in->pidfile, pi.supervisor_pid);
+			printf("tts-launch: not running (stale pidfile %s removed)\n", in->pidfile);
+			return 0;
+		}
+		printf("dead: pid %d from %s is gone (remove the pidfile or run `tts-launch stop`)\n",
+		       pi.service_pid, in->pidfile);
+		return 1;
+	}
+	cmd = proc_cmdline(pid);
+	printf("%snot trusted: %s names pid %d (%s), but no tts-launch supervisor holds its lock "
+	       "(%s): nothing signalled. If it is a service whose supervisor died, end it by hand; "
+	       "otherwise remove the pidfile\n",
+	       stop ? "tts-launch: " : "", in->pidfile, pid, cmd ? cmd : "?", why);
+	free(cmd);
+	return UNTRUSTED;
+}
+
+/* Open the lock and find its holder. Returns the holder (> 0), or 0 with
+ * *rc set to the verb's exit code when there is none to act on. */
+static pid_t find_holder(const struct config *c, struct instance *in, bool stop, int *rc)
+{
+	char err[1024];
+	pid_t holder;
+
+	instance_locate(c, in);
+	if (!*in->pidfile) {
+		fprintf(stderr,
+			"tts-launch: error: %s: [service] pidfile is empty, so no instance can be "
+			"found: set it (the default is tts-launch.pid)\n",
+			c->source);
+		*rc = UNTRUSTED;
+		return 0;
+	}
+	if (instance_open(in, false, err, sizeof(err)) < 0) {
+		if (errno == ENOENT) {
+			*rc = no_holder(in, err, stop);
+			return 0;
+		}
+		fprintf(stderr, "tts-launch: error: %s; nothing signalled\n", err);
+		*rc = UNTRUSTED;
+		return 0;
+	}
+	holder = instance_holder(in);
+	if (holder < 0) {
+		fprintf(stderr,
+			"tts-launch: error: the lock %s is held, but not by a tts-launch supervisor: "
+			"not trusted, nothing signalled\n",
+			in->lock);
+		*rc = UNTRUSTED;
+		return 0;
+	}
+	if (holder == 0) {
+		snprintf(err, sizeof(err), "%s is not locked", in->lock);
+		*rc = no_holder(in, err, stop);
+	}
+	return holder;
 }
 
 int control_stop(const struct config *c)
 {
-	char *path = config_path(c, c->pidfile);
-	struct pidfile_info pi;
-	int sup, svc, rc = 0;
-	char how[160];
+	struct instance in = INSTANCE_INIT;
+	pid_t holder, svc, other;
+	bool ok;
+	int hfd, rc = 0;
 
-	if (pidfile_read(path, &pi) < 0) {
-		printf("tts-launch: not running (no pidfile %s)\n", path);
-		free(path);
-		return 0;
+	holder = find_holder(c, &in, true, &rc);
+	if (!holder)
+		goto out;
+	hfd = instance_hold(&in, holder);
+	if (hfd < 0) {
+		printf("tts-launch: not running (its supervisor pid %d exited just now)\n", holder);
+		goto out;
 	}
-	svc = hold(pi.service_pid, pi.service_start);
-	sup = hold(pi.supervisor_pid, pi.supervisor_start);
-	if (sup >= 0) {
-		/* The supervisor forwards SIGTERM to the service's group,
-		 * SIGKILLs it after its grace, writes the timeline and exits. */
-		if (stale_end_pidfd(sup, SIGTERM, c->stop_grace + 10, how, sizeof(how)) < 0)
-			rc = 1;
-		printf("tts-launch: stopped supervisor pid %d: %s\n", pi.supervisor_pid, how);
-	}
-	if (svc >= 0) {
-		struct pollfd p = {.fd = svc, .events = POLLIN};
-
-		if (poll(&p, 1, 0) == 0) {
-			/* Still alive without its supervisor: end it directly. */
-			if (stale_end_pidfd(svc, SIGTERM, c->stop_grace, how, sizeof(how)) < 0)
-				rc = 1;
-			printf("tts-launch: stopped service pid %d: %s\n", pi.service_pid, how);
-		} else if (sup < 0) {
-			printf("tts-launch: service pid %d already gone\n", pi.service_pid);
-		}
-		close(svc);
-	}
-	if (sup < 0 && svc < 0)
-		printf("tts-launch: not running (stale pidfile %s removed)\n", path);
-	if (sup >= 0)
-		close(sup);
-	if (rc == 0)
-		unlink(path);
-	free(path);
+	svc = instance_service(&in, holder, &ok);
+	if (!ok && svc)
+		printf("tts-launch: warning: %s does not name this instance's service (pid %d): "
+		       "ignored\n",
+		       in.pidfile, svc);
+	rc = instance_end(hfd, holder, svc, c->stop_grace, "tts-launch: stopped ", stdout) < 0;
+	close(hfd);
+	/* A supervisor SIGKILLed could not remove its pidfile: remove it under
+	 * the lock, so it cannot be a newer run's. */
+	if (instance_try_lock(&in, &other) == 0)
+		pidfile_remove_if(in.pidfile, holder);
+out:
+	instance_close(&in);
 	return rc;
+}
+
+/* The TCP ports the tree under root listens on: the sockets in LISTEN
+ * state (/proc/net/tcp*) that its processes hold open. */
+struct listen_sock {
+	unsigned long inode;
+	int port;
+};
+
+static size_t listening(struct listen_sock *v, size_t max)
+{
+	static const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	size_t n = 0;
+
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "re");
+		char line[512];
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f) && n < max) {
+			char local[128];
+			unsigned st, port;
+			unsigned long inode;
+
+			/* sl local rem st tx:rx tr:when retr uid timeout inode */
+			if (sscanf(line, " %*s %127s %*s %x %*s %*s %*s %*s %*s %lu", local, &st,
+				   &inode) != 3 ||
+			    st != 0x0A || !strchr(local, ':'))
+				continue;
+			if (sscanf(strrchr(local, ':') + 1, "%x", &port) != 1)
+				continue;
+			v[n].inode = inode;
+			v[n].port = (int)port;
+			n++;
+		}
+		fclose(f);
+	}
+	return n;
+}
+
+static bool in_tree(pid_t pid, pid_t root)
+{
+	for (int depth = 0; pid > 1 && depth < 64; depth++, pid = proc_ppid(pid))
+		if (pid == root)
+			return true;
+	return false;
+}
+
+static int tree_ports(pid_t root, int *ports, int max)
+{
+	struct listen_sock socks[256];
+	size_t ns = listening(socks, 256);
+	struct dirent *de;
+	int n = 0;
+	DIR *proc;
+
+	if (!ns || !(proc = opendir("/proc")))
+		return 0;
+	while ((de = readdir(proc)) && n < max) {
+		char path[64];
+		struct dirent *fe;
+		pid_t pid;
+		DIR *fds;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		if (!in_tree(pid, root))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		while ((fe = readdir(fds)) && n < max) {
+			char link[PATH_MAX], target[64];
+			unsigned long inode;
+			ssize_t len;
+
+			snprintf(link, sizeof(link), "/proc/%d/fd/%s", (int)pid, fe->d_name);
+			len = readlink(link, target, sizeof(target) - 1);
+			if (len <= 0)
+				continue;
+			target[len] = 0;
+			if (sscanf(target, "socket:[%lu]", &inode) != 1)
+				continue;
+			for (size_t i = 0; i < ns; i++) {
+				bool seen = false;
+
+				if (socks[i].inode != inode)
+					continue;
+				for (int k = 0; k < n; k++)
+					seen |= ports[k] == socks[i].port;
+				if (!seen)
+					ports[n++] = socks[i].port;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return n;
 }
 
 int control_status(const struct config *c)
 {
-	char *path = config_path(c, c->pidfile);
-	struct pidfile_info pi;
-	int svc, rc;
+	struct instance in = INSTANCE_INIT;
+	pid_t holder, svc;
+	int rc = 0, ports[16], np;
+	char *cmd;
+	bool ok;
 
-	if (pidfile_read(path, &pi) < 0) {
-		printf("not running (no pidfile %s)\n", path);
-		free(path);
-		return 3;
+	holder = find_holder(c, &in, false, &rc);
+	if (!holder)
+		goto out;
+	svc = instance_service(&in, holder, &ok);
+	if (!svc) {
+		printf("starting: supervisor pid %d holds %s and has no service (yet, or any more)\n",
+		       holder, in.lock);
+		goto out;
 	}
-	svc = hold(pi.service_pid, pi.service_start);
-	if (svc < 0) {
-		printf("dead: pid %d from %s is gone (remove the pidfile or run `tts-launch stop`)\n",
-		       pi.service_pid, path);
+	if (instance_dead(svc)) {
+		printf("dead: service pid %d has exited (its supervisor pid %d is finishing)\n", svc,
+		       holder);
 		rc = 1;
-	} else {
-		char *cmd = proc_cmdline(pi.service_pid);
-		double age = proc_age_seconds(pi.service_start);
-		bool sup = proc_start_ticks(pi.supervisor_pid) == pi.supervisor_start;
-
-		printf("running: pid %d, up %.0fs: %s\n", pi.service_pid, age, cmd ? cmd : "?");
-		printf("supervisor: pid %d%s\n", pi.supervisor_pid, sup ? "" : " (gone)");
-		if (c->port > 0)
-			printf("port %d: %s\n", c->port,
-			       proc_port_listening(c->port) ? "listening (ready)" : "not listening yet");
-		free(cmd);
-		close(svc);
-		rc = 0;
+		goto out;
 	}
-	free(path);
+	cmd = proc_cmdline(svc);
+	printf("running: pid %d, up %.0fs: %s\n", svc, proc_age_seconds(proc_start_ticks(svc)),
+	       cmd ? cmd : "?");
+	free(cmd);
+	printf("supervisor: pid %d (holds the lock %s)\n", holder, in.lock);
+	printf("pidfile: %s%s\n", in.pidfile,
+	       ok ? "" : " (does not name this service: not trusted, ignored)");
+	/* The port the service really listens on, which the config given to
+	 * `status` may not know. */
+	np = tree_ports(svc, ports, 16);
+	for (int i = 0; i < np; i++)
+		printf("port %d: listening (ready)%s\n", ports[i],
+		       c->port > 0 && ports[i] != c->port ? " (not the configured port)" : "");
+	if (!np) {
+		if (c->port > 0)
+			printf("port %d: not listening yet\n", c->port);
+		else
+			printf("port: none listening yet\n");
+	}
+out:
+	instance_close(&in);
 	return rc;
 }

@@ -17,9 +17,11 @@
 
 #include "clock.h"
 #include "diagnose.h"
+#include "instance.h"
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
+#include "pidfile.h"
 #include "procfs.h"
 #include "progress.h"
 #include "spawn.h"
@@ -45,7 +47,7 @@ struct session {
 	char **argv;
 	char **envp;
 	char *timeline_path;
-	char *pidfile_path;
+	struct instance inst; /* the app's lock (held for the whole run) and pidfile */
 	int out_rd;       /* service output, read end; -1 when inherited */
 	int sfd;          /* signalfd */
 	int tfd;          /* timerfd, 100 ms ticks */
@@ -137,46 +139,14 @@ static void progress_tick(struct session *s, double now)
 		progress_sample(s->progress, s->tl->root, clock_ms());
 }
 
-static int write_pidfile(struct session *s)
+static int write_pidfile(struct session *s, char *err, size_t errlen)
 {
-	char tmp[4200], body[128];
-	int fd, n;
+	struct pidfile_info pi = {.service_pid = s->child.pid,
+				  .service_start = proc_start_ticks(s->child.pid),
+				  .supervisor_pid = getpid(),
+				  .supervisor_start = proc_start_ticks(getpid())};
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", s->pidfile_path, getpid());
-	n = snprintf(body, sizeof(body), "%d %llu\n%d %llu\n", s->child.pid,
-		     (unsigned long long)proc_start_ticks(s->child.pid), getpid(),
-		     (unsigned long long)proc_start_ticks(getpid()));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, body, (size_t)n) != n || fsync(fd) < 0) {
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		return -1;
-	}
-	close(fd);
-	if (rename(tmp, s->pidfile_path) < 0) {
-		int e = errno;
-
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
-int pidfile_read(const char *path, struct pidfile_info *pi)
-{
-	FILE *f = fopen(path, "re");
-	int n;
-
-	memset(pi, 0, sizeof(*pi));
-	if (!f)
-		return -1;
-	n = fscanf(f, "%d %llu %d %llu", &pi->service_pid, &pi->service_start, &pi->supervisor_pid,
-		   &pi->supervisor_start);
-	fclose(f);
-	return n == 4 ? 0 : -2;
+	return pidfile_write(s->inst.pidfile, &pi, err, errlen);
 }
 
 static void write_timeline(struct session *s)
@@ -524,12 +494,21 @@ static void notify_parent(struct session *s, int code)
 		perror("tts-launch: notify");
 	close(s->notify_fd);
 	s->notify_fd = -1;
+	/* The start is reported: the daemon lets go of the caller's terminal. */
+	{
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null >= 0) {
+			dup2(null, STDERR_FILENO);
+			close(null);
+		}
+	}
 }
 
 /* Daemon mode: the parent waits until the service has been exec'd, reports,
  * and returns; the child (the supervisor) detaches and carries on. Returns
  * -1 in the supervisor, or the parent's exit code. */
-static int daemonize(struct session *s)
+static int daemonize(struct session *s, const char *logpath)
 {
 	int p[2], msg[2];
 	pid_t pid;
@@ -551,10 +530,12 @@ static int daemonize(struct session *s)
 		close(p[0]);
 		s->notify_fd = p[1];
 		setsid();
+		/* stderr stays the caller's until notify_parent(): what the
+		 * start says before the service runs (stale instances, errors)
+		 * reaches the terminal. */
 		if (null >= 0) {
 			dup2(null, 0);
 			dup2(null, 1);
-			dup2(null, 2);
 			close(null);
 		}
 		s->foreground = false;
@@ -567,13 +548,13 @@ static int daemonize(struct session *s)
 	close(p[0]);
 	if (n != (ssize_t)sizeof(msg)) {
 		fprintf(stderr, "tts-launch: the daemon failed before starting the service; see %s\n",
-			s->log.path ? s->log.path : "its log");
+			*logpath ? logpath : "its log");
 		return 1;
 	}
 	if (msg[0] != 0)
 		return msg[0];
 	fprintf(stderr, "tts-launch: started pid %d in the background (log: %s; stop: tts-launch stop%s%s)\n",
-		msg[1], s->log.path ? s->log.path : "none", strcmp(s->cfg->source, "(built-in defaults)") ? " -c " : "",
+		msg[1], *logpath ? logpath : "none", strcmp(s->cfg->source, "(built-in defaults)") ? " -c " : "",
 		strcmp(s->cfg->source, "(built-in defaults)") ? s->cfg->source : "");
 	return 0;
 }
@@ -602,18 +583,151 @@ static void session_free(struct session *s)
 	spawn_env_free(s->argv);
 	spawn_env_free(s->envp);
 	free(s->timeline_path);
-	free(s->pidfile_path);
+	instance_close(&s->inst); /* lets go of the lock */
+}
+
+/* Count the supervisor pid among the stale instances (for
+ * stale_check_port: its service's port is not a foreign holder's). */
+static void stale_add(struct stale_list *l, pid_t pid)
+{
+	struct stale_proc *v = realloc(l->v, (l->n + 1) * sizeof(*v));
+
+	if (!v)
+		return;
+	l->v = v;
+	v[l->n].pid = pid;
+	v[l->n].start_ticks = proc_start_ticks(pid);
+	v[l->n].cmdline = proc_cmdline(pid);
+	if (v[l->n].cmdline)
+		l->n++;
+}
+
+/* Take the app's lock. Returns 0 (taken, or no pidfile and so no lock),
+ * 1 when another supervisor holds it (*holder), else the exit code. */
+static int lock_instance(struct session *s, pid_t *holder)
+{
+	char err[1024];
+	int r;
+
+	*holder = 0;
+	if (!*s->inst.lock)
+		return 0;
+	if (instance_open(&s->inst, true, err, sizeof(err)) < 0) {
+		if (s->inst.system) {
+			fprintf(stderr, "tts-launch: error: %s; nothing was killed or started\n", err);
+			return 2;
+		}
+		/* Not root: nothing to protect but this user's own run. */
+		fprintf(stderr,
+			"tts-launch: warning: %s: `tts-launch stop` and `status` will not find "
+			"this run, and a second start is not kept out\n",
+			err);
+		return 0;
+	}
+	r = instance_try_lock(&s->inst, holder);
+	if (r < 0) {
+		fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", s->inst.lock,
+			strerror(errno));
+		return 1;
+	}
+	if (r == 1 && *holder < 0) {
+		fprintf(stderr,
+			"tts-launch: error: the lock %s is held by a process that is not a "
+			"tts-launch supervisor: nothing was killed or started\n",
+			s->inst.lock);
+		return 3;
+	}
+	return r;
+}
+
+/* Another supervisor (holder) runs this app. [stale] policy = kill: end
+ * it, then start (as start_app.sh did); else refuse with exit 3. 0 when
+ * the lock is ours. */
+static int replace_holder(struct session *s, pid_t holder)
+{
+	const struct config *c = s->cfg;
+
+	/* a third start may take the lock between the end and our retry */
+	for (int round = 0; round < 5; round++) {
+		bool ok;
+		pid_t svc = instance_service(&s->inst, holder, &ok);
+		char *cmd = proc_cmdline(svc > 0 ? svc : holder);
+		int hfd, r;
+
+		if (c->stale_policy != STALE_KILL) {
+			fprintf(stderr,
+				"tts-launch: error: %s already runs under tts-launch: supervisor pid "
+				"%d, service pid %d (%s); stop it first (tts-launch stop) or set "
+				"[stale] policy = kill; nothing was killed\n",
+				c->app_dir, (int)holder, (int)svc, cmd ? cmd : "?");
+			free(cmd);
+			return 3;
+		}
+		fprintf(stderr,
+			"tts-launch: ending the running instance: supervisor pid %d, service pid "
+			"%d (%s)\n",
+			(int)holder, (int)svc, cmd ? cmd : "?");
+		free(cmd);
+		hfd = instance_hold(&s->inst, holder);
+		if (hfd >= 0) {
+			r = instance_end(hfd, holder, svc, c->stop_grace, "tts-launch: running instance: ",
+					 stderr);
+			close(hfd);
+			if (r < 0) {
+				fprintf(stderr, "tts-launch: error: the running instance did not end: "
+						"end it by hand; nothing was started\n");
+				return 3;
+			}
+		}
+		r = instance_try_lock(&s->inst, &holder);
+		if (r == 0)
+			return 0;
+		if (r < 0 || holder < 0) {
+			fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", s->inst.lock,
+				r < 0 ? strerror(errno) : "held by a process that is not a supervisor");
+			return r < 0 ? 1 : 3;
+		}
+	}
+	fprintf(stderr, "tts-launch: error: other starts of %s keep taking its lock %s: nothing "
+			"was started\n", c->app_dir, s->inst.lock);
+	return 3;
+}
+
+/* A stopping signal waiting in the (blocked) mask: 128 + its number, after
+ * taking it; else 0. */
+static int stopped_before_start(void)
+{
+	static const int stops[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+	sigset_t pending;
+
+	if (sigpending(&pending) < 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		sigset_t one;
+		int sig;
+
+		if (!sigismember(&pending, stops[i]))
+			continue;
+		sigemptyset(&one);
+		sigaddset(&one, stops[i]);
+		sigwait(&one, &sig);
+		fprintf(stderr, "tts-launch: SIG%s before the service started: not starting it\n",
+			sigabbrev_np(sig));
+		return 128 + sig;
+	}
+	return 0;
 }
 
 int supervise_run(struct config *c, int argc, char **argv)
 {
-	struct session s = {.cfg = c, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
+	struct session s = {.cfg = c, .inst = INSTANCE_INIT, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
 			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1},
 			    .mlock = MLOCK_CTL_INIT};
 	struct stale_list stale = {0};
 	char err[1024], why[512] = "";
 	char *logpath = NULL;
 	int out[2] = {-1, -1};
+	pid_t holder = 0;
 	sigset_t mask;
 	double t;
 	int rc = 1;
@@ -622,14 +736,51 @@ int supervise_run(struct config *c, int argc, char **argv)
 	s.tl = timeline_new(c, argc, argv);
 	timeline_mark(s.tl, "launch", 0);
 	s.timeline_path = config_path(c, c->timeline);
-	s.pidfile_path = config_path(c, c->pidfile);
+	instance_locate(c, &s.inst);
+	logpath = config_path(c, c->log_file);
+
+	/* Daemon: detach first, so that the process that takes the lock below
+	 * is the supervisor that holds it for the whole run (a fcntl lock is
+	 * not inherited across fork). */
+	if (c->mode == MODE_DAEMON) {
+		int prc = daemonize(&s, logpath);
+
+		if (prc >= 0) {
+			rc = prc;
+			goto out_parent;
+		}
+	}
+
+	/* Signals arrive through the signalfd; the child restores the mask.
+	 * Blocked from here, so that a stop (or a newer start, policy kill)
+	 * that SIGTERMs us before the service runs is seen before the spawn. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, &s.old_mask);
+	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	/* The app's lock: from here to the exit, no other supervisor of this
+	 * app kills, spawns or writes the pidfile (instance.h). */
+	t = clock_ms();
+	rc = lock_instance(&s, &holder);
+	if (rc > 1)
+		goto out;
 
 	/* Stale instances: find, check the port, end them. */
-	t = clock_ms();
 	if (stale_find(c, &stale) < 0) {
 		fprintf(stderr, "tts-launch: failed to scan /proc: %s\n", strerror(errno));
+		rc = 1;
 		goto out;
 	}
+	/* The running supervisor's tree counts as stale for the port check:
+	 * it is ended below, not a foreign holder. */
+	if (holder > 0)
+		stale_add(&stale, holder);
 	rc = stale_check_port(c, &stale, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "tts-launch: error: %s\n", err);
@@ -637,11 +788,28 @@ int supervise_run(struct config *c, int argc, char **argv)
 	}
 	/* The log file before anything is killed: a bad [log] file is a config
 	 * error (exit 2), and exit 2 promises nothing was killed. */
-	logpath = config_path(c, c->log_file);
 	if (logfile_open(&s.log, logpath, c->log_max_size, c->log_backups, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tts-launch: error: %s\n", err);
 		rc = 2;
 		goto out;
+	}
+	if (holder > 0) {
+		/* Another supervisor runs this app: end it or refuse (exit 3),
+		 * then look again at what is left. */
+		rc = replace_holder(&s, holder);
+		if (rc)
+			goto out;
+		stale_list_free(&stale);
+		if (stale_find(c, &stale) < 0) {
+			fprintf(stderr, "tts-launch: failed to scan /proc: %s\n", strerror(errno));
+			rc = 1;
+			goto out;
+		}
+		rc = stale_check_port(c, &stale, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "tts-launch: error: %s\n", err);
+			goto out;
+		}
 	}
 	rc = stale_kill(c, &stale, stderr);
 	if (rc)
@@ -658,26 +826,11 @@ int supervise_run(struct config *c, int argc, char **argv)
 		s.out_rd = out[0];
 	}
 
-	if (c->mode == MODE_DAEMON) {
-		int prc = daemonize(&s);
-
-		if (prc >= 0) {
-			rc = prc;
-			goto out_parent;
-		}
-	}
-
-	/* Signals arrive through the signalfd; the child restores the mask. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &mask, &s.old_mask);
-	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-
+	/* A stop, or a newer start ending us, came while we were getting
+	 * here: do not start the service only to stop it. */
+	rc = stopped_before_start();
+	if (rc)
+		goto out;
 	s.argv = config_service_argv(c);
 	s.envp = spawn_build_env(c, environ);
 	/* mlock on: LD_PRELOAD the shim, with its report socket (mlock.h). */
@@ -746,21 +899,16 @@ int supervise_run(struct config *c, int argc, char **argv)
 	}
 	if (!s.tracer)
 		timeline_mark(s.tl, "exec", clock_ms());
-	if (*s.pidfile_path && write_pidfile(&s) < 0)
-		say(&s, "tts-launch: warning: failed to write pidfile %s: %s\n", s.pidfile_path,
-		    strerror(errno));
+	if (*s.inst.pidfile && write_pidfile(&s, err, sizeof(err)) < 0)
+		say(&s, "tts-launch: warning: failed to write the pidfile: %s\n", err);
 	say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0], c->app_dir);
 	notify_parent(&s, 0);
 
 	rc = loop(&s);
-	if (*s.pidfile_path) {
-		struct pidfile_info pi;
-
-		/* Remove only our own pidfile: a newer run may own it. */
-		if (pidfile_read(s.pidfile_path, &pi) == 0 && pi.supervisor_pid == getpid())
-			unlink(s.pidfile_path);
-	}
+	/* Only our own pidfile: under the lock no newer run has written it. */
+	pidfile_remove_if(s.inst.pidfile, getpid());
 out:
+	notify_parent(&s, rc); /* a daemon that failed before the start said so */
 	sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
 out_parent:
 	stale_list_free(&stale);

@@ -9,13 +9,4 @@
 /* Returns the process exit code (see the contract in README.md). */
 int supervise_run(struct config *c, int argc, char **argv);
 
-/* Pidfile: "SERVICE_PID START_TICKS\nSUPERVISOR_PID START_TICKS\n". */
-struct pidfile_info {
-	int service_pid;
-	unsigned long long service_start;
-	int supervisor_pid;
-	unsigned long long supervisor_start;
-};
-int pidfile_read(const char *path, struct pidfile_info *pi);
-
 #endif
