@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Who may own an existing file that root writes into: root, the service
@@ -66,6 +67,9 @@ int atomic_begin(struct atomic_file *a, const char *path, char *err, size_t errl
  * file and says why. */
 int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char *err,
 		  size_t errlen);
+/* A stdio stream over a dup of a->fd (fclose it, checking for errors,
+ * before atomic_commit); NULL on failure. */
+FILE *atomic_stream(struct atomic_file *a);
 /* Remove the temp file and close (safe on a zeroed or finished struct). */
 void atomic_abort(struct atomic_file *a);
 
