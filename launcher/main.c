@@ -21,7 +21,7 @@
 #include "render_perfetto.h"
 #include "render_prom.h"
 #include "render_svg.h"
-#include "safefile.h"
+#include "atomicfile.h"
 #include "timeline.h"
 
 extern char **environ;

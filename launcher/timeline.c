@@ -14,10 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "clock.h"
 #include "timeline.h"
-
-#include "safefile.h"
 #include "util.h"
 
 #ifndef TTS_LAUNCH_VERSION

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "atomicfile.h"
 #include "safefile.h"
 
 static char top[] = "/tmp/tts-safe-XXXXXX";
