@@ -205,7 +205,7 @@ static const struct {
  * half a file; a device or FIFO there is written in place (safefile.h). */
 static int report(const char *path, const char *format, const char *output)
 {
-	struct atomic_file a = {.fd = -1, .dirfd = -1};
+	struct atomic_file a = ATOMIC_FILE_INIT;
 	char err[512];
 	struct timeline *tl;
 	FILE *out = stdout;
