@@ -8,60 +8,83 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int open_log(struct logfile *l)
+static int open_log(struct logfile *l, char *err, size_t errlen)
 {
 	struct stat st;
 
-	l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	l->fd = safe_openat_append(l->dirfd, l->base, l->path, &l->owners, 0644, err, errlen);
 	if (l->fd < 0)
 		return -1;
 	l->size = fstat(l->fd, &st) == 0 ? st.st_size : 0;
 	return 0;
 }
 
-int logfile_open(struct logfile *l, const char *path, long long max_size, int backups, char *err,
-		 size_t errlen)
+int logfile_open(struct logfile *l, const char *path, const struct safe_owners *o,
+		 long long max_size, int backups, char *err, size_t errlen)
 {
+	const char *base;
+	char why[512];
+
 	memset(l, 0, sizeof(*l));
-	l->fd = -1;
+	l->fd = l->dirfd = -1;
 	l->max_size = max_size;
 	l->backups = backups;
+	if (o)
+		l->owners = *o;
 	if (!path || !*path)
 		return 0;
 	l->path = strdup(path);
-	if (!l->path || open_log(l) < 0) {
-		snprintf(err, errlen, "failed to open log file %s: %s ([log] file)", path, strerror(errno));
-		free(l->path);
-		l->path = NULL;
-		return -1;
-	}
+	if (!l->path)
+		goto fail_errno;
+	l->dirfd = safe_dir_open(l->path, &base, why, sizeof(why));
+	if (l->dirfd < 0)
+		goto fail;
+	l->base = strdup(base);
+	if (!l->base)
+		goto fail_errno;
+	if (open_log(l, why, sizeof(why)) < 0)
+		goto fail;
 	return 0;
+fail_errno:
+	snprintf(why, sizeof(why), "%s: %s", path, strerror(errno));
+fail:
+	snprintf(err, errlen, "failed to open log file %s ([log] file)", why);
+	logfile_close(l);
+	return -1;
 }
 
+static void lose(struct logfile *l, size_t n, const char *fmt, const char *why)
+{
+	l->lost += n;
+	if (!l->error[0])
+		snprintf(l->error, sizeof(l->error), fmt, l->path, why);
+}
+
+/* Renames only move names inside the directory we hold: whatever sits at
+ * a name (a planted link included) is moved, never followed. The new file
+ * is opened like the first one, so a link planted between the rename and
+ * the reopen is refused, not written through. */
 static void rotate(struct logfile *l)
 {
-	size_t len = strlen(l->path) + 16;
-	char *from = malloc(len), *to = malloc(len);
+	char from[300], to[300], why[512];
 
-	if (!from || !to)
-		goto out;
 	close(l->fd);
 	l->fd = -1;
 	if (l->backups == 0) {
-		unlink(l->path);
+		unlinkat(l->dirfd, l->base, 0);
 	} else {
 		for (int i = l->backups - 1; i >= 1; i--) {
-			snprintf(from, len, "%s.%d", l->path, i);
-			snprintf(to, len, "%s.%d", l->path, i + 1);
-			rename(from, to); /* a missing backup is fine */
+			snprintf(from, sizeof(from), "%.280s.%d", l->base, i);
+			snprintf(to, sizeof(to), "%.280s.%d", l->base, i + 1);
+			renameat(l->dirfd, from, l->dirfd, to); /* a missing backup is fine */
 		}
-		snprintf(to, len, "%s.1", l->path);
-		rename(l->path, to);
+		snprintf(to, sizeof(to), "%.280s.1", l->base);
+		renameat(l->dirfd, l->base, l->dirfd, to);
 	}
-	open_log(l);
-out:
-	free(from);
-	free(to);
+	if (l->after_rename)
+		l->after_rename(l->hook_arg);
+	if (open_log(l, why, sizeof(why)) < 0 && !l->error[0])
+		snprintf(l->error, sizeof(l->error), "rotation refused to reopen %.400s", why);
 }
 
 static int write_all(struct logfile *l, const char *buf, size_t len)
@@ -72,6 +95,7 @@ static int write_all(struct logfile *l, const char *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			lose(l, len, "%s: %s", strerror(errno));
 			return -1;
 		}
 		buf += n;
@@ -97,28 +121,35 @@ static size_t fitting(const struct logfile *l, const char *buf, size_t len)
 
 int logfile_write(struct logfile *l, const char *buf, size_t len)
 {
+	int rc = 0;
+
 	if (!l->path)
 		return 0;
 	while (len) {
 		size_t n = l->max_size > 0 ? fitting(l, buf, len) : len;
 
-		if (l->fd < 0)
+		if (l->fd < 0) {
+			lose(l, len, "%s: %s", "not open");
 			return -1;
+		}
 		if (n && write_all(l, buf, n) < 0)
-			return -1;
+			rc = -1; /* counted; the rest may still fit (space freed) */
 		buf += n;
 		len -= n;
 		if (len)
 			rotate(l);
 	}
-	return 0;
+	return rc;
 }
 
 void logfile_close(struct logfile *l)
 {
 	if (l->fd >= 0)
 		close(l->fd);
+	if (l->dirfd >= 0)
+		close(l->dirfd);
 	free(l->path);
-	l->path = NULL;
-	l->fd = -1;
+	free(l->base);
+	l->path = l->base = NULL;
+	l->fd = l->dirfd = -1;
 }

@@ -21,6 +21,7 @@
 #include "render_perfetto.h"
 #include "render_prom.h"
 #include "render_svg.h"
+#include "atomicfile.h"
 #include "timeline.h"
 
 extern char **environ;
@@ -201,14 +202,15 @@ static const struct {
 
 /* -o FILE: a temp file in the same directory, renamed over FILE once
  * complete, so a reader (node_exporter's textfile collector) never sees
- * half a file. */
+ * half a file; a device or FIFO there is written in place (safefile.h). */
 static int report(const char *path, const char *format, const char *output)
 {
-	char err[512], *tmp = NULL;
+	struct atomic_file a = ATOMIC_FILE_INIT;
+	char err[512];
 	struct timeline *tl;
 	FILE *out = stdout;
 	size_t f;
-	int rc = 0, fd = -1;
+	int rc = 0;
 
 	if (!path)
 		return usage_error("%s", "report needs a TIMELINE.json");
@@ -223,22 +225,17 @@ static int report(const char *path, const char *format, const char *output)
 		fprintf(stderr, "tts-launch: %s\n", err);
 		return EXIT_USAGE;
 	}
-	if (output && (asprintf(&tmp, "%s.tmpXXXXXX", output) < 0 || (fd = mkstemp(tmp)) < 0 ||
-		       !(out = fdopen(fd, "w")))) {
-		fprintf(stderr, "tts-launch: failed to create %s: %s\n", output, strerror(errno));
-		if (fd >= 0) {
-			/* nothing half-written stays behind */
-			close(fd);
-			unlink(tmp);
-		}
+	if (output && (atomic_begin(&a, output, err, sizeof(err)) < 0 || !(out = atomic_stream(&a)))) {
+		fprintf(stderr, "tts-launch: cannot write the report: %s\n",
+			a.path ? strerror(errno) : err);
+		atomic_abort(&a); /* nothing half-written stays behind */
 		timeline_free(tl);
-		free(tmp);
 		return 1;
 	}
-	if (report_formats[f].render(tl, out) < 0 || fflush(out) == EOF ||
-	    (output && fsync(fileno(out)) < 0)) {
+	errno = 0;
+	if (report_formats[f].render(tl, out) < 0 || fflush(out) == EOF || ferror(out)) {
 		fprintf(stderr, "tts-launch: failed to write the %s report to %s: %s\n", format,
-			output ? output : "stdout", strerror(errno));
+			output ? output : "stdout", strerror(errno ? errno : EIO));
 		rc = 1;
 	}
 	if (output) {
@@ -246,15 +243,13 @@ static int report(const char *path, const char *format, const char *output)
 			fprintf(stderr, "tts-launch: failed to write %s: %s\n", output, strerror(errno));
 			rc = 1;
 		}
-		/* node_exporter reads textfiles as its own user: 0644 like any report */
-		if (!rc && (chmod(tmp, 0644) < 0 || rename(tmp, output) < 0)) {
-			fprintf(stderr, "tts-launch: failed to rename %s to %s: %s\n", tmp, output,
-				strerror(errno));
+		/* node_exporter reads textfiles as its own user: 0644 like any
+		 * report, set on the open descriptor */
+		if (!rc && atomic_commit(&a, 0644, (uid_t)-1, (gid_t)-1, err, sizeof(err)) < 0) {
+			fprintf(stderr, "tts-launch: %s\n", err);
 			rc = 1;
 		}
-		if (rc)
-			unlink(tmp);
-		free(tmp);
+		atomic_abort(&a);
 	}
 	timeline_free(tl);
 	return rc;

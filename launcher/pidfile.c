@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "safefile.h"
 
 int pidfile_write(const char *path, const struct pidfile_info *pi, char *err, size_t errlen)

@@ -1,5 +1,5 @@
-/* safefile: the one way tts-launch opens, creates and replaces the files it
- * writes (log, pidfile, lock, timeline, report -o). tts-launch runs as root
+/* safefile: the one way tts-launch opens and creates the files it writes
+ * (log, pidfile, lock; atomicfile.h replaces whole files through it). tts-launch runs as root
  * in directories other users may write (docs/security.md): no symbolic link
  * is followed unless root owns it, in any component of the path; an existing
  * file is written only when it is a regular file with one link, owned by an
@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Who may own an existing file that root writes into: root, the service
@@ -32,6 +33,13 @@ void safe_owners_init(struct safe_owners *o, uid_t service_uid, const char *app_
  * (not a copy). -1 with a message naming the path and the reason. */
 int safe_dir_open(const char *path, const char **base, char *err, size_t errlen);
 
+/* The same with a relative path resolved from the directory at. */
+int safe_dir_openat(int at, const char *path, const char **base, char *err, size_t errlen);
+
+/* Is name in dirfd a symbolic link that root owns? Then its text is in
+ * target; *owner is the link's owner ((uid_t)-1: not a link). */
+bool safe_root_link(int dirfd, const char *name, char *target, size_t len, uid_t *owner);
+
 /* Open path for appending, creating it (mode, before umask) when missing:
  * O_NOFOLLOW on the last component, then fstat: a regular file with one
  * link and an owner in o, else -1 with the reason ("is a symbolic link",
@@ -44,33 +52,5 @@ int safe_open_append(const char *path, const struct safe_owners *o, mode_t mode,
 /* The same relative to an open directory (rotation reopens through it). */
 int safe_openat_append(int dirfd, const char *name, const char *shown, const struct safe_owners *o,
 		       mode_t mode, char *err, size_t errlen);
-
-/* A file written whole, then renamed over its name (atomic): the temp file
- * is ".NAME.XXXXXX" in the same directory, created O_EXCL|O_NOFOLLOW with
- * mode 0600, given its mode and owner by fchmod/fchown before the rename.
- * An existing target that is a character device or FIFO (-o /dev/null,
- * -o /dev/stdout) is written in place instead; a directory, a link that is
- * not root's, or another special file is refused. */
-struct atomic_file {
-	int fd;	   /* write here (also the target itself when in_place) */
-	int dirfd; /* the directory */
-	char *tmp; /* temp name in dirfd; NULL when in_place */
-	char *base;
-	char *path; /* as given, for messages */
-	bool in_place;
-};
-
-int atomic_begin(struct atomic_file *a, const char *path, char *err, size_t errlen);
-/* fchmod(mode), fchown(uid, gid) unless uid == (uid_t)-1, fsync, renameat,
- * fsync of the directory. Closes everything; on failure removes the temp
- * file and says why. */
-int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char *err,
-		  size_t errlen);
-/* Remove the temp file and close (safe on a zeroed or finished struct). */
-void atomic_abort(struct atomic_file *a);
-
-/* Write a whole buffer to path atomically (begin + write + commit). */
-int atomic_write(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid, gid_t gid,
-		 char *err, size_t errlen);
 
 #endif

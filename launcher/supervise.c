@@ -1,6 +1,7 @@
 #include "supervise.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -60,11 +61,27 @@ struct session {
 	bool settled;
 	bool window_done; /* [trace] requests_window over: timeline written again */
 	bool summary_printed;
+	bool log_warned; /* the first lost log output was said */
+	bool timeline_written;	   /* the last write_timeline() succeeded */
+	uid_t timeline_uid;	   /* the timeline's owner: the app dir's */
+	gid_t timeline_gid;
 	json_t *said; /* findings printed so far: {"id|message": true} */
 	int stop_sig;         /* signal forwarded, 0 if none */
 	double kill_deadline; /* ms; 0 = none */
 	sigset_t old_mask;
 };
+
+/* Everything for the log goes through here: the first loss is said once
+ * on stderr (the log itself cannot carry it), the total at the end. */
+static void log_out(struct session *s, const char *buf, size_t len)
+{
+	if (logfile_write(&s->log, buf, len) < 0 && !s->log_warned) {
+		s->log_warned = true;
+		fprintf(stderr, "tts-launch: warning: cannot write the log: %s; output is lost from "
+				"here (the bytes are counted)\n",
+			s->log.error);
+	}
+}
 
 /* Launcher messages go to the terminal (foreground) and to the log file,
  * so a daemon's history is in its log. */
@@ -86,7 +103,7 @@ static void say(struct session *s, const char *fmt, ...)
 		progress_clear(s->progress);
 		fputs(buf, stderr);
 	}
-	logfile_write(&s->log, buf, (size_t)n);
+	log_out(s, buf, (size_t)n);
 }
 
 static void say_block(struct session *s, const char *text, size_t len)
@@ -95,7 +112,7 @@ static void say_block(struct session *s, const char *text, size_t len)
 		progress_clear(s->progress);
 		fwrite(text, 1, len, stderr);
 	}
-	logfile_write(&s->log, text, len);
+	log_out(s, text, len);
 }
 
 /* progress.h's lines: on the terminal (foreground) and in the log, or the
@@ -107,7 +124,7 @@ static void progress_emit(void *arg, const char *line, bool terminal)
 	if (terminal)
 		say(s, "%s", line);
 	else
-		logfile_write(&s->log, line, strlen(line));
+		log_out(s, line, strlen(line));
 }
 
 /* About once a second until ready (+ settle): what the trace saw so far,
@@ -163,7 +180,9 @@ static void write_timeline(struct session *s)
 	diagnose_run(s->tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (!*s->timeline_path)
 		return;
-	if (timeline_write(s->tl, s->timeline_path, err, sizeof(err)) < 0)
+	s->timeline_written = timeline_write(s->tl, s->timeline_path, s->timeline_uid,
+					     s->timeline_gid, err, sizeof(err)) == 0;
+	if (!s->timeline_written)
 		say(s, "tts-launch: warning: %s\n", err);
 }
 
@@ -231,7 +250,8 @@ static void print_summary(struct session *s)
 	fclose(m);
 	say_block(s, buf, len);
 	if (*s->timeline_path)
-		say(s, "tts-launch: timeline: %s\n", s->timeline_path);
+		say(s, "tts-launch: timeline: %s%s\n", s->timeline_path,
+		    s->timeline_written ? "" : " NOT written (see the warning above)");
 	free(buf);
 	s->summary_printed = true;
 }
@@ -246,7 +266,7 @@ static bool relay_output(struct session *s)
 	n = read(s->out_rd, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EINTR);
-	logfile_write(&s->log, buf, (size_t)n);
+	log_out(s, buf, (size_t)n);
 	if (s->foreground) {
 		ssize_t off = 0;
 
@@ -561,6 +581,9 @@ static int daemonize(struct session *s, const char *logpath)
 
 static void session_free(struct session *s)
 {
+	if (s->log.lost)
+		fprintf(stderr, "tts-launch: warning: %llu bytes of output were not written to the log (%s)\n",
+			s->log.lost, s->log.error);
 	metrics_stop(s->metrics);
 	json_decref(s->said);
 	progress_free(s->progress);
@@ -720,10 +743,11 @@ static int stopped_before_start(void)
 
 int supervise_run(struct config *c, int argc, char **argv)
 {
-	struct session s = {.cfg = c, .inst = INSTANCE_INIT, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
+	struct session s = {.cfg = c, .inst = INSTANCE_INIT, .log = {.fd = -1, .dirfd = -1}, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
 			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1},
 			    .mlock = MLOCK_CTL_INIT};
 	struct stale_list stale = {0};
+	struct safe_owners owners;
 	char err[1024], why[512] = "";
 	char *logpath = NULL;
 	int out[2] = {-1, -1};
@@ -788,7 +812,18 @@ int supervise_run(struct config *c, int argc, char **argv)
 	}
 	/* The log file before anything is killed: a bad [log] file is a config
 	 * error (exit 2), and exit 2 promises nothing was killed. */
-	if (logfile_open(&s.log, logpath, c->log_max_size, c->log_backups, err, sizeof(err)) < 0) {
+	{
+		struct passwd *pw = c->user && *c->user ? getpwnam(c->user) : NULL;
+		struct stat st;
+
+		safe_owners_init(&owners, pw ? pw->pw_uid : (uid_t)-1, c->app_dir);
+		/* the timeline belongs to whoever owns the checkout, so the
+		 * person who runs `diagnose` can read it (secrets are redacted) */
+		s.timeline_uid = stat(c->app_dir, &st) == 0 ? st.st_uid : (uid_t)-1;
+		s.timeline_gid = s.timeline_uid != (uid_t)-1 ? st.st_gid : (gid_t)-1;
+	}
+	if (logfile_open(&s.log, logpath, &owners, c->log_max_size, c->log_backups, err,
+			 sizeof(err)) < 0) {
 		fprintf(stderr, "tts-launch: error: %s\n", err);
 		rc = 2;
 		goto out;

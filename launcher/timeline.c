@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "clock.h"
 #include "timeline.h"
 #include "util.h"
@@ -192,71 +193,44 @@ void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason)
 	json_object_set_new(t, "reason", str_or_null(reason));
 }
 
-int timeline_write(const struct timeline *tl, const char *path, char *err, size_t errlen)
+int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t gid, char *err,
+		   size_t errlen)
 {
-	char *tmp = NULL, *dcopy = NULL;
-	FILE *f = NULL;
-	int fd = -1, dfd = -1, ret = -1;
+	struct atomic_file a;
+	char why[512];
+	FILE *f;
 
 	if (!tl || !path) {
 		snprintf(err, errlen, "failed to write timeline: nothing to write");
 		return -1;
 	}
-	/* temp file in the same directory: rename(2) is atomic only within a
-	 * file system, so a reader sees the old file or the new one */
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
-		tmp = NULL;
-		snprintf(err, errlen, "failed to write timeline %s: %s", path, strerror(errno));
-		goto cleanup;
+	/* a temp file beside it, renamed over it: readers see the old file or
+	 * the new one, never half of one (safefile.h: no link followed) */
+	if (atomic_begin(&a, path, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "failed to write timeline: %s", why);
+		return -1;
 	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "failed to create %s: %s", tmp, strerror(errno));
-		goto cleanup;
-	}
-	if (fchmod(fd, 0644) < 0 || !(f = fdopen(fd, "w"))) {
-		snprintf(err, errlen, "failed to open %s: %s", tmp, strerror(errno));
-		goto cleanup;
-	}
-	fd = -1;
-	if (json_dumpf(tl->root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ||
-	    fputc('\n', f) == EOF || fflush(f) == EOF || fsync(fileno(f)) < 0) {
-		snprintf(err, errlen, "failed to write %s: %s", tmp, strerror(errno ? errno : EIO));
-		goto cleanup;
+	f = atomic_stream(&a);
+	errno = 0;
+	if (!f || json_dumpf(tl->root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ||
+	    fputc('\n', f) == EOF || fflush(f) == EOF || ferror(f)) {
+		snprintf(err, errlen, "failed to write timeline %s: %s", path,
+			 strerror(errno ? errno : EIO));
+		if (f)
+			fclose(f);
+		atomic_abort(&a);
+		return -1;
 	}
 	if (fclose(f) == EOF) {
-		f = NULL;
-		snprintf(err, errlen, "failed to write %s: %s", tmp, strerror(errno));
-		goto cleanup;
+		snprintf(err, errlen, "failed to write timeline %s: %s", path, strerror(errno));
+		atomic_abort(&a);
+		return -1;
 	}
-	f = NULL;
-	if (rename(tmp, path) < 0) {
-		snprintf(err, errlen, "failed to rename %s to %s: %s", tmp, path, strerror(errno));
-		goto cleanup;
+	if (atomic_commit(&a, 0640, uid, gid, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "failed to write timeline: %s", why);
+		return -1;
 	}
-	free(tmp);
-	tmp = NULL;
-	/* the rename itself is durable once the directory is synced */
-	dcopy = strdup(path);
-	if (dcopy) {
-		dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0)
-			fsync(dfd);
-	}
-	ret = 0;
-cleanup:
-	if (f)
-		fclose(f);
-	if (fd >= 0)
-		close(fd);
-	if (dfd >= 0)
-		close(dfd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
-	free(dcopy);
-	return ret;
+	return 0;
 }
 
 struct timeline *timeline_load(const char *path, char *err, size_t errlen)

@@ -33,7 +33,8 @@ void timeline_set_exit(struct timeline *tl, int code, int sig, double ms);
 void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason);
 
 /* Atomic write (temp file in the same directory, fsync, rename). */
-int timeline_write(const struct timeline *tl, const char *path, char *err, size_t errlen);
+int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t gid, char *err,
+		   size_t errlen);
 /* Load a saved timeline; checks the schema string. */
 struct timeline *timeline_load(const char *path, char *err, size_t errlen);
 

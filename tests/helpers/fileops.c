@@ -127,11 +127,22 @@ static long long now_us(void)
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+/* Fresh anonymous memory whose pages fault one 4 KiB page at a time: with
+ * multi-size THP (a 16 kB "always" size, as on these VMs) one fault would
+ * map several pages; MADV_NOHUGEPAGE keeps the counts exact. */
+static char *anon_pages(size_t len)
+{
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m != MAP_FAILED)
+		madvise(m, len, MADV_NOHUGEPAGE);
+	return m;
+}
+
 /* Touch pages fresh anonymous pages (one fault each); 0 when mapped. */
 static int touch_pages(long pages)
 {
-	char *m = mmap(NULL, (size_t)pages * 4096, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *m = anon_pages((size_t)pages * 4096);
 
 	if (m == MAP_FAILED)
 		return -1;
@@ -145,8 +156,7 @@ static int touch_pages(long pages)
 static int do_spin(long ms)
 {
 	long pages = ms * 20 + 1, i = 0;
-	char *m = mmap(NULL, (size_t)pages * 4096, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *m = anon_pages((size_t)pages * 4096);
 	long long t = now_us(), next = t, end = t + ms * 1000LL;
 
 	if (m == MAP_FAILED)
@@ -200,7 +210,7 @@ static int churned; /* threads that have touched their 16 MiB once */
 static void *thread_churn(void *unused)
 {
 	size_t len = 16 << 20;
-	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *m = anon_pages(len);
 	bool once = false;
 
 	(void)unused;

@@ -69,6 +69,8 @@ int main(int argc, char **argv)
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED)
 			die("mmap");
+		/* one fault per page even with multi-size THP (16 kB "always" here) */
+		madvise(mem, (size_t)(pages * psz), MADV_NOHUGEPAGE);
 		for (long p = 0; p < pages; p++)
 			mem[p * psz] = 1;
 		munmap(mem, (size_t)(pages * psz));

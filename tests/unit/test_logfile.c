@@ -29,7 +29,7 @@ static void test_rotation_keeps_lines_whole(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/webui.log", dir);
-	assert_int_equal(logfile_open(&l, path, 4096, 2, err, sizeof(err)), 0);
+	assert_int_equal(logfile_open(&l, path, NULL, 4096, 2, err, sizeof(err)), 0);
 	/* One write far larger than max_size, made of 100-byte lines. */
 	for (int i = 0; i < 200; i++)
 		off += (size_t)snprintf(chunk + off, sizeof(chunk) - off, "line %04d %089d\n", i, 0);
@@ -65,7 +65,7 @@ static void test_no_rotation_when_zero(void **state)
 	memset(buf, 'x', sizeof(buf));
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/webui.log", dir);
-	assert_int_equal(logfile_open(&l, path, 0, 2, err, sizeof(err)), 0);
+	assert_int_equal(logfile_open(&l, path, NULL, 0, 2, err, sizeof(err)), 0);
 	for (int i = 0; i < 50; i++)
 		assert_int_equal(logfile_write(&l, buf, sizeof(buf)), 0);
 	logfile_close(&l);
@@ -80,9 +80,66 @@ static void test_unwritable_path_is_an_error(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(logfile_open(&l, "/nonexistent/dir/webui.log", 0, 1, err, sizeof(err)), -1);
+	assert_int_equal(logfile_open(&l, "/nonexistent/dir/webui.log", NULL, 0, 1, err, sizeof(err)), -1);
 	assert_string_equal(err, "failed to open log file /nonexistent/dir/webui.log: No such file or "
 				 "directory ([log] file)");
+}
+
+/* The rotation race, made deterministic: a link to another file appears at
+ * the log's name between the rename and the reopen (where a looping
+ * attacker would put it). The reopen refuses it; nothing reaches the
+ * link's target; the output from then on is counted as lost. */
+struct plant {
+	char link[300];
+	char target[300];
+};
+
+static void plant_link(void *arg)
+{
+	struct plant *p = arg;
+
+	assert_int_equal(symlink(p->target, p->link), 0);
+	if (geteuid() == 0) /* as the service user would have planted it */
+		assert_int_equal(lchown(p->link, 65534, 65534), 0);
+}
+
+static void test_link_planted_between_rename_and_reopen_is_refused(void **state)
+{
+	char dir[] = "/tmp/tts-log-XXXXXX", path[256], err[256], line[100], cmd[300];
+	struct plant p;
+	struct logfile l;
+	FILE *f;
+
+	(void)state;
+	memset(line, 'y', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/webui.log", dir);
+	snprintf(p.link, sizeof(p.link), "%s", path);
+	snprintf(p.target, sizeof(p.target), "%s/victim", dir);
+	f = fopen(p.target, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	assert_int_equal(logfile_open(&l, path, NULL, 1000, 1, err, sizeof(err)), 0);
+	l.after_rename = plant_link;
+	l.hook_arg = &p;
+	for (int i = 0; i < 9; i++) /* 900 bytes: no rotation yet */
+		assert_int_equal(logfile_write(&l, line, sizeof(line)), 0);
+	/* the next two lines pass 1000 bytes: rotate, the link appears, refused */
+	assert_int_equal(logfile_write(&l, line, sizeof(line)), 0);
+	assert_int_equal(logfile_write(&l, line, sizeof(line)), -1);
+	assert_int_equal(l.fd, -1);
+	assert_non_null(strstr(l.error, "symbolic link"));
+	assert_int_equal(l.lost, sizeof(line));
+	assert_int_equal(logfile_write(&l, line, sizeof(line)), -1);
+	assert_int_equal(l.lost, 2 * sizeof(line));
+	logfile_close(&l);
+	assert_int_equal(size_of(p.target), 9); /* "precious\n", untouched */
+	snprintf(cmd, sizeof(cmd), "%s.1", path);
+	assert_int_equal(size_of(cmd), 1000); /* the rotated file kept its lines */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -91,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_rotation_keeps_lines_whole),
 		cmocka_unit_test(test_no_rotation_when_zero),
 		cmocka_unit_test(test_unwritable_path_is_an_error),
+		cmocka_unit_test(test_link_planted_between_rename_and_reopen_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

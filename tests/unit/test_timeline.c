@@ -68,8 +68,8 @@ static void test_write_is_atomic_and_loads(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/t.json", dir);
 	timeline_mark(tl, "spawn", 1.5);
-	assert_int_equal(timeline_write(tl, path, err, sizeof(err)), 0);
-	assert_int_equal(timeline_write(tl, path, err, sizeof(err)), 0);
+	assert_int_equal(timeline_write(tl, path, (uid_t)-1, (gid_t)-1, err, sizeof(err)), 0);
+	assert_int_equal(timeline_write(tl, path, (uid_t)-1, (gid_t)-1, err, sizeof(err)), 0);
 	back = timeline_load(path, err, sizeof(err));
 	assert_non_null(back);
 	assert_true(timeline_mark_ms(back, "spawn") == 1.5);
@@ -80,7 +80,7 @@ static void test_write_is_atomic_and_loads(void **state)
 	unlink(strcat(strcpy(err, dir), "/t.json"));
 	assert_int_equal(system(path), 0);
 	/* a directory that does not exist: an error naming the file */
-	assert_int_equal(timeline_write(tl, "/nonexistent/dir/t.json", err, sizeof(err)), -1);
+	assert_int_equal(timeline_write(tl, "/nonexistent/dir/t.json", (uid_t)-1, (gid_t)-1, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "/nonexistent/dir/t.json"));
 	timeline_free(tl);
 }
