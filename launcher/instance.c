@@ -89,6 +89,8 @@ void instance_locate(const struct config *c, struct instance *in)
 	char *p = config_path(c, c->pidfile);
 
 	in->fd = -1;
+	in->dirfd = -1;
+	in->locked = false;
 	in->system = false;
 	if (!*p) {
 		in->pidfile = p;
@@ -168,11 +170,51 @@ int instance_dir_open(const char *dir, uid_t uid, char *err, size_t errlen)
 	return fd;
 }
 
+/* Open the lock file in the open directory: O_NOFOLLOW, then a regular
+ * file of ours with one link, else refused. */
+static int open_lock(struct instance *in, bool create, char *err, size_t errlen)
+{
+	const char *base = base_name(in->lock);
+	struct stat st;
+	uid_t me = in->system ? 0 : geteuid();
+	int fd, e;
+
+	fd = openat(in->dirfd, base,
+		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0),
+		    in->system ? 0600 : 0644);
+	if (fd < 0 && !create && errno == EACCES)
+		fd = openat(in->dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENOENT)
+			snprintf(err, errlen, "no lock file %s", in->lock);
+		else if (e == EACCES && in->system)
+			snprintf(err, errlen,
+				 "cannot open the lock %s: %s (the instance is root's: run this as "
+				 "root)",
+				 in->lock, strerror(e));
+		else
+			snprintf(err, errlen, "cannot open the lock %s: %s", in->lock,
+				 e == ELOOP ? "it is a symbolic link (remove it)" : strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != me) {
+		snprintf(err, errlen,
+			 "the lock %s is not a regular file of uid %u with one link: not trusted "
+			 "(remove it)",
+			 in->lock, (unsigned)me);
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	in->fd = fd;
+	return 0;
+}
+
 int instance_open(struct instance *in, bool create, char *err, size_t errlen)
 {
 	const char *base;
-	struct stat st;
-	int dirfd, fd, e;
 
 	if (!*in->lock) {
 		snprintf(err, errlen, "no pidfile is configured ([service] pidfile is empty)");
@@ -184,43 +226,20 @@ int instance_open(struct instance *in, bool create, char *err, size_t errlen)
 			snprintf(err, errlen, "%s does not exist", INSTANCE_RUN_DIR);
 			return -1;
 		}
-		dirfd = instance_dir_open(INSTANCE_RUN_DIR, 0, err, errlen);
-		base = base_name(in->lock);
+		in->dirfd = instance_dir_open(INSTANCE_RUN_DIR, 0, err, errlen);
 	} else {
-		dirfd = safe_dir_open(in->lock, &base, err, errlen);
+		in->dirfd = safe_dir_open(in->lock, &base, err, errlen);
 	}
-	if (dirfd < 0)
+	if (in->dirfd < 0)
 		return -1;
-	fd = openat(dirfd, base,
-		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0),
-		    in->system ? 0600 : 0644);
-	if (fd < 0 && !create && errno == EACCES)
-		fd = openat(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	e = errno;
-	close(dirfd);
-	if (fd < 0) {
-		if (e == ENOENT)
-			snprintf(err, errlen, "no lock file %s", in->lock);
-		else if (e == EACCES && in->system)
-			snprintf(err, errlen, "cannot open the lock %s: %s (the instance is root's: "
-					      "run this as root)", in->lock, strerror(e));
-		else
-			snprintf(err, errlen, "cannot open the lock %s: %s", in->lock,
-				 e == ELOOP ? "it is a symbolic link (remove it)" : strerror(e));
+	if (open_lock(in, create, err, errlen) < 0) {
+		int e = errno;
+
+		close(in->dirfd);
+		in->dirfd = -1;
 		errno = e;
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    st.st_uid != (in->system ? 0 : geteuid())) {
-		snprintf(err, errlen,
-			 "the lock %s is not a regular file of uid %u with one link: not trusted "
-			 "(remove it)",
-			 in->lock, (unsigned)(in->system ? 0 : geteuid()));
-		close(fd);
-		errno = EPERM;
-		return -1;
-	}
-	in->fd = fd;
 	return 0;
 }
 
@@ -235,14 +254,36 @@ static int query(int fd, pid_t *pid)
 	return 0;
 }
 
+/* Is the locked file still the one at the lock's name? Its holder
+ * removes it before letting go, so a waiter may lock a removed file. */
+static bool still_named(const struct instance *in)
+{
+	struct stat a, b;
+
+	return fstat(in->fd, &a) == 0 &&
+	       fstatat(in->dirfd, base_name(in->lock), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int instance_try_lock(struct instance *in, pid_t *holder)
 {
-	/* The holder may let go between a failed F_SETLK and F_GETLK. */
+	/* The holder may let go between a failed F_SETLK and F_GETLK, or
+	 * remove the file we waited on. */
 	for (int i = 0; i < 100; i++) {
 		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+		char err[512];
 
-		if (fcntl(in->fd, F_SETLK, &fl) == 0)
-			return 0;
+		if (fcntl(in->fd, F_SETLK, &fl) == 0) {
+			if (still_named(in)) {
+				in->locked = true;
+				return 0;
+			}
+			close(in->fd);
+			in->fd = -1;
+			if (open_lock(in, true, err, sizeof(err)) < 0)
+				return -1;
+			continue;
+		}
 		if (errno != EAGAIN && errno != EACCES)
 			return -1;
 		if (query(in->fd, holder) < 0)
@@ -374,9 +415,17 @@ int instance_end(int holder_fd, pid_t holder, pid_t service,
 
 void instance_close(struct instance *in)
 {
+	/* Removed while still held (see still_named): a stale lock file
+	 * never outlives a run that ended normally. */
+	if (in->locked && in->dirfd >= 0)
+		unlinkat(in->dirfd, base_name(in->lock), 0);
+	in->locked = false;
 	if (in->fd >= 0)
 		close(in->fd);
 	in->fd = -1;
+	if (in->dirfd >= 0)
+		close(in->dirfd);
+	in->dirfd = -1;
 	free(in->pidfile);
 	free(in->lock);
 	in->pidfile = NULL;

@@ -24,9 +24,11 @@ struct instance {
 	char *lock;    /* where the lock file is; "" = none */
 	bool system;   /* under INSTANCE_RUN_DIR (root) */
 	int fd;        /* the open lock file, -1 */
+	int dirfd;     /* its directory, -1 */
+	bool locked;   /* we hold the lock */
 };
 
-#define INSTANCE_INIT {.fd = -1}
+#define INSTANCE_INIT {.fd = -1, .dirfd = -1}
 
 /* Where this app's pidfile and lock are; touches no file. */
 void instance_locate(const struct config *c, struct instance *in);
@@ -37,7 +39,8 @@ void instance_locate(const struct config *c, struct instance *in);
  * reason in err; errno ENOENT when !create and there is none. */
 int instance_open(struct instance *in, bool create, char *err, size_t errlen);
 
-/* Take the lock: 0 taken (held until instance_close or exit), 1 held by
+/* Take the lock: 0 taken (held until instance_close, which removes the
+ * file first, or the exit), 1 held by
  * another process (*holder: its pid; -1 when that is not a supervisor's
  * lock), -1 on error (errno). */
 int instance_try_lock(struct instance *in, pid_t *holder);

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -207,12 +208,14 @@ def test_daemon_status_stop(app):
     r = app.run("run", "-c", str(app.ini), "--no-trace", "--daemon")
     assert r.returncode == 0, r.stderr
     assert "started pid" in r.stderr
-    pidfile = app.dir / "tts-launch.pid"
-    svc, sup = [int(l.split()[0]) for l in pidfile.read_text().splitlines()]
-    assert alive(svc) and alive(sup)
     wait_for(lambda: port_open(app.port), what="daemon service listening")
     st = app.run("status", "-c", str(app.ini))
     assert st.returncode == 0
+    # As root the pidfile lives in /run/tts-launch/ (status says where).
+    pidfile = Path(next(l.split(" ", 1)[1] for l in st.stdout.splitlines()
+                        if l.startswith("pidfile: ")))
+    svc, sup = [int(l.split()[0]) for l in pidfile.read_text().splitlines()]
+    assert alive(svc) and alive(sup)
     assert "running: pid %d" % svc in st.stdout and "listening" in st.stdout
     # The supervisor detached into its own session.
     assert os.getsid(sup) == sup
