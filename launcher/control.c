@@ -38,12 +38,13 @@ static int no_holder(const struct instance *in, const char *why, bool stop)
 		return stop ? 0 : 3;
 	}
 	if (r < 0) {
-		printf("%snot trusted: %s is not a pidfile tts-launch wrote (%s); nothing signalled "
-		       "(remove it)\n",
-		       stop ? "tts-launch: " : "", in->pidfile, why);
+		printf(
+		    "%snot trusted: %s is not a pidfile tts-launch wrote (%s); nothing signalled "
+		    "(remove it)\n",
+		    stop ? "tts-launch: " : "", in->pidfile, why);
 		return UNTRUSTED;
 	}
-	pid = is_live(pi.service_pid, pi.service_start)	      ? pi.service_pid
+	pid = is_live(pi.service_pid, pi.service_start)		? pi.service_pid
 	      : is_live(pi.supervisor_pid, pi.supervisor_start) ? pi.supervisor_pid
 								: 0;
 	if (!pid) {
@@ -52,8 +53,9 @@ static int no_holder(const struct instance *in, const char *why, bool stop)
 			printf("tts-launch: not running (stale pidfile %s removed)\n", in->pidfile);
 			return 0;
 		}
-		printf("dead: pid %d from %s is gone (remove the pidfile or run `tts-launch stop`)\n",
-		       pi.service_pid, in->pidfile);
+		printf(
+		    "dead: pid %d from %s is gone (remove the pidfile or run `tts-launch stop`)\n",
+		    pi.service_pid, in->pidfile);
 		return 1;
 	}
 	cmd = proc_cmdline(pid);
@@ -92,10 +94,11 @@ static pid_t find_holder(const struct config *c, struct instance *in, bool stop,
 	}
 	holder = instance_holder(in);
 	if (holder < 0) {
-		fprintf(stderr,
-			"tts-launch: error: the lock %s is held, but not by a tts-launch supervisor: "
-			"not trusted, nothing signalled\n",
-			in->lock);
+		fprintf(
+		    stderr,
+		    "tts-launch: error: the lock %s is held, but not by a tts-launch supervisor: "
+		    "not trusted, nothing signalled\n",
+		    in->lock);
 		*rc = UNTRUSTED;
 		return 0;
 	}
@@ -251,13 +254,14 @@ int control_status(const struct config *c)
 		goto out;
 	svc = instance_service(&in, holder, &ok);
 	if (!svc) {
-		printf("starting: supervisor pid %d holds %s and has no service (yet, or any more)\n",
-		       holder, in.lock);
+		printf(
+		    "starting: supervisor pid %d holds %s and has no service (yet, or any more)\n",
+		    holder, in.lock);
 		goto out;
 	}
 	if (instance_dead(svc)) {
-		printf("dead: service pid %d has exited (its supervisor pid %d is finishing)\n", svc,
-		       holder);
+		printf("dead: service pid %d has exited (its supervisor pid %d is finishing)\n",
+		       svc, holder);
 		rc = 1;
 		goto out;
 	}

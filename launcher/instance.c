@@ -135,8 +135,9 @@ int instance_dir_open(const char *dir, uid_t uid, char *err, size_t errlen)
 		int e = errno;
 
 		snprintf(err, errlen, "failed to open %s: %s", dir,
-			 e == ELOOP || e == ENOTDIR ? "it is a symbolic link or not a directory (remove it)"
-						    : strerror(e));
+			 e == ELOOP || e == ENOTDIR
+			     ? "it is a symbolic link or not a directory (remove it)"
+			     : strerror(e));
 		errno = e;
 		return -1;
 	}
@@ -155,10 +156,11 @@ int instance_dir_open(const char *dir, uid_t uid, char *err, size_t errlen)
 		return -1;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen,
-			 "%s is writable by others (mode %04o): refusing to keep the pidfile and lock "
-			 "there (chmod 0755 it, or remove it)",
-			 dir, (unsigned)(st.st_mode & 07777));
+		snprintf(
+		    err, errlen,
+		    "%s is writable by others (mode %04o): refusing to keep the pidfile and lock "
+		    "there (chmod 0755 it, or remove it)",
+		    dir, (unsigned)(st.st_mode & 07777));
 		close(fd);
 		errno = EPERM;
 		return -1;
@@ -270,7 +272,8 @@ int instance_try_lock(struct instance *in, pid_t *holder)
 	/* The holder may let go between a failed F_SETLK and F_GETLK, or
 	 * remove the file we waited on. */
 	for (int i = 0; i < 100; i++) {
-		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+		struct flock fl = {
+		    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
 		char err[512];
 
 		if (fcntl(in->fd, F_SETLK, &fl) == 0) {
@@ -382,8 +385,8 @@ static bool pidfd_alive(int fd)
 	return poll(&p, 1, 0) == 0;
 }
 
-int instance_end(int holder_fd, pid_t holder, pid_t service,
-		 double stop_grace, const char *prefix, FILE *out)
+int instance_end(int holder_fd, pid_t holder, pid_t service, double stop_grace, const char *prefix,
+		 FILE *out)
 {
 	char how[160];
 	int svc = -1, rc = 0;

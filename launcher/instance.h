@@ -23,12 +23,15 @@ struct instance {
 	char *pidfile; /* where the pidfile is; "" = none */
 	char *lock;    /* where the lock file is; "" = none */
 	bool system;   /* under INSTANCE_RUN_DIR (root) */
-	int fd;        /* the open lock file, -1 */
+	int fd;	       /* the open lock file, -1 */
 	int dirfd;     /* its directory, -1 */
 	bool locked;   /* we hold the lock */
 };
 
-#define INSTANCE_INIT {.fd = -1, .dirfd = -1}
+#define INSTANCE_INIT                                                                              \
+	{                                                                                          \
+		.fd = -1, .dirfd = -1                                                              \
+	}
 
 /* Where this app's pidfile and lock are; touches no file. */
 void instance_locate(const struct config *c, struct instance *in);
