@@ -47,7 +47,7 @@ static const char usage_text[] =
 	"Commands:\n"
 	"  run       (default) start the service and supervise it until it exits\n"
 	"  stop      stop the service started by `run` (SIGTERM, grace, SIGKILL)\n"
-	"  status    is it running? (exit 0 running, 1 dead with pidfile, 3 not running)\n"
+	"  status    is it running? (exit 0 running, 1 dead, 3 not running, 4 not trusted)\n"
 	"  doctor    can this machine trace, and can the app start? (exit 1 on FAIL)\n"
 	"  report    a saved timeline as: text (the summary), json, perfetto (Chrome\n"
 	"            trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
