@@ -75,6 +75,18 @@ static pid_t find_holder(const struct config *c, struct instance *in, bool stop,
 	pid_t holder;
 
 	instance_locate(c, in);
+	if (!in->system && *in->pidfile && access(in->lock, F_OK) < 0) {
+		/* Not root: the instance may be one root started. */
+		struct instance root = INSTANCE_INIT;
+
+		instance_locate_as(c, &root, true);
+		if (access(root.lock, F_OK) == 0) {
+			instance_close(in);
+			*in = root;
+		} else {
+			instance_close(&root);
+		}
+	}
 	if (!*in->pidfile) {
 		fprintf(stderr,
 			"tts-launch: error: %s: [service] pidfile is empty, so no instance can be "
@@ -112,7 +124,7 @@ static pid_t find_holder(const struct config *c, struct instance *in, bool stop,
 int control_stop(const struct config *c)
 {
 	struct instance in = INSTANCE_INIT;
-	pid_t holder, svc, other;
+	pid_t holder, svc;
 	bool ok;
 	int hfd, rc = 0;
 
@@ -131,9 +143,9 @@ int control_stop(const struct config *c)
 		       in.pidfile, svc);
 	rc = instance_end(hfd, holder, svc, c->stop_grace, "tts-launch: stopped ", stdout) < 0;
 	close(hfd);
-	/* A supervisor SIGKILLed could not remove its pidfile: remove it under
-	 * the lock, so it cannot be a newer run's. */
-	if (instance_try_lock(&in, &other) == 0)
+	/* A supervisor SIGKILLed could not remove its pidfile. (Not under the
+	 * lock: a start meeting us as the lock's holder would end us.) */
+	if (!rc)
 		pidfile_remove_if(in.pidfile, holder);
 out:
 	instance_close(&in);

@@ -86,6 +86,11 @@ char *instance_key(const char *app_dir, const char *pidfile)
 
 void instance_locate(const struct config *c, struct instance *in)
 {
+	instance_locate_as(c, in, geteuid() == 0);
+}
+
+void instance_locate_as(const struct config *c, struct instance *in, bool system)
+{
 	char *p = config_path(c, c->pidfile);
 
 	in->fd = -1;
@@ -97,7 +102,7 @@ void instance_locate(const struct config *c, struct instance *in)
 		in->lock = dup_printf("%s", "");
 		return;
 	}
-	if (geteuid() == 0) {
+	if (system) {
 		char *key = instance_key(c->app_dir, p);
 
 		in->system = true;

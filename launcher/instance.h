@@ -35,6 +35,8 @@ struct instance {
 
 /* Where this app's pidfile and lock are; touches no file. */
 void instance_locate(const struct config *c, struct instance *in);
+/* The same for a root run (system) or another user's, whoever we are. */
+void instance_locate_as(const struct config *c, struct instance *in, bool system);
 
 /* Open (create: also make RUN_DIR and the lock file) the lock file. The
  * directory must be a directory of ours (root's as root) that no one else

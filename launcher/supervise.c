@@ -625,8 +625,8 @@ static void stale_add(struct stale_list *l, pid_t pid)
 		l->n++;
 }
 
-/* Take the app's lock. Returns 0 (taken, or no pidfile and so no lock),
- * 1 when another supervisor holds it (*holder), else the exit code. */
+/* Take the app's lock. Returns 0: taken (or no pidfile, so no lock), or
+ * another supervisor holds it (*holder > 0); else the exit code. */
 static int lock_instance(struct session *s, pid_t *holder)
 {
 	char err[1024];
@@ -651,6 +651,7 @@ static int lock_instance(struct session *s, pid_t *holder)
 	if (r < 0) {
 		fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", s->inst.lock,
 			strerror(errno));
+		*holder = 0;
 		return 1;
 	}
 	if (r == 1 && *holder < 0) {
@@ -660,7 +661,9 @@ static int lock_instance(struct session *s, pid_t *holder)
 			s->inst.lock);
 		return 3;
 	}
-	return r;
+	if (r == 0)
+		*holder = 0;
+	return 0;
 }
 
 /* Another supervisor (holder) runs this app. [stale] policy = kill: end
@@ -792,7 +795,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	 * app kills, spawns or writes the pidfile (instance.h). */
 	t = clock_ms();
 	rc = lock_instance(&s, &holder);
-	if (rc > 1)
+	if (rc)
 		goto out;
 
 	/* Stale instances: find, check the port, end them. */

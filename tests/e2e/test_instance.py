@@ -294,3 +294,59 @@ def test_not_root_without_a_writable_lock_place_only_warns():
         assert "warning" in r.stderr and "lock" in r.stderr
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_status_by_another_user_of_a_root_instance_is_refused(nobody_dir):
+    """nobody cannot open root's lock: status says so (exit 4), and stop
+    signals nothing; the instance runs on."""
+    from conftest import App
+    d = Path(tempfile.mkdtemp(prefix="tts-inst-app-", dir="/tmp"))
+    os.chmod(d, 0o755)
+    app = App(d)
+    try:
+        os.chmod(app.ini, 0o644)
+        r = app.run("run", "-c", str(app.ini), "--no-trace", "--daemon")
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: port_open(app.port), what="service listening")
+        svc, sup = instance(app)
+        for verb in ("status", "stop"):
+            r = subprocess.run(NOBODY + [str(TTS), verb, "-c", str(app.ini)],
+                               capture_output=True, text=True, timeout=60, cwd="/")
+            assert r.returncode == 4, r.stdout + r.stderr
+            assert "run this as root" in r.stderr
+        assert alive(svc) and alive(sup)
+    finally:
+        app.cleanup()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_not_root_the_configured_pidfile_and_its_lock(nobody_dir):
+    from conftest import App
+    app = App(nobody_dir)
+    ini_add(app, "service", "pidfile = run/tts.pid")
+    (nobody_dir / "run").mkdir()
+    for p in (nobody_dir / "run", nobody_dir / "webui.py", app.ini):
+        os.chown(p, 65534, 65534)
+
+    def as_user(*args):
+        return subprocess.run(NOBODY + [str(TTS), *args, "-c", str(app.ini)], capture_output=True,
+                              text=True, timeout=60, cwd="/")
+    try:
+        r = as_user("run", "--no-trace", "--daemon", "--set", "log.file=")
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: port_open(app.port), what="service listening")
+        st = as_user("status")
+        assert st.returncode == 0, st.stdout + st.stderr
+        lines = status_lines(st)
+        assert lines["pidfile"] == str(nobody_dir / "run/tts.pid")
+        assert "holds the lock %s/run/tts.pid.lock" % nobody_dir in lines["supervisor"]
+        assert (nobody_dir / "run/tts.pid.lock").stat().st_uid == 65534
+        svc = int(lines["running"].split()[1].rstrip(","))
+        stop = as_user("stop")
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert not alive(svc) and not port_open(app.port)
+        assert not (nobody_dir / "run/tts.pid").exists()
+        assert not (nobody_dir / "run/tts.pid.lock").exists()
+        assert as_user("status").returncode == 3
+    finally:
+        app.cleanup()
