@@ -678,21 +678,23 @@ static int replace_holder(struct session *s, pid_t holder)
 		bool ok;
 		pid_t svc = instance_service(&s->inst, holder, &ok);
 		char *cmd = proc_cmdline(svc > 0 ? svc : holder);
+		char what[64] = "no service yet";
 		int hfd, r;
+
+		if (svc > 0)
+			snprintf(what, sizeof(what), "service pid %d", (int)svc);
 
 		if (c->stale_policy != STALE_KILL) {
 			fprintf(stderr,
 				"tts-launch: error: %s already runs under tts-launch: supervisor pid "
-				"%d, service pid %d (%s); stop it first (tts-launch stop) or set "
-				"[stale] policy = kill; nothing was killed\n",
-				c->app_dir, (int)holder, (int)svc, cmd ? cmd : "?");
+				"%d, %s (%s); stop it first (tts-launch stop) or set [stale] policy "
+				"= kill; nothing was killed\n",
+				c->app_dir, (int)holder, what, cmd ? cmd : "?");
 			free(cmd);
 			return 3;
 		}
-		fprintf(stderr,
-			"tts-launch: ending the running instance: supervisor pid %d, service pid "
-			"%d (%s)\n",
-			(int)holder, (int)svc, cmd ? cmd : "?");
+		fprintf(stderr, "tts-launch: ending the running instance: supervisor pid %d, %s (%s)\n",
+			(int)holder, what, cmd ? cmd : "?");
 		free(cmd);
 		hfd = instance_hold(&s->inst, holder);
 		if (hfd >= 0) {
