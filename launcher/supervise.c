@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -530,7 +531,8 @@ static void notify_parent(struct session *s, int code)
  * -1 in the supervisor, or the parent's exit code. */
 static int daemonize(struct session *s, const char *logpath)
 {
-	int p[2], msg[2];
+	int p[2], msg[2], sfd;
+	sigset_t stops, old;
 	pid_t pid;
 	ssize_t n;
 
@@ -538,15 +540,26 @@ static int daemonize(struct session *s, const char *logpath)
 		perror("tts-launch: failed to create pipe");
 		return 1;
 	}
+	/* The daemon does the stale kill and the start: until it reports, a
+	 * Ctrl-C or SIGTERM to the caller is passed on to it (it then does
+	 * not start the service, or stops it). */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigaddset(&stops, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &stops, &old);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		perror("tts-launch: failed to fork");
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		return 1;
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		close(p[0]);
 		s->notify_fd = p[1];
 		setsid();
@@ -562,10 +575,28 @@ static int daemonize(struct session *s, const char *logpath)
 		return -1;
 	}
 	close(p[1]);
+	sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK);
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = p[0], .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct signalfd_siginfo si;
+
+		if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[0].revents)
+			break;
+		if (read(sfd, &si, sizeof(si)) == sizeof(si))
+			kill(pid, (int)si.ssi_signo);
+	}
 	do
 		n = read(p[0], msg, sizeof(msg));
 	while (n < 0 && errno == EINTR);
 	close(p[0]);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (n != (ssize_t)sizeof(msg)) {
 		fprintf(stderr, "tts-launch: the daemon failed before starting the service; see %s\n",
 			*logpath ? logpath : "its log");

@@ -350,3 +350,24 @@ def test_not_root_the_configured_pidfile_and_its_lock(nobody_dir):
         assert as_user("status").returncode == 3
     finally:
         app.cleanup()
+
+
+@pytest.mark.parametrize("mode", ["--daemon", "--foreground"])
+def test_interrupted_while_ending_the_running_instance_starts_nothing(app, mode):
+    # The running service ignores SIGTERM: ending it takes stop_grace (2 s).
+    ini_add(app, "app", "args = --ignore-term")
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--daemon")
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: port_open(app.port), what="first listening")
+    svc_a, sup_a = instance(app)
+    b = app.popen("run", "-c", str(app.ini), "--no-trace", mode)
+    # The first supervisor has been told to stop (its log says so): the
+    # second start is now waiting for it. Ctrl-C the second start.
+    log = app.dir / "webui.log"
+    wait_for(lambda: "SIGTERM: stopping the service" in log.read_text(), what="first told")
+    b.send_signal(2)
+    assert b.wait(timeout=60) == 130, b.stderr.read()
+    assert "SIGINT before the service started: not starting it" in b.stderr.read()
+    assert not alive(sup_a) and not alive(svc_a)
+    assert services(app) == [] and not port_open(app.port)
+    assert app.run("status", "-c", str(app.ini)).returncode == 3
