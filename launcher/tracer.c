@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "hfcache.h"
 #include "procfs.h"
+#include "redact.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -287,6 +288,7 @@ static json_t *argv_json(const char *buf, size_t len)
 		json_array_append_new(a, json_stringn(buf + i, n));
 		i += n + 1;
 	}
+	redact_json(a); /* an exec'd --token abc is no more readable than ours */
 	return a;
 }
 
