@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "redact.h"
+#include "render_prom.h"
 #include "spawn.h"
 #include "timeline.h"
 
@@ -279,6 +280,21 @@ static void test_timeline_loaded(void **state)
 	timeline_free(tl);
 }
 
+/* /metrics and report --format prom: a label value never shows a secret */
+static void test_prom_label(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	prom_label_value(f, "https://user:pw@hub/x?token=t1 \"q\"");
+	fclose(f);
+	assert_string_equal(buf, "\"https://***@hub/x?token=*** \\\"q\\\"\"");
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +305,7 @@ int main(void)
 	    cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_timeline_built),
 	    cmocka_unit_test(test_timeline_loaded),
+	    cmocka_unit_test(test_prom_label),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
