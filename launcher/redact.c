@@ -180,6 +180,24 @@ char *redact_text(const char *text)
 	return finish(&o);
 }
 
+char *redact_text_cut(const char *text)
+{
+	char *r = redact_text(text), *url = NULL, *tail;
+
+	for (char *p = r; p && (p = strstr(p, "://")); p += 3)
+		url = p + 3;
+	if (!url || url[strcspn(url, "/?#\"' \t\r\n")])
+		return r;
+	/* r ends inside a URL's host part: hide it */
+	*url = '\0';
+	tail = realloc(r, strlen(r) + strlen(REDACTED) + 1);
+	if (!tail) {
+		free(r);
+		return NULL;
+	}
+	return strcat(tail, REDACTED);
+}
+
 char *redact_env_value(const char *name, const char *value)
 {
 	if (!value)

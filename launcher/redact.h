@@ -35,6 +35,11 @@ bool redact_is_secret_name(const char *name, size_t len);
  * of memory. */
 char *redact_text(const char *text);
 
+/* redact_text for a string cut short (the tracer keeps an exec's first 127
+ * bytes of argv): a URL whose host part runs to the cut may be a userinfo
+ * whose '@' was cut off, so that part is "***" too. */
+char *redact_text_cut(const char *text);
+
 /* The value of variable name as it may be shown: "***" when name is secret
  * (an empty value stays empty), else redact_text(value). NULL: no memory. */
 char *redact_env_value(const char *name, const char *value);

@@ -24,6 +24,8 @@ APP = r'''
 import json, os, socket, subprocess, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 subprocess.run(["/bin/sh", "-c", "true", "sh", "--api-key", "childkey_secret_31"])
+# the tracer keeps 127 bytes of argv: cut inside the userinfo, before its '@'
+subprocess.run(["/bin/sh", "-c", "true", "p" * 92, "https://cutuser:cutpw@127.0.0.1:3/"])
 port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
 with open(os.path.join(here, "service-env.tmp"), "w") as f:
     json.dump({"env": dict(os.environ), "argv": sys.argv}, f)
@@ -94,7 +96,7 @@ def test_secrets_never_written_service_gets_them(tmp_path):
         "KEYBOARD_LAYOUT = us\n"
         "[trace]\nsettle = 0.2s\n[metrics]\nlisten = 127.0.0.1:%d\n" % (tmp_path, PY, port, mport))
     secrets = ["hf_secretvalue123", "user:pw", "setkey_secret_42", "inherited_secret_77",
-               "tokabc_secret", "childkey_secret_31"]
+               "tokabc_secret", "childkey_secret_31", "cutuser"]
     env = env_of(os.environ, OPENAI_API_KEY="inherited_secret_77")
     sets = ["--set", "env.MY_API_KEY=setkey_secret_42"]
     timeline = tmp_path / "timeline.json"
@@ -164,6 +166,8 @@ def test_secrets_never_written_service_gets_them(tmp_path):
     assert child, [q.get("argv") for q in t["processes"]]
     argv = child[0]["argv"]
     assert argv[argv.index("--api-key") + 1] == "***"
+    cut = [q for q in t["processes"] if "p" * 92 in (q.get("argv") or [])]
+    assert cut and cut[0]["argv"][-1] == "https://***", [q.get("argv") for q in t["processes"]]
     root = [q for q in t["processes"] if "app.py" in (q.get("argv") or [])]
     assert root and root[0]["argv"][-2:] == ["--token", "***"]
 
@@ -171,7 +175,7 @@ def test_secrets_never_written_service_gets_them(tmp_path):
 def test_command_after_dashdash_and_inherited_endpoint(tmp_path):
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "go").touch()  # exits right after listening
-    secrets = ["xyz_secret_9", "dashdash_tok_5", "inhpw", "childkey_secret_31"]
+    secrets = ["xyz_secret_9", "dashdash_tok_5", "inhpw", "childkey_secret_31", "cutuser"]
     env = env_of(os.environ, HF_ENDPOINT="https://inhuser:inhpw@127.0.0.1:2")
     timeline = tmp_path / "timeline.json"
     cmd = ["--", PY, str(tmp_path / "app.py"), "--hf-token=xyz_secret_9", "--token",

@@ -111,6 +111,28 @@ static void test_text(void **state)
 	assert_null(redact_text(NULL));
 }
 
+static void cut_is(const char *in, const char *want)
+{
+	char *got = redact_text_cut(in);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* the tracer's argv, cut at 127 bytes */
+static void test_text_cut(void **state)
+{
+	(void)state;
+	cut_is("https://user:pa", "https://***");
+	cut_is("--endpoint=https://us", "--endpoint=https://***");
+	cut_is("https://user:pw@hub.exam", "https://***");
+	/* complete enough: the host part ended */
+	cut_is("https://user:pw@hub/pa", "https://***@hub/pa");
+	cut_is("https://hub/x https://h2/y", "https://hub/x https://h2/y");
+	cut_is("webui.py", "webui.py");
+}
+
 static void entry_is(const char *in, const char *want)
 {
 	char *got = redact_env_entry(in);
@@ -298,13 +320,10 @@ static void test_prom_label(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_secret_names),
-	    cmocka_unit_test(test_text),
-	    cmocka_unit_test(test_env),
-	    cmocka_unit_test(test_argv),
-	    cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_timeline_built),
-	    cmocka_unit_test(test_timeline_loaded),
+	    cmocka_unit_test(test_secret_names),   cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_text_cut),	   cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_argv),	   cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_timeline_built), cmocka_unit_test(test_timeline_loaded),
 	    cmocka_unit_test(test_prom_label),
 	};
 
