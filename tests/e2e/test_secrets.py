@@ -233,3 +233,18 @@ def test_report_of_an_older_timeline_is_redacted(tmp_path):
     j = json.loads(r.stdout)
     assert j["launcher"]["config"]["env"]["vars"]["HF_ENDPOINT"] == "https://***@127.0.0.1:1"
     assert j["processes"][-1]["argv"] == ["sh", "--hf-token=***"]
+
+
+def test_own_log_lines_redacted(tmp_path):
+    """tts-launch's own lines (here: the exec failure naming the command) are
+    redacted on the terminal and in the log."""
+    r = subprocess.run([str(TTS), "run", "--no-trace", "--set", "app.dir=%s" % tmp_path,
+                        "--timeline", str(tmp_path / "t.json"), "--",
+                        "https://cmduser:cmdpw@127.0.0.1/x"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 127, r.stderr
+    log = (tmp_path / "webui.log").read_text()
+    assert "tts-launch: error: https://***@127.0.0.1/x: cannot execute" in log
+    assert "https://***@127.0.0.1/x: cannot execute" in r.stderr
+    assert_clean("the terminal", r.stdout + r.stderr, ["cmduser", "cmdpw"])
+    assert scan_dir(tmp_path, ["cmduser", "cmdpw"]) >= 2
