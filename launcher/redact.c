@@ -7,8 +7,7 @@
 
 #include "redact.h"
 
-/* Longer words first only for readability: every word is tried at every
- * position. */
+/* Every word is tried at every position of a name: the order is free. */
 static const char *const secret_words[] = {
     "AUTHORIZATION", "CREDENTIAL", "PASSPHRASE", "PASSWORD", "PASSWD",
     "SECRET",	     "TOKEN",	   "AUTH",	 "PASS",     "KEY",
