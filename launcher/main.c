@@ -16,6 +16,7 @@
 #include "diagnose.h"
 #include "doctor.h"
 #include "mlock.h"
+#include "redact.h"
 #include "spawn.h"
 #include "supervise.h"
 #include "render_perfetto.h"
@@ -155,10 +156,13 @@ static struct config *user_env(struct config *c)
 	return c;
 }
 
-static int print_env(const struct config *c)
+/* secrets: print the values redact.h would hide (the service gets them
+ * either way); the flag that asks for it is the option parser's. */
+static int print_env(const struct config *c, bool secrets)
 {
 	char **argv = config_service_argv(c);
 	char **envp = spawn_build_env(c, environ);
+	char **shown = secrets ? NULL : redact_argv(argv, -1);
 	struct mlock_ctl m = MLOCK_CTL_INIT;
 	char err[512];
 
@@ -166,13 +170,24 @@ static int print_env(const struct config *c)
 	if (mlock_prepare(&m, c, &envp, err, sizeof(err)) < 0)
 		fprintf(stderr, "tts-launch: warning: %s\n", err);
 	mlock_free(&m);
+	if (!secrets && !shown) {
+		fprintf(stderr, "tts-launch: error: out of memory\n");
+		spawn_env_free(argv);
+		spawn_env_free(envp);
+		return 1;
+	}
 
 	printf("# command:");
-	for (char **a = argv; *a; a++)
+	for (char **a = secrets ? argv : shown; *a; a++)
 		printf(" %s", *a);
 	printf("\n# directory: %s\n", c->app_dir);
-	for (char **e = envp; *e; e++)
-		printf("%s\n", *e);
+	for (char **e = envp; *e; e++) {
+		char *r = secrets ? NULL : redact_env_entry(*e);
+
+		printf("%s\n", secrets ? *e : r ? r : REDACTED);
+		free(r);
+	}
+	redact_argv_free(shown);
 	spawn_env_free(argv);
 	spawn_env_free(envp);
 	return 0;
@@ -438,7 +453,7 @@ int main(int argc, char **argv)
 		free(tp);
 	}
 	else if (print)
-		rc = print_env(user_env(&c));
+		rc = print_env(user_env(&c), false);
 	else
 		rc = supervise_run(inherit_hf_env(user_env(&c)), argc, argv);
 	c.command = NULL;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redact.h"
 #include "render_prom.h"
 
 const double prom_request_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -43,8 +44,12 @@ void prom_header(FILE *out, const char *name, const char *type, const char *help
 
 void prom_label_value(FILE *out, const char *s)
 {
+	/* /metrics is readable by anyone who can connect: no secret in a label,
+	 * whatever model it was rendered from */
+	char *r = redact_text(s ? s : "");
+
 	fputc('"', out);
-	for (const char *p = s ? s : ""; *p; p++) {
+	for (const char *p = r ? r : REDACTED; *p; p++) {
 		if (*p == '\\')
 			fputs("\\\\", out);
 		else if (*p == '"')
@@ -55,6 +60,7 @@ void prom_label_value(FILE *out, const char *s)
 			fputc(*p, out);
 	}
 	fputc('"', out);
+	free(r);
 }
 
 void prom_value(FILE *out, double v)

@@ -26,6 +26,7 @@
 #include "pidfile.h"
 #include "procfs.h"
 #include "progress.h"
+#include "redact.h"
 #include "spawn.h"
 #include "stale.h"
 #include "timeline.h"
@@ -86,6 +87,7 @@ static void log_out(struct session *s, const char *buf, size_t len)
 
 /* Launcher messages go to the terminal (foreground) and to the log file,
  * so a daemon's history is in its log. */
+static void say_block(struct session *s, const char *text, size_t len);
 static void say(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct session *s, const char *fmt, ...)
 {
@@ -100,20 +102,30 @@ static void say(struct session *s, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
-	if (s->foreground) {
+	say_block(s, buf, (size_t)n);
+}
+
+/* tts-launch's own lines, in the log (readable by the service user) and on
+ * the terminal when terminal is set: secrets redacted (redact.h). */
+static void emit(struct session *s, const char *text, size_t len, bool terminal)
+{
+	char *copy = strndup(text, len), *r = copy ? redact_text(copy) : NULL;
+
+	free(copy);
+	if (!r)
+		return; /* out of memory: better no line than a secret */
+	len = strlen(r);
+	if (terminal) {
 		progress_clear(s->progress);
-		fputs(buf, stderr);
+		fwrite(r, 1, len, stderr);
 	}
-	log_out(s, buf, (size_t)n);
+	log_out(s, r, len);
+	free(r);
 }
 
 static void say_block(struct session *s, const char *text, size_t len)
 {
-	if (s->foreground) {
-		progress_clear(s->progress);
-		fwrite(text, 1, len, stderr);
-	}
-	log_out(s, text, len);
+	emit(s, text, len, s->foreground);
 }
 
 /* progress.h's lines: on the terminal (foreground) and in the log, or the
@@ -125,7 +137,7 @@ static void progress_emit(void *arg, const char *line, bool terminal)
 	if (terminal)
 		say(s, "%s", line);
 	else
-		log_out(s, line, strlen(line));
+		emit(s, line, strlen(line), false);
 }
 
 /* About once a second until ready (+ settle): what the trace saw so far,

@@ -16,6 +16,7 @@
 
 #include "atomicfile.h"
 #include "clock.h"
+#include "redact.h"
 #include "timeline.h"
 #include "util.h"
 
@@ -108,6 +109,9 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 	json_object_set_new(tl->root, "locks", json_array());
 	/* the mlock shim's outcome (launcher/mlock.c); null when it was not used */
 	json_object_set_new(json_object_get(tl->root, "memory"), "mlock", json_null());
+	/* the launcher's argv (--set env.X=...) and the effective config ([env],
+	 * [app] args, the -- command) hold secrets: never in the model */
+	redact_timeline(tl->root);
 	return tl;
 }
 
@@ -167,6 +171,7 @@ void timeline_set_process(struct timeline *tl, pid_t pid, char *const *argv)
 	p = json_object_get(tl->root, "process");
 	for (int i = 0; argv && argv[i]; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
+	redact_json(cmd); /* --token abc, --hf-token=xyz */
 	json_object_set_new(p, "pid", json_integer(pid));
 	json_object_set_new(p, "command", cmd);
 }
@@ -258,6 +263,7 @@ struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	tl->root = root;
+	redact_timeline(tl->root); /* a file written before redaction */
 	return tl;
 }
 

@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "hfcache.h"
 #include "procfs.h"
+#include "redact.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -284,9 +285,19 @@ static json_t *argv_json(const char *buf, size_t len)
 	while (i < len && buf[i]) {
 		size_t n = strnlen(buf + i, len - i);
 
-		json_array_append_new(a, json_stringn(buf + i, n));
+		if (i + n == len) {
+			/* cut at the BPF side's limit: a URL's userinfo may lack its '@' */
+			char *part = strndup(buf + i, n), *r = part ? redact_text_cut(part) : NULL;
+
+			json_array_append_new(a, json_string(r ? r : REDACTED));
+			free(part);
+			free(r);
+		} else {
+			json_array_append_new(a, json_stringn(buf + i, n));
+		}
 		i += n + 1;
 	}
+	redact_json(a); /* an exec'd --token abc is no more readable than ours */
 	return a;
 }
 
