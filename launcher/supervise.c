@@ -727,6 +727,18 @@ static int replace_holder(struct session *s, pid_t holder)
 		if (svc > 0)
 			snprintf(what, sizeof(what), "service pid %d", (int)svc);
 
+		/* Ending an ancestor would end ourselves (a service that runs
+		 * tts-launch for its own app). */
+		for (pid_t p = getppid(); p > 1; p = proc_ppid(p))
+			if (p == holder) {
+				fprintf(stderr,
+					"tts-launch: error: this runs inside the instance of %s it would "
+					"replace (supervisor pid %d): use another [service] pidfile, or "
+					"an empty one; nothing was killed\n",
+					c->app_dir, (int)holder);
+				free(cmd);
+				return 3;
+			}
 		if (c->stale_policy != STALE_KILL) {
 			fprintf(stderr,
 				"tts-launch: error: %s already runs under tts-launch: supervisor pid "

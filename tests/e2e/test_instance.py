@@ -371,3 +371,14 @@ def test_interrupted_while_ending_the_running_instance_starts_nothing(app, mode)
     assert not alive(sup_a) and not alive(svc_a)
     assert services(app) == [] and not port_open(app.port)
     assert app.run("status", "-c", str(app.ini)).returncode == 3
+
+
+def test_a_start_inside_the_instance_it_would_replace_is_refused(app):
+    inner = "%s run -c %s --no-trace -- /bin/true" % (TTS, app.ini)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--", "/bin/sh", "-c", inner)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "runs inside the instance" in r.stdout + r.stderr
+    # With a pidfile of its own it is another instance and runs.
+    inner = "%s run -c %s --no-trace --set service.pidfile=inner.pid -- /bin/true" % (TTS, app.ini)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--", "/bin/sh", "-c", inner)
+    assert r.returncode == 0, r.stdout + r.stderr
