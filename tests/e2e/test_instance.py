@@ -382,3 +382,19 @@ def test_a_start_inside_the_instance_it_would_replace_is_refused(app):
     inner = "%s run -c %s --no-trace --set service.pidfile=inner.pid -- /bin/true" % (TTS, app.ini)
     r = app.run("run", "-c", str(app.ini), "--no-trace", "--", "/bin/sh", "-c", inner)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_hard_link_at_the_pidfile_is_replaced_not_written(app, nobody_dir):
+    # protected_hardlinks stops nobody from linking root's file: plant as root.
+    secret = nobody_dir / "secret"
+    secret.write_text("ORIGINAL\n")
+    pidfile = nobody_dir / "tts.pid"
+    os.link(secret, pidfile)
+    ini_add(app, "service", "pidfile = %s" % pidfile)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--daemon")
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: port_open(app.port), what="service listening")
+    assert secret.read_text() == "ORIGINAL\n" and secret.stat().st_nlink == 1
+    svc, sup = instance(app)
+    assert app.run("stop", "-c", str(app.ini)).returncode == 0
+    assert secret.read_text() == "ORIGINAL\n"
