@@ -266,9 +266,22 @@ int control_status(const struct config *c)
 		goto out;
 	svc = instance_service(&in, holder, &ok);
 	if (!svc) {
-		printf(
-		    "starting: supervisor pid %d holds %s and has no service (yet, or any more)\n",
-		    holder, in.lock);
+		struct pidfile_info pi;
+
+		/* Its pidfile names the service it had: that one has exited,
+		 * and the supervisor is finishing (the timeline). */
+		if (pidfile_read(in.pidfile, &pi) == 0 && pi.supervisor_pid == holder &&
+		    pi.supervisor_start == proc_start_ticks(holder)) {
+			printf("dead: service pid %d has exited (its supervisor pid %d is "
+			       "finishing)\n",
+			       pi.service_pid, holder);
+			rc = 1;
+		} else {
+			printf(
+			    "starting: supervisor pid %d holds %s and has not started the service "
+			    "yet\n",
+			    holder, in.lock);
+		}
 		goto out;
 	}
 	if (instance_dead(svc)) {

@@ -398,3 +398,23 @@ def test_hard_link_at_the_pidfile_is_replaced_not_written(app, nobody_dir):
     svc, sup = instance(app)
     assert app.run("stop", "-c", str(app.ini)).returncode == 0
     assert secret.read_text() == "ORIGINAL\n"
+
+
+def test_stop_during_the_start_starts_nothing(app):
+    # A stale instance that ignores SIGTERM keeps the start busy for 5 s.
+    app.ini.write_text(app.ini.read_text().replace("[stale]\ngrace = 2s\n",
+                                                   "[stale]\ngrace = 5s\n", 1))
+    stale = app.spawn([PY, "webui.py", "--port", str(app.port), "--ignore-term"])
+    wait_for(lambda: port_open(app.port), what="stale instance listening")
+    p = app.popen("run", "-c", str(app.ini), "--no-trace")
+
+    def starting():
+        st = app.run("status", "-c", str(app.ini))
+        return st.returncode == 0 and st.stdout.startswith("starting: supervisor pid %d " % p.pid)
+    wait_for(starting, what="status: starting")
+    stop = app.run("stop", "-c", str(app.ini))
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert "stopped supervisor pid %d" % p.pid in stop.stdout
+    assert p.wait(timeout=30) == 143
+    assert "SIGTERM before the service started: not starting it" in p.stderr.read()
+    assert stale.poll() is not None and services(app) == [] and not port_open(app.port)
