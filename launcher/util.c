@@ -15,6 +15,21 @@ const char *jstr(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
+json_t *json_index(const json_t *arr, const char *key, bool last)
+{
+	json_t *idx = json_object(), *e;
+	size_t i;
+
+	json_array_foreach(arr, i, e)
+	{
+		const char *k = json_string_value(json_object_get(e, key));
+
+		if (idx && k && (last || !json_object_get(idx, k)))
+			json_object_set(idx, k, e);
+	}
+	return idx;
+}
+
 bool str_ends_with(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);

@@ -25,6 +25,13 @@ const char *base_name(const char *path);
 /* "512 B", "1.5 MiB": sizes in messages and findings. */
 void fmt_bytes(char *buf, size_t len, double bytes);
 
+/* An index of the objects of arr by their string member key: a new object
+ * mapping each value to its element, the first (last: the last) of equal
+ * ones; elements without the member are left out. One pass, so lookups in
+ * a loop over another list stay linear (a hostile timeline may hold
+ * 20,000 of each). */
+json_t *json_index(const json_t *arr, const char *key, bool last);
+
 /* ---- bytes from outside: kernel strings, loaded timelines ---- */
 
 /* Length (1-4) of the well-formed UTF-8 character at s[0..n), 0 when the
