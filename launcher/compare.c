@@ -383,8 +383,8 @@ void compare_print_text(const json_t *cmp, FILE *out)
 	fprintf(out, "  phases\n");
 	json_array_foreach(ph, i, p)
 	{
-		const char *name = text_esc(json_string_value(json_object_get(p, "name")), en,
-					    sizeof(en));
+		const char *name =
+		    text_esc(json_string_value(json_object_get(p, "name")), en, sizeof(en));
 
 		/* download:<64 hex digits>.incomplete would widen the whole table;
 		 * cut at a character boundary */

@@ -170,8 +170,8 @@ static void download_label(const json_t *d, char *buf, size_t len)
 		int l = slash ? (int)(slash - m - 8) : (int)strlen(m + 8);
 		char *sep;
 
-		snprintf(repo, sizeof(repo), "%.*s ", l > 150 ? (int)utf8_prefix_len(m + 8, 150) : l,
-			 m + 8);
+		snprintf(repo, sizeof(repo), "%.*s ",
+			 l > 150 ? (int)utf8_prefix_len(m + 8, 150) : l, m + 8);
 		sep = strstr(repo, "--");
 		if (sep) {
 			sep[0] = '/';
@@ -393,7 +393,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 			int r;
 
 			fmt_dur(dur, sizeof(dur), at[j]);
-			snprintf(buf, sizeof(buf), "%.*s %s", utf8_prefix(names[j], 200), names[j], dur);
+			snprintf(buf, sizeof(buf), "%.*s %s", utf8_prefix(names[j], 200), names[j],
+				 dur);
 			for (r = 0; r < MARK_ROWS - 1 && mark_end[r] > x - 6; r++)
 				;
 			mark_end[r] = x + text_w(buf);

@@ -286,11 +286,13 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *err, 
 		if (n == cap) {
 			/* the file's size when it has one, else grow; one more byte
 			 * than max tells "too large" apart */
-			size_t want = cap ? cap * 2 : S_ISREG(st.st_mode) && st.st_size > 0 &&
-								(size_t)st.st_size < max
-							  ? (size_t)st.st_size + 1
-							  : 65536;
+			size_t want = 65536;
 			char *nb;
+
+			if (cap)
+				want = cap * 2;
+			else if (S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size < max)
+				want = (size_t)st.st_size + 1;
 
 			if (want > max + 1)
 				want = max + 1;
@@ -314,7 +316,8 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *err, 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			snprintf(err, errlen, "failed to load timeline %s: %s", path, strerror(errno));
+			snprintf(err, errlen, "failed to load timeline %s: %s", path,
+				 strerror(errno));
 			goto fail;
 		}
 		if (!r)
@@ -454,11 +457,10 @@ static int vwalk(struct vctx *c, const json_t *v, size_t at, const char *key, bo
 static const struct {
 	const char *list, *str;
 } list_shapes[] = {
-	{"phases", "name"},	     {"files", "path"},	      {"missing_paths", "path"},
-	{"downloads", "path"},	     {"network", "peer"},     {"connects", NULL},
-	{"requests", NULL},	     {"findings", NULL},      {"failed_ops", NULL},
-	{"locks", NULL},	     {"renames", NULL},	      {"symlinks", NULL},
-	{"processes", NULL},	     {"listens", NULL},
+    {"phases", "name"},	  {"files", "path"},  {"missing_paths", "path"}, {"downloads", "path"},
+    {"network", "peer"},  {"connects", NULL}, {"requests", NULL},	 {"findings", NULL},
+    {"failed_ops", NULL}, {"locks", NULL},    {"renames", NULL},	 {"symlinks", NULL},
+    {"processes", NULL},  {"listens", NULL},
 };
 
 int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen)
@@ -472,8 +474,9 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
 		return -1;
 	}
 	if (!schema || strcmp(schema, TIMELINE_SCHEMA)) {
-		snprintf(err, errlen, "failed to load timeline %s: schema is %s, expected %s", c.name,
-			 schema ? text_esc(schema, esc, sizeof(esc)) : "(missing)", TIMELINE_SCHEMA);
+		snprintf(err, errlen, "failed to load timeline %s: schema is %s, expected %s",
+			 c.name, schema ? text_esc(schema, esc, sizeof(esc)) : "(missing)",
+			 TIMELINE_SCHEMA);
 		return -1;
 	}
 	for (size_t s = 0; s < sizeof(list_shapes) / sizeof(list_shapes[0]); s++) {
@@ -490,9 +493,10 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
 			snprintf(c.path, sizeof(c.path), "%s[%zu]", list_shapes[s].list, i);
 			if (!json_is_object(e))
 				return vfail(&c, "is not an object");
-			if (list_shapes[s].str && !json_is_string(json_object_get(e, list_shapes[s].str))) {
-				snprintf(c.path, sizeof(c.path), "%s[%zu].%s", list_shapes[s].list, i,
-					 list_shapes[s].str);
+			if (list_shapes[s].str &&
+			    !json_is_string(json_object_get(e, list_shapes[s].str))) {
+				snprintf(c.path, sizeof(c.path), "%s[%zu].%s", list_shapes[s].list,
+					 i, list_shapes[s].str);
 				return vfail(&c, "is missing or not a string");
 			}
 		}
@@ -923,8 +927,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fprintf(out, "    %9s %-6s %9s  %-8s %s\n", a,
 			json_is_true(json_object_get(top[i], "mapped")) ? "mapped" : "", b,
 			esc(json_string_value(json_object_get(top[i], "class"))),
-			esc(short_path(json_string_value(json_object_get(top[i], "path")), app_dir, sp,
-				       sizeof(sp))));
+			esc(short_path(json_string_value(json_object_get(top[i], "path")), app_dir,
+				       sp, sizeof(sp))));
 	}
 	json_decref(arr);
 
@@ -946,7 +950,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fmt_size(a, sizeof(a), num(top[i], "bytes_in"));
 		fmt_size(b, sizeof(b), num(top[i], "bytes_out"));
 		fmt_ms(c, sizeof(c), num(top[i], "connect_ms"));
-		fprintf(out, "    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
+		fprintf(out,
+			"    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
 			esc(json_string_value(json_object_get(top[i], "peer"))),
 			(long long)json_integer_value(json_object_get(top[i], "connects")),
 			(long long)json_integer_value(json_object_get(top[i], "failures")),
@@ -985,9 +990,9 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			snprintf(c, sizeof(c), "-");
 		fprintf(out, "    %9s in %9s %11s  %-10s %s\n", a, b, c,
 			json_is_true(json_object_get(p, "complete")) ||
-					json_is_true(json_object_get(p, "completed"))
-				? "complete"
-				: "INCOMPLETE",
+				json_is_true(json_object_get(p, "completed"))
+			    ? "complete"
+			    : "INCOMPLETE",
 			esc(short_path(name ? name : "?", app_dir, sp, sizeof(sp))));
 	}
 
@@ -1038,8 +1043,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
 		fprintf(out, "  %s: %s in %s\n", esc(json_string_value(json_object_get(p, "call"))),
 			json_integer_value(json_object_get(p, "result")) < 0
-				? esc(json_string_value(json_object_get(p, "errno")) ?: "failed")
-				: "ok",
+			    ? esc(json_string_value(json_object_get(p, "errno")) ?: "failed")
+			    : "ok",
 			a);
 	}
 	p = json_object_get(root, "sched");

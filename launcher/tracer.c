@@ -355,8 +355,9 @@ static void on_import(struct tracer *t, const struct tl_import_event *e)
 			stack = json_array();
 			json_object_set_new(t->import_stack, k, stack);
 		}
-		json_array_append_new(stack, json_pack("{s:o, s:f}", "name",
-						       json_bytes(e->name, sizeof(e->name)), "start", ms));
+		json_array_append_new(stack,
+				      json_pack("{s:o, s:f}", "name",
+						json_bytes(e->name, sizeof(e->name)), "start", ms));
 		return;
 	}
 	n = stack ? json_array_size(stack) : 0;
@@ -527,11 +528,11 @@ static void on_connect_rec(struct tracer *t, const struct tl_event *e, double ms
 		return;
 	c = json_pack("{s:o, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:n, s:n, s:n, s:n, s:n, "
 		      "s:n, s:n}",
-		      "peer", json_text(peer), "family", family, "port", port, "pid", (int)e->pid, "start_ms",
-		      ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret, "syscall_ret", e->ret,
-		      "pending", follows || e->ret == -EINPROGRESS, "result", "pending", "errno",
-		      "ms_to_result", "bytes_in", "bytes_out", "established_ms", "closed_ms",
-		      "open_ms");
+		      "peer", json_text(peer), "family", family, "port", port, "pid", (int)e->pid,
+		      "start_ms", ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret,
+		      "syscall_ret", e->ret, "pending", follows || e->ret == -EINPROGRESS, "result",
+		      "pending", "errno", "ms_to_result", "bytes_in", "bytes_out", "established_ms",
+		      "closed_ms", "open_ms");
 	if (!follows && e->ret != -EINPROGRESS) {
 		set_outcome(c, e->ret, false, end_ms - ms);
 		if (e->ret == 0)
@@ -1120,14 +1121,15 @@ static int io_cmp(const void *a, const void *b)
 static json_t *file_json(const char *path, const char *cls, const struct path_val *pv,
 			 const struct file_val *fv, __u64 first, __u64 last)
 {
-	json_t *f = json_pack("{s:o, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			      "path", json_text(path), "class", cls, "opens", pv ? (int)pv->opens : 0,
-			      "failed_opens", pv ? (int)pv->open_fails : 0, "errno",
-			      errno_json(pv && pv->open_fails ? pv->open_errno : 0), "bytes_read",
-			      (json_int_t)fv->bytes_read, "bytes_written", (json_int_t)fv->bytes_written,
-			      "reads", (json_int_t)fv->reads, "writes", (json_int_t)fv->writes, "mmaps",
-			      (json_int_t)fv->mmaps, "mmap_bytes", (json_int_t)fv->mmap_bytes, "faults",
-			      (json_int_t)fv->faults, "size", (json_int_t)fv->size);
+	json_t *f =
+	    json_pack("{s:o, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path",
+		      json_text(path), "class", cls, "opens", pv ? (int)pv->opens : 0,
+		      "failed_opens", pv ? (int)pv->open_fails : 0, "errno",
+		      errno_json(pv && pv->open_fails ? pv->open_errno : 0), "bytes_read",
+		      (json_int_t)fv->bytes_read, "bytes_written", (json_int_t)fv->bytes_written,
+		      "reads", (json_int_t)fv->reads, "writes", (json_int_t)fv->writes, "mmaps",
+		      (json_int_t)fv->mmaps, "mmap_bytes", (json_int_t)fv->mmap_bytes, "faults",
+		      (json_int_t)fv->faults, "size", (json_int_t)fv->size);
 
 	json_object_set_new(f, "pid", pv ? json_integer(pv->first_pid) : json_null());
 	set_ms_range(f, first, last);
@@ -1330,11 +1332,11 @@ static void snap_failops(struct tracer *t, const struct dir_ent *dt, size_t n_dt
 		k.p.path[sizeof(k.p.path) - 1] = 0;
 		path_abs(dt, n_dt, k.p.path, k.p.base_dev, k.p.base_ino, abs, sizeof(abs));
 		json_array_append_new(
-			list, json_pack("{s:s, s:o, s:i, s:o, s:o, s:o, s:i}", "op",
-					ops[k.op < 4 ? k.op : 0], "path", json_text(abs), "count", (int)v.count,
-					"errno", errno_json(v.err), "first_ms",
-					ms_json(clock_ns_to_ms(v.first_ns)), "last_ms",
-					ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
+		    list,
+		    json_pack("{s:s, s:o, s:i, s:o, s:o, s:o, s:i}", "op", ops[k.op < 4 ? k.op : 0],
+			      "path", json_text(abs), "count", (int)v.count, "errno",
+			      errno_json(v.err), "first_ms", ms_json(clock_ns_to_ms(v.first_ns)),
+			      "last_ms", ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
 	}
 	/* writes: the kernel keeps no time for them, the file's span stands in */
 	json_array_foreach(files, i, f)
@@ -1366,10 +1368,11 @@ static void snap_failops(struct tracer *t, const struct dir_ent *dt, size_t n_dt
 
 static json_t *lock_json(const char *path)
 {
-	return json_pack("{s:o, s:i, s:i, s:i, s:n, s:f, s:f, s:n, s:n, s:n, s:n, s:n, s:b, s:n, s:n}",
-			 "path", json_text(path), "calls", 0, "blocking_calls", 0, "failures", 0, "errno",
-			 "wait_ms", 0.0, "max_wait_ms", 0.0, "contended_ms", "first_ms", "last_ms",
-			 "acquired_ms", "pid", "waiting", false, "waiting_ms", "waiting_pid");
+	return json_pack(
+	    "{s:o, s:i, s:i, s:i, s:n, s:f, s:f, s:n, s:n, s:n, s:n, s:n, s:b, s:n, s:n}", "path",
+	    json_text(path), "calls", 0, "blocking_calls", 0, "failures", 0, "errno", "wait_ms",
+	    0.0, "max_wait_ms", 0.0, "contended_ms", "first_ms", "last_ms", "acquired_ms", "pid",
+	    "waiting", false, "waiting_ms", "waiting_pid");
 }
 
 /* flock/fcntl locks per file, and the blocking lock calls in progress now */
@@ -1582,13 +1585,14 @@ static void snap_files(struct tracer *t, json_t *root)
 		pv = pe[j].pv;
 		if (pv.open_fails || pv.probe_fails) {
 			json_array_append_new(
-				missing,
-				json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:s}", "path", json_text(path),
-					  "attempts", (int)(pv.open_fails + pv.probe_fails), "errno",
-					  errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
-					  "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)), "last_ms",
-					  ms_json(clock_ns_to_ms(pv.fail_last_ns)), "pid", (int)pv.first_pid,
-					  "class", cls));
+			    missing,
+			    json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:s}", "path",
+				      json_text(path), "attempts",
+				      (int)(pv.open_fails + pv.probe_fails), "errno",
+				      errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
+				      "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)),
+				      "last_ms", ms_json(clock_ns_to_ms(pv.fail_last_ns)), "pid",
+				      (int)pv.first_pid, "class", cls));
 		}
 		if (!pv.opens && !pv.open_fails)
 			continue;
@@ -1625,19 +1629,21 @@ static void snap_files(struct tracer *t, json_t *root)
 				    !strcmp(r2[i][0], renamed))
 					link = r2[i][1];
 			json_array_append_new(
-				downloads,
-				json_pack("{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, s:o}",
-					  "path", json_text(path), "bytes", (json_int_t)fv.bytes_written, "size",
-					  !stat(renamed ? renamed : final, &st) ? json_integer(st.st_size)
-										: json_null(),
-					  "first_ms",
-					  ms_json(a), "last_ms", ms_json(b), "dur_ms", ms_json(b - a),
-					  "rate_mb_s",
-					  b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
-					  "complete", renamed != NULL, "completed",
-					  renamed != NULL || access(final, F_OK) == 0, "final_path", json_text(renamed),
-					  "rename_ms", renamed ? ms_json(rename_ms) : json_null(), "link",
-					  json_text(link)));
+			    downloads,
+			    json_pack(
+				"{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, s:o}",
+				"path", json_text(path), "bytes", (json_int_t)fv.bytes_written,
+				"size",
+				!stat(renamed ? renamed : final, &st) ? json_integer(st.st_size)
+								      : json_null(),
+				"first_ms", ms_json(a), "last_ms", ms_json(b), "dur_ms",
+				ms_json(b - a), "rate_mb_s",
+				b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
+				"complete", renamed != NULL, "completed",
+				renamed != NULL || access(final, F_OK) == 0, "final_path",
+				json_text(renamed), "rename_ms",
+				renamed ? ms_json(rename_ms) : json_null(), "link",
+				json_text(link)));
 		}
 	}
 

@@ -1,8 +1,8 @@
 #include "util.h"
 
 #include <limits.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 double jnum(const json_t *o, const char *key)
@@ -198,10 +198,7 @@ json_t *json_bytes(const char *s, size_t max)
 	return j;
 }
 
-json_t *json_text(const char *s)
-{
-	return json_bytes(s, s ? strlen(s) : 0);
-}
+json_t *json_text(const char *s) { return json_bytes(s, s ? strlen(s) : 0); }
 
 /* The escape of the character at s (l bytes, 0: not UTF-8) into e, or 0
  * when it is printed as it is. */

@@ -254,14 +254,14 @@ static void test_text_has_the_figures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_percentile_nearest_rank),
-		cmocka_unit_test(test_phases),
-		cmocka_unit_test(test_phases_repeated_and_many),
-		cmocka_unit_test(test_startup_and_faults),
-		cmocka_unit_test(test_requests),
-		cmocka_unit_test(test_mlock_both_shapes),
-		cmocka_unit_test(test_missing_figures),
-		cmocka_unit_test(test_text_has_the_figures),
+	    cmocka_unit_test(test_percentile_nearest_rank),
+	    cmocka_unit_test(test_phases),
+	    cmocka_unit_test(test_phases_repeated_and_many),
+	    cmocka_unit_test(test_startup_and_faults),
+	    cmocka_unit_test(test_requests),
+	    cmocka_unit_test(test_mlock_both_shapes),
+	    cmocka_unit_test(test_missing_figures),
+	    cmocka_unit_test(test_text_has_the_figures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

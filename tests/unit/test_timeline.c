@@ -247,29 +247,31 @@ static void test_validate_names_the_field_and_the_bound(void **state)
 	static const struct {
 		const char *json, *want;
 	} bad[] = {
-		{TL("\"phases\": [{\"name\": \"a\", \"end_ms\": 1}, {\"name\": \"b\", \"end_ms\": 1.7e308}]"),
-		 "t.json: phases[1].end_ms = 1.7e+308 is not a time (0 .. 1e+11 ms)"},
-		{TL("\"marks\": {\"ready\": -0.5}"), "marks.ready = -0.5 is not a time"},
-		{TL("\"marks\": {\"ready\": \"soon\"}"), "marks.ready is not a time"},
-		{TL("\"marks\": []"), "marks is not an object"},
-		{TL("\"files\": [{\"path\": \"/x\", \"mmap_bytes\": 2e18}]"),
-		 "files[0].mmap_bytes = 2e+18 is not a size (0 .. 1e+18 bytes)"},
-		{TL("\"files\": [{\"path\": \"/x\", \"size\": -1}]"), "files[0].size = -1 is not a size"},
-		{TL("\"memory\": {\"fault_rate\": {\"counts\": [1, 2e19]}}"),
-		 "memory.fault_rate.counts[1] = 2e+19 is out of range"},
-		{TL("\"phases\": [{\"start_ms\": 1}]"), "phases[0].name is missing or not a string"},
-		{TL("\"network\": [{\"peer\": null}]"), "network[0].peer is missing or not a string"},
-		{TL("\"downloads\": [7]"), "downloads[0] is not an object"},
-		{TL("\"requests\": {}"), "requests is not a list"},
-		{"[1, 2]", "not a JSON object"},
-		{"{\"schema\": \"tts-launch.timeline/1\\u001b[2J\"}", "\\x1b[2J"},
+	    {TL("\"phases\": [{\"name\": \"a\", \"end_ms\": 1}, {\"name\": \"b\", \"end_ms\": "
+		"1.7e308}]"),
+	     "t.json: phases[1].end_ms = 1.7e+308 is not a time (0 .. 1e+11 ms)"},
+	    {TL("\"marks\": {\"ready\": -0.5}"), "marks.ready = -0.5 is not a time"},
+	    {TL("\"marks\": {\"ready\": \"soon\"}"), "marks.ready is not a time"},
+	    {TL("\"marks\": []"), "marks is not an object"},
+	    {TL("\"files\": [{\"path\": \"/x\", \"mmap_bytes\": 2e18}]"),
+	     "files[0].mmap_bytes = 2e+18 is not a size (0 .. 1e+18 bytes)"},
+	    {TL("\"files\": [{\"path\": \"/x\", \"size\": -1}]"),
+	     "files[0].size = -1 is not a size"},
+	    {TL("\"memory\": {\"fault_rate\": {\"counts\": [1, 2e19]}}"),
+	     "memory.fault_rate.counts[1] = 2e+19 is out of range"},
+	    {TL("\"phases\": [{\"start_ms\": 1}]"), "phases[0].name is missing or not a string"},
+	    {TL("\"network\": [{\"peer\": null}]"), "network[0].peer is missing or not a string"},
+	    {TL("\"downloads\": [7]"), "downloads[0] is not an object"},
+	    {TL("\"requests\": {}"), "requests is not a list"},
+	    {"[1, 2]", "not a JSON object"},
+	    {"{\"schema\": \"tts-launch.timeline/1\\u001b[2J\"}", "\\x1b[2J"},
 	};
 	static const char *const good[] = {
-		TL("\"marks\": {\"ready\": 1e11}, \"phases\": []"),
-		TL("\"files\": [{\"path\": \"/x\", \"bytes_read\": null, \"errno\": \"ENOENT\"}]"),
-		TL("\"launcher\": {\"start\": {\"monotonic_ns\": 9223372036854775807}}"),
-		TL("\"connects\": [{\"ret\": -111, \"peer\": \"1.2.3.4:5\"}]"),
-		TL("\"phases\": [{\"name\": \"x\", \"count\": \"many\"}]"),
+	    TL("\"marks\": {\"ready\": 1e11}, \"phases\": []"),
+	    TL("\"files\": [{\"path\": \"/x\", \"bytes_read\": null, \"errno\": \"ENOENT\"}]"),
+	    TL("\"launcher\": {\"start\": {\"monotonic_ns\": 9223372036854775807}}"),
+	    TL("\"connects\": [{\"ret\": -111, \"peer\": \"1.2.3.4:5\"}]"),
+	    TL("\"phases\": [{\"name\": \"x\", \"count\": \"many\"}]"),
 	};
 
 	(void)state;
@@ -336,10 +338,10 @@ static void test_utf8_and_json_bytes(void **state)
 
 	(void)state;
 	assert_true(utf8_valid("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80", 14));
-	assert_false(utf8_valid("\xc0\xaf", 2));	  /* overlong '/' */
-	assert_false(utf8_valid("\xed\xa0\x80", 3));	  /* a surrogate */
+	assert_false(utf8_valid("\xc0\xaf", 2));	 /* overlong '/' */
+	assert_false(utf8_valid("\xed\xa0\x80", 3));	 /* a surrogate */
 	assert_false(utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
-	assert_false(utf8_valid("\xe6\x97", 2));	  /* cut short */
+	assert_false(utf8_valid("\xe6\x97", 2));	 /* cut short */
 	/* valid: as it is; else each stray byte as the four characters \xNN */
 	j = json_text("/tmp/caf\xc3\xa9");
 	assert_string_equal(json_string_value(j), "/tmp/caf\xc3\xa9");
@@ -389,9 +391,9 @@ static void test_summary_escapes_terminal_controls(void **state)
 	timeline_set_tracing(tl, true, NULL);
 	timeline_phase(tl, "evil\x1b]0;title\x07", 0, 5);
 	json_array_append_new(json_object_get(tl->root, "missing_paths"),
-			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path", "/no/\x1b[2Jsuch\xc2\x9b",
-					"attempts", 4, "errno", "ENOENT\x07", "first_ms", 1.0,
-					"last_ms", 2.0));
+			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path",
+					"/no/\x1b[2Jsuch\xc2\x9b", "attempts", 4, "errno",
+					"ENOENT\x07", "first_ms", 1.0, "last_ms", 2.0));
 	timeline_print_summary(tl, f);
 	fclose(f);
 	assert_null(memchr(buf, 0x1b, len));
@@ -407,20 +409,20 @@ static void test_summary_escapes_terminal_controls(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_has_every_key),
-		cmocka_unit_test(test_marks_and_phases_replace),
-		cmocka_unit_test(test_write_is_atomic_and_loads),
-		cmocka_unit_test(test_load_rejects_other_schema),
-		cmocka_unit_test(test_file_classes),
-		cmocka_unit_test(test_infer_phases),
-		cmocka_unit_test(test_summary),
-		cmocka_unit_test(test_summary_requests),
-		cmocka_unit_test(test_validate_names_the_field_and_the_bound),
-		cmocka_unit_test(test_validate_depth),
-		cmocka_unit_test(test_load_is_bounded),
-		cmocka_unit_test(test_utf8_and_json_bytes),
-		cmocka_unit_test(test_text_esc),
-		cmocka_unit_test(test_summary_escapes_terminal_controls),
+	    cmocka_unit_test(test_new_has_every_key),
+	    cmocka_unit_test(test_marks_and_phases_replace),
+	    cmocka_unit_test(test_write_is_atomic_and_loads),
+	    cmocka_unit_test(test_load_rejects_other_schema),
+	    cmocka_unit_test(test_file_classes),
+	    cmocka_unit_test(test_infer_phases),
+	    cmocka_unit_test(test_summary),
+	    cmocka_unit_test(test_summary_requests),
+	    cmocka_unit_test(test_validate_names_the_field_and_the_bound),
+	    cmocka_unit_test(test_validate_depth),
+	    cmocka_unit_test(test_load_is_bounded),
+	    cmocka_unit_test(test_utf8_and_json_bytes),
+	    cmocka_unit_test(test_text_esc),
+	    cmocka_unit_test(test_summary_escapes_terminal_controls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
