@@ -78,10 +78,14 @@ static void add(struct ctx *c, const char *id, int severity, const char *check, 
 	va_end(ap);
 	json_array_append_new(
 		c->findings,
-		json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "id", id, "severity",
-			  severity_name(severity), "check", check, "title", title, "message", msg,
-			  "evidence", evidence ? evidence : json_object(), "seconds_lost",
-			  seconds_lost >= 0 ? json_real(round3(seconds_lost)) : json_null(), "fix", fix));
+		/* message and fix quote paths, cut to fit their buffers: json_text
+		 * keeps a finding whose text was cut inside a character */
+		json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", id, "severity",
+			  severity_name(severity), "check", check, "title", title, "message",
+			  json_text(msg), "evidence", evidence ? evidence : json_object(),
+			  "seconds_lost",
+			  seconds_lost >= 0 ? json_real(round3(seconds_lost)) : json_null(), "fix",
+			  json_text(fix)));
 }
 
 static const char *env_var(json_t *root, const char *name)

@@ -193,7 +193,8 @@ static void emit_track(struct events *e, int pid, int tid, const char *lane_name
 
 		tids[k] = k == 0 ? tid : e->next_lane_tid++;
 		if (k > 0) {
-			snprintf(name, sizeof(name), "%s (%d)", lane_name, k + 1);
+			snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(lane_name, 100),
+				 lane_name, k + 1);
 			meta(e, "thread_name", pid, tids[k], "name", json_string(name));
 			meta(e, "thread_sort_index", pid, tids[k], "sort_index", json_integer(k));
 		}
@@ -265,17 +266,19 @@ static void download_label(const char *path, char *buf, size_t len)
 		size_t l = slash ? (size_t)(slash - m - 8) : strlen(m + 8);
 		char *sep;
 
-		snprintf(repo, sizeof(repo), "%.*s", (int)(l < sizeof(repo) ? l : sizeof(repo) - 1),
-			 m + 8);
+		/* cut at a character boundary: a JSON string must be UTF-8 */
+		snprintf(repo, sizeof(repo), "%.*s",
+			 (int)(l < sizeof(repo) ? l : utf8_prefix_len(m + 8, sizeof(repo) - 1)), m + 8);
 		sep = strstr(repo, "--");
 		if (sep) {
 			sep[0] = '/';
 			memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
 		}
-		snprintf(buf, len, "%s %.8s", repo, base);
+		snprintf(buf, len, "%s %.*s", repo, (int)utf8_prefix_len(base, 8), base);
 	} else {
 		snprintf(buf, len, "%s", base);
 	}
+	utf8_trim(buf);
 }
 
 static double ts_key(const json_t *ev)
@@ -414,7 +417,8 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			continue;
 		if (isnan(b))
 			b = end_ms;
-		snprintf(name, sizeof(name), "%s (%d)", base_name(cmd), pid);
+		snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(base_name(cmd), 200),
+			 base_name(cmd), pid);
 		meta(&e, "process_name", pid, pid, "name", json_string(name));
 		meta(&e, "process_sort_index", pid, pid, "sort_index", json_integer(pid == spid ? 1 : 2));
 		meta(&e, "thread_name", pid, pid, "name", json_string(base_name(cmd)));
@@ -530,6 +534,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			snprintf(name, sizeof(name), "%s %s", method ?: "", path ?: "");
 		else
 			snprintf(name, sizeof(name), "request %zu", i + 1);
+		utf8_trim(name);
 		async_span(&e, name, "request", spid, id, a, b, json_deep_copy(v));
 	}
 

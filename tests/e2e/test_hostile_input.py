@@ -121,6 +121,16 @@ def test_stored_findings_print_escaped_in_html_and_svg_stays_xml():
     assert_no_controls(s)
 
 
+def test_perfetto_keeps_events_whose_labels_are_cut():
+    r = tts("report", HOSTILE / "control-chars.json", "--format", "perfetto")
+    assert r.returncode == 0, r.stderr
+    evs = json.loads(r.stdout)["traceEvents"]
+    # a label cut inside a character made the event invalid JSON text: dropped
+    assert [e for e in evs if e.get("cat") == "download"], evs
+    names = {e["name"] for e in evs if e.get("cat") == "phase"}
+    assert "imports\x1b[2J\x07" in names  # JSON escapes it; kept whole
+
+
 def many_phases(path, n):
     d = json.loads((HOSTILE / "valid.json").read_text())
     d["phases"] = [{"name": "p%d" % i, "start_ms": float(i), "end_ms": float(i + n // 2),
@@ -192,3 +202,19 @@ def test_paths_and_arguments_that_are_not_utf8_are_kept_escaped(tmp_path, tracin
     found = [f for f in json.loads(d.stdout)["findings"] if f["id"] == "missing-path-retry"]
     assert found, d.stdout
     assert esc_missing in [q["path"] for q in found[0]["evidence"]["paths"]], d.stdout
+
+
+def test_a_finding_whose_message_is_cut_inside_a_character_is_kept(tmp_path):
+    d = json.loads((HOSTILE / "valid.json").read_text())
+    # a retry loop on a path of 1500 two-byte characters, odd-aligned: the
+    # message (2 KiB at most) is cut inside one of them
+    path = "/srv/x" + "é" * 1500
+    d["missing_paths"] = [{"path": path, "attempts": 6, "errno": "ENOENT", "first_ms": 10.0,
+                           "last_ms": 3010.0, "class": "config"}]
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps(d))
+    r = subprocess.run([str(TTS), "diagnose", str(t), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    found = [f for f in json.loads(r.stdout)["findings"] if f["id"] == "missing-path-retry"]
+    assert found, r.stdout
+    assert found[0]["evidence"]["paths"][0]["path"] == path
