@@ -280,6 +280,10 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *err, 
 		close(fd);
 		return NULL;
 	}
+	/* a regular file's size says it at once; pipes and devices are read no
+	 * further than the cap */
+	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max)
+		goto too_large;
 	for (;;) {
 		ssize_t r;
 
@@ -296,13 +300,8 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *err, 
 
 			if (want > max + 1)
 				want = max + 1;
-			if (want <= cap) {
-				snprintf(err, errlen,
-					 "failed to load timeline %s: larger than %u MiB, the most "
-					 "tts-launch loads (a timeline it writes is far smaller)",
-					 path, TIMELINE_MAX_FILE >> 20);
-				goto fail;
-			}
+			if (want <= cap)
+				goto too_large;
 			nb = realloc(buf, want);
 			if (!nb) {
 				snprintf(err, errlen, "failed to load timeline %s: %s", path,
@@ -327,6 +326,11 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *err, 
 	close(fd);
 	*len = n;
 	return buf;
+too_large:
+	snprintf(err, errlen,
+		 "failed to load timeline %s: larger than %u MiB, the most tts-launch loads (a "
+		 "timeline it writes is far smaller)",
+		 path, TIMELINE_MAX_FILE >> 20);
 fail:
 	close(fd);
 	free(buf);

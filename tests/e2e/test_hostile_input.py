@@ -58,11 +58,16 @@ def test_diagnose_and_compare_refuse_and_name_the_field(name):
         assert REFUSED[name] in r.stderr.decode(), (args, r.stderr)
 
 
-def test_a_file_over_256_mib_is_refused_unread(tmp_path):
+def test_a_file_over_256_mib_is_refused(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as f:
         f.truncate((256 << 20) + 1)  # sparse: nothing to write
     r = tts("report", big)
+    assert r.returncode == 2
+    assert b"larger than 256 MiB" in r.stderr
+    # a pipe has no size: read up to the cap, then refused the same way
+    r = subprocess.run("head -c %d /dev/zero | %s report /dev/stdin" % ((256 << 20) + 1, TTS),
+                       shell=True, capture_output=True, timeout=120)
     assert r.returncode == 2
     assert b"larger than 256 MiB" in r.stderr
 
