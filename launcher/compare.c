@@ -13,6 +13,7 @@
 
 #include "compare.h"
 #include "timeline.h"
+#include "util.h"
 
 #define EXIT_USAGE 2
 
@@ -71,58 +72,70 @@ static double phase_dur(const json_t *p)
 	return isfinite(d) ? d : num(p, "end_ms") - num(p, "start_ms");
 }
 
-/* Total duration of the phases named name (names are unique in a timeline
- * tts-launch wrote; a hand-made one may repeat a name: the durations add). */
-static double phase_total(const json_t *root, const char *name)
+/* Phase names are unique in a timeline tts-launch wrote; a hand-made one may
+ * repeat a name: the durations add. */
+struct phase_total {
+	const char *name; /* borrowed from the timeline */
+	double total[2];  /* before, after; NAN: not on that side */
+};
+
+/* Adds side s's phases into t (n so far, the order of first appearance),
+ * with index (name -> position in t): one pass, so 20,000 phases cost
+ * 20,000 lookups, not 20,000 squared. */
+static size_t phase_totals(const json_t *root, int s, struct phase_total *t, size_t n,
+			   json_t *index)
 {
 	const json_t *p;
-	double total = NAN;
 	size_t i;
 
 	json_array_foreach(json_object_get(root, "phases"), i, p)
 	{
-		const char *n = json_string_value(json_object_get(p, "name"));
+		const char *name = json_string_value(json_object_get(p, "name"));
+		json_t *at;
 		double d = phase_dur(p);
+		size_t k;
 
-		if (n && !strcmp(n, name) && isfinite(d))
-			total = isfinite(total) ? total + d : d;
+		if (!name)
+			continue;
+		at = json_object_get(index, name);
+		if (at) {
+			k = (size_t)json_integer_value(at);
+		} else {
+			k = n++;
+			t[k] = (struct phase_total){name, {NAN, NAN}};
+			json_object_set_new(index, name, json_integer((json_int_t)k));
+		}
+		if (isfinite(d))
+			t[k].total[s] = isfinite(t[k].total[s]) ? t[k].total[s] + d : d;
 	}
-	return total;
-}
-
-static bool has_name(const json_t *list, const char *name)
-{
-	const json_t *r;
-	size_t i;
-
-	json_array_foreach(list, i, r)
-		if (!strcmp(json_string_value(json_object_get(r, "name")), name))
-			return true;
-	return false;
+	return n;
 }
 
 /* One row per phase name: before's in before's order, then after's own. */
 static json_t *phases(const json_t *before, const json_t *after)
 {
-	const json_t *sides[] = {before, after};
-	json_t *out = json_array();
+	size_t cap = json_array_size(json_object_get(before, "phases")) +
+		     json_array_size(json_object_get(after, "phases"));
+	struct phase_total *t = calloc(cap ? cap : 1, sizeof(*t));
+	json_t *out = json_array(), *index = json_object();
+	size_t n = 0;
 
-	for (int s = 0; s < 2; s++) {
-		const json_t *p;
-		size_t i;
-
-		json_array_foreach(json_object_get(sides[s], "phases"), i, p)
-		{
-			const char *name = json_string_value(json_object_get(p, "name"));
-			json_t *r;
-
-			if (!name || has_name(out, name))
-				continue;
-			r = row(phase_total(before, name), phase_total(after, name));
-			json_object_set_new(r, "name", json_string(name));
-			json_array_append_new(out, r);
-		}
+	if (!t || !out || !index) {
+		free(t);
+		json_decref(index);
+		json_decref(out);
+		return NULL;
 	}
+	n = phase_totals(before, 0, t, n, index);
+	n = phase_totals(after, 1, t, n, index);
+	for (size_t k = 0; k < n; k++) {
+		json_t *r = row(t[k].total[0], t[k].total[1]);
+
+		json_object_set_new(r, "name", json_string(t[k].name));
+		json_array_append_new(out, r);
+	}
+	json_decref(index);
+	free(t);
 	return out;
 }
 
@@ -334,7 +347,11 @@ static void print_row(FILE *out, int width, const char *label, const json_t *r, 
 
 static void print_strs(FILE *out, int width, const char *label, const char *b, const char *a)
 {
-	fprintf(out, "  %-*s %12s %12s\n", width, label, b ? b : "-", a ? a : "-");
+	char eb[64], ea[64];
+
+	/* values from the timelines: escaped for the terminal (text_esc) */
+	fprintf(out, "  %-*s %12s %12s\n", width, label, b ? text_esc(b, eb, sizeof(eb)) : "-",
+		a ? text_esc(a, ea, sizeof(ea)) : "-");
 }
 
 void compare_print_text(const json_t *cmp, FILE *out)
@@ -344,7 +361,7 @@ void compare_print_text(const json_t *cmp, FILE *out)
 	const json_t *mlb = json_object_get(ml, "before"), *mla = json_object_get(ml, "after");
 	const char *mb = json_string_value(json_object_get(st, "before_mark"));
 	const char *ma = json_string_value(json_object_get(st, "after_mark"));
-	char label[320];
+	char label[320], eb[1024], ea[1024], en[NAME_MAX_TEXT * 6 + 8];
 	int width = 26;
 	size_t i;
 
@@ -359,18 +376,21 @@ void compare_print_text(const json_t *cmp, FILE *out)
 			width = n + 2;
 	}
 	fprintf(out, "before: %s\nafter:  %s\n\n",
-		json_string_value(json_object_get(cmp, "before")),
-		json_string_value(json_object_get(cmp, "after")));
+		text_esc(json_string_value(json_object_get(cmp, "before")), eb, sizeof(eb)),
+		text_esc(json_string_value(json_object_get(cmp, "after")), ea, sizeof(ea)));
 	fprintf(out, "  %-*s %12s %12s %12s %8s\n", width, "", "before", "after", "diff", "ratio");
 
 	fprintf(out, "  phases\n");
 	json_array_foreach(ph, i, p)
 	{
-		const char *name = json_string_value(json_object_get(p, "name"));
+		const char *name =
+		    text_esc(json_string_value(json_object_get(p, "name")), en, sizeof(en));
 
-		/* download:<64 hex digits>.incomplete would widen the whole table */
+		/* download:<64 hex digits>.incomplete would widen the whole table;
+		 * cut at a character boundary */
 		if (strlen(name) > NAME_MAX_TEXT)
-			snprintf(label, sizeof(label), "  %.*s...", NAME_MAX_TEXT - 3, name);
+			snprintf(label, sizeof(label), "  %.*s...",
+				 (int)utf8_prefix_len(name, NAME_MAX_TEXT - 3), name);
 		else
 			snprintf(label, sizeof(label), "  %s", name);
 		print_row(out, width, label, p, U_MS);

@@ -78,10 +78,14 @@ static void add(struct ctx *c, const char *id, int severity, const char *check, 
 	va_end(ap);
 	json_array_append_new(
 		c->findings,
-		json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s}", "id", id, "severity",
-			  severity_name(severity), "check", check, "title", title, "message", msg,
-			  "evidence", evidence ? evidence : json_object(), "seconds_lost",
-			  seconds_lost >= 0 ? json_real(round3(seconds_lost)) : json_null(), "fix", fix));
+		/* message and fix quote paths, cut to fit their buffers: json_text
+		 * keeps a finding whose text was cut inside a character */
+		json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", id, "severity",
+			  severity_name(severity), "check", check, "title", title, "message",
+			  json_text(msg), "evidence", evidence ? evidence : json_object(),
+			  "seconds_lost",
+			  seconds_lost >= 0 ? json_real(round3(seconds_lost)) : json_null(), "fix",
+			  json_text(fix)));
 }
 
 static const char *env_var(json_t *root, const char *name)
@@ -560,34 +564,51 @@ static bool cache_meta(const char *path)
  * plus any other file written inside a models--* folder. */
 static void find_downloads(struct ctx *c)
 {
-	json_t *files = json_object_get(c->root, "files"), *f, *g;
+	json_t *files = json_object_get(c->root, "files"), *f, *g, *by_name = json_object();
 	size_t i, j;
 
+	/* every file by its name (the dentry's for "[fd] NAME"), 16 to 255
+	 * bytes: a download's other names are then found by looking up each
+	 * prefix of its base name, not by a scan of all files per download */
+	json_array_foreach(files, i, f)
+	{
+		const char *q = jstr(f, "path"), *name;
+		json_t *l;
+
+		if (!q || !by_name)
+			continue;
+		name = !strncmp(q, "[fd] ", 5) ? q + 5 : base_name(q);
+		if (strlen(name) < 16 || strlen(name) > 255)
+			continue;
+		l = json_object_get(by_name, name);
+		if (!l)
+			json_object_set_new(by_name, name, l = json_array());
+		json_array_append(l, f);
+	}
 	c->dls = json_array();
 	json_array_foreach(files, i, f)
 	{
 		const char *path = jstr(f, "path"), *b;
 		double bytes, last;
 		char abs[PATH_MAX];
+		size_t bl;
 
 		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
 			continue;
 		b = base_name(path);
+		bl = strlen(b);
 		bytes = jnum(f, "bytes_written");
 		last = jnum(f, "last_ms");
-		json_array_foreach(files, j, g)
-		{
-			const char *q = jstr(g, "path"), *name;
-
-			if (j == i || !q)
-				continue;
-			name = !strncmp(q, "[fd] ", 5) ? q + 5 : base_name(q);
-			/* dentry names are cut at TRACE_NAME_MAX: a prefix will do */
-			if (strlen(name) < 16 || strncmp(name, b, strlen(name)))
-				continue;
-			bytes += jnum(g, "bytes_written");
-			if (jnum(g, "last_ms") > last)
-				last = jnum(g, "last_ms");
+		/* dentry names are cut at TRACE_NAME_MAX: a prefix will do */
+		for (size_t l = 16; l <= bl && l <= 255; l++) {
+			json_array_foreach(json_object_getn(by_name, b, l), j, g)
+			{
+				if (g == f)
+					continue;
+				bytes += jnum(g, "bytes_written");
+				if (jnum(g, "last_ms") > last)
+					last = jnum(g, "last_ms");
+			}
 		}
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", bytes,
@@ -606,6 +627,7 @@ static void find_downloads(struct ctx *c)
 							jnum(f, "bytes_written"), "first_ms",
 							jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms")));
 	}
+	json_decref(by_name);
 }
 
 static void cache_root(const char *abs, char *out, size_t len)
@@ -666,37 +688,57 @@ static void rule_wrong_cache(struct ctx *c)
 	json_decref(roots);
 }
 
-static json_t *download_entry(struct ctx *c, const char *path)
+static int cmp_double(const void *x, const void *y);
+
+/* Start times of the connects to a hub (any port but 53), sorted: how many
+ * fall in a window is then two binary searches. */
+static double *hub_connect_starts(struct ctx *c, size_t *n)
 {
-	json_t *d;
+	json_t *arr = json_object_get(c->root, "connects"), *e;
+	double *v = calloc(json_array_size(arr) + 1, sizeof(*v));
 	size_t i;
 
-	json_array_foreach(json_object_get(c->root, "downloads"), i, d)
-		if (jstr(d, "path") && !strcmp(jstr(d, "path"), path))
-			return d;
-	return NULL;
-}
-
-static int hub_connects_between(struct ctx *c, double a, double b)
-{
-	json_t *e;
-	size_t i;
-	int n = 0;
-
-	json_array_foreach(json_object_get(c->root, "connects"), i, e)
+	*n = 0;
+	json_array_foreach(arr, i, e)
 	{
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 
-		if (port && port != 53 && jnum(e, "start_ms") >= a && jnum(e, "start_ms") <= b)
-			n++;
+		if (v && port && port != 53)
+			v[(*n)++] = jnum(e, "start_ms");
 	}
-	return n;
+	if (v)
+		qsort(v, *n, sizeof(*v), cmp_double);
+	return v;
+}
+
+/* First index in sorted v[0..n) whose value is >= x (after: > x). */
+static size_t bound(const double *v, size_t n, double x, bool after)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (after ? v[mid] <= x : v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int hub_connects_between(const double *v, size_t n, double a, double b)
+{
+	return v && b >= a ? (int)(bound(v, n, b, true) - bound(v, n, a, false)) : 0;
 }
 
 static void rule_interrupted(struct ctx *c)
 {
-	json_t *f;
-	size_t i;
+	/* indexes built once: lookups per file stay O(log n) on any input */
+	json_t *f, *by_path = json_index(json_object_get(c->root, "downloads"), "path", false);
+	json_t *dls_by_path = json_index(c->dls, "path", true);
+	size_t i, n_hub;
+	double *hub = hub_connect_starts(c, &n_hub);
 
 	json_array_foreach(json_object_get(c->root, "files"), i, f)
 	{
@@ -704,7 +746,6 @@ static void rule_interrupted(struct ctx *c)
 		char abs[PATH_MAX], a[32];
 		double on_disk = -1, written = jnum(f, "bytes_written");
 		struct stat st;
-		size_t k;
 		json_t *d;
 		bool left;
 
@@ -715,7 +756,7 @@ static void rule_interrupted(struct ctx *c)
 		 * (downloads[].complete): the recorded answer, so that diagnose on a
 		 * saved timeline says the same later; the disk only for timelines
 		 * without that record */
-		d = download_entry(c, path);
+		d = json_object_get(by_path, path);
 		if (d && json_is_boolean(json_object_get(d, "complete")))
 			left = json_is_false(json_object_get(d, "complete"));
 		else if (c->app_dir_here)
@@ -726,9 +767,8 @@ static void rule_interrupted(struct ctx *c)
 			continue;
 		if (c->app_dir_here && stat(abs, &st) == 0)
 			on_disk = (double)st.st_size; /* evidence only: it may change later */
-		json_array_foreach(c->dls, k, d)
-			if (!strcmp(jstr(d, "path"), abs))
-				written = jnum(d, "bytes");
+		if (json_object_get(dls_by_path, abs))
+			written = jnum(json_object_get(dls_by_path, abs), "bytes");
 		fmt_bytes(a, sizeof(a), written);
 		add(c, "download-interrupted", c->failed ? DIAG_ERROR : DIAG_WARNING, "download",
 		    "interrupted download left behind",
@@ -736,7 +776,8 @@ static void rule_interrupted(struct ctx *c)
 			      written, "size_on_disk",
 			      on_disk >= 0 ? json_real(on_disk) : json_null(), "first_ms",
 			      jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"), "connects",
-			      hub_connects_between(c, jnum(f, "first_ms"), jnum(f, "last_ms") + 1)),
+			      hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
+						   jnum(f, "last_ms") + 1)),
 		    -1,
 		    "start again: the download resumes from the .incomplete file (HTTP Range); if it "
 		    "keeps breaking, the connection to the hub is cut mid-stream (proxy, VPN, unstable "
@@ -744,6 +785,9 @@ static void rule_interrupted(struct ctx *c)
 		    "file to start that download over",
 		    "%s: %s written this run, never completed", abs, a);
 	}
+	json_decref(by_path);
+	json_decref(dls_by_path);
+	free(hub);
 }
 
 static void rule_slow_download(struct ctx *c)
@@ -826,7 +870,10 @@ static bool all_cached(struct ctx *c)
 
 static void rule_hub_unreachable(struct ctx *c)
 {
+	/* built once, not per peer: linear on any input */
 	json_t *peers = json_object(), *e, *g;
+	json_t *net_by_peer = json_index(json_object_get(c->root, "network"), "peer", true);
+	bool cached = all_cached(c);
 	const char *peer;
 	size_t i;
 
@@ -854,17 +901,15 @@ static void rule_hub_unreachable(struct ctx *c)
 	}
 	json_object_foreach(peers, peer, g)
 	{
-		json_t *net = NULL, *n, *starts = json_object_get(g, "starts");
+		json_t *net, *starts = json_object_get(g, "starts");
 		size_t cnt = json_array_size(starts), nerr = json_array_size(json_object_get(g, "errors"));
 		double in = 0, out = 0, lost = -1, median = 0, *gaps;
 		const char *how, *why;
-		bool hub = c->ep_peer[0] && !strcmp(peer, c->ep_peer), cached = all_cached(c);
+		bool hub = c->ep_peer[0] && !strcmp(peer, c->ep_peer);
 		char fix[1024], label[400], lost_txt[64] = "";
 		int sev;
 
-		json_array_foreach(json_object_get(c->root, "network"), i, n)
-			if (jstr(n, "peer") && !strcmp(jstr(n, "peer"), peer))
-				net = n;
+		net = json_object_get(net_by_peer, peer);
 		in = jnum(net, "bytes_in");
 		out = jnum(net, "bytes_out");
 		if (in > 0)
@@ -932,6 +977,7 @@ static void rule_hub_unreachable(struct ctx *c)
 		    cnt == 1 ? "" : "s", how, why, lost_txt);
 	}
 	json_decref(peers);
+	json_decref(net_by_peer);
 }
 
 /* The endpoint's host is a name (not an IPv4/IPv6 literal). */
@@ -946,7 +992,7 @@ static bool endpoint_is_name(const struct ctx *c, char *host, size_t len)
 
 static void rule_dns(struct ctx *c)
 {
-	json_t *e, *servers = json_array();
+	json_t *e, *servers = json_array(), *seen = json_object(); /* seen: a set, linear */
 	size_t i;
 	int queries = 0, fails = 0, ep_port = 0, ep_connects = 0;
 	double a = -1, b = -1;
@@ -960,10 +1006,6 @@ static void rule_dns(struct ctx *c)
 		json_int_t ret = json_integer_value(json_object_get(e, "ret"));
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 		int fam = (int)json_integer_value(json_object_get(e, "family"));
-		bool seen = false;
-		json_t *s;
-		size_t j;
-
 		if (port == ep_port && fam != 1)
 			ep_connects++;
 		if (port != 53)
@@ -976,11 +1018,12 @@ static void rule_dns(struct ctx *c)
 		b = jnum(e, "start_ms");
 		if (!jstr(e, "peer"))
 			continue; /* a hand-edited or foreign timeline */
-		json_array_foreach(servers, j, s)
-			seen |= !strcmp(json_string_value(s), jstr(e, "peer"));
-		if (!seen)
+		if (!json_object_get(seen, jstr(e, "peer"))) {
+			json_object_set_new(seen, jstr(e, "peer"), json_true());
 			json_array_append_new(servers, json_pack("s", jstr(e, "peer")));
+		}
 	}
+	json_decref(seen);
 	/* a name server that cannot be reached, or a hub name that was looked
 	 * up and never connected to: the look-up failed */
 	if (!fails && !(name && queries && !ep_connects)) {
@@ -1105,11 +1148,21 @@ void diagnose_print(const struct timeline *tl, FILE *out)
 	{
 		json_t *lost = json_object_get(f, "seconds_lost");
 
-		fprintf(out, "  %s[%s] %s: %s\n", jstr(f, "severity"), jstr(f, "id"), jstr(f, "title"),
-			jstr(f, "message"));
+		/* paths in messages come from the trace: escaped for the terminal */
+		fputs("  ", out);
+		fput_esc(jstr(f, "severity"), out);
+		fputc('[', out);
+		fput_esc(jstr(f, "id"), out);
+		fputs("] ", out);
+		fput_esc(jstr(f, "title"), out);
+		fputs(": ", out);
+		fput_esc(jstr(f, "message"), out);
+		fputc('\n', out);
 		if (json_is_number(lost) && json_number_value(lost) >= 0.1)
 			fprintf(out, "      time lost: %.1f s\n", json_number_value(lost));
-		fprintf(out, "      fix: %s\n", jstr(f, "fix"));
+		fputs("      fix: ", out);
+		fput_esc(jstr(f, "fix"), out);
+		fputc('\n', out);
 	}
 }
 

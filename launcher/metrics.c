@@ -1,15 +1,28 @@
 /* metrics: /metrics over HTTP with libmicrohttpd in external-epoll mode
  * (MHD_USE_EPOLL without an internal thread: the supervisor polls the
- * daemon's epoll fd and calls MHD_run, see libmicrohttpd's manual, "epoll"). */
+ * daemon's epoll fd and calls MHD_run, see libmicrohttpd's manual, "epoll").
+ *
+ * Bounded for clients that misbehave (docs/views.md): an idle connection is
+ * closed after METRICS_IDLE_S, at most METRICS_MAX_CONNS are open and
+ * METRICS_MAX_PER_IP from one address (more are closed at once, so a few
+ * idle clients cannot queue a scrape behind them), and the snapshot of the
+ * model plus its rendering is taken at most once per METRICS_CACHE_MS: a
+ * flood of scrapes costs the supervisor's thread one snapshot a second. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "metrics.h"
 #include "render_prom.h"
+
+#define METRICS_IDLE_S	   5
+#define METRICS_MAX_CONNS  256
+#define METRICS_MAX_PER_IP 32
+#define METRICS_CACHE_MS   1000
 
 struct metrics {
 	struct MHD_Daemon *d;
@@ -17,8 +30,49 @@ struct metrics {
 	metrics_refresh_fn refresh;
 	void *arg;
 	bool running;
-	unsigned long scrapes;
+	unsigned long scrapes, snapshots;
+	/* render_prom of the last snapshot, and when it was taken */
+	char *cached;
+	size_t cached_len;
+	double cached_at_ms;
 };
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A new snapshot and its rendering when the cached one is a second old (or
+ * there is none); 0, or -1 when out of memory. */
+static int snapshot(struct metrics *m)
+{
+	double t = now_ms();
+	char *body = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	if (m->cached && t - m->cached_at_ms < METRICS_CACHE_MS)
+		return 0;
+	out = open_memstream(&body, &len);
+	if (!out)
+		return -1;
+	if (m->refresh)
+		m->refresh(m->arg);
+	m->snapshots++;
+	render_prom(m->tl, out);
+	if (fclose(out) != 0) {
+		free(body);
+		return -1;
+	}
+	free(m->cached);
+	m->cached = body;
+	m->cached_len = len;
+	m->cached_at_ms = t;
+	return 0;
+}
 
 int metrics_parse_listen(const char *listen, unsigned *addr_be, unsigned short *port, char *err,
 			 size_t errlen)
@@ -92,11 +146,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", strdup(msg), sizeof(msg) - 1);
 	}
+	if (snapshot(m) < 0)
+		return MHD_NO;
 	out = open_memstream(&body, &len);
 	if (!out)
 		return MHD_NO;
-	if (m->refresh)
-		m->refresh(m->arg);
 	m->scrapes++;
 	prom_header(out, "indextts2_running", "gauge",
 		    "1 while the service process supervised by tts-launch runs.");
@@ -104,7 +158,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	prom_header(out, "tts_launch_scrapes_total", "counter",
 		    "Scrapes of this endpoint since tts-launch started, this one included.");
 	fprintf(out, "tts_launch_scrapes_total %lu\n", m->scrapes);
-	render_prom(m->tl, out);
+	prom_header(out, "tts_launch_metrics_snapshots_total", "counter",
+		    "Snapshots of the trace taken for scrapes: at most one a second, scrapes in "
+		    "between get the last one.");
+	fprintf(out, "tts_launch_metrics_snapshots_total %lu\n", m->snapshots);
+	fwrite(m->cached, 1, m->cached_len, out);
 	if (fclose(out) != 0) {
 		free(body);
 		return MHD_NO;
@@ -134,8 +192,9 @@ struct metrics *metrics_start(const char *listen, const struct timeline *tl,
 	 * on the supervisor's thread */
 	m->d = MHD_start_daemon(MHD_USE_EPOLL, port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
 				(const struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-				MHD_OPTION_END);
+				(unsigned)METRICS_IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)METRICS_MAX_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				(unsigned)METRICS_MAX_PER_IP, MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "failed to serve /metrics on %s: %s", listen,
 			 errno ? strerror(errno) : "libmicrohttpd could not start");
@@ -172,5 +231,6 @@ void metrics_stop(struct metrics *m)
 	if (!m)
 		return;
 	MHD_stop_daemon(m->d);
+	free(m->cached);
 	free(m);
 }

@@ -106,6 +106,10 @@ int perfetto_assign_lanes(const double *start, const double *end, size_t n, int 
 			if (!depth[k] || end[i] <= stack[k][depth[k] - 1])
 				break;
 		}
+		/* bounded work on any input: past the last lane, spans share it
+		 * (they may then overlap there) */
+		if (k == lanes && lanes >= PERFETTO_MAX_LANES)
+			k = lanes - 1;
 		if (k == lanes) {
 			double **s2 = realloc(stack, (size_t)(lanes + 1) * sizeof(*s2));
 			size_t *d2, *c2;
@@ -189,7 +193,8 @@ static void emit_track(struct events *e, int pid, int tid, const char *lane_name
 
 		tids[k] = k == 0 ? tid : e->next_lane_tid++;
 		if (k > 0) {
-			snprintf(name, sizeof(name), "%s (%d)", lane_name, k + 1);
+			snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(lane_name, 100),
+				 lane_name, k + 1);
 			meta(e, "thread_name", pid, tids[k], "name", json_string(name));
 			meta(e, "thread_sort_index", pid, tids[k], "sort_index", json_integer(k));
 		}
@@ -261,17 +266,19 @@ static void download_label(const char *path, char *buf, size_t len)
 		size_t l = slash ? (size_t)(slash - m - 8) : strlen(m + 8);
 		char *sep;
 
-		snprintf(repo, sizeof(repo), "%.*s", (int)(l < sizeof(repo) ? l : sizeof(repo) - 1),
-			 m + 8);
+		/* cut at a character boundary: a JSON string must be UTF-8 */
+		snprintf(repo, sizeof(repo), "%.*s",
+			 (int)(l < sizeof(repo) ? l : utf8_prefix_len(m + 8, sizeof(repo) - 1)), m + 8);
 		sep = strstr(repo, "--");
 		if (sep) {
 			sep[0] = '/';
 			memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
 		}
-		snprintf(buf, len, "%s %.8s", repo, base);
+		snprintf(buf, len, "%s %.*s", repo, (int)utf8_prefix_len(base, 8), base);
 	} else {
 		snprintf(buf, len, "%s", base);
 	}
+	utf8_trim(buf);
 }
 
 static double ts_key(const json_t *ev)
@@ -290,6 +297,44 @@ static int ord_cmp_ptr(const void *a, const void *b)
 	if (p != q)
 		return p < q ? -1 : 1;
 	return x < y ? -1 : x > y;
+}
+
+/* A download's rate at its start or end time, and the running sum of the
+ * rates up to it once sorted by time. */
+struct rate_at {
+	double at, rate, sum;
+};
+
+static int rate_cmp(const void *x, const void *y)
+{
+	const struct rate_at *a = x, *b = y;
+
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static void rates_prefix(struct rate_at *r, size_t n)
+{
+	double sum = 0;
+
+	qsort(r, n, sizeof(*r), rate_cmp);
+	for (size_t i = 0; i < n; i++)
+		r[i].sum = sum += r[i].rate;
+}
+
+/* How many of sorted r[0..n) are at or before t. */
+static size_t rates_upto(const struct rate_at *r, size_t n, double t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].at <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int render_perfetto(const struct timeline *tl, FILE *out)
@@ -372,7 +417,8 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			continue;
 		if (isnan(b))
 			b = end_ms;
-		snprintf(name, sizeof(name), "%s (%d)", base_name(cmd), pid);
+		snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(base_name(cmd), 200),
+			 base_name(cmd), pid);
 		meta(&e, "process_name", pid, pid, "name", json_string(name));
 		meta(&e, "process_sort_index", pid, pid, "sort_index", json_integer(pid == spid ? 1 : 2));
 		meta(&e, "thread_name", pid, pid, "name", json_string(base_name(cmd)));
@@ -428,21 +474,46 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			}
 		}
 		/* a step function: at each start or end, the sum of the average
-		 * rates of the downloads running from then on */
-		for (size_t p = 0; t && p < 2 * nd; p++) {
+		 * rates of the downloads running from then on (a <= at < b): the
+		 * rates started by then minus those ended by then, from prefix
+		 * sums over the sorted starts and ends (n log n, not n squared) */
+		struct rate_at *st = calloc(nd + 1, sizeof(*st)), *en = calloc(nd + 1, sizeof(*en));
+		size_t ns = 0;
+
+		json_array_foreach(arr, i, v)
+		{
+			double a = num(v, "first_ms"), b = num(v, "last_ms");
+
+			if (st && en && a < b) { /* false for NaN: such a download adds nothing */
+				double r = num(v, "bytes") / 1e3 / (b - a);
+
+				if (!isfinite(r))
+					r = 0; /* no byte count: no rate */
+
+				st[ns] = (struct rate_at){a, r, 0};
+				en[ns++] = (struct rate_at){b, r, 0};
+			}
+		}
+		if (st && en) {
+			rates_prefix(st, ns);
+			rates_prefix(en, ns);
+		}
+		for (size_t p = 0; t && st && en && p < 2 * nd; p++) {
 			double at = t[p], mbs = 0;
+			size_t ks, ke;
 
 			if (isnan(at))
 				continue;
-			json_array_foreach(arr, i, v)
-			{
-				double a = num(v, "first_ms"), b = num(v, "last_ms");
-
-				if (a <= at && at < b)
-					mbs += num(v, "bytes") / 1e3 / (b - a);
-			}
+			ks = rates_upto(st, ns, at);
+			ke = rates_upto(en, ns, at);
+			if (ks > ke) /* some running: else exactly 0 */
+				mbs = (ks ? st[ks - 1].sum : 0) - (ke ? en[ke - 1].sum : 0);
+			if (mbs < 0)
+				mbs = 0;
 			counter(&e, "download MB/s", spid, at, json_pack("{s:f}", "MB/s", mbs));
 		}
+		free(st);
+		free(en);
 		free(t);
 	}
 
@@ -463,6 +534,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			snprintf(name, sizeof(name), "%s %s", method ?: "", path ?: "");
 		else
 			snprintf(name, sizeof(name), "request %zu", i + 1);
+		utf8_trim(name);
 		async_span(&e, name, "request", spid, id, a, b, json_deep_copy(v));
 	}
 

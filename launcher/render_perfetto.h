@@ -17,6 +17,7 @@ int render_perfetto(const struct timeline *tl, FILE *out);
  * so that the spans of every lane nest; a span goes to the lowest lane it
  * fits. Spans are taken in order of start (longer first on ties), whatever
  * their order in the arrays. Returns the number of lanes used. */
+#define PERFETTO_MAX_LANES 64 /* lanes per track at most: the rest share the last */
 int perfetto_assign_lanes(const double *start, const double *end, size_t n, int *lane);
 
 #endif

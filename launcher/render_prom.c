@@ -95,34 +95,44 @@ static void single(FILE *out, const char *name, const char *type, const char *he
 }
 
 /* Label values once each: a repeated one (two phases or downloads of one
- * name) adds to the first. */
+ * name) adds to the first. idx (label -> position) keeps that linear in the
+ * number of labels on any input. */
 struct lv {
 	char **label;
 	double *v;
-	size_t n;
+	size_t n, cap;
+	json_t *idx;
 };
 
 static void lv_add(struct lv *l, const char *label, double v)
 {
-	char **nl;
-	double *nv;
+	json_t *at;
 
-	for (size_t i = 0; i < l->n; i++)
-		if (!strcmp(l->label[i], label)) {
-			l->v[i] += v;
+	if (!l->idx && !(l->idx = json_object()))
+		return;
+	at = json_object_get(l->idx, label);
+	if (at) {
+		l->v[json_integer_value(at)] += v;
+		return;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		char **nl = realloc(l->label, cap * sizeof(*nl));
+		double *nv;
+
+		if (!nl)
 			return;
-		}
-	nl = realloc(l->label, (l->n + 1) * sizeof(*nl));
-	if (!nl)
-		return;
-	l->label = nl;
-	nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
-	if (!nv)
-		return;
-	l->v = nv;
+		l->label = nl;
+		nv = realloc(l->v, cap * sizeof(*nv));
+		if (!nv)
+			return;
+		l->v = nv;
+		l->cap = cap;
+	}
 	l->label[l->n] = strdup(label);
 	if (!l->label[l->n])
 		return;
+	json_object_set_new(l->idx, label, json_integer((json_int_t)l->n));
 	l->v[l->n++] = v;
 }
 
@@ -136,6 +146,7 @@ static void lv_write(FILE *out, struct lv *l, const char *name, const char *type
 	}
 	free(l->label);
 	free(l->v);
+	json_decref(l->idx);
 	*l = (struct lv){0};
 }
 

@@ -34,7 +34,27 @@ static double num(const json_t *o, const char *key)
 
 void svg_escape(FILE *out, const char *s)
 {
-	for (const char *p = s ? s : ""; *p; p++) {
+	size_t n = s ? strlen(s) : 0;
+
+	for (size_t i = 0, l; i < n; i += l) {
+		const unsigned char *p = (const unsigned char *)s + i;
+
+		l = utf8_char_len(s + i, n - i);
+		if (!l) {
+			/* not UTF-8 (a label cut inside a character): U+FFFD, so the
+			 * file stays well-formed XML */
+			fputs("\xef\xbf\xbd", out);
+			l = 1;
+			continue;
+		}
+		if (l == 3 && p[0] == 0xef && p[1] == 0xbf && p[2] >= 0xbe) {
+			fputs("\xef\xbf\xbd", out); /* U+FFFE, U+FFFF: not XML characters */
+			continue;
+		}
+		if (l == 2 && p[0] == 0xc2 && p[1] < 0xa0) {
+			fputc('?', out); /* C1 controls: allowed by XML 1.0, not wanted in text */
+			continue;
+		}
 		switch (*p) {
 		case '&':
 			fputs("&amp;", out);
@@ -53,10 +73,10 @@ void svg_escape(FILE *out, const char *s)
 			break;
 		default:
 			/* XML 1.0 forbids most control characters, even escaped */
-			if ((unsigned char)*p < 0x20 && *p != '\t' && *p != '\n')
+			if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f)
 				fputc('?', out);
 			else
-				fputc(*p, out);
+				fwrite(p, 1, l, out);
 		}
 	}
 }
@@ -65,13 +85,7 @@ void svg_escape(FILE *out, const char *s)
  * label cut in the middle of a character is not valid XML). */
 static int utf8_prefix(const char *s, size_t max)
 {
-	size_t l = strlen(s);
-
-	if (l <= max)
-		return (int)l;
-	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	return (int)max;
+	return (int)utf8_prefix_len(s, max);
 }
 
 static void fmt_dur(char *buf, size_t len, double ms)
@@ -117,23 +131,29 @@ static const struct category *category_of(const char *phase)
 	return &cats[7];
 }
 
-/* The downloads[] entry behind a "download:BASENAME" phase, if any. */
-static json_t *download_of(const json_t *root, const char *phase)
+/* downloads[] by the base name of their path (the first of equal ones), for
+ * the "download:BASENAME" phases: built once, so many phases and many
+ * downloads cost a lookup each, not one scan each. */
+static json_t *downloads_by_base(const json_t *root)
 {
-	json_t *d;
+	json_t *idx = json_object(), *d;
 	size_t i;
 
-	if (strncmp(phase, "download:", 9))
-		return NULL;
 	json_array_foreach(json_object_get(root, "downloads"), i, d)
 	{
 		const char *p = json_string_value(json_object_get(d, "path"));
 		const char *b = p ? strrchr(p, '/') : NULL;
 
-		if (p && !strcmp(b ? b + 1 : p, phase + 9))
-			return d;
+		if (idx && p && !json_object_get(idx, b ? b + 1 : p))
+			json_object_set(idx, b ? b + 1 : p, d);
 	}
-	return NULL;
+	return idx;
+}
+
+/* The downloads[] entry behind a "download:BASENAME" phase, if any. */
+static json_t *download_of(const json_t *by_base, const char *phase)
+{
+	return strncmp(phase, "download:", 9) ? NULL : json_object_get(by_base, phase + 9);
 }
 
 /* "org/repo 108f71ed… (65.8 MiB, 38.7 MB/s)" for a hub cache blob. */
@@ -150,7 +170,8 @@ static void download_label(const json_t *d, char *buf, size_t len)
 		int l = slash ? (int)(slash - m - 8) : (int)strlen(m + 8);
 		char *sep;
 
-		snprintf(repo, sizeof(repo), "%.*s ", l > 150 ? 150 : l, m + 8);
+		snprintf(repo, sizeof(repo), "%.*s ",
+			 l > 150 ? (int)utf8_prefix_len(m + 8, 150) : l, m + 8);
 		sep = strstr(repo, "--");
 		if (sep) {
 			sep[0] = '/';
@@ -164,6 +185,7 @@ static void download_label(const json_t *d, char *buf, size_t len)
 		snprintf(rate, sizeof(rate), ", %.1f kB/s", num(d, "rate_mb_s") * 1e3);
 	snprintf(buf, len, "download %s%.*s%s (%s%s)", repo, utf8_prefix(base, 12), base,
 		 strlen(base) > 12 ? "…" : "", size, rate);
+	utf8_trim(buf); /* cut to len: at a character boundary */
 }
 
 /* A tick step of 1, 2 or 5 times a power of ten giving at most ~12 ticks. */
@@ -206,7 +228,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 	const json_t *root = tl->root;
 	json_t *phases = json_object_get(root, "phases"), *marks = json_object_get(root, "marks");
 	json_t *mem = json_object_get(root, "memory"), *fr = json_object_get(mem, "fault_rate");
-	json_t *v, *counts = json_object_get(fr, "counts");
+	json_t *v, *counts = json_object_get(fr, "counts"), *by_base = downloads_by_base(root);
 	size_t i, n = json_array_size(phases);
 	double ready = num(marks, "ready"), bucket = num(fr, "bucket_ms"), step, y, top, bottom;
 	double fmax = 0;
@@ -284,7 +306,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 	}
 
 	/* time grid with tick labels, over the rows and the fault panel */
-	for (double t = 0; t <= p.tmax; t += step) {
+	/* about 12 ticks; the count is capped too, whatever tmax and step are */
+	for (double t = 0; t <= p.tmax && t / step < 100; t += step) {
 		double x = px(&p, t);
 
 		fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
@@ -304,7 +327,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 	{
 		const char *name = json_string_value(json_object_get(v, "name")) ?: "?";
 		const struct category *c = category_of(name);
-		json_t *d = download_of(root, name);
+		json_t *d = download_of(by_base, name);
 		double a = num(v, "start_ms"), b = num(v, "end_ms");
 		double xa, xb, w, tw, ry = top + (double)i * ROW_H;
 
@@ -319,6 +342,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		if (d) {
 			download_label(d, buf, sizeof(buf) - 40);
 			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "  %s", dur);
+			utf8_trim(buf);
 		} else {
 			snprintf(buf, sizeof(buf), "%.*s  %s", utf8_prefix(name, 400), name, dur);
 		}
@@ -369,7 +393,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 			int r;
 
 			fmt_dur(dur, sizeof(dur), at[j]);
-			snprintf(buf, sizeof(buf), "%s %s", names[j], dur);
+			snprintf(buf, sizeof(buf), "%.*s %s", utf8_prefix(names[j], 200), names[j],
+				 dur);
 			for (r = 0; r < MARK_ROWS - 1 && mark_end[r] > x - 6; r++)
 				;
 			mark_end[r] = x + text_w(buf);
@@ -440,6 +465,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		}
 	}
 	fputs("</svg>\n", out);
+	json_decref(by_base);
 	return ferror(out) ? -1 : 0;
 }
 

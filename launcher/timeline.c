@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
@@ -238,21 +239,278 @@ int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t
 	return 0;
 }
 
+/* ---- loading: bounded, validated ---- */
+
+/* Read at most max bytes of path; more is an error. */
+static char *read_bounded(const char *path, size_t max, size_t *len, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0, cap = 0;
+	char *buf = NULL;
+	struct stat st;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "failed to load timeline %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "failed to load timeline %s: it is a directory, not a file",
+			 path);
+		close(fd);
+		return NULL;
+	}
+	/* a regular file's size says it at once; pipes and devices are read no
+	 * further than the cap */
+	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > max)
+		goto too_large;
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			/* the file's size when it has one, else grow; one more byte
+			 * than max tells "too large" apart */
+			size_t want = 65536;
+			char *nb;
+
+			if (cap)
+				want = cap * 2;
+			else if (S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size < max)
+				want = (size_t)st.st_size + 1;
+
+			if (want > max + 1)
+				want = max + 1;
+			if (want <= cap)
+				goto too_large;
+			nb = realloc(buf, want);
+			if (!nb) {
+				snprintf(err, errlen, "failed to load timeline %s: %s", path,
+					 strerror(ENOMEM));
+				goto fail;
+			}
+			buf = nb;
+			cap = want;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "failed to load timeline %s: %s", path,
+				 strerror(errno));
+			goto fail;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*len = n;
+	return buf;
+too_large:
+	snprintf(err, errlen,
+		 "failed to load timeline %s: larger than %u MiB, the most tts-launch loads (a "
+		 "timeline it writes is far smaller)",
+		 path, TIMELINE_MAX_FILE >> 20);
+fail:
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+enum vkind { V_NUM, V_TIME, V_SIZE };
+
+/* How a member is checked, by its name (docs/timeline.md, "Limits"). */
+static enum vkind kind_of(const char *key, bool in_marks)
+{
+	size_t l = key ? strlen(key) : 0;
+
+	if (in_marks || (key && !strcmp(key, "ms")) || (l > 3 && !strcmp(key + l - 3, "_ms")))
+		return V_TIME;
+	if (key && (!strcmp(key, "bytes") || !strcmp(key, "size") || !strcmp(key, "len") ||
+		    !strncmp(key, "bytes_", 6) || (l > 6 && !strcmp(key + l - 6, "_bytes"))))
+		return V_SIZE;
+	return V_NUM;
+}
+
+struct vctx {
+	char path[512];
+	char *err;
+	size_t errlen;
+	const char *name;
+};
+
+/* path[0..at) + ".key" or "[i]"; returns the new length (the path is cut,
+ * never overrun: it only names the field in a message) */
+static size_t vpath_add(struct vctx *c, size_t at, const char *key, size_t idx)
+{
+	int w;
+
+	if (at >= sizeof(c->path))
+		return at;
+	if (key)
+		w = snprintf(c->path + at, sizeof(c->path) - at, "%s%.*s", at ? "." : "", 64, key);
+	else
+		w = snprintf(c->path + at, sizeof(c->path) - at, "[%zu]", idx);
+	if (w < 0)
+		return at;
+	at += (size_t)w;
+	if (at >= sizeof(c->path))
+		at = sizeof(c->path) - 1;
+	utf8_trim(c->path);
+	return strlen(c->path);
+}
+
+static int vfail(struct vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int vfail(struct vctx *c, const char *fmt, ...)
+{
+	char what[256], esc[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(c->err, c->errlen,
+		 "timeline %s: %s %s; not a timeline as tts-launch writes it (docs/timeline.md, "
+		 "\"Limits\"): write it again with `tts-launch run`",
+		 c->name, text_esc(c->path, esc, sizeof(esc)), what);
+	return -1;
+}
+
+static int check_num(struct vctx *c, const json_t *v, enum vkind k)
+{
+	double x = json_number_value(v);
+
+	if (json_is_null(v) || (json_is_string(v) && k == V_NUM))
+		return 0;
+	if (!json_is_number(v)) {
+		if (k == V_TIME)
+			return vfail(c, "is not a time (a number of ms, or null)");
+		if (k == V_SIZE)
+			return vfail(c, "is not a size (a number of bytes, or null)");
+		return 0; /* other members: their readers take a wrong type as missing */
+	}
+	if (k == V_TIME && !(x >= 0 && x <= TIMELINE_MAX_MS))
+		return vfail(c, "= %g is not a time (0 .. %g ms)", x, TIMELINE_MAX_MS);
+	if (k == V_SIZE && !(x >= 0 && x <= TIMELINE_MAX_SIZE))
+		return vfail(c, "= %g is not a size (0 .. %g bytes)", x, TIMELINE_MAX_SIZE);
+	if (!(fabs(x) <= TIMELINE_MAX_NUM))
+		return vfail(c, "= %g is out of range (-%g .. %g)", x, TIMELINE_MAX_NUM,
+			     TIMELINE_MAX_NUM);
+	return 0;
+}
+
+static int vwalk(struct vctx *c, const json_t *v, size_t at, const char *key, bool in_marks,
+		 int depth)
+{
+	const char *k;
+	json_t *m;
+	size_t i, n;
+
+	if (depth > TIMELINE_MAX_DEPTH)
+		return vfail(c, "is nested deeper than %d levels", TIMELINE_MAX_DEPTH);
+	if (json_is_object(v)) {
+		/* the members of the top-level marks are times, whatever their names */
+		bool marks = depth == 1 && key && !strcmp(key, "marks");
+
+		json_object_foreach((json_t *)v, k, m)
+		{
+			n = vpath_add(c, at, k, 0);
+			if (vwalk(c, m, n, k, marks, depth + 1) < 0)
+				return -1;
+			c->path[at] = 0;
+		}
+		return 0;
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, m)
+		{
+			n = vpath_add(c, at, NULL, i);
+			/* elements are checked as their array's name: counts[3] */
+			if (vwalk(c, m, n, key, false, depth + 1) < 0)
+				return -1;
+			c->path[at] = 0;
+		}
+		return 0;
+	}
+	return check_num(c, v, kind_of(key, in_marks));
+}
+
+/* The lists renderers walk: arrays of objects, with the members they key
+ * on (names, paths, peers) strings. */
+static const struct {
+	const char *list, *str;
+} list_shapes[] = {
+    {"phases", "name"},	  {"files", "path"},  {"missing_paths", "path"}, {"downloads", "path"},
+    {"network", "peer"},  {"connects", NULL}, {"requests", NULL},	 {"findings", NULL},
+    {"failed_ops", NULL}, {"locks", NULL},    {"renames", NULL},	 {"symlinks", NULL},
+    {"processes", NULL},  {"listens", NULL},
+};
+
+int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen)
+{
+	struct vctx c = {.err = err, .errlen = errlen, .name = name ? name : "?"};
+	const char *schema = json_string_value(json_object_get(root, "schema"));
+	char esc[128];
+
+	if (!json_is_object(root)) {
+		snprintf(err, errlen, "failed to load timeline %s: not a JSON object", c.name);
+		return -1;
+	}
+	if (!schema || strcmp(schema, TIMELINE_SCHEMA)) {
+		snprintf(err, errlen, "failed to load timeline %s: schema is %s, expected %s",
+			 c.name, schema ? text_esc(schema, esc, sizeof(esc)) : "(missing)",
+			 TIMELINE_SCHEMA);
+		return -1;
+	}
+	for (size_t s = 0; s < sizeof(list_shapes) / sizeof(list_shapes[0]); s++) {
+		json_t *l = json_object_get(root, list_shapes[s].list), *e;
+		size_t i;
+
+		if (!l || json_is_null(l))
+			continue;
+		snprintf(c.path, sizeof(c.path), "%s", list_shapes[s].list);
+		if (!json_is_array(l))
+			return vfail(&c, "is not a list");
+		json_array_foreach(l, i, e)
+		{
+			snprintf(c.path, sizeof(c.path), "%s[%zu]", list_shapes[s].list, i);
+			if (!json_is_object(e))
+				return vfail(&c, "is not an object");
+			if (list_shapes[s].str &&
+			    !json_is_string(json_object_get(e, list_shapes[s].str))) {
+				snprintf(c.path, sizeof(c.path), "%s[%zu].%s", list_shapes[s].list,
+					 i, list_shapes[s].str);
+				return vfail(&c, "is missing or not a string");
+			}
+		}
+	}
+	if (json_object_get(root, "marks") && !json_is_object(json_object_get(root, "marks"))) {
+		snprintf(c.path, sizeof(c.path), "marks");
+		return vfail(&c, "is not an object");
+	}
+	c.path[0] = 0;
+	return vwalk(&c, root, 0, NULL, false, 0);
+}
+
 struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je);
-	const char *schema;
+	json_t *root;
 	struct timeline *tl;
+	size_t len = 0;
+	char *buf = read_bounded(path, TIMELINE_MAX_FILE, &len, err, errlen);
 
+	if (!buf)
+		return NULL;
+	/* jansson itself refuses numbers beyond a double (1e400: "real number
+	 * overflow"), invalid UTF-8, \u0000 and nesting past 2048 */
+	root = json_loadb(buf, len, 0, &je);
+	free(buf);
 	if (!root) {
 		snprintf(err, errlen, "failed to load timeline %s: line %d: %s", path, je.line, je.text);
 		return NULL;
 	}
-	schema = json_string_value(json_object_get(root, "schema"));
-	if (!schema || strcmp(schema, TIMELINE_SCHEMA)) {
-		snprintf(err, errlen, "failed to load timeline %s: schema is %s, expected %s", path,
-			 schema ? schema : "(missing)", TIMELINE_SCHEMA);
+	if (timeline_validate(root, path, err, errlen) < 0) {
 		json_decref(root);
 		return NULL;
 	}
@@ -574,6 +832,16 @@ static const char *short_path(const char *path, const char *app_dir, char *buf, 
 	return path;
 }
 
+/* A string from the timeline for the terminal (text_esc): a path that
+ * holds ESC or BEL cannot drive it. Eight results may be in use at once. */
+static const char *esc(const char *s)
+{
+	static char ring[8][4096];
+	static unsigned next;
+
+	return text_esc(s, ring[next++ % 8], sizeof(ring[0]));
+}
+
 void timeline_print_summary(const struct timeline *tl, FILE *out)
 {
 	json_t *root, *tr, *top[8], *mem, *arr, *p;
@@ -597,7 +865,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		ready >= 0 ? "at " : "", ready >= 0 ? a : "not reached");
 	if (!json_is_true(json_object_get(tr, "enabled"))) {
 		fprintf(out, "  tracing: off (%s)\n",
-			json_string_value(json_object_get(tr, "reason")) ?: "disabled");
+			esc(json_string_value(json_object_get(tr, "reason")) ?: "disabled"));
 		return;
 	}
 
@@ -609,8 +877,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	for (i = 0; i < n; i++) {
 		fmt_ms(a, sizeof(a), num(top[i], "dur_ms"));
 		fmt_ms(b, sizeof(b), num(top[i], "start_ms"));
-		fprintf(out, "    %10s  %-28s @%s\n", a, json_string_value(json_object_get(top[i], "name")),
-			b);
+		fprintf(out, "    %10s  %-28s @%s\n", a,
+			esc(json_string_value(json_object_get(top[i], "name"))), b);
 	}
 
 	/* files by what they cost: bytes read, written and mapped; model and
@@ -642,9 +910,9 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fmt_ms(b, sizeof(b), num(top[i], "span"));
 		fprintf(out, "    %9s %-6s %9s  %-8s %s\n", a,
 			json_is_true(json_object_get(top[i], "mapped")) ? "mapped" : "", b,
-			json_string_value(json_object_get(top[i], "class")),
-			short_path(json_string_value(json_object_get(top[i], "path")), app_dir, sp,
-				   sizeof(sp)));
+			esc(json_string_value(json_object_get(top[i], "class"))),
+			esc(short_path(json_string_value(json_object_get(top[i], "path")), app_dir,
+				       sp, sizeof(sp))));
 	}
 	json_decref(arr);
 
@@ -655,8 +923,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	for (i = 0; i < n; i++)
 		fprintf(out, "    %6lld x  %-8s %s\n",
 			(long long)json_integer_value(json_object_get(top[i], "attempts")),
-			json_string_value(json_object_get(top[i], "errno")) ?: "",
-			json_string_value(json_object_get(top[i], "path")));
+			esc(json_string_value(json_object_get(top[i], "errno")) ?: ""),
+			esc(json_string_value(json_object_get(top[i], "path"))));
 
 	arr = json_object_get(root, "network");
 	n = top_n(arr, "connect_ms", top, 5);
@@ -666,12 +934,13 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fmt_size(a, sizeof(a), num(top[i], "bytes_in"));
 		fmt_size(b, sizeof(b), num(top[i], "bytes_out"));
 		fmt_ms(c, sizeof(c), num(top[i], "connect_ms"));
-		fprintf(out, "    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
-			json_string_value(json_object_get(top[i], "peer")),
+		fprintf(out,
+			"    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
+			esc(json_string_value(json_object_get(top[i], "peer"))),
 			(long long)json_integer_value(json_object_get(top[i], "connects")),
 			(long long)json_integer_value(json_object_get(top[i], "failures")),
 			json_is_string(json_object_get(top[i], "errno")) ? " " : "",
-			json_string_value(json_object_get(top[i], "errno")) ?: "", a, b, c);
+			esc(json_string_value(json_object_get(top[i], "errno")) ?: ""), a, b, c);
 	}
 
 	arr = json_object_get(root, "downloads");
@@ -705,10 +974,10 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			snprintf(c, sizeof(c), "-");
 		fprintf(out, "    %9s in %9s %11s  %-10s %s\n", a, b, c,
 			json_is_true(json_object_get(p, "complete")) ||
-					json_is_true(json_object_get(p, "completed"))
-				? "complete"
-				: "INCOMPLETE",
-			short_path(name ? name : "?", app_dir, sp, sizeof(sp)));
+				json_is_true(json_object_get(p, "completed"))
+			    ? "complete"
+			    : "INCOMPLETE",
+			esc(short_path(name ? name : "?", app_dir, sp, sizeof(sp))));
 	}
 
 	/* requests after ready */
@@ -746,20 +1015,20 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		/* the shim's outcome (docs/mlock.md) */
 		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
 		fprintf(out, "  mlock shim (%s, at %s): %s, %.1f MiB locked in %s%s%s\n",
-			json_string_value(json_object_get(p, "mode")) ?: "?",
-			json_string_value(json_object_get(p, "trigger")) ?: "?",
-			json_string_value(json_object_get(p, "status")) ?: "?",
+			esc(json_string_value(json_object_get(p, "mode")) ?: "?"),
+			esc(json_string_value(json_object_get(p, "trigger")) ?: "?"),
+			esc(json_string_value(json_object_get(p, "status")) ?: "?"),
 			num(p, "bytes_locked") / 1048576.0, a,
 			json_string_value(json_object_get(p, "fix")) ? "; fix: " : "",
-			json_string_value(json_object_get(p, "fix")) ?: "");
+			esc(json_string_value(json_object_get(p, "fix")) ?: ""));
 	}
 	json_array_foreach(json_object_get(mem, "mlock_calls"), i, p)
 	{
 		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
-		fprintf(out, "  %s: %s in %s\n", json_string_value(json_object_get(p, "call")),
+		fprintf(out, "  %s: %s in %s\n", esc(json_string_value(json_object_get(p, "call"))),
 			json_integer_value(json_object_get(p, "result")) < 0
-				? json_string_value(json_object_get(p, "errno")) ?: "failed"
-				: "ok",
+			    ? esc(json_string_value(json_object_get(p, "errno")) ?: "failed")
+			    : "ok",
 			a);
 	}
 	p = json_object_get(root, "sched");

@@ -35,8 +35,22 @@ void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason)
 /* Atomic write (temp file in the same directory, fsync, rename). */
 int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t gid, char *err,
 		   size_t errlen);
-/* Load a saved timeline; checks the schema string. */
+/* What a loaded timeline may hold (docs/timeline.md, "Limits"): every
+ * renderer, diagnose and compare then do bounded work on it. */
+#define TIMELINE_MAX_FILE  (256u << 20) /* bytes of JSON */
+#define TIMELINE_MAX_DEPTH 32		/* nesting of objects and arrays */
+#define TIMELINE_MAX_MS	   1e11		/* times: 0 .. 1e11 ms (about 3 years) */
+#define TIMELINE_MAX_SIZE  1e18		/* byte counts: 0 .. 1e18 */
+#define TIMELINE_MAX_NUM   1e19		/* any other number: |x| <= 1e19 */
+
+/* Load a saved timeline: at most TIMELINE_MAX_FILE bytes read, the schema
+ * string checked, and every time, size and number in the limits above, and
+ * the members renderers rely on of the right type; NULL with the field
+ * named in err (e.g. "phases[3].end_ms = 1.7e+308 is not a time") else. */
 struct timeline *timeline_load(const char *path, char *err, size_t errlen);
+/* The checks of timeline_load on a parsed tree (name: for messages); 0, or
+ * -1 with err. */
+int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen);
 
 /* The end-of-start-up summary (systemd-analyze blame style). */
 void timeline_print_summary(const struct timeline *tl, FILE *out);

@@ -289,11 +289,11 @@ static json_t *argv_json(const char *buf, size_t len)
 			/* cut at the BPF side's limit: a URL's userinfo may lack its '@' */
 			char *part = strndup(buf + i, n), *r = part ? redact_text_cut(part) : NULL;
 
-			json_array_append_new(a, json_string(r ? r : REDACTED));
+			json_array_append_new(a, r ? json_text(r) : json_string(REDACTED));
 			free(part);
 			free(r);
 		} else {
-			json_array_append_new(a, json_stringn(buf + i, n));
+			json_array_append_new(a, json_bytes(buf + i, n));
 		}
 		i += n + 1;
 	}
@@ -366,8 +366,9 @@ static void on_import(struct tracer *t, const struct tl_import_event *e)
 			stack = json_array();
 			json_object_set_new(t->import_stack, k, stack);
 		}
-		json_array_append_new(stack, json_pack("{s:s%, s:f}", "name", e->name,
-						       strnlen(e->name, sizeof(e->name)), "start", ms));
+		json_array_append_new(stack,
+				      json_pack("{s:o, s:f}", "name",
+						json_bytes(e->name, sizeof(e->name)), "start", ms));
 		return;
 	}
 	n = stack ? json_array_size(stack) : 0;
@@ -536,13 +537,13 @@ static void on_connect_rec(struct tracer *t, const struct tl_event *e, double ms
 
 	if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port))
 		return;
-	c = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:n, s:n, s:n, s:n, s:n, "
+	c = json_pack("{s:o, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:n, s:n, s:n, s:n, s:n, "
 		      "s:n, s:n}",
-		      "peer", peer, "family", family, "port", port, "pid", (int)e->pid, "start_ms",
-		      ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret, "syscall_ret", e->ret,
-		      "pending", follows || e->ret == -EINPROGRESS, "result", "pending", "errno",
-		      "ms_to_result", "bytes_in", "bytes_out", "established_ms", "closed_ms",
-		      "open_ms");
+		      "peer", json_text(peer), "family", family, "port", port, "pid", (int)e->pid,
+		      "start_ms", ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret,
+		      "syscall_ret", e->ret, "pending", follows || e->ret == -EINPROGRESS, "result",
+		      "pending", "errno", "ms_to_result", "bytes_in", "bytes_out", "established_ms",
+		      "closed_ms", "open_ms");
 	if (!follows && e->ret != -EINPROGRESS) {
 		set_outcome(c, e->ret, false, end_ms - ms);
 		if (e->ret == 0)
@@ -662,9 +663,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		p = proc_obj(t, e->pid);
 		if (json_is_null(json_object_get(p, "exec_ms")))
 			json_object_set_new(p, "exec_ms", ms_json(ms));
-		json_object_set_new(p, "command", json_stringn(e->str, strnlen(e->str, sizeof(e->str))));
+		json_object_set_new(p, "command", json_bytes(e->str, sizeof(e->str)));
 		json_object_set_new(p, "argv", argv_json(e->aux, e->arg));
-		json_object_set_new(p, "comm", json_stringn(e->comm, strnlen(e->comm, 16)));
+		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
 		if (json_is_null(json_object_get(p, "ppid")))
 			json_object_set_new(p, "ppid", json_integer(e->ppid));
 		json_object_set_new(p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
@@ -680,7 +681,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		p = proc_obj(t, e->pid);
 		json_object_set_new(p, "ppid", json_integer(e->ppid));
 		json_object_set_new(p, "fork_ms", ms_json(ms));
-		json_object_set_new(p, "comm", json_stringn(e->comm, strnlen(e->comm, 16)));
+		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
 		break;
 	case EV_EXIT: {
 		int st = e->ret;
@@ -1131,14 +1132,15 @@ static int io_cmp(const void *a, const void *b)
 static json_t *file_json(const char *path, const char *cls, const struct path_val *pv,
 			 const struct file_val *fv, __u64 first, __u64 last)
 {
-	json_t *f = json_pack("{s:s, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			      "path", path, "class", cls, "opens", pv ? (int)pv->opens : 0,
-			      "failed_opens", pv ? (int)pv->open_fails : 0, "errno",
-			      errno_json(pv && pv->open_fails ? pv->open_errno : 0), "bytes_read",
-			      (json_int_t)fv->bytes_read, "bytes_written", (json_int_t)fv->bytes_written,
-			      "reads", (json_int_t)fv->reads, "writes", (json_int_t)fv->writes, "mmaps",
-			      (json_int_t)fv->mmaps, "mmap_bytes", (json_int_t)fv->mmap_bytes, "faults",
-			      (json_int_t)fv->faults, "size", (json_int_t)fv->size);
+	json_t *f =
+	    json_pack("{s:o, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path",
+		      json_text(path), "class", cls, "opens", pv ? (int)pv->opens : 0,
+		      "failed_opens", pv ? (int)pv->open_fails : 0, "errno",
+		      errno_json(pv && pv->open_fails ? pv->open_errno : 0), "bytes_read",
+		      (json_int_t)fv->bytes_read, "bytes_written", (json_int_t)fv->bytes_written,
+		      "reads", (json_int_t)fv->reads, "writes", (json_int_t)fv->writes, "mmaps",
+		      (json_int_t)fv->mmaps, "mmap_bytes", (json_int_t)fv->mmap_bytes, "faults",
+		      (json_int_t)fv->faults, "size", (json_int_t)fv->size);
 
 	json_object_set_new(f, "pid", pv ? json_integer(pv->first_pid) : json_null());
 	set_ms_range(f, first, last);
@@ -1312,8 +1314,8 @@ static struct dir_ent *resolve_paths(struct tracer *t, struct pent *pe, size_t n
 
 static json_t *path2_json(const struct tl_path2_event *e, const char *oldp, const char *newp)
 {
-	return json_pack("{s:s, s:s, s:o, s:i, s:i, s:o}", e->type == EV_SYMLINK ? "target" : "old",
-			 oldp, e->type == EV_SYMLINK ? "path" : "new", newp,
+	return json_pack("{s:o, s:o, s:o, s:i, s:i, s:o}", e->type == EV_SYMLINK ? "target" : "old",
+			 json_text(oldp), e->type == EV_SYMLINK ? "path" : "new", json_text(newp),
 			 "ms", ms_json(clock_ns_to_ms(e->ts_ns)), "pid", (int)e->pid, "result",
 			 e->ret < 0 ? -1 : 0, "errno", errno_json(e->ret < 0 ? -e->ret : 0));
 }
@@ -1341,11 +1343,11 @@ static void snap_failops(struct tracer *t, const struct dir_ent *dt, size_t n_dt
 		k.p.path[sizeof(k.p.path) - 1] = 0;
 		path_abs(dt, n_dt, k.p.path, k.p.base_dev, k.p.base_ino, abs, sizeof(abs));
 		json_array_append_new(
-			list, json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:i}", "op",
-					ops[k.op < 4 ? k.op : 0], "path", abs, "count", (int)v.count,
-					"errno", errno_json(v.err), "first_ms",
-					ms_json(clock_ns_to_ms(v.first_ns)), "last_ms",
-					ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
+		    list,
+		    json_pack("{s:s, s:o, s:i, s:o, s:o, s:o, s:i}", "op", ops[k.op < 4 ? k.op : 0],
+			      "path", json_text(abs), "count", (int)v.count, "errno",
+			      errno_json(v.err), "first_ms", ms_json(clock_ns_to_ms(v.first_ns)),
+			      "last_ms", ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
 	}
 	/* writes: the kernel keeps no time for them, the file's span stands in */
 	json_array_foreach(files, i, f)
@@ -1377,10 +1379,11 @@ static void snap_failops(struct tracer *t, const struct dir_ent *dt, size_t n_dt
 
 static json_t *lock_json(const char *path)
 {
-	return json_pack("{s:s, s:i, s:i, s:i, s:n, s:f, s:f, s:n, s:n, s:n, s:n, s:n, s:b, s:n, s:n}",
-			 "path", path, "calls", 0, "blocking_calls", 0, "failures", 0, "errno",
-			 "wait_ms", 0.0, "max_wait_ms", 0.0, "contended_ms", "first_ms", "last_ms",
-			 "acquired_ms", "pid", "waiting", false, "waiting_ms", "waiting_pid");
+	return json_pack(
+	    "{s:o, s:i, s:i, s:i, s:n, s:f, s:f, s:n, s:n, s:n, s:n, s:n, s:b, s:n, s:n}", "path",
+	    json_text(path), "calls", 0, "blocking_calls", 0, "failures", 0, "errno", "wait_ms",
+	    0.0, "max_wait_ms", 0.0, "contended_ms", "first_ms", "last_ms", "acquired_ms", "pid",
+	    "waiting", false, "waiting_ms", "waiting_pid");
 }
 
 /* flock/fcntl locks per file, and the blocking lock calls in progress now */
@@ -1437,7 +1440,7 @@ static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, jso
 	     !more && walked++ < bpf_map__max_entries(im);
 	     more = bpf_map__get_next_key(im, &tid, &tnext, sizeof(tnext))) {
 		char link[64], path[PATH_MAX];
-		json_t *hit = NULL;
+		json_t *hit = NULL, *pj;
 		ssize_t n;
 		size_t i;
 
@@ -1450,9 +1453,12 @@ static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, jso
 		if (n <= 0)
 			continue;
 		path[n] = 0;
+		/* the list holds paths as the timeline writes them (json_text) */
+		pj = json_text(path);
 		json_array_foreach(list, i, l)
-			if (!strcmp(json_string_value(json_object_get(l, "path")), path))
+			if (pj && json_equal(json_object_get(l, "path"), pj))
 				hit = l;
+		json_decref(pj);
 		if (!hit) {
 			hit = lock_json(path);
 			set_ms_range(hit, in.ts, in.ts);
@@ -1574,7 +1580,7 @@ static void snap_files(struct tracer *t, json_t *root)
 			path_resolve(dir, e->old, r2[i][0], PATH_MAX);
 			json_array_append_new(links, path2_json(e, e->old, r2[i][1]));
 			json_object_set_new(json_array_get(links, json_array_size(links) - 1),
-					    "resolved", json_string(r2[i][0]));
+					    "resolved", json_text(r2[i][0]));
 		} else {
 			path_abs(dt, n_dt, e->old, e->old_dev, e->old_ino, r2[i][0], PATH_MAX);
 			json_array_append_new(renames, path2_json(e, r2[i][0], r2[i][1]));
@@ -1590,13 +1596,14 @@ static void snap_files(struct tracer *t, json_t *root)
 		pv = pe[j].pv;
 		if (pv.open_fails || pv.probe_fails) {
 			json_array_append_new(
-				missing,
-				json_pack("{s:s, s:i, s:o, s:o, s:o, s:i, s:s}", "path", path,
-					  "attempts", (int)(pv.open_fails + pv.probe_fails), "errno",
-					  errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
-					  "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)), "last_ms",
-					  ms_json(clock_ns_to_ms(pv.fail_last_ns)), "pid", (int)pv.first_pid,
-					  "class", cls));
+			    missing,
+			    json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:s}", "path",
+				      json_text(path), "attempts",
+				      (int)(pv.open_fails + pv.probe_fails), "errno",
+				      errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
+				      "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)),
+				      "last_ms", ms_json(clock_ns_to_ms(pv.fail_last_ns)), "pid",
+				      (int)pv.first_pid, "class", cls));
 		}
 		if (!pv.opens && !pv.open_fails)
 			continue;
@@ -1633,19 +1640,21 @@ static void snap_files(struct tracer *t, json_t *root)
 				    !strcmp(r2[i][0], renamed))
 					link = r2[i][1];
 			json_array_append_new(
-				downloads,
-				json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:s?, s:o, s:s?}",
-					  "path", path, "bytes", (json_int_t)fv.bytes_written, "size",
-					  !stat(renamed ? renamed : final, &st) ? json_integer(st.st_size)
-										: json_null(),
-					  "first_ms",
-					  ms_json(a), "last_ms", ms_json(b), "dur_ms", ms_json(b - a),
-					  "rate_mb_s",
-					  b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
-					  "complete", renamed != NULL, "completed",
-					  renamed != NULL || access(final, F_OK) == 0, "final_path", renamed,
-					  "rename_ms", renamed ? ms_json(rename_ms) : json_null(), "link",
-					  link));
+			    downloads,
+			    json_pack(
+				"{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, s:o}",
+				"path", json_text(path), "bytes", (json_int_t)fv.bytes_written,
+				"size",
+				!stat(renamed ? renamed : final, &st) ? json_integer(st.st_size)
+								      : json_null(),
+				"first_ms", ms_json(a), "last_ms", ms_json(b), "dur_ms",
+				ms_json(b - a), "rate_mb_s",
+				b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
+				"complete", renamed != NULL, "completed",
+				renamed != NULL || access(final, F_OK) == 0, "final_path",
+				json_text(renamed), "rename_ms",
+				renamed ? ms_json(rename_ms) : json_null(), "link",
+				json_text(link)));
 		}
 	}
 

@@ -1,6 +1,7 @@
 """Live metrics: `[metrics] listen` serves /metrics while the service runs;
 scraped over HTTP and parsed with Debian's python3-prometheus-client."""
 import socket
+import time
 import subprocess
 import urllib.error
 import urllib.request
@@ -114,3 +115,93 @@ def test_bad_listen_is_a_config_error(tmp_path, listen, why):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "[metrics] listen" in r.stderr and why in r.stderr, r.stderr
+
+
+# ---- clients that misbehave (issue 12): bounded connections, a cached snapshot ----
+
+def idle(port, src="127.0.0.1"):
+    """A TCP connection to /metrics's port that never sends a request."""
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def still_open(s):
+    """The server has not closed s (nothing to read, no EOF, no reset)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionError:
+        return False
+    finally:
+        s.setblocking(True)
+
+
+def closed_by_server(s, limit=30):
+    s.settimeout(limit)
+    try:
+        return s.recv(1) == b""
+    except ConnectionError:
+        return True
+
+
+def test_idle_connections_do_not_starve_a_scrape(launched):
+    port = free_port()
+    launched("metrics.listen=127.0.0.1:%d" % port, trace=False)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    conns = [idle(port) for _ in range(16)]
+    try:
+        v = values(scrape(port))
+        assert v[("indextts2_running", ())] == 1
+        # served while all 16 were held: none had to time out first (the old
+        # limit of 16 connections queued the scrape until one did)
+        assert all(still_open(c) for c in conns)
+    finally:
+        for c in conns:
+            c.close()
+
+
+def test_one_address_gets_at_most_32_connections(launched):
+    port = free_port()
+    launched("metrics.listen=127.0.0.1:%d" % port, trace=False)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    conns = [idle(port, "127.0.0.2") for _ in range(32)]
+    extra = idle(port, "127.0.0.2")
+    try:
+        assert closed_by_server(extra)
+        # closed for the per-address limit, not as idle: the 32 older ones,
+        # idle longer, are still open
+        assert all(still_open(c) for c in conns)
+        assert values(scrape(port))[("indextts2_running", ())] == 1
+    finally:
+        for c in conns + [extra]:
+            c.close()
+
+
+def test_an_idle_connection_is_closed(launched):
+    port = free_port()
+    launched("metrics.listen=127.0.0.1:%d" % port, trace=False)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    with idle(port) as c:
+        assert closed_by_server(c, limit=60)
+
+
+def test_scrapes_share_one_snapshot_a_second(launched):
+    port = free_port()
+    launched("metrics.listen=127.0.0.1:%d" % port)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    before = values(scrape(port))[("tts_launch_metrics_snapshots_total", ())]
+    t0 = time.monotonic()
+    for _ in range(10):
+        after = values(scrape(port))
+    elapsed = time.monotonic() - t0
+    took = after[("tts_launch_metrics_snapshots_total", ())] - before
+    assert after[("tts_launch_scrapes_total", ())] == 11
+    # at most one snapshot per second of the window the scrapes took, plus
+    # the one at its start; however slow the machine, 10 scrapes never take
+    # 10 snapshots unless they took 9 s
+    assert took <= int(elapsed) + 1
+    assert took < 10 or elapsed >= 9

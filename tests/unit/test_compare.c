@@ -113,6 +113,49 @@ static void test_phases(void **state)
 	json_decref(cmp);
 }
 
+/* Repeated names add up on each side; rows in before's order of first
+ * appearance, then after's own; 20,000 phases (54 s when each row scanned
+ * every other row) give 20,000 rows with the right totals. */
+static void test_phases_repeated_and_many(void **state)
+{
+	const char *f = "{s:[{s:s, s:f}, {s:s, s:f}, {s:s, s:f}]}";
+	json_t *b = json_pack(f, "phases", "name", "x", "dur_ms", 1.0, "name", "y", "dur_ms", 2.0,
+			      "name", "x", "dur_ms", 4.0);
+	json_t *a = json_pack(f, "phases", "name", "z", "dur_ms", 8.0, "name", "x", "dur_ms", 16.0,
+			      "name", "z", "dur_ms", 32.0);
+	json_t *cmp = compare_build(b, a, "b", "a"), *ph = json_object_get(cmp, "phases"), *big;
+	const size_t n = 20000;
+
+	(void)state;
+	assert_int_equal(json_array_size(ph), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ph, 0), "name")), "x");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ph, 1), "name")), "y");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ph, 2), "name")), "z");
+	assert_row(json_array_get(ph, 0), 5, 16, 11, 3.2);
+	assert_row(json_array_get(ph, 1), 2, NAN, NAN, NAN);
+	assert_row(json_array_get(ph, 2), NAN, 40, NAN, NAN);
+	json_decref(cmp);
+	json_decref(a);
+	json_decref(b);
+
+	big = json_pack("{s:[]}", "phases");
+	for (size_t i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "p%zu", i);
+		json_array_append_new(json_object_get(big, "phases"),
+				      json_pack("{s:s, s:f}", "name", name, "dur_ms", (double)i));
+	}
+	cmp = compare_build(big, big, "b", "a");
+	ph = json_object_get(cmp, "phases");
+	assert_int_equal(json_array_size(ph), n);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(ph, n - 1), "name")),
+			    "p19999");
+	assert_row(json_array_get(ph, n - 1), 19999, 19999, 0, 1);
+	json_decref(cmp);
+	json_decref(big);
+}
+
 static void test_startup_and_faults(void **state)
 {
 	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
@@ -211,13 +254,14 @@ static void test_text_has_the_figures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_percentile_nearest_rank),
-		cmocka_unit_test(test_phases),
-		cmocka_unit_test(test_startup_and_faults),
-		cmocka_unit_test(test_requests),
-		cmocka_unit_test(test_mlock_both_shapes),
-		cmocka_unit_test(test_missing_figures),
-		cmocka_unit_test(test_text_has_the_figures),
+	    cmocka_unit_test(test_percentile_nearest_rank),
+	    cmocka_unit_test(test_phases),
+	    cmocka_unit_test(test_phases_repeated_and_many),
+	    cmocka_unit_test(test_startup_and_faults),
+	    cmocka_unit_test(test_requests),
+	    cmocka_unit_test(test_mlock_both_shapes),
+	    cmocka_unit_test(test_missing_figures),
+	    cmocka_unit_test(test_text_has_the_figures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -145,6 +145,31 @@ static void test_lanes_equal_starts_put_the_longer_span_first(void **state)
 		assert_int_equal(lane[i], 0);
 }
 
+/* Bounded work on any input: a staircase of spans that each overlap the
+ * previous one only partly would need one lane each; past
+ * PERFETTO_MAX_LANES they share the last. */
+static void test_lanes_are_capped(void **state)
+{
+	enum { N = 1000 };
+	double *s = calloc(N, sizeof(*s)), *e = calloc(N, sizeof(*e));
+	int *lane = calloc(N, sizeof(*lane));
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(e);
+	assert_non_null(lane);
+	for (int i = 0; i < N; i++) {
+		s[i] = i;
+		e[i] = i + N;
+	}
+	assert_int_equal(perfetto_assign_lanes(s, e, N, lane), PERFETTO_MAX_LANES);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(lane[i], i < PERFETTO_MAX_LANES ? i : PERFETTO_MAX_LANES - 1);
+	free(s);
+	free(e);
+	free(lane);
+}
+
 static void test_lanes_empty_input(void **state)
 {
 	int lane[1] = {-7};
@@ -1134,6 +1159,11 @@ static void test_svg_escape_helper(void **state)
 	s = capture(svg_escape, NULL);
 	assert_string_equal(s, "");
 	free(s);
+	/* not XML characters: bytes that are not UTF-8 (a cut label) and
+	 * U+FFFE become U+FFFD, C1 controls and DEL '?'; the rest is kept */
+	s = capture(svg_escape, "a\xe6\x97|\xef\xbf\xbe|\xc2\x9b|\x7f|\xe6\x97\xa5");
+	assert_string_equal(s, "a\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd|?|?|\xe6\x97\xa5");
+	free(s);
 }
 
 static void test_svg_empty_model_is_a_valid_document(void **state)
@@ -1313,6 +1343,7 @@ int main(void)
 	    cmocka_unit_test(test_svg_one_rect_per_phase),
 	    cmocka_unit_test(test_svg_escapes_labels),
 	    cmocka_unit_test(test_svg_escape_helper),
+	    cmocka_unit_test(test_lanes_are_capped),
 	    cmocka_unit_test(test_svg_empty_model_is_a_valid_document),
 	    cmocka_unit_test(test_svg_long_and_multibyte_names_stay_utf8),
 	    cmocka_unit_test(test_html_one_row_per_file_and_finding),

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "config.h"
 #include "timeline.h"
+#include "util.h"
 
 static struct timeline *new_tl(void)
 {
@@ -223,17 +224,205 @@ static void test_summary_requests(void **state)
 	timeline_free(tl);
 }
 
+/* ---- loading hostile input (issue 12) ---- */
+
+/* timeline_validate on JSON text: NULL when it passes, else the message. */
+static const char *validate_text(const char *text)
+{
+	static char err[1024];
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	int rc;
+
+	assert_non_null(root);
+	rc = timeline_validate(root, "t.json", err, sizeof(err));
+	json_decref(root);
+	return rc ? err : NULL;
+}
+
+#define TL(body) "{\"schema\": \"tts-launch.timeline/1\", " body "}"
+
+static void test_validate_names_the_field_and_the_bound(void **state)
+{
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+	    {TL("\"phases\": [{\"name\": \"a\", \"end_ms\": 1}, {\"name\": \"b\", \"end_ms\": "
+		"1.7e308}]"),
+	     "t.json: phases[1].end_ms = 1.7e+308 is not a time (0 .. 1e+11 ms)"},
+	    {TL("\"marks\": {\"ready\": -0.5}"), "marks.ready = -0.5 is not a time"},
+	    {TL("\"marks\": {\"ready\": \"soon\"}"), "marks.ready is not a time"},
+	    {TL("\"marks\": []"), "marks is not an object"},
+	    {TL("\"files\": [{\"path\": \"/x\", \"mmap_bytes\": 2e18}]"),
+	     "files[0].mmap_bytes = 2e+18 is not a size (0 .. 1e+18 bytes)"},
+	    {TL("\"files\": [{\"path\": \"/x\", \"size\": -1}]"),
+	     "files[0].size = -1 is not a size"},
+	    {TL("\"memory\": {\"fault_rate\": {\"counts\": [1, 2e19]}}"),
+	     "memory.fault_rate.counts[1] = 2e+19 is out of range"},
+	    {TL("\"phases\": [{\"start_ms\": 1}]"), "phases[0].name is missing or not a string"},
+	    {TL("\"network\": [{\"peer\": null}]"), "network[0].peer is missing or not a string"},
+	    {TL("\"downloads\": [7]"), "downloads[0] is not an object"},
+	    {TL("\"requests\": {}"), "requests is not a list"},
+	    {"[1, 2]", "not a JSON object"},
+	    {"{\"schema\": \"tts-launch.timeline/1\\u001b[2J\"}", "\\x1b[2J"},
+	};
+	static const char *const good[] = {
+	    TL("\"marks\": {\"ready\": 1e11}, \"phases\": []"),
+	    TL("\"files\": [{\"path\": \"/x\", \"bytes_read\": null, \"errno\": \"ENOENT\"}]"),
+	    TL("\"launcher\": {\"start\": {\"monotonic_ns\": 9223372036854775807}}"),
+	    TL("\"connects\": [{\"ret\": -111, \"peer\": \"1.2.3.4:5\"}]"),
+	    TL("\"phases\": [{\"name\": \"x\", \"count\": \"many\"}]"),
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *err = validate_text(bad[i].json);
+
+		assert_non_null(err);
+		if (!strstr(err, bad[i].want))
+			fail_msg("%s: got '%s', want '%s'", bad[i].json, err, bad[i].want);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (validate_text(good[i]))
+			fail_msg("%s refused: %s", good[i], validate_text(good[i]));
+}
+
+static void test_validate_depth(void **state)
+{
+	char text[4096] = "{\"schema\": \"tts-launch.timeline/1\", \"launcher\": ";
+	size_t n = strlen(text);
+	int depth;
+
+	(void)state;
+	/* the launcher object at depth 1: 31 more levels pass, 32 more do not */
+	for (int pass = 0; pass < 2; pass++) {
+		text[n] = 0;
+		depth = pass ? 32 : 31;
+		for (int i = 0; i < depth; i++)
+			strcat(text, "{\"a\": ");
+		strcat(text, "1");
+		for (int i = 0; i < depth; i++)
+			strcat(text, "}");
+		strcat(text, "}");
+		if (pass)
+			assert_non_null(strstr(validate_text(text), "nested deeper than 32"));
+		else
+			assert_null(validate_text(text));
+	}
+}
+
+static void test_load_is_bounded(void **state)
+{
+	char path[] = "/tmp/tts-timeline-big-XXXXXX", err[512];
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	/* sparse: one byte over the cap is refused, whatever the content */
+	assert_int_equal(ftruncate(fd, (off_t)TIMELINE_MAX_FILE + 1), 0);
+	close(fd);
+	assert_null(timeline_load(path, err, sizeof(err)));
+	assert_non_null(strstr(err, "larger than 256 MiB"));
+	unlink(path);
+	assert_null(timeline_load("/tmp", err, sizeof(err)));
+	assert_non_null(strstr(err, "is a directory"));
+	assert_null(timeline_load("/nonexistent/t.json", err, sizeof(err)));
+	assert_non_null(strstr(err, "No such file"));
+}
+
+/* ---- util: UTF-8, the byte escape, the terminal escape ---- */
+
+static void test_utf8_and_json_bytes(void **state)
+{
+	json_t *j;
+
+	(void)state;
+	assert_true(utf8_valid("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80", 14));
+	assert_false(utf8_valid("\xc0\xaf", 2));	 /* overlong '/' */
+	assert_false(utf8_valid("\xed\xa0\x80", 3));	 /* a surrogate */
+	assert_false(utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
+	assert_false(utf8_valid("\xe6\x97", 2));	 /* cut short */
+	/* valid: as it is; else each stray byte as the four characters \xNN */
+	j = json_text("/tmp/caf\xc3\xa9");
+	assert_string_equal(json_string_value(j), "/tmp/caf\xc3\xa9");
+	json_decref(j);
+	j = json_text("/tmp/caf\xe9-\xff/\xe6\x97");
+	assert_non_null(j);
+	assert_string_equal(json_string_value(j), "/tmp/caf\\xe9-\\xff/\\xe6\\x97");
+	json_decref(j);
+	j = json_bytes("ab\xff\0zz", 8); /* stops at the NUL */
+	assert_string_equal(json_string_value(j), "ab\\xff");
+	json_decref(j);
+	j = json_text(NULL);
+	assert_true(json_is_null(j));
+	json_decref(j);
+}
+
+static void test_text_esc(void **state)
+{
+	const char *clean = "/srv/\xe6\x97\xa5\xe6\x9c\xac/model.pth";
+	char buf[64], small[12];
+
+	(void)state;
+	assert_ptr_equal(text_esc(clean, buf, sizeof(buf)), clean); /* nothing to do */
+	assert_string_equal(text_esc("a\x1b[2J\x07\x7f\xc2\x9b\xff", buf, sizeof(buf)),
+			    "a\\x1b[2J\\x07\\x7f\\u009b\\xff");
+	/* cut to fit, never inside an escape, with "..." */
+	assert_string_equal(text_esc("\x1b\x1b\x1b\x1b", small, sizeof(small)), "\\x1b\\x1b...");
+	assert_string_equal(text_esc(NULL, buf, sizeof(buf)), "");
+	/* utf8_trim drops a character cut short */
+	strcpy(buf, "ab\xe6\x97");
+	utf8_trim(buf);
+	assert_string_equal(buf, "ab");
+	strcpy(buf, "ab\xe6\x97\xa5");
+	utf8_trim(buf);
+	assert_string_equal(buf, "ab\xe6\x97\xa5");
+	assert_int_equal(utf8_prefix_len("\xe6\x97\xa5\xe6\x97\xa5", 4), 3);
+}
+
+static void test_summary_escapes_terminal_controls(void **state)
+{
+	struct timeline *tl = new_tl();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	timeline_set_tracing(tl, true, NULL);
+	timeline_phase(tl, "evil\x1b]0;title\x07", 0, 5);
+	json_array_append_new(json_object_get(tl->root, "missing_paths"),
+			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path",
+					"/no/\x1b[2Jsuch\xc2\x9b", "attempts", 4, "errno",
+					"ENOENT\x07", "first_ms", 1.0, "last_ms", 2.0));
+	timeline_print_summary(tl, f);
+	fclose(f);
+	assert_null(memchr(buf, 0x1b, len));
+	assert_null(memchr(buf, 0x07, len));
+	assert_null(strstr(buf, "\xc2\x9b"));
+	assert_non_null(strstr(buf, "evil\\x1b]0;title\\x07"));
+	assert_non_null(strstr(buf, "/no/\\x1b[2Jsuch\\u009b"));
+	assert_non_null(strstr(buf, "ENOENT\\x07"));
+	free(buf);
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_has_every_key),
-		cmocka_unit_test(test_marks_and_phases_replace),
-		cmocka_unit_test(test_write_is_atomic_and_loads),
-		cmocka_unit_test(test_load_rejects_other_schema),
-		cmocka_unit_test(test_file_classes),
-		cmocka_unit_test(test_infer_phases),
-		cmocka_unit_test(test_summary),
-		cmocka_unit_test(test_summary_requests),
+	    cmocka_unit_test(test_new_has_every_key),
+	    cmocka_unit_test(test_marks_and_phases_replace),
+	    cmocka_unit_test(test_write_is_atomic_and_loads),
+	    cmocka_unit_test(test_load_rejects_other_schema),
+	    cmocka_unit_test(test_file_classes),
+	    cmocka_unit_test(test_infer_phases),
+	    cmocka_unit_test(test_summary),
+	    cmocka_unit_test(test_summary_requests),
+	    cmocka_unit_test(test_validate_names_the_field_and_the_bound),
+	    cmocka_unit_test(test_validate_depth),
+	    cmocka_unit_test(test_load_is_bounded),
+	    cmocka_unit_test(test_utf8_and_json_bytes),
+	    cmocka_unit_test(test_text_esc),
+	    cmocka_unit_test(test_summary_escapes_terminal_controls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
