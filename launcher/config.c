@@ -1156,6 +1156,87 @@ int config_finish(struct config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The first word of s (malloc'd), or NULL. */
+static char *first_word(const char *s)
+{
+	s += strspn(s, " \t");
+	return *s ? strndup(s, strcspn(s, " \t")) : NULL;
+}
+
+/* An executable regular file? */
+static bool is_executable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+int config_check_app(const struct config *c, char *err, size_t errlen)
+{
+	char *prog, *script, *path = NULL;
+	const char *search = NULL;
+	bool found = false;
+	int rc = -1;
+
+	if (c->n_command)
+		return 0;
+	prog = first_word(c->python);
+	script = first_word(c->script);
+	if (!prog || !script) {
+		set_err(err, errlen, "%s: [app] python and script must not be empty", c->source);
+		goto out;
+	}
+	if (strchr(prog, '/')) {
+		path = config_path(c, prog);
+		found = is_executable(path);
+	} else {
+		/* execvpe searches the service's PATH: [env] PATH, else ours */
+		for (size_t i = 0; i < c->n_env; i++)
+			if (!strcmp(c->env[i].name, "PATH"))
+				search = c->env[i].value;
+		if (!search)
+			search = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+		for (const char *d = search; !found;) {
+			size_t len = strcspn(d, ":");
+
+			free(path);
+			if (asprintf(&path, "%.*s/%s", (int)len, len ? d : ".", prog) < 0) {
+				path = NULL;
+				break;
+			}
+			found = is_executable(path);
+			if (!d[len])
+				break;
+			d += len + 1;
+		}
+	}
+	if (!found) {
+		set_err(err, errlen, "%s: [app] python '%s': %s (set [app] python to the interpreter, e.g. "
+			"/usr/bin/python3 or .venv/bin/python)", c->source, prog,
+			strchr(prog, '/') ? "no executable file there" : "not found on PATH");
+		goto out;
+	}
+	free(path);
+	path = NULL;
+	if (script[0] != '-') {
+		struct stat st;
+
+		path = config_path(c, script);
+		if (stat(path, &st) < 0) {
+			set_err(err, errlen, "%s: [app] script '%s': %s: %s (set [app] dir to the IndexTTS2 "
+				"directory, or [app] script to the script to start)", c->source, script,
+				path, strerror(errno));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(prog);
+	free(script);
+	free(path);
+	return rc;
+}
+
 /* Split s on spaces and tabs, appending to argv. */
 static void split_words(const char *s, char ***argv, size_t *n)
 {

@@ -121,6 +121,14 @@ const char *config_locate(const char *explicit_file);
  * is not root): root runs only what root chose. */
 int config_finish(struct config *c, char *err, size_t errlen);
 
+/* The configured app can start: the interpreter (first word of [app]
+ * python) is an executable file (found on the service's PATH when it has no
+ * '/', else relative to app_dir) and the script (first word of [app]
+ * script, unless it is an option such as -m) exists in app_dir. Checked by
+ * `run` before anything is killed (exit 2, DESIGN.md); not for a --
+ * COMMAND, whose failed exec is 126/127. */
+int config_check_app(const struct config *c, char *err, size_t errlen);
+
 /* Build the service's argv (NULL-terminated, malloc'd) from the config. */
 char **config_service_argv(const struct config *c);
 

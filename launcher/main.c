@@ -527,6 +527,7 @@ static void done_config(struct config *c)
 
 static int verb_run(struct cmdline *cl)
 {
+	char err[CONFIG_ERR_MAX];
 	struct config c;
 	int rc;
 
@@ -534,6 +535,12 @@ static int verb_run(struct cmdline *cl)
 		return EXIT_USAGE;
 	if (c.notice)
 		fprintf(stderr, "tts-launch: warning: %s\n", c.notice);
+	/* a missing script or interpreter is a config error: nothing killed */
+	if (!cl->print && config_check_app(&c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tts-launch: error: %s\n", err);
+		done_config(&c);
+		return EXIT_USAGE;
+	}
 	if (cl->print)
 		rc = print_env(user_env(&c));
 	else

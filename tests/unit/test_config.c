@@ -361,6 +361,45 @@ static void test_argv_blank_values(void **state)
 	config_free(&c);
 }
 
+/* run's check before anything is killed: the interpreter and the script exist. */
+static void test_check_app(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX], dir[] = "/tmp/tts-config-chk-XXXXXX", path[128];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	config_defaults(&c);
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "[app] script 'webui.py': "));
+	assert_non_null(strstr(err, "No such file or directory"));
+	snprintf(path, sizeof(path), "%s/webui.py", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), 0);
+	/* relative to [app] dir, as the service execs it from there */
+	assert_int_equal(config_set(&c, "app.python=.venv/bin/python --flag", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "[app] python '.venv/bin/python': no executable file there"));
+	/* on the service's PATH ([env] PATH wins over ours) */
+	assert_int_equal(config_set(&c, "app.python=sh", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), 0);
+	assert_int_equal(config_set(&c, "env.PATH=/nonexistent", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "[app] python 'sh': not found on PATH"));
+	/* -m module: nothing to look for */
+	assert_int_equal(config_set(&c, "env.PATH=/usr/bin:/bin", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&c, "app.script=-m indextts.webui", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), 0);
+	config_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Replace every "FILE" in text with path. */
 static void expand(char *out, size_t len, const char *text, const char *path)
 {
@@ -432,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_root_reads_only_roots_config),
 		cmocka_unit_test(test_user_is_app_dir_owner), cmocka_unit_test(test_set_limits),
 		cmocka_unit_test(test_sizes), cmocka_unit_test(test_argv_blank_values),
+		cmocka_unit_test(test_check_app),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
