@@ -889,19 +889,22 @@ int config_load_file(struct config *c, const char *file, char *err, size_t errle
 {
 	dictionary *d;
 	char *buf;
-	size_t len;
+	size_t len, skip;
 	int rc = 0;
 
 	buf = read_config(c, file, &len, err, errlen);
 	if (!buf)
 		return -1;
-	if (check_text(file, buf, len, err, errlen) < 0 || prescan(file, buf, err, errlen) < 0) {
+	/* a UTF-8 byte order mark (Windows editors) is not part of the first line */
+	skip = len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3) ? 3 : 0;
+	if (check_text(file, buf, len, err, errlen) < 0 ||
+	    prescan(file, buf + skip, err, errlen) < 0) {
 		free(buf);
 		return -1;
 	}
 	ini_error[0] = '\0';
 	iniparser_set_error_callback(ini_errback);
-	d = parse_checked(file, buf, len);
+	d = parse_checked(file, buf + skip, len - skip);
 	free(buf);
 	if (!d || ini_error[0]) {
 		char *nl;

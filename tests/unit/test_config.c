@@ -362,6 +362,21 @@ static void test_argv_blank_values(void **state)
 	config_free(&c);
 }
 
+/* A UTF-8 byte order mark is not part of the first section's name. */
+static void test_bom(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+	char *path = write_tmp("\xef\xbb\xbf[app]\nport = 7999\n");
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), 0);
+	assert_int_equal(c.port, 7999);
+	config_free(&c);
+	unlink(path);
+}
+
 /* run's check before anything is killed: the interpreter and the script exist. */
 static void test_check_app(void **state)
 {
@@ -472,7 +487,7 @@ int main(void)
 		cmocka_unit_test(test_root_reads_only_roots_config),
 		cmocka_unit_test(test_user_is_app_dir_owner), cmocka_unit_test(test_set_limits),
 		cmocka_unit_test(test_sizes), cmocka_unit_test(test_argv_blank_values),
-		cmocka_unit_test(test_check_app),
+		cmocka_unit_test(test_check_app), cmocka_unit_test(test_bom),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
