@@ -751,9 +751,12 @@ static int parse_options(const struct verb *v, int argc, char **argv, int first,
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (cl->nargs < v->min_args)
-		return usage_error("%s", !strcmp(v->name, "report") ? "report needs a TIMELINE.json"
-								     : "missing arguments");
+	if (cl->nargs < v->min_args) {
+		fprintf(stderr, "tts-launch: %s needs %s%s\n", v->name,
+			v->min_args == 1 ? "a " : "", v->args);
+		fprintf(stderr, "Try 'tts-launch %s --help'.\n", v->name);
+		return EXIT_USAGE;
+	}
 	return -1;
 extra:
 	if (v->dashdash)
