@@ -132,7 +132,7 @@ static const struct verb {
 	{"stop", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
 	 "stop the service started by `run` (SIGTERM, grace, SIGKILL)", verb_config, NULL},
 	{"status", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
-	 "is it running? (exit 0 running, 1 dead with pidfile, 3 not running)", verb_config, NULL},
+	 "is it running? (exit 0 running, 1 dead, 3 not running, 4 not trusted)", verb_config, NULL},
 	{"doctor", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
 	 "can this machine trace, and can the app start? (exit 1 on FAIL)", verb_config, NULL},
 	{"report", "TIMELINE.json", 1, 1, false, "text|json|perfetto|svg|html|prom",
