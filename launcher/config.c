@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <limits.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <iniparser.h>
@@ -155,6 +158,7 @@ void config_defaults(struct config *c)
 	c->mlock_max_percent = 50;
 	c->mlock_blocking = false;
 	c->metrics_listen = xstrdup("");
+	c->euid = geteuid();
 }
 
 void config_free(struct config *c)
@@ -168,6 +172,7 @@ void config_free(struct config *c)
 	}
 	free(c->env);
 	free(c->source);
+	free(c->notice);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -284,21 +289,28 @@ static int parse_seconds(const char *v, double *out)
 	return -1;
 }
 
-/* "1048576", "512K", "10M", "1G", "10MiB" (powers of 1024) -> bytes. */
+/* "1048576", "512K", "10M", "1G", "10MiB", "10MB" (powers of 1024) -> bytes:
+ * a number, then nothing, "B", or K/M/G/T alone or followed by "B" or
+ * "iB" (any case). Anything else ("10MiBB", "10 MMB") is an error. */
 static int parse_size(const char *v, double *out)
 {
-	const char *unit;
-	const char *p;
+	static const char scale[] = "KMGT";
+	const char *unit, *p;
 	double x;
 
 	if (parse_number(v, &x, &unit))
 		return -1;
-	p = strchr("KMG", toupper((unsigned char)*unit));
-	if (*unit && p) {
-		x *= pow(1024, (double)(p - "KMG" + 1));
+	p = *unit ? strchr(scale, toupper((unsigned char)*unit)) : NULL;
+	if (p) {
+		x *= pow(1024, (double)(p - scale + 1));
+		unit++;
+		if (tolower((unsigned char)*unit) == 'i' && tolower((unsigned char)unit[1]) == 'b')
+			unit += 2;
+		else if (tolower((unsigned char)*unit) == 'b')
+			unit++;
+	} else if (tolower((unsigned char)*unit) == 'b') {
 		unit++;
 	}
-	unit += strspn(unit, "iIbB");
 	if (*unit)
 		return -1;
 	*out = x;
@@ -493,22 +505,407 @@ static int ini_errback(const char *fmt, ...)
 	return 0;
 }
 
+/* Open and read FILE whole (at most CONFIG_MAX_BYTES): a regular file, and
+ * as root one that root owns and only root can write (root runs only what
+ * root chose: a config can set [env] LD_PRELOAD or [log] file). O_NONBLOCK:
+ * a FIFO or device must not hang the open. Returns a malloc'd, NUL-terminated
+ * buffer (*len bytes) or NULL with the message in err. */
+static char *read_config(const struct config *c, const char *file, size_t *len, char *err,
+			 size_t errlen)
+{
+	struct stat st, lst;
+	char *buf = NULL;
+	size_t n = 0;
+	int fd;
+
+	fd = open(file, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, errlen, "%s: cannot read config file: %s (give an existing file with -c, or none for the defaults)",
+			file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		set_err(err, errlen, "%s: cannot read config file: %s", file, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "%s: is a directory, not a config file: give the INI file with -c (e.g. -c %s/tts-launch.ini)",
+			file, file);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		set_err(err, errlen, "%s: is not a regular file (a device, FIFO or socket): give the INI file with -c",
+			file);
+		goto fail;
+	}
+	if (c->euid == 0) {
+		/* the link itself too: a link another user planted names any file */
+		if (lstat(file, &lst) == 0 && S_ISLNK(lst.st_mode) && lst.st_uid != 0) {
+			set_err(err, errlen, "%s: is a symbolic link owned by uid %u, not root: as root, tts-launch reads only "
+				"a config that root chose (replace the link with the file, owned by root)",
+				file, (unsigned)lst.st_uid);
+			goto fail;
+		}
+		if (st.st_uid != 0) {
+			struct passwd *pw = getpwuid(st.st_uid);
+
+			set_err(err, errlen, "%s: is owned by uid %u (%s), not root: as root, tts-launch reads only a config "
+				"root owns, since it decides what root runs (chown root:root %s, or run tts-launch as that user)",
+				file, (unsigned)st.st_uid, pw ? pw->pw_name : "no such user", file);
+			goto fail;
+		}
+		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+			set_err(err, errlen, "%s: is writable by %s (mode %04o): as root, tts-launch reads only a config no "
+				"other user can change (chmod go-w %s)",
+				file, (st.st_mode & S_IWOTH) ? "others" : "its group",
+				(unsigned)(st.st_mode & 07777), file);
+			goto fail;
+		}
+	}
+	if (st.st_size > CONFIG_MAX_BYTES) {
+		set_err(err, errlen, "%s: is %lld bytes: a config file is at most %d bytes (is this the right file?)",
+			file, (long long)st.st_size, CONFIG_MAX_BYTES);
+		goto fail;
+	}
+	/* one byte more than the limit: a file that grows meanwhile is caught */
+	buf = malloc(CONFIG_MAX_BYTES + 2);
+	if (!buf) {
+		set_err(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + n, CONFIG_MAX_BYTES + 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			set_err(err, errlen, "%s: cannot read config file: %s", file, strerror(errno));
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > CONFIG_MAX_BYTES) {
+			set_err(err, errlen, "%s: is more than %d bytes: a config file is at most that (is this the right file?)",
+				file, CONFIG_MAX_BYTES);
+			goto fail;
+		}
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+/* Length of the UTF-8 sequence at p (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len;
+	unsigned cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* Text only: UTF-8, no NUL and no control characters but tab, CR, LF. */
+static int check_text(const char *file, const char *buf, size_t len, char *err, size_t errlen)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	int line = 1;
+
+	for (size_t i = 0; i < len;) {
+		size_t l = utf8_len(p + i, len - i);
+
+		if (p[i] == '\0') {
+			set_err(err, errlen, "%s: line %d: contains a NUL byte: a config file is text (is this the right file?)",
+				file, line);
+			return -1;
+		}
+		if (!l) {
+			set_err(err, errlen, "%s: line %d: byte 0x%02x is not UTF-8 text: save the file as UTF-8 (is this the right file?)",
+				file, line, p[i]);
+			return -1;
+		}
+		if (l == 1 && (p[i] < 0x20 || p[i] == 0x7f) && p[i] != '\t' && p[i] != '\r' &&
+		    p[i] != '\n') {
+			set_err(err, errlen, "%s: line %d: control character 0x%02x: a config file is text (remove it)",
+				file, line, p[i]);
+			return -1;
+		}
+		if (p[i] == '\n')
+			line++;
+		i += l;
+	}
+	return 0;
+}
+
+struct seen_key {
+	char section[CONFIG_MAX_NAME + 1];
+	char key[CONFIG_MAX_NAME + 1];
+	int line;
+};
+
+static void lower_copy(char *dst, const char *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (char)tolower((unsigned char)src[i]);
+	dst[n] = '\0';
+}
+
+static void trim(const char **b, const char **e)
+{
+	while (*b < *e && isspace((unsigned char)**b))
+		(*b)++;
+	while (*e > *b && isspace((unsigned char)(*e)[-1]))
+		(*e)--;
+}
+
+/* What iniparser 4.1 would silently get wrong, found before it parses:
+ * duplicate keys (it keeps the last), section names with ':' (its
+ * "section:key" dictionary reads "[env:NAME]" as NAME = ""), unbalanced
+ * quotes, over-long names and lines. Lines as iniparser sees them: a line
+ * ending in '\' continues on the next; '#' and ';' start comments; lines it
+ * cannot read are left to its own syntax error. */
+static int prescan(const char *file, const char *buf, char *err, size_t errlen)
+{
+	struct seen_key *seen = NULL;
+	size_t n_seen = 0;
+	char section[CONFIG_MAX_NAME + 1] = "";
+	const char *p = buf;
+	int lineno = 0, rc = -1;
+	char *logical = NULL;
+
+	seen = calloc(CONFIG_MAX_KEYS, sizeof(*seen));
+	logical = malloc(strlen(buf) + 1);
+	if (!seen || !logical) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	while (*p) {
+		const char *b, *e, *eq;
+		size_t ll = 0;
+		int first = lineno + 1;
+
+		/* one logical line, continuation lines joined */
+		for (;;) {
+			const char *nl = strchr(p, '\n');
+			const char *le = nl ? nl : p + strlen(p);
+
+			lineno++;
+			if (le - p > CONFIG_MAX_LINE) {
+				set_err(err, errlen, "%s: line %d is longer than %d characters: shorten it",
+					file, lineno, CONFIG_MAX_LINE);
+				goto out;
+			}
+			b = p;
+			e = le;
+			trim(&b, &e);
+			p = nl ? nl + 1 : le;
+			if (e > b && e[-1] == '\\' && *p) {
+				memcpy(logical + ll, b, (size_t)(e - b - 1));
+				ll += (size_t)(e - b - 1);
+				continue;
+			}
+			memcpy(logical + ll, b, (size_t)(e - b));
+			ll += (size_t)(e - b);
+			break;
+		}
+		logical[ll] = '\0';
+		if (ll > CONFIG_MAX_LINE) {
+			set_err(err, errlen, "%s: line %d: the value continued over several lines is longer than %d characters",
+				file, first, CONFIG_MAX_LINE);
+			goto out;
+		}
+		b = logical;
+		e = logical + ll;
+		if (b == e || *b == '#' || *b == ';')
+			continue;
+		if (*b == '[' && e[-1] == ']') {
+			const char *sb = b + 1, *se = e - 1, *colon;
+
+			trim(&sb, &se);
+			colon = memchr(sb, ':', (size_t)(se - sb));
+			if (colon && colon - sb == 3 && !strncasecmp(sb, "env", 3)) {
+				set_err(err, errlen, "%s: line %d: [%.*s] is not a section: set a variable as "
+					"%.*s = VALUE under [env]",
+					file, first, (int)(se - sb), sb, (int)(se - colon - 1), colon + 1);
+				goto out;
+			}
+			if (colon) {
+				set_err(err, errlen, "%s: line %d: [%.*s] is not a valid section name (no ':' in "
+					"section names); sections are: %s",
+					file, first, (int)(se - sb), sb, section_list());
+				goto out;
+			}
+			if (se - sb > CONFIG_MAX_NAME) {
+				set_err(err, errlen, "%s: line %d: section name longer than %d characters",
+					file, first, CONFIG_MAX_NAME);
+				goto out;
+			}
+			lower_copy(section, sb, (size_t)(se - sb));
+			continue;
+		}
+		eq = memchr(b, '=', (size_t)(e - b));
+		if (!eq || eq == b)
+			continue; /* iniparser's syntax error */
+		{
+			const char *kb = b, *ke = eq, *vb = eq + 1, *ve = e;
+			char key[CONFIG_MAX_NAME + 1];
+
+			trim(&kb, &ke);
+			trim(&vb, &ve);
+			if (ke - kb > CONFIG_MAX_NAME) {
+				set_err(err, errlen, "%s: line %d: key '%.20s...' is longer than %d characters",
+					file, first, kb, CONFIG_MAX_NAME);
+				goto out;
+			}
+			lower_copy(key, kb, (size_t)(ke - kb));
+			if (vb < ve && (*vb == '"' || *vb == '\'')) {
+				const char *close = memchr(vb + 1, *vb, (size_t)(ve - vb - 1)), *after;
+
+				if (!close) {
+					set_err(err, errlen, "%s: line %d: [%s] %s: the value opens a quote (%c) that is "
+						"never closed: close it or remove it",
+						file, first, section, key, *vb);
+					goto out;
+				}
+				after = close + 1;
+				while (after < ve && isspace((unsigned char)*after))
+					after++;
+				if (after < ve && *after != ';' && *after != '#') {
+					set_err(err, errlen, "%s: line %d: [%s] %s: text after the closing quote: "
+						"quote the whole value",
+						file, first, section, key);
+					goto out;
+				}
+			} else {
+				size_t quotes = 0;
+
+				for (const char *q = vb; q < ve && *q != ';' && *q != '#'; q++)
+					quotes += *q == '"';
+				if (quotes % 2) {
+					set_err(err, errlen, "%s: line %d: [%s] %s: unbalanced quote (\") in the value: "
+						"close it or remove it",
+						file, first, section, key);
+					goto out;
+				}
+			}
+			for (size_t i = 0; i < n_seen; i++) {
+				if (!strcmp(seen[i].section, section) && !strcmp(seen[i].key, key)) {
+					set_err(err, errlen, "%s: [%s] %s is set twice (lines %d and %d): keep one",
+						file, section, key, seen[i].line, first);
+					goto out;
+				}
+			}
+			if (n_seen == CONFIG_MAX_KEYS) {
+				set_err(err, errlen, "%s: line %d: more than %d keys: is this the right file?",
+					file, first, CONFIG_MAX_KEYS);
+				goto out;
+			}
+			strcpy(seen[n_seen].section, section);
+			strcpy(seen[n_seen].key, key);
+			seen[n_seen++].line = first;
+		}
+	}
+	rc = 0;
+out:
+	free(seen);
+	free(logical);
+	return rc;
+}
+
+/* iniparser reads the bytes checked above, not the file again (which may
+ * have changed): a memfd, opened by its /proc/self/fd name. */
+static dictionary *parse_checked(const char *file, const char *buf, size_t len)
+{
+	char name[64];
+	dictionary *d;
+	int fd = memfd_create("tts-launch.ini", MFD_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(ini_error, sizeof(ini_error), "cannot create a memfd: %s", strerror(errno));
+		return NULL;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, buf + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			snprintf(ini_error, sizeof(ini_error), "cannot write a memfd: %s", strerror(errno));
+			close(fd);
+			return NULL;
+		}
+		off += (size_t)w;
+	}
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+	d = iniparser_load(name);
+	close(fd);
+	/* its messages name the file the user gave */
+	{
+		char out[sizeof(ini_error)];
+		size_t o = 0, nlen = strlen(name);
+
+		for (const char *q = ini_error; *q && o < sizeof(out) - 1;) {
+			if (!strncmp(q, name, nlen)) {
+				o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", file);
+				if (o > sizeof(out) - 1)
+					o = sizeof(out) - 1;
+				q += nlen;
+			} else {
+				out[o++] = *q++;
+			}
+		}
+		out[o] = '\0';
+		memcpy(ini_error, out, o + 1);
+	}
+	return d;
+}
+
 int config_load_file(struct config *c, const char *file, char *err, size_t errlen)
 {
 	dictionary *d;
-	FILE *f;
+	char *buf;
+	size_t len, skip;
 	int rc = 0;
 
-	f = fopen(file, "r");
-	if (!f) {
-		set_err(err, errlen, "%s: cannot read config file: %s (give an existing file with -c, or none for the defaults)",
-			file, strerror(errno));
+	buf = read_config(c, file, &len, err, errlen);
+	if (!buf)
+		return -1;
+	/* a UTF-8 byte order mark (Windows editors) is not part of the first line */
+	skip = len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3) ? 3 : 0;
+	if (check_text(file, buf, len, err, errlen) < 0 ||
+	    prescan(file, buf + skip, err, errlen) < 0) {
+		free(buf);
 		return -1;
 	}
-	fclose(f);
 	ini_error[0] = '\0';
 	iniparser_set_error_callback(ini_errback);
-	d = iniparser_load(file);
+	d = parse_checked(file, buf + skip, len - skip);
+	free(buf);
 	if (!d || ini_error[0]) {
 		char *nl;
 
@@ -573,6 +970,16 @@ int config_set(struct config *c, const char *assignment, char *err, size_t errle
 			assignment);
 		return -1;
 	}
+	if (dot - assignment > CONFIG_MAX_NAME || eq - dot - 1 > CONFIG_MAX_NAME) {
+		set_err(err, errlen, "--set '%.40s...': a section or key name is at most %d characters",
+			assignment, CONFIG_MAX_NAME);
+		return -1;
+	}
+	if (strlen(eq + 1) > CONFIG_MAX_SET) {
+		set_err(err, errlen, "--set %.*s: the value is longer than %d characters",
+			(int)(eq - assignment), assignment, CONFIG_MAX_SET);
+		return -1;
+	}
 	snprintf(section, sizeof(section), "%.*s", (int)(dot - assignment), assignment);
 	snprintf(key, sizeof(key), "%.*s", (int)(eq - dot - 1), dot + 1);
 	snprintf(origin, sizeof(origin), "--set %s", assignment);
@@ -631,8 +1038,48 @@ char *config_path(const struct config *c, const char *p)
 	return out;
 }
 
+/* Does s hold a word (something other than spaces and tabs)? */
+static bool has_word(const char *s)
+{
+	return s && s[strspn(s, " \t")];
+}
+
+/* As root: who runs the service. [service] user unset: the owner of [app]
+ * dir, unless that is root (root runs only what root chose: the checkout's
+ * webui.py, indextts/ and .venv are its owner's code). An explicit user
+ * that is root opts out, with a notice. */
+static int decide_user(struct config *c, const struct stat *dir, char *err, size_t errlen)
+{
+	struct passwd *pw;
+
+	if (c->euid != 0)
+		return 0;
+	if (*c->user) {
+		pw = getpwnam(c->user);
+		if (pw && pw->pw_uid == 0 && dir->st_uid != 0 &&
+		    asprintf(&c->notice, "[service] user = %s: the service runs as root, although [app] "
+			     "dir %s belongs to uid %u (remove the setting to run it as that user)",
+			     c->user, c->app_dir, (unsigned)dir->st_uid) < 0)
+			c->notice = NULL;
+		return 0;
+	}
+	if (dir->st_uid == 0)
+		return 0;
+	pw = getpwuid(dir->st_uid);
+	if (!pw) {
+		set_err(err, errlen, "%s: [app] dir %s belongs to uid %u, which has no user account: as root, "
+			"the service runs as the directory's owner; set [service] user (service.user = root "
+			"to run it as root)", c->source, c->app_dir, (unsigned)dir->st_uid);
+		return -1;
+	}
+	replace_str(&c->user, pw->pw_name);
+	c->user_from_app_dir = true;
+	return 0;
+}
+
 int config_finish(struct config *c, char *err, size_t errlen)
 {
+	struct stat st;
 	char *real;
 
 	if (!*c->app_dir) {
@@ -643,6 +1090,13 @@ int config_finish(struct config *c, char *err, size_t errlen)
 	if (!real) {
 		set_err(err, errlen, "%s: [app] dir '%s': %s (set it to the IndexTTS2 directory)", c->source,
 			c->app_dir, strerror(errno));
+		return -1;
+	}
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "%s: [app] dir '%s' is a file, not a directory: set it to the IndexTTS2 "
+			"directory (the one that holds %s)", c->source, c->app_dir,
+			has_word(c->script) ? c->script : "webui.py");
+		free(real);
 		return -1;
 	}
 	free(c->app_dir);
@@ -658,12 +1112,12 @@ int config_finish(struct config *c, char *err, size_t errlen)
 		}
 	}
 	if (!c->n_command) {
-		if (!*c->python) {
+		if (!has_word(c->python)) {
 			set_err(err, errlen, "%s: [app] python is empty: give an interpreter such as /usr/bin/python3 or 'uv run'",
 				c->source);
 			return -1;
 		}
-		if (!*c->script) {
+		if (!has_word(c->script)) {
 			set_err(err, errlen, "%s: [app] script is empty: give the script to start, e.g. webui.py",
 				c->source);
 			return -1;
@@ -686,6 +1140,8 @@ int config_finish(struct config *c, char *err, size_t errlen)
 			c->source);
 		return -1;
 	}
+	if (decide_user(c, &st, err, errlen) < 0)
+		return -1;
 	if (c->mlock_trigger == MLOCK_AT_CALLABLE && !strchr(c->mlock_callable, ':')) {
 		set_err(err, errlen, "%s: [mlock] callable '%s' is not valid: expected module:qualname, "
 			"e.g. indextts.infer_v2:IndexTTS2.__init__", c->source, c->mlock_callable);
@@ -701,6 +1157,87 @@ int config_finish(struct config *c, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* The first word of s (malloc'd), or NULL. */
+static char *first_word(const char *s)
+{
+	s += strspn(s, " \t");
+	return *s ? strndup(s, strcspn(s, " \t")) : NULL;
+}
+
+/* An executable regular file? */
+static bool is_executable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+int config_check_app(const struct config *c, char *err, size_t errlen)
+{
+	char *prog, *script, *path = NULL;
+	const char *search = NULL;
+	bool found = false;
+	int rc = -1;
+
+	if (c->n_command)
+		return 0;
+	prog = first_word(c->python);
+	script = first_word(c->script);
+	if (!prog || !script) {
+		set_err(err, errlen, "%s: [app] python and script must not be empty", c->source);
+		goto out;
+	}
+	if (strchr(prog, '/')) {
+		path = config_path(c, prog);
+		found = is_executable(path);
+	} else {
+		/* execvpe searches the service's PATH: [env] PATH, else ours */
+		for (size_t i = 0; i < c->n_env; i++)
+			if (!strcmp(c->env[i].name, "PATH"))
+				search = c->env[i].value;
+		if (!search)
+			search = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+		for (const char *d = search; !found;) {
+			size_t len = strcspn(d, ":");
+
+			free(path);
+			if (asprintf(&path, "%.*s/%s", (int)len, len ? d : ".", prog) < 0) {
+				path = NULL;
+				break;
+			}
+			found = is_executable(path);
+			if (!d[len])
+				break;
+			d += len + 1;
+		}
+	}
+	if (!found) {
+		set_err(err, errlen, "%s: [app] python '%s': %s (set [app] python to the interpreter, e.g. "
+			"/usr/bin/python3 or .venv/bin/python)", c->source, prog,
+			strchr(prog, '/') ? "no executable file there" : "not found on PATH");
+		goto out;
+	}
+	free(path);
+	path = NULL;
+	if (script[0] != '-') {
+		struct stat st;
+
+		path = config_path(c, script);
+		if (stat(path, &st) < 0) {
+			set_err(err, errlen, "%s: [app] script '%s': %s: %s (set [app] dir to the IndexTTS2 "
+				"directory, or [app] script to the script to start)", c->source, script,
+				path, strerror(errno));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(prog);
+	free(script);
+	free(path);
+	return rc;
 }
 
 /* Split s on spaces and tabs, appending to argv. */
@@ -728,11 +1265,17 @@ static void split_words(const char *s, char ***argv, size_t *n)
 
 char **config_service_argv(const struct config *c)
 {
-	char **argv = NULL;
+	char **argv = calloc(1, sizeof(char *));
 	size_t n = 0;
 	char port[16];
 
+	if (!argv) {
+		perror("tts-launch: out of memory");
+		exit(1);
+	}
+
 	if (c->n_command) {
+		free(argv);
 		argv = calloc((size_t)c->n_command + 1, sizeof(char *));
 		if (!argv) {
 			perror("tts-launch: out of memory");
@@ -751,11 +1294,11 @@ char **config_service_argv(const struct config *c)
 		split_words("--port", &argv, &n);
 		split_words(port, &argv, &n);
 	}
-	if (!strstr(c->args, "--host") && *c->host) {
+	if (!strstr(c->args, "--host") && has_word(c->host)) {
 		split_words("--host", &argv, &n);
 		split_words(c->host, &argv, &n);
 	}
-	if (!strstr(c->args, "--model_dir") && *c->model_dir) {
+	if (!strstr(c->args, "--model_dir") && has_word(c->model_dir)) {
 		split_words("--model_dir", &argv, &n);
 		split_words(c->model_dir, &argv, &n);
 	}

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 enum run_mode { MODE_FOREGROUND, MODE_DAEMON };
 enum stale_policy { STALE_KILL, STALE_FAIL, STALE_IGNORE };
@@ -77,6 +78,11 @@ struct config {
 	bool mlock_blocking;             /* lock inside listen() instead of a thread */
 	char *metrics_listen;            /* [metrics] listen: HOST:PORT of /metrics; "" = off */
 
+	/* decided by config_finish() */
+	uid_t euid;		/* who tts-launch runs as (geteuid(); tests set it) */
+	bool user_from_app_dir; /* root, user unset: [service] user = the owner of [app] dir */
+	char *notice;		/* a warning for `run` to print (service.user = root), or NULL */
+
 	/* command line only */
 	char **command; /* -- COMMAND ARG...: replaces python+script+args */
 	int n_command;
@@ -86,12 +92,21 @@ struct config {
 
 #define CONFIG_ERR_MAX 1024
 
+/* Limits on a config file (docs in conf/tts-launch.ini): bigger is an error. */
+#define CONFIG_MAX_BYTES (1024 * 1024)
+#define CONFIG_MAX_LINE 1000 /* characters per line (iniparser's own limit is 1024) */
+#define CONFIG_MAX_NAME 64   /* characters in a section or key name */
+#define CONFIG_MAX_KEYS 1000 /* keys in one file */
+#define CONFIG_MAX_SET 4096  /* characters in one --set value */
+
 /* Defaults: start webui.py in the current directory the way IndexTTS2's
  * README does. */
 void config_defaults(struct config *c);
 
 /* Load FILE into c. Returns 0, or -1 with a message in err naming the file,
- * section and key and what is expected. */
+ * section and key and what is expected. FILE must be a regular text file of
+ * at most CONFIG_MAX_BYTES, without duplicate keys; as root (c->euid == 0)
+ * it must be owned by root and not writable by group or others. */
 int config_load_file(struct config *c, const char *file, char *err, size_t errlen);
 
 /* Apply one "section.key=value" override (--set). */
@@ -101,8 +116,18 @@ int config_set(struct config *c, const char *assignment, char *err, size_t errle
  * NULL for built-in defaults. Returns a pointer to a static or given string. */
 const char *config_locate(const char *explicit_file);
 
-/* Cross-option checks, path resolution against app_dir. */
+/* Cross-option checks, path resolution against app_dir. As root with
+ * [service] user unset, the user becomes the owner of [app] dir (when that
+ * is not root): root runs only what root chose. */
 int config_finish(struct config *c, char *err, size_t errlen);
+
+/* The configured app can start: the interpreter (first word of [app]
+ * python) is an executable file (found on the service's PATH when it has no
+ * '/', else relative to app_dir) and the script (first word of [app]
+ * script, unless it is an option such as -m) exists in app_dir. Checked by
+ * `run` before anything is killed (exit 2, DESIGN.md); not for a --
+ * COMMAND, whose failed exec is 126/127. */
+int config_check_app(const struct config *c, char *err, size_t errlen);
 
 /* Build the service's argv (NULL-terminated, malloc'd) from the config. */
 char **config_service_argv(const struct config *c);

@@ -1,8 +1,11 @@
-/* tts-launch: command line. Parses the subcommand and options, builds the
- * config (defaults < INI file < --set < flags), and dispatches. */
+/* tts-launch: command line. A table of verbs, each with the options it
+ * accepts (systemd's analyze.c style); usage and errors come from the
+ * tables. Builds the config (defaults < INI file < --set < flags) and
+ * dispatches. */
 #include <errno.h>
 #include <getopt.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +19,11 @@
 #include "diagnose.h"
 #include "doctor.h"
 #include "mlock.h"
-#include "redact.h"
 #include "spawn.h"
 #include "supervise.h"
 #include "render_perfetto.h"
 #include "render_prom.h"
+#include "redact.h"
 #include "render_svg.h"
 #include "atomicfile.h"
 #include "timeline.h"
@@ -29,89 +32,303 @@ extern char **environ;
 
 #define EXIT_USAGE 2
 
-static const char usage_text[] =
-	"Usage:\n"
-	"  tts-launch [run] [-c FILE] [--set SECTION.KEY=VALUE]... [--timeline PATH]\n"
-	"             [--mlock[=all|models|onfault|off]] [--no-trace] [--foreground|--daemon]\n"
-	"             [--print-env] [-v] [-- COMMAND [ARG...]]\n"
-	"  tts-launch stop|status [-c FILE] [--set SECTION.KEY=VALUE]...\n"
-	"  tts-launch doctor [-c FILE]\n"
-	"  tts-launch report TIMELINE.json [--format text|json|perfetto|svg|html|prom] [-o FILE]\n"
-	"  tts-launch diagnose [TIMELINE.json] [--check-io] [--check-download] [--check-memory]\n"
-	"             [--format text|json] [-c FILE]\n"
-	"  tts-launch compare BEFORE.json AFTER.json [--format text|json]\n"
-	"\n"
+enum opt_id {
+	OPT_CONFIG = 'c',
+	OPT_OUTPUT = 'o',
+	OPT_VERBOSE = 'v',
+	OPT_HELP = 'h',
+	OPT_SET = 256,
+	OPT_TIMELINE,
+	OPT_MLOCK,
+	OPT_NO_TRACE,
+	OPT_FG,
+	OPT_DAEMON,
+	OPT_PRINT_ENV,
+	OPT_VERSION,
+	OPT_FORMAT,
+	OPT_CHECK_IO,
+	OPT_CHECK_DOWNLOAD,
+	OPT_CHECK_MEMORY,
+};
+
+/* Every option of every verb: the getopt table and the help are built
+ * from it. arg: the value's name (NULL: none); a verb may show --format's
+ * choices instead. */
+static const struct opt_def {
+	enum opt_id id;
+	const char *name;
+	int has_arg;
+	const char *arg;
+	const char *help;
+} opt_defs[] = {
+	{OPT_CONFIG, "config", required_argument, "FILE",
+	 "INI file (default: ./tts-launch.ini, else\n"
+	 "/etc/tts-launch.ini, else built-in defaults);\n"
+	 "as root: root's own, not writable by others"},
+	{OPT_SET, "set", required_argument, "SECTION.KEY=VALUE",
+	 "override one key, e.g. --set app.port=7861\n(repeatable)"},
+	{OPT_TIMELINE, "timeline", required_argument, "PATH",
+	 "where to write the timeline JSON ('' for none)"},
+	{OPT_MLOCK, "mlock", optional_argument, "all|models|onfault|off",
+	 "lock model pages once loaded: all (the\ndefault), models, onfault, off"},
+	{OPT_NO_TRACE, "no-trace", no_argument, NULL, "start without eBPF tracing"},
+	{OPT_FG, "foreground", no_argument, NULL, "stay attached; output also on the terminal (default)"},
+	{OPT_DAEMON, "daemon", no_argument, NULL, "detach; `tts-launch stop|status` work from\nanother shell"},
+	{OPT_PRINT_ENV, "print-env", no_argument, NULL,
+	 "print the command, directory and environment\nthe service would get, then exit"},
+	{OPT_VERBOSE, "verbose", no_argument, NULL, "more detail (libbpf's own messages)"},
+	{OPT_FORMAT, "format", required_argument, "FORMAT",
+	 "report: text, json, perfetto, svg, html, prom;\ndiagnose, compare: text, json"},
+	{OPT_OUTPUT, "output", required_argument, "FILE", "write FILE atomically instead of stdout"},
+	{OPT_CHECK_IO, "check-io", no_argument, NULL, "only the file and disk rules"},
+	{OPT_CHECK_DOWNLOAD, "check-download", no_argument, NULL, "only the download rules"},
+	{OPT_CHECK_MEMORY, "check-memory", no_argument, NULL, "only the memory rules"},
+	{OPT_HELP, "help", no_argument, NULL, "this text"},
+	{OPT_VERSION, "version", no_argument, NULL, "the version"},
+};
+#define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+/* What the command line said, for the verb's handler. */
+struct cmdline {
+	const struct verb *verb;
+	int argc;
+	char **argv;
+	const char *file, *format, *output, *timeline;
+	const char **sets;
+	int nsets;
+	int mode, no_trace, print, verbose, mlock;
+	unsigned checks;
+	const char *args[2]; /* positional arguments */
+	int nargs;
+	char **command; /* after "--" */
+	int n_command;
+};
+
+static int verb_run(struct cmdline *cl);
+static int verb_config(struct cmdline *cl);
+static int verb_report(struct cmdline *cl);
+static int verb_diagnose(struct cmdline *cl);
+
+/* The verbs. opts: what each accepts (0-terminated); min/max_args: its
+ * positional arguments, shown as args; formats: --format's choices;
+ * raw: parses its own command line (argv from the verb on). */
+static const struct verb {
+	const char *name;
+	const char *args;
+	int min_args, max_args;
+	bool dashdash; /* takes -- COMMAND [ARG...] */
+	const char *formats;
+	const enum opt_id opts[12];
+	const char *summary;
+	int (*run)(struct cmdline *cl);
+	int (*raw)(int argc, char **argv);
+} verbs[] = {
+	{"run", NULL, 0, 0, true, NULL,
+	 {OPT_CONFIG, OPT_SET, OPT_TIMELINE, OPT_MLOCK, OPT_NO_TRACE, OPT_FG, OPT_DAEMON, OPT_PRINT_ENV,
+	  OPT_VERBOSE, OPT_HELP},
+	 "(default) start the service and supervise it until it exits;\n"
+	 "-- COMMAND [ARG...] runs COMMAND instead of the configured app\n"
+	 "(no port is watched unless --set app.port=N: ready = its first\n"
+	 "listen)",
+	 verb_run, NULL},
+	{"stop", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
+	 "stop the service started by `run` (SIGTERM, grace, SIGKILL)", verb_config, NULL},
+	{"status", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
+	 "is it running? (exit 0 running, 1 dead, 3 not running, 4 not trusted)", verb_config, NULL},
+	{"doctor", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
+	 "can this machine trace, and can the app start? (exit 1 on FAIL)", verb_config, NULL},
+	{"report", "TIMELINE.json", 1, 1, false, "text|json|perfetto|svg|html|prom",
+	 {OPT_FORMAT, OPT_OUTPUT, OPT_HELP},
+	 "a saved timeline as: text (the summary), json, perfetto (Chrome\n"
+	 "trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
+	 "with tables of files and findings), prom (Prometheus text format);\n"
+	 "-o FILE writes FILE atomically instead of stdout",
+	 verb_report, NULL},
+	{"diagnose", "[TIMELINE.json]", 0, 1, false, "text|json",
+	 {OPT_CHECK_IO, OPT_CHECK_DOWNLOAD, OPT_CHECK_MEMORY, OPT_FORMAT, OPT_CONFIG, OPT_SET, OPT_HELP},
+	 "findings over a timeline (default: the last one written, [trace]\n"
+	 "timeline of the config), each with its evidence and the fix;\n"
+	 "--check-io|download|memory select rules (default: all);\n"
+	 "exit 0 clean, 1 warnings, 2 errors or an unreadable timeline\n"
+	 "(docs/diagnose.md)",
+	 verb_diagnose, NULL},
+	{"compare", "BEFORE.json AFTER.json", 2, 2, false, "text|json", {OPT_FORMAT, OPT_HELP},
+	 "two saved timelines side by side: phases, start-up, page faults,\n"
+	 "request latency p50/p99 and spread, mlock outcome (docs/compare.md)",
+	 NULL, compare_command},
+};
+#define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static const char about_text[] =
 	"Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
 	"sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
-	"from its first instruction, and writes a startup timeline.\n"
-	"\n"
-	"Commands:\n"
-	"  run       (default) start the service and supervise it until it exits\n"
-	"  stop      stop the service started by `run` (SIGTERM, grace, SIGKILL)\n"
-	"  status    is it running? (exit 0 running, 1 dead, 3 not running, 4 not trusted)\n"
-	"  doctor    can this machine trace, and can the app start? (exit 1 on FAIL)\n"
-	"  report    a saved timeline as: text (the summary), json, perfetto (Chrome\n"
-	"            trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
-	"            with tables of files and findings), prom (Prometheus text format);\n"
-	"            -o FILE writes FILE atomically instead of stdout\n"
-	"  diagnose  findings over a timeline (default: the last one written, [trace]\n"
-	"            timeline of the config), each with its evidence and the fix;\n"
-	"            --check-io|download|memory select rules (default: all); exit 0 clean,\n"
-	"            1 warnings, 2 errors or an unreadable timeline (docs/diagnose.md)\n"
-	"  compare   two saved timelines side by side: phases, start-up, page faults,\n"
-	"            request latency p50/p99 and spread, mlock outcome (docs/compare.md)\n"
-	"\n"
-	"Options:\n"
-	"  -c, --config FILE    INI file (default: ./tts-launch.ini, else\n"
-	"                       /etc/tts-launch.ini, else built-in defaults)\n"
-	"      --set S.K=V      override one key, e.g. --set app.port=7861 (repeatable)\n"
-	"      --timeline PATH  where to write the timeline JSON ('' for none)\n"
-	"      --mlock[=MODE]   lock model pages once loaded: all (default), models, onfault, off\n"
-	"      --no-trace       start without eBPF tracing\n"
-	"      --foreground     stay attached; output also on the terminal (default)\n"
-	"      --daemon         detach; `tts-launch stop|status` work from another shell\n"
-	"      --print-env      print the command, directory and environment the service\n"
-	"                       would get, then exit\n"
-	"  -v, --verbose        more detail (libbpf's own messages)\n"
-	"  -h, --help           this text;  --version  the version\n"
-	"  -- COMMAND [ARG...]  run COMMAND instead of the configured app (no port is\n"
-	"                       watched unless --set app.port=N: ready = its first listen)\n"
-	"\n"
-	"Exit codes: the service's own code when it exits (128+N when killed by signal N);\n"
-	"126/127 when it cannot be executed; 2 bad usage or config (nothing killed or\n"
-	"started); 3 the port is held by a process that is not a stale instance.\n"
+	"from its first instruction, and writes a startup timeline.\n";
+
+static const char exit_text[] =
+	"Exit codes: the service's own code when it exits (128+N when killed by\n"
+	"signal N); 126/127 when it cannot be executed; 2 bad usage or config\n"
+	"(nothing killed or started); 3 the port is held by a process that is not\n"
+	"a stale instance.\n"
+	"As root with [service] user unset, the service runs as the owner of [app] dir.\n"
 	"Every config key is documented in conf/tts-launch.ini and README.md.\n";
+
+static const struct opt_def *opt_def(enum opt_id id)
+{
+	for (size_t i = 0; i < N_OPTS; i++)
+		if (opt_defs[i].id == id)
+			return &opt_defs[i];
+	return NULL;
+}
+
+static bool verb_takes(const struct verb *v, enum opt_id id)
+{
+	for (size_t i = 0; i < sizeof(v->opts) / sizeof(v->opts[0]) && v->opts[i]; i++)
+		if (v->opts[i] == id)
+			return true;
+	return false;
+}
+
+static const struct verb *find_verb(const char *name)
+{
+	for (size_t i = 0; i < N_VERBS; i++)
+		if (!strcmp(verbs[i].name, name))
+			return &verbs[i];
+	return NULL;
+}
+
+/* "-c FILE", "--set SECTION.KEY=VALUE", "--mlock[=MODE]", "--format text|json" */
+static void opt_synopsis(char *buf, size_t len, const struct opt_def *o, const struct verb *v)
+{
+	const char *arg = o->id == OPT_FORMAT && v && v->formats ? v->formats : o->arg;
+
+	if (o->id < 256)
+		snprintf(buf, len, "-%c%s%s", (char)o->id, arg ? " " : "", arg ? arg : "");
+	else if (o->has_arg == optional_argument)
+		snprintf(buf, len, "--%s[=%s]", o->name, arg);
+	else
+		snprintf(buf, len, "--%s%s%s", o->name, arg ? " " : "", arg ? arg : "");
+}
+
+/* "  tts-launch report TIMELINE.json [--format ...] [-o FILE]", wrapped. */
+static void print_synopsis(FILE *f, const struct verb *v, bool optional_name)
+{
+	char word[160], item[170];
+	int col;
+
+	col = fprintf(f, "  tts-launch %s%s%s", optional_name ? "[" : "", v->name,
+		      optional_name ? "]" : "");
+	if (v->args)
+		col += fprintf(f, " %s", v->args);
+	for (size_t i = 0; i < sizeof(v->opts) / sizeof(v->opts[0]) && v->opts[i]; i++) {
+		const struct opt_def *o = opt_def(v->opts[i]);
+
+		if (o->id == OPT_HELP)
+			continue;
+		opt_synopsis(word, sizeof(word), o, v);
+		snprintf(item, sizeof(item), "[%s]%s", word, o->id == OPT_SET ? "..." : "");
+		if (col + 1 + (int)strlen(item) > 80) {
+			fprintf(f, "\n            ");
+			col = 12;
+		}
+		col += fprintf(f, " %s", item);
+	}
+	if (v->dashdash) {
+		if (col + 23 > 80)
+			fprintf(f, "\n            ");
+		fprintf(f, " [-- COMMAND [ARG...]]");
+	}
+	fputc('\n', f);
+}
+
+/* One option's help: "  -c, --config FILE    text", continuation lines indented. */
+static void print_opt_help(FILE *f, const struct opt_def *o, const struct verb *v)
+{
+	char syn[160], head[200];
+	const char *h = o->help;
+
+	opt_synopsis(syn, sizeof(syn), o, v);
+	if (o->id < 256)
+		snprintf(head, sizeof(head), "  -%c, --%s%s%s", (char)o->id, o->name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+	else
+		snprintf(head, sizeof(head), "      %s", syn);
+	fprintf(f, "%-24s", head);
+	if (strlen(head) >= 24)
+		fprintf(f, "\n%-24s", "");
+	for (;;) {
+		size_t n = strcspn(h, "\n");
+
+		fprintf(f, "%.*s\n", (int)n, h);
+		if (!h[n])
+			break;
+		h += n + 1;
+		fprintf(f, "%-24s", "");
+	}
+}
+
+/* tts-launch --help: every verb and every option. */
+static void usage_all(FILE *f)
+{
+	fputs("Usage:\n", f);
+	for (size_t i = 0; i < N_VERBS; i++)
+		print_synopsis(f, &verbs[i], i == 0);
+	fprintf(f, "\n%s\nCommands:\n", about_text);
+	for (size_t i = 0; i < N_VERBS; i++) {
+		const char *s = verbs[i].summary;
+
+		fprintf(f, "  %-10s", verbs[i].name);
+		for (;;) {
+			size_t n = strcspn(s, "\n");
+
+			fprintf(f, "%.*s\n", (int)n, s);
+			if (!s[n])
+				break;
+			s += n + 1;
+			fprintf(f, "  %-10s", "");
+		}
+	}
+	fputs("\nOptions (`tts-launch COMMAND --help` lists each command's own):\n", f);
+	for (size_t i = 0; i < N_OPTS; i++)
+		print_opt_help(f, &opt_defs[i], NULL);
+	fprintf(f, "\n%s", exit_text);
+}
+
+/* tts-launch VERB --help: its synopsis, what it does, its options. */
+static void usage_verb(FILE *f, const struct verb *v)
+{
+	const char *s = v->summary;
+
+	fputs("Usage:\n", f);
+	print_synopsis(f, v, !strcmp(v->name, "run"));
+	fputc('\n', f);
+	for (;;) {
+		size_t n = strcspn(s, "\n");
+
+		fprintf(f, "%.*s\n", (int)n, s);
+		if (!s[n])
+			break;
+		s += n + 1;
+	}
+	fputs("\nOptions:\n", f);
+	for (size_t i = 0; i < sizeof(v->opts) / sizeof(v->opts[0]) && v->opts[i]; i++)
+		print_opt_help(f, opt_def(v->opts[i]), v);
+	if (!strcmp(v->name, "run"))
+		fprintf(f, "\n%s", exit_text);
+}
+
+/* the verb being parsed, for the hint after a usage error */
+static const struct verb *current_verb;
 
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "tts-launch: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'tts-launch --help'.\n");
+	if (current_verb)
+		fprintf(stderr, "\nTry 'tts-launch %s --help'.\n", current_verb->name);
+	else
+		fprintf(stderr, "\nTry 'tts-launch --help'.\n");
 	return EXIT_USAGE;
 }
-
-enum { OPT_SET = 256, OPT_TIMELINE, OPT_MLOCK, OPT_NO_TRACE, OPT_FG, OPT_DAEMON, OPT_PRINT_ENV,
-       OPT_VERSION, OPT_FORMAT, OPT_CHECK_IO, OPT_CHECK_DOWNLOAD, OPT_CHECK_MEMORY };
-
-static const struct option long_opts[] = {
-	{"config", required_argument, NULL, 'c'},
-	{"set", required_argument, NULL, OPT_SET},
-	{"timeline", required_argument, NULL, OPT_TIMELINE},
-	{"mlock", optional_argument, NULL, OPT_MLOCK},
-	{"no-trace", no_argument, NULL, OPT_NO_TRACE},
-	{"foreground", no_argument, NULL, OPT_FG},
-	{"daemon", no_argument, NULL, OPT_DAEMON},
-	{"print-env", no_argument, NULL, OPT_PRINT_ENV},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, OPT_VERSION},
-	{"format", required_argument, NULL, OPT_FORMAT},
-	{"output", required_argument, NULL, 'o'},
-	{"check-io", no_argument, NULL, OPT_CHECK_IO},
-	{"check-download", no_argument, NULL, OPT_CHECK_DOWNLOAD},
-	{"check-memory", no_argument, NULL, OPT_CHECK_MEMORY},
-	{NULL, 0, NULL, 0},
-};
 
 /* [env] name = value, unless [env] already sets name. */
 static void env_default(struct config *c, const char *name, const char *value)
@@ -156,8 +373,6 @@ static struct config *user_env(struct config *c)
 	return c;
 }
 
-/* secrets: print the values redact.h would hide (the service gets them
- * either way); the flag that asks for it is the option parser's. */
 static int print_env(const struct config *c, bool secrets)
 {
 	char **argv = config_service_argv(c);
@@ -270,194 +485,331 @@ static int report(const char *path, const char *format, const char *output)
 	return rc;
 }
 
-/* getopt_long, but the TIMELINE of diagnose and report may come before or among
- * their options. */
-static int next_opt(int argc, char **argv, const char *cmd, const char **positional)
+/* The config for verbs that need one: defaults < file < --set < flags,
+ * fully validated (exit 2 before anything is killed or started). */
+static int build_config(struct cmdline *cl, struct config *c)
 {
-	int opt;
+	char err[CONFIG_ERR_MAX];
+	const char *file;
 
-	while ((opt = getopt_long(argc, argv, "+c:o:vh", long_opts, NULL)) == -1 &&
-	       (!strcmp(cmd, "diagnose") || !strcmp(cmd, "report")) && !*positional && optind < argc &&
-	       strcmp(argv[optind - 1], "--"))
-		*positional = argv[optind++];
-	return opt;
+	config_defaults(c);
+	file = config_locate(cl->file);
+	if (file && config_load_file(c, file, err, sizeof(err)) < 0)
+		goto fail;
+	if (cl->n_command) {
+		/* A command after "--" replaces the configured app. */
+		c->command = cl->command;
+		c->n_command = cl->n_command;
+		c->port = 0; /* unless --set app.port below */
+	}
+	for (int i = 0; i < cl->nsets; i++)
+		if (config_set(c, cl->sets[i], err, sizeof(err)) < 0)
+			goto fail;
+	if (cl->timeline) {
+		free(c->timeline);
+		c->timeline = strdup(cl->timeline);
+	}
+	if (cl->no_trace)
+		c->trace = false;
+	if (cl->mode >= 0)
+		c->mode = (enum run_mode)cl->mode;
+	if (cl->mlock >= 0)
+		c->mlock = (enum mlock_mode)cl->mlock;
+	c->verbose = cl->verbose;
+	c->print_env = cl->print;
+	if (config_finish(c, err, sizeof(err)) < 0)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "tts-launch: error: %s\n", err);
+	c->command = NULL;
+	config_free(c);
+	return -1;
 }
 
-int main(int argc, char **argv)
+static void done_config(struct config *c)
 {
-	static const char *const cmds[] = {"run", "stop", "status", "doctor", "report",
-					    "diagnose"};
-	const char *cmd = "run", *file = NULL, *format = "text", *output = NULL;
-	char **sets = calloc((size_t)argc, sizeof(char *));
-	int nsets = 0, opt, rc;
-	int mode = -1, no_trace = 0, print = 0, verbose = 0, mlock = -1;
-	unsigned checks = 0;
-	const char *positional = NULL;
-	const char *timeline = NULL;
-	struct config c;
+	c->command = NULL; /* argv's, not ours */
+	config_free(c);
+}
+
+static int verb_run(struct cmdline *cl)
+{
 	char err[CONFIG_ERR_MAX];
-	int first = 1;
+	struct config c;
+	int rc;
 
-	clock_init();
-	if (!sets)
-		return 1;
-	if (argc > 1 && !strcmp(argv[1], "compare"))
-		return compare_command(argc - 1, argv + 1);
-	if (argc > 1 && argv[1][0] != '-') {
-		size_t i;
-
-		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-			if (!strcmp(argv[1], cmds[i]))
-				break;
-		if (i == sizeof(cmds) / sizeof(cmds[0]))
-			return usage_error("unknown command '%s': expected run, stop, status, doctor, report, diagnose or compare",
-					   argv[1]);
-		cmd = argv[1];
-		first = 2;
+	if (build_config(cl, &c) < 0)
+		return EXIT_USAGE;
+	if (c.notice)
+		fprintf(stderr, "tts-launch: warning: %s\n", c.notice);
+	/* a missing script or interpreter is a config error: nothing killed */
+	if (!cl->print && config_check_app(&c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tts-launch: error: %s\n", err);
+		done_config(&c);
+		return EXIT_USAGE;
 	}
+	if (cl->print)
+		rc = print_env(user_env(&c), false);
+	else
+		rc = supervise_run(inherit_hf_env(user_env(&c)), cl->argc, cl->argv);
+	done_config(&c);
+	return rc;
+}
+
+/* stop, status, doctor: the config, then the verb. */
+static int verb_config(struct cmdline *cl)
+{
+	struct config c;
+	int rc;
+
+	if (build_config(cl, &c) < 0)
+		return EXIT_USAGE;
+	if (!strcmp(cl->verb->name, "stop"))
+		rc = control_stop(&c);
+	else if (!strcmp(cl->verb->name, "status"))
+		rc = control_status(&c);
+	else
+		rc = doctor_run(&c);
+	done_config(&c);
+	return rc;
+}
+
+static int verb_report(struct cmdline *cl)
+{
+	return report(cl->args[0], cl->format ? cl->format : "text", cl->output);
+}
+
+static int verb_diagnose(struct cmdline *cl)
+{
+	const char *format = cl->format ? cl->format : "text";
+	struct config c;
+	char *tp;
+	int rc;
+
+	if (strcmp(format, "text") && strcmp(format, "json"))
+		return usage_error("unknown --format '%s': expected text or json", format);
+	if (cl->nargs)
+		return diagnose_command(cl->args[0], cl->checks, format);
+	/* the last timeline `run` wrote with this config */
+	if (build_config(cl, &c) < 0)
+		return EXIT_USAGE;
+	tp = c.timeline && *c.timeline ? config_path(&c, c.timeline) : NULL;
+	if (tp)
+		rc = diagnose_command(tp, cl->checks, format);
+	else
+		rc = usage_error("%s", "diagnose needs a TIMELINE.json ([trace] timeline is empty)");
+	free(tp);
+	done_config(&c);
+	return rc;
+}
+
+/* "--format" or "-o/--output", as the user may have written it */
+static void opt_name(char *buf, size_t len, const struct opt_def *o)
+{
+	if (o->id < 256)
+		snprintf(buf, len, "-%c/--%s", (char)o->id, o->name);
+	else
+		snprintf(buf, len, "--%s", o->name);
+}
+
+/* An option that is not the verb's: say whose it is. */
+static int not_this_verbs(const struct verb *v, const struct opt_def *o)
+{
+	char name[64], owners[128] = "";
+	size_t off = 0;
+
+	opt_name(name, sizeof(name), o);
+	for (size_t i = 0; i < N_VERBS; i++)
+		if (verb_takes(&verbs[i], o->id) && off < sizeof(owners))
+			off += (size_t)snprintf(owners + off, sizeof(owners) - off, "%s%s",
+						off ? ", " : "", verbs[i].name);
+	fprintf(stderr, "tts-launch: option %s is not valid for '%s'", name, v->name);
+	if (*owners)
+		fprintf(stderr, " (it is an option of: %s)", owners);
+	fprintf(stderr, "\nTry 'tts-launch %s --help'.\n", v->name);
+	return EXIT_USAGE;
+}
+
+/* Parse argv[first..] for verb v into cl. Returns -1 to go on, else the
+ * exit code (--help, a usage error). */
+static int parse_options(const struct verb *v, int argc, char **argv, int first, bool named,
+			 struct cmdline *cl)
+{
+	struct option long_opts[N_OPTS + 1];
+	const char *shorts = "+:c:o:vh";
+
+	for (size_t i = 0; i < N_OPTS; i++)
+		long_opts[i] = (struct option){opt_defs[i].name, opt_defs[i].has_arg, NULL,
+					       (int)opt_defs[i].id};
+	long_opts[N_OPTS] = (struct option){NULL, 0, NULL, 0};
+	opterr = 0;
 	optind = first;
-	/* '+': stop at "--" and at the first word, so COMMAND keeps its own
-	 * options. */
-	while ((opt = next_opt(argc, argv, cmd, &positional)) != -1) {
-		switch (opt) {
-		case 'c':
-			file = optarg;
+	for (;;) {
+		int prev = optind, opt;
+		const struct opt_def *o;
+
+		opt = getopt_long(argc, argv, shorts, long_opts, NULL);
+		if (opt == -1) {
+			if (optind >= argc && !(optind == prev + 1 && !strcmp(argv[prev], "--")))
+				break;
+			if (optind == prev + 1 && !strcmp(argv[prev], "--")) {
+				/* "--": a COMMAND for run, else the rest are arguments */
+				if (v->dashdash) {
+					if (optind >= argc)
+						return usage_error("%s", "-- needs a COMMAND to run: "
+									 "tts-launch run [OPTIONS] -- COMMAND [ARG...]");
+					cl->command = &argv[optind];
+					cl->n_command = argc - optind;
+					break;
+				}
+				for (; optind < argc; optind++) {
+					if (cl->nargs == v->max_args)
+						goto extra;
+					cl->args[cl->nargs++] = argv[optind];
+				}
+				break;
+			}
+			/* a word among the options */
+			if (cl->nargs == v->max_args)
+				goto extra;
+			cl->args[cl->nargs++] = argv[optind++];
+			continue;
+		}
+		if (opt == '?') {
+			char shown[3] = {'-', (char)optopt, '\0'};
+
+			return usage_error("unknown option '%s'",
+					   optopt > 0 && optopt < 256 ? shown : argv[optind - 1]);
+		}
+		if (opt == ':')
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		o = opt_def((enum opt_id)opt);
+		if (!o)
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		if (o->id == OPT_VERSION) {
+			if (named)
+				return usage_error("%s", "--version goes alone: tts-launch --version");
+			printf("tts-launch %s\n", TTS_LAUNCH_VERSION);
+			return 0;
+		}
+		if (o->id == OPT_HELP) {
+			if (named)
+				usage_verb(stdout, v);
+			else
+				usage_all(stdout);
+			return 0;
+		}
+		if (!verb_takes(v, o->id))
+			return not_this_verbs(v, o);
+		switch (o->id) {
+		case OPT_CONFIG:
+			cl->file = optarg;
 			break;
 		case OPT_SET:
-			sets[nsets++] = optarg;
+			cl->sets[cl->nsets++] = optarg;
 			break;
 		case OPT_TIMELINE:
-			timeline = optarg;
+			cl->timeline = optarg;
 			break;
 		case OPT_MLOCK:
 			if (!optarg || !strcmp(optarg, "all"))
-				mlock = MLOCK_ALL;
+				cl->mlock = MLOCK_ALL;
 			else if (!strcmp(optarg, "models"))
-				mlock = MLOCK_MODELS;
+				cl->mlock = MLOCK_MODELS;
 			else if (!strcmp(optarg, "onfault"))
-				mlock = MLOCK_ONFAULT;
+				cl->mlock = MLOCK_ONFAULT;
 			else if (!strcmp(optarg, "off"))
-				mlock = MLOCK_OFF;
+				cl->mlock = MLOCK_OFF;
 			else
 				return usage_error("unknown --mlock mode '%s': expected all, models, onfault or off",
 						   optarg);
 			break;
 		case OPT_NO_TRACE:
-			no_trace = 1;
+			cl->no_trace = 1;
 			break;
 		case OPT_FG:
-			mode = MODE_FOREGROUND;
+			cl->mode = MODE_FOREGROUND;
 			break;
 		case OPT_DAEMON:
-			mode = MODE_DAEMON;
+			cl->mode = MODE_DAEMON;
 			break;
 		case OPT_PRINT_ENV:
-			print = 1;
+			cl->print = 1;
 			break;
 		case OPT_FORMAT:
-			format = optarg;
+			cl->format = optarg;
 			break;
-		case 'o':
-			output = optarg;
+		case OPT_OUTPUT:
+			cl->output = optarg;
 			break;
 		case OPT_CHECK_IO:
-			checks |= DIAG_IO;
+			cl->checks |= DIAG_IO;
 			break;
 		case OPT_CHECK_DOWNLOAD:
-			checks |= DIAG_DOWNLOAD;
+			cl->checks |= DIAG_DOWNLOAD;
 			break;
 		case OPT_CHECK_MEMORY:
-			checks |= DIAG_MEMORY;
+			cl->checks |= DIAG_MEMORY;
 			break;
-		case 'v':
-			verbose++;
+		case OPT_VERBOSE:
+			cl->verbose++;
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("tts-launch %s\n", TTS_LAUNCH_VERSION);
-			return 0;
 		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (cl->nargs < v->min_args) {
+		fprintf(stderr, "tts-launch: %s needs %s%s\n", v->name,
+			v->min_args == 1 ? "a " : "", v->args);
+		fprintf(stderr, "Try 'tts-launch %s --help'.\n", v->name);
+		return EXIT_USAGE;
+	}
+	return -1;
+extra:
+	if (v->dashdash)
+		return usage_error("unexpected argument '%s' (a command to run goes after --)",
+				   argv[optind]);
+	fprintf(stderr, "tts-launch: unexpected argument '%s': %s takes %s%s\n", argv[optind], v->name,
+		v->max_args ? "" : "no arguments", v->max_args ? v->args : "");
+	fprintf(stderr, "Try 'tts-launch %s --help'.\n", v->name);
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline cl = {.argc = argc, .argv = argv, .mode = -1, .mlock = -1};
+	const struct verb *v = &verbs[0];
+	bool named = false;
+	int rc;
+
+	clock_init();
+	if (argc > 1 && argv[1][0] != '-') {
+		v = find_verb(argv[1]);
+		if (!v) {
+			char names[160];
+			size_t off = 0;
+
+			for (size_t i = 0; i < N_VERBS; i++)
+				off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
+							i ? (i + 1 == N_VERBS ? " or " : ", ") : "",
+							verbs[i].name);
+			fprintf(stderr, "tts-launch: unknown command '%s': expected %s\n", argv[1], names);
 			fprintf(stderr, "Try 'tts-launch --help'.\n");
 			return EXIT_USAGE;
 		}
+		named = true;
 	}
-
-	if (!strcmp(cmd, "report")) {
-		if (positional && optind < argc)
-			return usage_error("unexpected argument '%s': report takes one TIMELINE.json",
-					   argv[optind]);
-		return report(positional ? positional : optind < argc ? argv[optind] : NULL, format, output);
-	}
-	if (!strcmp(cmd, "diagnose") && strcmp(format, "text") && strcmp(format, "json"))
-		return usage_error("unknown --format '%s': expected text or json", format);
-	if (!strcmp(cmd, "diagnose") && optind < argc)
-		return usage_error("unexpected argument '%s' (diagnose takes one TIMELINE.json)",
-				   argv[optind]);
-	if (!strcmp(cmd, "diagnose") && positional)
-		return diagnose_command(positional, checks, format);
-
-	config_defaults(&c);
-	file = config_locate(file);
-	if (file && config_load_file(&c, file, err, sizeof(err)) < 0) {
-		fprintf(stderr, "tts-launch: error: %s\n", err);
-		return EXIT_USAGE;
-	}
-	/* A command after "--" replaces the configured app. */
-	if (optind < argc && !strcmp(argv[optind - 1], "--")) {
-		c.command = &argv[optind];
-		c.n_command = argc - optind;
-		c.port = 0; /* unless --set app.port below */
-	} else if (optind < argc) {
-		return usage_error("unexpected argument '%s' (a command to run goes after --)",
-				   argv[optind]);
-	}
-	for (int i = 0; i < nsets; i++) {
-		if (config_set(&c, sets[i], err, sizeof(err)) < 0) {
-			fprintf(stderr, "tts-launch: error: %s\n", err);
-			return EXIT_USAGE;
-		}
-	}
-	if (timeline) {
-		free(c.timeline);
-		c.timeline = strdup(timeline);
-	}
-	if (no_trace)
-		c.trace = false;
-	if (mode >= 0)
-		c.mode = (enum run_mode)mode;
-	if (mlock >= 0)
-		c.mlock = (enum mlock_mode)mlock;
-	c.verbose = verbose;
-	c.print_env = print;
-	if (config_finish(&c, err, sizeof(err)) < 0) {
-		fprintf(stderr, "tts-launch: error: %s\n", err);
-		return EXIT_USAGE;
-	}
-
-	if (!strcmp(cmd, "stop"))
-		rc = control_stop(&c);
-	else if (!strcmp(cmd, "status"))
-		rc = control_status(&c);
-	else if (!strcmp(cmd, "doctor"))
-		rc = doctor_run(&c);
-	else if (!strcmp(cmd, "diagnose")) {
-		/* the last timeline `run` wrote with this config */
-		char *tp = c.timeline && *c.timeline ? config_path(&c, c.timeline) : NULL;
-
-		if (tp)
-			rc = diagnose_command(tp, checks, format);
-		else
-			rc = usage_error("%s", "diagnose needs a TIMELINE.json ([trace] timeline is empty)");
-		free(tp);
-	}
-	else if (print)
-		rc = print_env(user_env(&c), false);
-	else
-		rc = supervise_run(inherit_hf_env(user_env(&c)), argc, argv);
-	c.command = NULL;
-	config_free(&c);
-	free(sets);
+	if (v->raw)
+		return v->raw(argc - 1, argv + 1);
+	current_verb = named ? v : NULL;
+	cl.verb = v;
+	cl.sets = calloc((size_t)argc, sizeof(char *));
+	if (!cl.sets)
+		return 1;
+	rc = parse_options(v, argc, argv, named ? 2 : 1, named, &cl);
+	if (rc < 0)
+		rc = v->run(&cl);
+	free(cl.sets);
 	return rc;
 }

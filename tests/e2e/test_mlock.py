@@ -354,7 +354,8 @@ def test_shim_not_inherited_by_children(app):
 def test_runner_passes_the_shim_on_to_python(app):
     # [app] python = a runner (as `uv run`): the shim stays inert in it and
     # arms in the python it starts
-    s = Svc(app, mlock="models", extra="[app]\npython = /usr/bin/env %s\n" % PY)
+    # (--set: a second "python =" in the file is a duplicate key, exit 2)
+    s = Svc(app, "--set", "app.python=/usr/bin/env %s" % PY, mlock="models")
     s.wait_line("tts-launch: mlock (models, at listen): locked")
     assert vmlck(s.pid) == MODEL_MB * MiB
     s.stop()

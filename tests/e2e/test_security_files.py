@@ -150,7 +150,7 @@ def test_rotation_moves_planted_links_and_never_writes_through_them(co):
 
 
 def test_timeline_link_is_refused_and_the_summary_says_so(co):
-    co.write_ini("[trace]\nenabled = false\ntimeline = t.json\n")
+    co.write_ini("timeline = t.json\n")
     co.plant("ln", "-s", str(co.victim), "t.json")
     r = co.run()
     assert r.returncode == 0, r.stderr
@@ -161,7 +161,7 @@ def test_timeline_link_is_refused_and_the_summary_says_so(co):
 
 
 def test_timeline_belongs_to_the_checkout_owner(co):
-    co.write_ini("[trace]\nenabled = false\ntimeline = t.json\n")
+    co.write_ini("timeline = t.json\n")
     r = co.run()
     assert r.returncode == 0, r.stderr
     st = os.stat(co.dir / "t.json")

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -37,6 +38,7 @@ static void test_defaults(void **state)
 
 	(void)state;
 	config_defaults(&c);
+	c.euid = 65534; /* app dir "." is the checkout, whoever owns it */
 	assert_int_equal(config_finish(&c, err, sizeof(err)), 0);
 	assert_int_equal(c.port, 7860);
 	assert_string_equal(c.script, "webui.py");
@@ -138,6 +140,282 @@ static void test_missing_file(void **state)
 	config_free(&c);
 }
 
+/* Not a regular file, or too big: refused before any byte is parsed (and
+ * a device such as /dev/zero does not hang the read). */
+static void test_not_a_config_file(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+	char path[] = "/tmp/tts-config-big-XXXXXX";
+	int fd;
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(config_load_file(&c, "/tmp", err, sizeof(err)), -1);
+	assert_string_equal(err, "/tmp: is a directory, not a config file: give the INI file with -c "
+				 "(e.g. -c /tmp/tts-launch.ini)");
+	assert_int_equal(config_load_file(&c, "/dev/zero", err, sizeof(err)), -1);
+	assert_string_equal(err, "/dev/zero: is not a regular file (a device, FIFO or socket): give "
+				 "the INI file with -c");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, CONFIG_MAX_BYTES + 1), 0);
+	close(fd);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is 1048577 bytes: a config file is at most 1048576 bytes"));
+	/* at the limit it is read (and here refused for its NUL bytes, not its size) */
+	assert_int_equal(truncate(path, CONFIG_MAX_BYTES), 0);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "line 1: contains a NUL byte"));
+	unlink(path);
+	config_free(&c);
+}
+
+/* As root, a config another user owns or may write is refused; the same
+ * file is fine for a non-root run. */
+static void test_root_reads_only_roots_config(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX], want[CONFIG_ERR_MAX], link[64];
+	char *path;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	path = write_tmp("[app]\nport = 7861\n");
+	config_defaults(&c);
+	c.euid = 0;
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: is owned by uid 65534 (nobody), not root: as root, tts-launch "
+		 "reads only a config root owns, since it decides what root runs (chown root:root %s, "
+		 "or run tts-launch as that user)", path, path);
+	assert_string_equal(err, want);
+	assert_int_equal(c.port, 7860);
+	c.euid = 65534; /* not root: the kernel's permission checks are enough */
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), 0);
+	assert_int_equal(c.port, 7861);
+
+	c.euid = 0;
+	assert_int_equal(chown(path, 0, 0), 0);
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: is writable by others (mode 0666): as root, tts-launch reads "
+		 "only a config no other user can change (chmod go-w %s)", path, path);
+	assert_string_equal(err, want);
+	assert_int_equal(chmod(path, 0620), 0);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is writable by its group (mode 0620)"));
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), 0);
+
+	/* a link another user planted, even to root's own file */
+	snprintf(link, sizeof(link), "%s.link", path);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(lchown(link, 65534, 65534), 0);
+	assert_int_equal(config_load_file(&c, link, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is a symbolic link owned by uid 65534, not root"));
+	assert_int_equal(lchown(link, 0, 0), 0);
+	assert_int_equal(config_load_file(&c, link, err, sizeof(err)), 0);
+	unlink(link);
+	unlink(path);
+	config_free(&c);
+}
+
+/* As root with [service] user unset, the service runs as the owner of
+ * [app] dir; root's own directory and an explicit user keep theirs. */
+static void test_user_is_app_dir_owner(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+	char dir[] = "/tmp/tts-config-app-XXXXXX";
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+
+	config_defaults(&c); /* root's directory: root */
+	c.euid = 0;
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_finish(&c, err, sizeof(err)), 0);
+	assert_string_equal(c.user, "");
+	assert_false(c.user_from_app_dir);
+	assert_null(c.notice);
+	config_free(&c);
+
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	config_defaults(&c);
+	c.euid = 0;
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_finish(&c, err, sizeof(err)), 0);
+	assert_string_equal(c.user, "nobody");
+	assert_true(c.user_from_app_dir);
+	config_free(&c);
+
+	/* not root: nothing to decide */
+	config_defaults(&c);
+	c.euid = 1000;
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_finish(&c, err, sizeof(err)), 0);
+	assert_string_equal(c.user, "");
+	config_free(&c);
+
+	/* service.user = root opts out, with a notice */
+	config_defaults(&c);
+	c.euid = 0;
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_set(&c, "service.user=root", err, sizeof(err)), 0);
+	assert_int_equal(config_finish(&c, err, sizeof(err)), 0);
+	assert_string_equal(c.user, "root");
+	assert_false(c.user_from_app_dir);
+	assert_non_null(c.notice);
+	assert_non_null(strstr(c.notice, "[service] user = root: the service runs as root"));
+	config_free(&c);
+
+	/* an owner without an account cannot be run as by name: say so */
+	assert_int_equal(chown(dir, 54321, 54321), 0);
+	config_defaults(&c);
+	c.euid = 0;
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_finish(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "belongs to uid 54321, which has no user account"));
+	assert_non_null(strstr(err, "set [service] user"));
+	config_free(&c);
+	rmdir(dir);
+}
+
+static void test_set_limits(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX], arg[CONFIG_MAX_SET + 64];
+
+	(void)state;
+	config_defaults(&c);
+	snprintf(arg, sizeof(arg), "env.%0*d=1", CONFIG_MAX_NAME + 1, 0);
+	assert_int_equal(config_set(&c, arg, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "a section or key name is at most 64 characters"));
+	snprintf(arg, sizeof(arg), "app.args=%0*d", CONFIG_MAX_SET + 1, 0);
+	assert_int_equal(config_set(&c, arg, err, sizeof(err)), -1);
+	assert_string_equal(err, "--set app.args: the value is longer than 4096 characters");
+	assert_int_equal(c.n_env, 0);
+	config_free(&c);
+}
+
+/* Sizes: a unit, once. */
+static void test_sizes(void **state)
+{
+	static const struct {
+		const char *v;
+		long long bytes; /* -1: refused */
+	} cases[] = {
+		{"4096", 4096},		{"8K", 8192},		{"10M", 10 << 20}, {"10MiB", 10 << 20},
+		{"10mb", 10 << 20},	{"1 G", 1 << 30},	{"5000B", 5000},   {"10MiBB", -1},
+		{"10MM", -1},		{"10 MiB x", -1},	{"10Bi", -1},	   {"10KiBiB", -1},
+	};
+	struct config c;
+	char err[CONFIG_ERR_MAX], arg[64];
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		snprintf(arg, sizeof(arg), "log.max_size=%s", cases[i].v);
+		rc = config_set(&c, arg, err, sizeof(err));
+		if (cases[i].bytes < 0) {
+			if (rc != -1)
+				fail_msg("'%s' was accepted", cases[i].v);
+		} else {
+			if (rc != 0 || c.log_max_size != cases[i].bytes)
+				fail_msg("'%s': rc %d, %lld bytes", cases[i].v, rc, c.log_max_size);
+		}
+	}
+	config_free(&c);
+}
+
+/* A host or model_dir of spaces adds no option without its value. */
+static void test_argv_blank_values(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+	char **argv;
+	int n = 0;
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(config_set(&c, "app.host= ", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&c, "app.model_dir=\t", err, sizeof(err)), 0);
+	argv = config_service_argv(&c);
+	for (char **a = argv; *a; a++, n++) {
+		assert_string_not_equal(*a, "--host");
+		assert_string_not_equal(*a, "--model_dir");
+		free(*a);
+	}
+	assert_int_equal(n, 4); /* python3 webui.py --port 7860 */
+	free(argv);
+	config_free(&c);
+}
+
+/* A UTF-8 byte order mark is not part of the first section's name. */
+static void test_bom(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX];
+	char *path = write_tmp("\xef\xbb\xbf[app]\nport = 7999\n");
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), 0);
+	assert_int_equal(c.port, 7999);
+	config_free(&c);
+	unlink(path);
+}
+
+/* run's check before anything is killed: the interpreter and the script exist. */
+static void test_check_app(void **state)
+{
+	struct config c;
+	char err[CONFIG_ERR_MAX], dir[] = "/tmp/tts-config-chk-XXXXXX", path[128];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	config_defaults(&c);
+	free(c.app_dir);
+	c.app_dir = strdup(dir);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "[app] script 'webui.py': "));
+	assert_non_null(strstr(err, "No such file or directory"));
+	snprintf(path, sizeof(path), "%s/webui.py", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), 0);
+	/* relative to [app] dir, as the service execs it from there */
+	assert_int_equal(config_set(&c, "app.python=.venv/bin/python --flag", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "[app] python '.venv/bin/python': no executable file there"));
+	/* on the service's PATH ([env] PATH wins over ours) */
+	assert_int_equal(config_set(&c, "app.python=sh", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), 0);
+	assert_int_equal(config_set(&c, "env.PATH=/nonexistent", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "[app] python 'sh': not found on PATH"));
+	/* -m module: nothing to look for */
+	assert_int_equal(config_set(&c, "env.PATH=/usr/bin:/bin", err, sizeof(err)), 0);
+	assert_int_equal(config_set(&c, "app.script=-m indextts.webui", err, sizeof(err)), 0);
+	assert_int_equal(config_check_app(&c, err, sizeof(err)), 0);
+	config_free(&c);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Replace every "FILE" in text with path. */
 static void expand(char *out, size_t len, const char *text, const char *path)
 {
@@ -182,6 +460,9 @@ static void test_bad_corpus(void **state)
 		expand(want, sizeof(want), expected, ini);
 
 		config_defaults(&c);
+		/* the parser's messages, whoever owns the checkout (the root-only
+		 * owner and mode checks have their own tests) */
+		c.euid = 65534;
 		err[0] = '\0';
 		rc = config_load_file(&c, ini, err, sizeof(err));
 		if (rc == 0)
@@ -194,7 +475,7 @@ static void test_bad_corpus(void **state)
 		checked++;
 	}
 	closedir(d);
-	assert_true(checked >= 20);
+	assert_true(checked >= 37);
 }
 
 int main(void)
@@ -202,7 +483,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),   cmocka_unit_test(test_good_file),
 		cmocka_unit_test(test_set),        cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_bad_corpus), cmocka_unit_test(test_not_a_config_file),
+		cmocka_unit_test(test_root_reads_only_roots_config),
+		cmocka_unit_test(test_user_is_app_dir_owner), cmocka_unit_test(test_set_limits),
+		cmocka_unit_test(test_sizes), cmocka_unit_test(test_argv_blank_values),
+		cmocka_unit_test(test_check_app), cmocka_unit_test(test_bom),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
