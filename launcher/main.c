@@ -74,8 +74,8 @@ static const struct opt_def {
 	{OPT_NO_TRACE, "no-trace", no_argument, NULL, "start without eBPF tracing"},
 	{OPT_FG, "foreground", no_argument, NULL, "stay attached; output also on the terminal (default)"},
 	{OPT_DAEMON, "daemon", no_argument, NULL, "detach; `tts-launch stop|status` work from\nanother shell"},
-	{OPT_PRINT_ENV, "print-env", no_argument, NULL,
-	 "print the command, directory and environment\nthe service would get, then exit"},
+	{OPT_PRINT_ENV, "print-env", optional_argument, "secrets",
+	 "print the command, directory and environment\nthe service would get, then exit (secret\nvalues as ***, unless --print-env=secrets)"},
 	{OPT_VERBOSE, "verbose", no_argument, NULL, "more detail (libbpf's own messages)"},
 	{OPT_FORMAT, "format", required_argument, "FORMAT",
 	 "report: text, json, perfetto, svg, html, prom;\ndiagnose, compare: text, json"},
@@ -550,7 +550,7 @@ static int verb_run(struct cmdline *cl)
 		return EXIT_USAGE;
 	}
 	if (cl->print)
-		rc = print_env(user_env(&c), false);
+		rc = print_env(user_env(&c), cl->print == 2);
 	else
 		rc = supervise_run(inherit_hf_env(user_env(&c)), cl->argc, cl->argv);
 	done_config(&c);
@@ -735,7 +735,10 @@ static int parse_options(const struct verb *v, int argc, char **argv, int first,
 			cl->mode = MODE_DAEMON;
 			break;
 		case OPT_PRINT_ENV:
-			cl->print = 1;
+			if (optarg && strcmp(optarg, "secrets"))
+				return usage_error("unknown --print-env value '%s': expected secrets (or none)",
+						   optarg);
+			cl->print = optarg ? 2 : 1;
 			break;
 		case OPT_FORMAT:
 			cl->format = optarg;

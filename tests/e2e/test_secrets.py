@@ -114,6 +114,18 @@ def test_secrets_never_written_service_gets_them(tmp_path):
                  "HF_ENDPOINT=https://***@127.0.0.1:1", "KEYBOARD_LAYOUT=us"):
         assert line in lines, r.stdout
     assert lines[0].endswith(" --token ***"), lines[0]
+    # --print-env=secrets: asked for, shown as the service gets them
+    r = subprocess.run([str(TTS), "run", "-c", str(ini), *sets, "--print-env=secrets"], env=env,
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for line in ("HF_TOKEN=hf_secretvalue123", "MY_API_KEY=setkey_secret_42",
+                 "HF_ENDPOINT=https://user:pw@127.0.0.1:1"):
+        assert line in lines, r.stdout
+    assert lines[0].endswith(" --token tokabc_secret"), lines[0]
+    r = subprocess.run([str(TTS), "run", "-c", str(ini), "--print-env=all"], env=env,
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2 and "expected secrets" in r.stderr, r.stderr
 
     p = subprocess.Popen([str(TTS), "run", "-c", str(ini), *sets, "--timeline", str(timeline)],
                          env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
