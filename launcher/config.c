@@ -2,6 +2,7 @@
  * One table lists every key with its type and range; unknown sections and
  * keys are errors that suggest the nearest valid name. */
 #include "config.h"
+#include "util.h"
 #include "metrics.h"
 
 #include <ctype.h>
@@ -1316,7 +1317,7 @@ json_t *config_to_json(const struct config *c)
 {
 	json_t *root = json_object(), *vars = json_object(), *cmd = json_null();
 
-	json_object_set_new(root, "source", json_string(c->source ? c->source : ""));
+	json_object_set_new(root, "source", json_text(c->source ? c->source : ""));
 	/* every key of the table, under its section: the effective config */
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const struct key_def *k = &keys[i];
@@ -1329,7 +1330,7 @@ json_t *config_to_json(const struct config *c)
 		}
 		switch (k->type) {
 		case T_STR:
-			v = json_string(*(char *const *)p ? *(char *const *)p : "");
+			v = json_text(*(char *const *)p ? *(char *const *)p : "");
 			break;
 		case T_INT:
 			v = json_integer(*(const int *)p);
@@ -1350,12 +1351,12 @@ json_t *config_to_json(const struct config *c)
 		json_object_set_new(sec, k->key, v);
 	}
 	for (size_t i = 0; i < c->n_env; i++)
-		json_object_set_new(vars, c->env[i].name, json_string(c->env[i].value));
+		json_object_set_new(vars, c->env[i].name, json_text(c->env[i].value));
 	json_object_set_new(json_object_get(root, "env"), "vars", vars);
 	if (c->n_command > 0) {
 		cmd = json_array();
 		for (int i = 0; i < c->n_command; i++)
-			json_array_append_new(cmd, json_string(c->command[i]));
+			json_array_append_new(cmd, json_text(c->command[i]));
 	}
 	json_object_set_new(root, "command", cmd);
 	return root;

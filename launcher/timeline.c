@@ -33,7 +33,7 @@ static json_t *ms_real(double ms)
 
 static json_t *str_or_null(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	return s ? json_text(s) : json_null();
 }
 
 static json_t *config_json(const struct config *c)
@@ -78,7 +78,7 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 	if (!tl)
 		return NULL;
 	for (int i = 0; i < argc && argv; i++)
-		json_array_append_new(av, json_string(argv[i]));
+		json_array_append_new(av, json_text(argv[i]));
 	gmtime_r(&w.tv_sec, &tm);
 	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%03ldZ", w.tv_nsec / 1000000);
@@ -171,7 +171,7 @@ void timeline_set_process(struct timeline *tl, pid_t pid, char *const *argv)
 		return;
 	p = json_object_get(tl->root, "process");
 	for (int i = 0; argv && argv[i]; i++)
-		json_array_append_new(cmd, json_string(argv[i]));
+		json_array_append_new(cmd, json_text(argv[i]));
 	redact_json(cmd); /* --token abc, --hf-token=xyz */
 	json_object_set_new(p, "pid", json_integer(pid));
 	json_object_set_new(p, "command", cmd);

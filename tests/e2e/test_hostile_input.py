@@ -201,6 +201,11 @@ def test_paths_and_arguments_that_are_not_utf8_are_kept_escaped(tmp_path, tracin
     # the helper's argv in the process tree, escaped the same way
     args = [a for pr in tl["processes"] for a in (pr.get("argv") or [])]
     assert any(a.startswith("stat:" + str(tmp_path) + "/caf\\xe9") for a in args), args
+    # and in what tts-launch records itself: its argv, the command, the config
+    esc_arg = "stat:" + esc_missing + ":3"
+    assert esc_arg in tl["launcher"]["argv"], tl["launcher"]["argv"]
+    assert esc_arg in tl["process"]["command"], tl["process"]["command"]
+    assert esc_arg in tl["launcher"]["config"]["command"], tl["launcher"]["config"]
     # the retry loop is still found, with the escaped path
     d = subprocess.run([str(TTS), "diagnose", str(tl_path), "--format", "json"],
                        capture_output=True, text=True, timeout=60)
