@@ -12,6 +12,26 @@
 #include "instance.h"
 #include "pidfile.h"
 #include "procfs.h"
+#include "redact.h"
+#include "util.h"
+
+/* A process's command line as status and stop print it: secrets redacted
+ * (redact.h), control characters escaped for the terminal (util.h). */
+static char *shown_cmdline(pid_t pid)
+{
+	char *cmd = proc_cmdline(pid), *r = cmd ? redact_text(cmd) : NULL, *out;
+	size_t len;
+
+	free(cmd);
+	if (!r)
+		return NULL;
+	len = strlen(r) * 4 + 1;
+	out = malloc(len);
+	if (out && text_esc(r, out, len) == r)
+		memcpy(out, r, strlen(r) + 1); /* nothing to escape */
+	free(r);
+	return out;
+}
 
 /* Exit code when the pidfile or the lock cannot be trusted (README). */
 #define UNTRUSTED 4
@@ -58,7 +78,7 @@ static int no_holder(const struct instance *in, const char *why, bool stop)
 		    pi.service_pid, in->pidfile);
 		return 1;
 	}
-	cmd = proc_cmdline(pid);
+	cmd = shown_cmdline(pid);
 	printf("%snot trusted: %s names pid %d (%s), but no tts-launch supervisor holds its lock "
 	       "(%s): nothing signalled. If it is a service whose supervisor died, end it by hand; "
 	       "otherwise remove the pidfile\n",
@@ -290,7 +310,7 @@ int control_status(const struct config *c)
 		rc = 1;
 		goto out;
 	}
-	cmd = proc_cmdline(svc);
+	cmd = shown_cmdline(svc);
 	printf("running: pid %d, up %.0fs: %s\n", svc, proc_age_seconds(proc_start_ticks(svc)),
 	       cmd ? cmd : "?");
 	free(cmd);

@@ -319,6 +319,16 @@ static void usage_verb(FILE *f, const struct verb *v)
 /* the verb being parsed, for the hint after a usage error */
 static const struct verb *current_verb;
 
+/* A config error may quote a --set value or an [env] line: redacted like
+ * everything else tts-launch prints (redact.h). */
+static void config_error(const char *err)
+{
+	char *r = redact_text(err);
+
+	fprintf(stderr, "tts-launch: error: %s\n", r ? r : "(bad config; the message held a secret)");
+	free(r);
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "tts-launch: ");
@@ -521,7 +531,7 @@ static int build_config(struct cmdline *cl, struct config *c)
 		goto fail;
 	return 0;
 fail:
-	fprintf(stderr, "tts-launch: error: %s\n", err);
+	config_error(err);
 	c->command = NULL;
 	config_free(c);
 	return -1;
@@ -545,7 +555,7 @@ static int verb_run(struct cmdline *cl)
 		fprintf(stderr, "tts-launch: warning: %s\n", c.notice);
 	/* a missing script or interpreter is a config error: nothing killed */
 	if (!cl->print && config_check_app(&c, err, sizeof(err)) < 0) {
-		fprintf(stderr, "tts-launch: error: %s\n", err);
+		config_error(err);
 		done_config(&c);
 		return EXIT_USAGE;
 	}

@@ -139,6 +139,12 @@ def test_secrets_never_written_service_gets_them(tmp_path):
             body = m.read().decode()
         assert "indextts2_running 1" in body
         assert_clean("/metrics", body, secrets)
+        # status prints the service's command line: redacted too
+        st = subprocess.run([str(TTS), "status", "-c", str(ini)], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+        assert st.returncode == 0 and "running: pid" in st.stdout, st.stdout + st.stderr
+        assert "--token ***" in st.stdout, st.stdout
+        assert_clean("status", st.stdout + st.stderr, secrets)
         (tmp_path / "go").touch()
         out, err = p.communicate(timeout=60)
     finally:
@@ -263,3 +269,10 @@ def test_own_log_lines_redacted(tmp_path):
     assert "https://***@127.0.0.1/x: cannot execute" in r.stderr
     assert_clean("the terminal", r.stdout + r.stderr, ["cmduser", "cmdpw"])
     assert scan_dir(tmp_path, ["cmduser", "cmdpw"]) >= 2
+
+
+def test_a_config_error_quoting_a_value_is_redacted(tmp_path):
+    r = subprocess.run([str(TTS), "run", "--set", "app.port=https://user:pw_secret_9@hub", "--",
+                        "/bin/true"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2
+    assert "https://***@hub" in r.stderr and "pw_secret_9" not in r.stderr, r.stderr
