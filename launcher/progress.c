@@ -295,16 +295,27 @@ static void emit(struct progress *p, bool terminal, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void emit(struct progress *p, bool terminal, const char *fmt, ...)
 {
-	char buf[2048];
+	char buf[2048], esc[4096];
+	const char *shown;
+	size_t n;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	/* names come from the trace: no control character reaches a terminal
+	 * (util.h text_esc); the line's own newline stays */
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	shown = text_esc(buf, esc, sizeof(esc) - 1);
+	if (shown == buf)
+		shown = strcpy(esc, buf);
+	strcat(esc, "\n");
 	if (terminal)
 		progress_clear(p);
 	if (p->o.emit)
-		p->o.emit(p->o.arg, buf, terminal);
+		p->o.emit(p->o.arg, esc, terminal);
 }
 
 void progress_clear(struct progress *p)
@@ -426,7 +437,10 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 				 active - 1);
 		if (active) {
 			/* one line, rewritten in place: never wider than the terminal */
-			fprintf(p->o.tty, "\r\033[K%.*s", width - 1, line);
+			char esc[sizeof(line) * 4];
+			const char *shown = text_esc(line, esc, sizeof(esc));
+
+			fprintf(p->o.tty, "\r\033[K%.*s", width - 1, shown);
 			fflush(p->o.tty);
 			p->line_shown = true;
 		} else {
@@ -491,7 +505,7 @@ static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	json_object_set_new(item, "message", json_string(buf));
+	json_object_set_new(item, "message", json_text(buf)); /* a cut character kept escaped */
 	json_array_append_new(list, item);
 }
 

@@ -56,6 +56,10 @@ void prom_label_value(FILE *out, const char *s)
 			fputs("\\\"", out);
 		else if (*p == '\n')
 			fputs("\\n", out);
+		else if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			/* the text \xNN, as the timeline writes such bytes: no raw
+			 * ESC reaches whoever curls /metrics in a terminal */
+			fprintf(out, "\\\\x%02x", (unsigned char)*p);
 		else
 			fputc(*p, out);
 	}

@@ -918,6 +918,10 @@ static void test_prom_helpers(void **state)
 	s = capture(prom_label_value, NULL);
 	assert_string_equal(s, "\"\"");
 	free(s);
+	/* a control character becomes the text \x1b (escaped backslash) */
+	s = capture(prom_label_value, "a\033[2Jb\a");
+	assert_string_equal(s, "\"a\\\\x1b[2Jb\\\\x07\"");
+	free(s);
 	/* HELP escapes \ and newline only */
 	s = capture(header_with_help, "a\\b\nc \"d\"");
 	assert_string_equal(s, "# HELP m a\\\\b\\nc \"d\"\n# TYPE m gauge\n");
