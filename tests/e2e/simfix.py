@@ -34,8 +34,11 @@ def port_open(port):
 
 
 def base_env(**extra):
-    """The test's environment minus any HF_* setting inherited from the caller."""
+    """The test's environment minus any HF_* setting inherited from the caller.
+    The simulator runs its classic generation (2025's IndexTTS2) unless extra
+    says SIM_GENERATION=2026: what tts-launch recognizes today."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SIM_"))}
+    env["SIM_GENERATION"] = "classic"
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
