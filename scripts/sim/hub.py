@@ -474,6 +474,9 @@ class Handler(BaseHTTPRequestHandler):
     def _cas(self, path, body):
         hub = self.server.hub
         parts = path.strip("/").split("/")
+        forced = self._forced(path.strip("/"))
+        if forced:
+            return self._error(forced, message=f"simulated status {forced}")
         if parts[:2] == ["v1", "reconstructions"] and len(parts) == 3:
             if self.headers.get("Authorization") != f"Bearer {XET_TOKEN}":
                 return self._error(401, message="missing or bad CAS token")

@@ -170,6 +170,8 @@ def start_servers(d, models, knobs, down, unreachable, xet):
             holds.append(lst)
             continue
         port_file = os.path.join(d, f"{name}.port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)  # a previous run's
         argv = [PY, os.path.join(HERE, "hub.py"), "--root", os.path.join(models, "hub"),
                 "--host", addr, "--port", "443", "--port-file", port_file, "--verbose",
                 "--role", role, "--public-url", f"https://{hosts[0]}",
