@@ -229,12 +229,13 @@ TIME_SCALE = "0.1"
 
 def world_env(**extra):
     """base_env for the 2026 generation, the time scale of the tests."""
-    return base_env(SIM_GENERATION="2026", SIM_TIME_SCALE=TIME_SCALE, **extra)
+    return base_env(**{"SIM_GENERATION": "2026", "SIM_TIME_SCALE": TIME_SCALE, **extra})
 
 
 def in_world(tmp, cmd, *world_args, env=None, timeout=WAIT, cwd=None):
     """Run cmd inside a private world (its dir: tmp/world); CompletedProcess
     (text output). world_args: --down NAME, --unreachable NAME, --knobs N=JSON..."""
+    Path(tmp).mkdir(parents=True, exist_ok=True)
     return subprocess.run([PY, WORLD, "--dir", str(Path(tmp) / "world"), "--models", MODELS,
                            *world_args, "--", *cmd], env=env or world_env(),
                           cwd=cwd or tmp, capture_output=True, text=True, timeout=timeout)

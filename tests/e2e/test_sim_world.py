@@ -297,8 +297,16 @@ def test_webui_2026_modelscope_when_hub_unreachable(tmp_path, models):
 
 def test_webui_2026_hf_mirror_fallback_and_5xx(tmp_path, models):
     """USE_MODELSCOPE=true with ModelScope down: the hf-mirror fallback (.tmp +
-    replace) brings the files; with the mirror answering 500 the start fails."""
-    app = make_app(tmp_path, models)
+    replace) brings the single files; with the mirror answering 500 the start
+    fails. (w2v-bert-2.0 is a snapshot: ModelScope's, no fallback; it is there.)"""
+    def app_with_w2v(tmp):
+        app = make_app(tmp, models)
+        w2v = app / "checkpoints" / "hf_cache" / "w2v-bert-2.0"
+        w2v.mkdir(parents=True)
+        for f in models["manifest"][W2V]["files"]:
+            shutil.copy(hub_file(models, W2V, f), w2v / f)
+        return app
+    app = app_with_w2v(tmp_path)
     res, log = webui_once(tmp_path, app, 1, world_args=("--down", "modelscope"),
                           env={"USE_MODELSCOPE": "true"})
     assert res["listening"], log
@@ -306,7 +314,7 @@ def test_webui_2026_hf_mirror_fallback_and_5xx(tmp_path, models):
     flat_layout_ok(models, app / "checkpoints")
     assert "GET /funasr/campplus/resolve/main/campplus_cn_common.bin" in world_log(tmp_path, 1, "mirror")
 
-    app2 = make_app(tmp_path / "b", models)
+    app2 = app_with_w2v(tmp_path / "b")
     res, log = webui_once(tmp_path / "b", app2, 1, world_args=(
         "--down", "modelscope", "--knobs", 'mirror={"status": {"*": 500}}'),
         env={"USE_MODELSCOPE": "true"})
