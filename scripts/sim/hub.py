@@ -292,6 +292,8 @@ class Handler(BaseHTTPRequestHandler):
         if forced:
             return self._error(forced, message=f"simulated status {forced}")
         if entry["lfs"] and hub.cas_url:
+            if "application/vnd.xet-fileinfo+json" in (self.headers.get("Accept") or ""):
+                return self._xet_fileinfo(f"{org}/{name}", commit, entry)
             return self._xet_redirect(f"{org}/{name}", commit, entry, body)
         rid = ALIASES.get(f"{org}/{name}", f"{org}/{name}")
         self._serve_entry(entry, os.path.join(hub.root, *rid.split("/"), fpath), body,
@@ -432,20 +434,42 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _xet_headers(self, rid, commit, entry):
+        hub = self.server.hub
+        h = xet_hash(entry)
+        return {"X-Repo-Commit": commit, "ETag": f'"{entry["sha256"]}"',
+                "X-Linked-Etag": f'"{entry["sha256"]}"', "X-Linked-Size": str(entry["size"]),
+                "X-Xet-Hash": h,
+                "Link": f'<{hub.public_url}/api/models/{rid}/xet-read-token/{commit}>; '
+                        f'rel="xet-auth", <{hub.cas_url}/v1/reconstructions/{h}>; '
+                        'rel="xet-reconstruction-info"'}
+
+    def _xet_fileinfo(self, rid, commit, entry):
+        """What the hub answers a client that accepts application/vnd.xet-fileinfo+json
+        (@huggingface/hub): the Xet headers and a JSON body, no redirect."""
+        hub = self.server.hub
+        h = xet_hash(entry)
+        body = json.dumps({"hash": h, "file_size": entry["size"],
+                           "refresh_url": f"{hub.public_url}/api/models/{rid}/xet-read-token/{commit}",
+                           "reconstruction_url": f"{hub.cas_url}/v1/reconstructions/{h}",
+                           "etag": entry["sha256"]}).encode()
+        self.send_response(200)
+        for k, v in self._xet_headers(rid, commit, entry).items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", "application/vnd.xet-fileinfo+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def _xet_redirect(self, rid, commit, entry, body):
         """A Xet-backed LFS file: 302 to the CAS bridge, with the Xet headers."""
         hub = self.server.hub
         h = xet_hash(entry)
         msg = b"Found. Redirecting to the CAS bridge"
         self.send_response(302)
-        self.send_header("X-Repo-Commit", commit)
-        self.send_header("ETag", f'"{entry["sha256"]}"')
-        self.send_header("X-Linked-Etag", f'"{entry["sha256"]}"')
-        self.send_header("X-Linked-Size", str(entry["size"]))
-        self.send_header("X-Xet-Hash", h)
-        self.send_header("Link", f'<{hub.public_url}/api/models/{rid}/xet-read-token/{commit}>; '
-                         f'rel="xet-auth", <{hub.cas_url}/v1/reconstructions/{h}>; '
-                         'rel="xet-reconstruction-info"')
+        for k, v in self._xet_headers(rid, commit, entry).items():
+            self.send_header(k, v)
         self.send_header("Location", f"{hub.cas_url}/xet-bridge-us/{h}?X-Xet-Signed-Range=bytes%3D0-"
                          f"{entry['size'] - 1}&Expires=9999999999")
         self.send_header("Content-Length", str(len(msg)))
@@ -477,13 +501,13 @@ class Handler(BaseHTTPRequestHandler):
         forced = self._forced(path.strip("/"))
         if forced:
             return self._error(forced, message=f"simulated status {forced}")
-        if parts[:2] == ["v1", "reconstructions"] and len(parts) == 3:
+        if parts[0] in ("v1", "v2") and parts[1:2] == ["reconstructions"] and len(parts) == 3:
             if self.headers.get("Authorization") != f"Bearer {XET_TOKEN}":
                 return self._error(401, message="missing or bad CAS token")
             found = hub.by_xet.get(parts[2])
             if not found:
                 return self._error(404, message="unknown file hash")
-            return self._send_json(200, self._reconstruction(found[2]))
+            return self._send_json(200, self._reconstruction(found[2], parts[0]))
         if parts[:2] == ["xorbs", "default"] and len(parts) == 3:
             found = hub.by_xorb.get(parts[2])
             if not found:
@@ -500,22 +524,39 @@ class Handler(BaseHTTPRequestHandler):
             return self._serve_entry(entry, os.path.join(hub.root, *rid.split("/"), fpath), body, {})
         return self._error(404, message="not a CAS URL")
 
-    def _reconstruction(self, entry):
-        """QueryReconstructionResponse: one xorb per file, a term per XET_TERM_CHUNKS chunks."""
+    def _reconstruction(self, entry, version="v1"):
+        """QueryReconstructionResponse: one xorb per file, a term per XET_TERM_CHUNKS
+        chunks. v1 (xet-core 1.1.10): fetch_info with one url_range per term; v2
+        (@huggingface/hub): xorbs with ranges (one per URL here). A Range header
+        (bytes=A-B of the file) limits the terms, offset_into_first_range set."""
         size, xorb = entry["size"], xorb_hash(entry)
         nchunks = max(1, -(-size // XET_CHUNK))
         transfer = self.server.hub.transfer_url or self.server.hub.public_url
-        terms, fetch = [], []
+        lo, hi = 0, size - 1
+        rm = RANGE.match((self.headers.get("Range") or "").strip())
+        if rm:
+            lo = min(int(rm.group(1)), size - 1)
+            hi = min(int(rm.group(2)), size - 1) if rm.group(2) else size - 1
+        span = XET_TERM_CHUNKS * XET_CHUNK
+        terms, fetch, xorbs = [], [], []
         for first in range(0, nchunks, XET_TERM_CHUNKS):
+            if (first // XET_TERM_CHUNKS + 1) * span <= lo or first * XET_CHUNK > hi:
+                continue
             last = min(first + XET_TERM_CHUNKS, nchunks)
             length = min(last * XET_CHUNK, size) - first * XET_CHUNK
+            start = first * (8 + XET_CHUNK)
+            end = start + length + 8 * (last - first) - 1
+            url = f"{transfer}/xorbs/default/{xorb}?X-Amz-Signature=sim&term={first}"
             terms.append({"hash": xorb, "unpacked_length": length,
                           "range": {"start": first, "end": last}})
-            fetch.append({"range": {"start": first, "end": last},
-                          "url": f"{transfer}/xorbs/default/{xorb}?X-Amz-Signature=sim",
-                          "url_range": {"start": first * (8 + XET_CHUNK),
-                                        "end": first * (8 + XET_CHUNK) + length + 8 * (last - first) - 1}})
-        return {"offset_into_first_range": 0, "terms": terms, "fetch_info": {xorb: fetch}}
+            fetch.append({"range": {"start": first, "end": last}, "url": url,
+                          "url_range": {"start": start, "end": end}})
+            xorbs.append({"url": url, "ranges": [{"chunks": {"start": first, "end": last},
+                                                  "bytes": {"start": start, "end": end}}]})
+        offset = lo - (lo // span) * span
+        if version == "v2":
+            return {"offset_into_first_range": offset, "terms": terms, "xorbs": {xorb: xorbs}}
+        return {"offset_into_first_range": offset, "terms": terms, "fetch_info": {xorb: fetch}}
 
     # -- ModelScope --------------------------------------------------------------------
     def _modelscope(self, path, query, body):

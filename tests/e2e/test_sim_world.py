@@ -433,7 +433,11 @@ def test_huggingface_js_client_downloads_every_file(tmp_path, models):
     for repo, v in models["manifest"].items():
         for f in v["files"]:
             assert same(out / repo / f, hub_file(models, repo, f)), (repo, f)
-    cas = (tmp_path / "world" / "cas.log").read_text()
-    assert "/v1/reconstructions/" in cas or "/xet-bridge-us/" in cas
     report = json.loads(p.stdout.strip().splitlines()[-1])
-    assert report["files"] == sum(len(v["files"]) for v in models["manifest"].values())
+    total = sum(len(v["files"]) for v in models["manifest"].values())
+    lfs = sum(e["lfs"] for v in models["manifest"].values() for e in v["files"].values())
+    assert report == {"files": total, "xet": lfs, "paths_info": total}
+    cas = (tmp_path / "world" / "cas.log").read_text()
+    assert cas.count("GET /v2/reconstructions/") == lfs and "GET /xorbs/default/" in cas
+    hub = (tmp_path / "world" / "hub.log").read_text()
+    assert '"POST /api/models/facebook/w2v-bert-2.0/paths-info/main HTTP/1.1" 200' in hub
