@@ -441,3 +441,41 @@ def test_huggingface_js_client_downloads_every_file(tmp_path, models):
     assert cas.count("GET /v2/reconstructions/") == lfs and "GET /xorbs/default/" in cas
     hub = (tmp_path / "world" / "hub.log").read_text()
     assert '"POST /api/models/facebook/w2v-bert-2.0/paths-info/main HTTP/1.1" 200' in hub
+
+
+# -- need_proxy() and the plain-HTTP mid-stream drop ----------------------------------------------
+NEED_PROXY = "import sys; sys.path.insert(0, %r); import indextts2026 as i; print(i.need_proxy())" % SIM
+
+
+@pytest.mark.parametrize("world_args,env,want", [
+    ((), {}, "False"),                                      # both answer: Hugging Face
+    (("--unreachable", "hub"), {}, "True"),                 # probe timed out: ModelScope
+    (("--unreachable", "modelscope"), {}, "False"),         # ModelScope unreachable: stays on HF
+    (("--down", "hub", "--down", "modelscope"), {}, "False"),
+    (("--unreachable", "hub"), {"USE_MODELSCOPE": "false"}, "False"),  # no probe at all
+])
+def test_need_proxy_probes(tmp_path, models, world_args, env, want):
+    """need_proxy(): bare TCP connects to huggingface.co:443 then modelscope.cn:443
+    (3 s each, scaled), closed at once; USE_MODELSCOPE decides without probing."""
+    p, ops, _ = traced(tmp_path, [PY, "-c", NEED_PROXY], *world_args, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == want
+    connects = [o for o in ops if o.startswith("connect ") and o != "connect dns"]
+    # (with a timeout the connect is non-blocking: EINPROGRESS, the refusal comes later)
+    assert connects == ([] if env.get("USE_MODELSCOPE") else
+                        ["connect hub:443", "connect modelscope:443"])
+
+
+def test_plain_http_mid_stream_drop_fails_the_start(tmp_path, models):
+    """HF_HUB_DISABLE_XET=1 and the CAS bridge closing after 20000 bytes: urllib3
+    2.x raises ChunkedEncodingError, which http_get does not retry: the download
+    fails and the .incomplete stays, 20000 bytes long."""
+    (tmp_path / "r").mkdir()
+    p = in_world(tmp_path, [PY, HFHUB, "--local-dir", "ld", CAMPPLUS, "campplus_cn_common.bin"],
+                 "--knobs", 'cas={"drop_after": 20000}',
+                 env=world_env(HF_HOME=str(tmp_path / "r" / "home"), HF_HUB_DISABLE_XET="1"),
+                 cwd=tmp_path / "r")
+    assert p.returncode == 1 and "ChunkedEncodingError" in p.stderr, p.stderr
+    inc = list((tmp_path / "r" / "ld" / ".cache" / "huggingface" / "download").glob("*.incomplete"))
+    assert len(inc) == 1 and inc[0].stat().st_size == 20000
+    assert not (tmp_path / "r" / "ld" / "campplus_cn_common.bin").exists()
