@@ -9,6 +9,8 @@ cites each operation):
     file_download.py:488-585 http_get_model_file: LOCAL/._____temp/NAME,
     appended with Range: bytes=<have>-<size-1>, 60 s timeout (constants.py:24),
     5 retries (constants.py:23, urllib3 Retry backoff_factor=1), any error retried;
+  - api.py: HubApi's requests.Session for the API calls (the file GET is a
+    plain requests.get: a connection of its own);
   - utils/caching.py:316-335 put_file: moved to LOCAL/NAME; .msc (pickle, via
     mkstemp + move) and .mdl keep the cache index.
 Endpoint: https://www.modelscope.cn (MODELSCOPE_DOMAIN overrides the host).
@@ -44,8 +46,11 @@ def _log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+_session = requests.Session()  # HubApi's session: the API calls share a connection
+
+
 def _api_get(url):
-    r = requests.get(url, timeout=API_FILE_DOWNLOAD_TIMEOUT,
+    r = _session.get(url, timeout=API_FILE_DOWNLOAD_TIMEOUT,
                      headers={"user-agent": "modelscope/1.27.0-sim"})
     r.raise_for_status()
     body = r.json()

@@ -75,8 +75,8 @@ def normalize(text, root, cwd=None):
                 op = f"open {r} {_flags(flags)}"
         elif call in ("rename", "renameat", "renameat2") and len(strs) >= 2 and ok:
             a, b = (_rel(_resolve(s, cwd), root) for s in strs[:2])
-            if a and b:
-                op = f"rename {a} -> {b}"
+            if b:
+                op = f"rename {a or 'OUTSIDE'} -> {b}"
         elif call in ("unlink", "unlinkat") and strs and ok:
             r = _rel(_resolve(strs[0], cwd), root)
             if r:
