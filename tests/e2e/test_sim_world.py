@@ -160,6 +160,27 @@ def test_golden_hf_cache_http(tmp_path, models):
     check_golden("hf-cache-http", ops)
 
 
+def test_golden_hf_snapshot_local_dir(tmp_path, models):
+    """snapshot_download(repo, local_dir) as IndexTTS2 fetches its main repo: repo
+    info with siblings, refs/main in the hub cache, every file by hf_hub_download
+    (revision = the commit) from a pool of 8 threads."""
+    repo = "IndexTeam/IndexTTS-2"
+    p, ops, raw = traced(tmp_path, [PY, HFHUB, "--snapshot", "--local-dir", "ck", repo])
+    assert p.returncode == 0, p.stderr
+    for f in models["manifest"][repo]["files"]:
+        assert same(tmp_path / "r" / "ck" / f, hub_file(models, repo, f)), f
+    # the 8 threads race for .gitignore's lock (EAGAIN or not, O_CREAT or not):
+    # real (_local_folder.py:427 "thread-safe enough"), not part of the golden
+    check_golden("hf-snapshot-local-dir", [o for o in ops if ".gitignore" not in o])
+    main = raw.split(None, 1)[0]
+    workers = {m.group(1) for m in re.finditer(r"^(\d+)\s+openat\(.*\.incomplete", raw, re.M)}
+    assert main not in workers and 2 <= len(workers) <= 8 + 48, workers
+    hub = (tmp_path / "world" / "hub.log").read_text()
+    commit = models["manifest"][repo]["commit"]
+    assert "GET /api/models/IndexTeam/IndexTTS-2/revision/main" in hub
+    assert hub.count(f"HEAD /IndexTeam/IndexTTS-2/resolve/{commit}/") == len(models["manifest"][repo]["files"])
+
+
 def test_golden_modelscope(tmp_path, models):
     """modelscope: LOCAL/._____temp/NAME appended (Range), moved to LOCAL/NAME."""
     p, ops, _ = traced(tmp_path, [PY, MSCLIENT, "iic/speech_campplus_sv_zh-cn_16k-common",
