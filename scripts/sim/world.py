@@ -54,6 +54,13 @@ SERVERS = {
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
+def _die_with_parent():
+    """preexec_fn: SIGKILL when the process that started us ends (PR_SET_PDEATHSIG),
+    so that nothing of a world outlives it, even when it is killed."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
 def names():
     return {n: addr for addr, hosts, _ in SERVERS.values() for n in hosts}
 
@@ -183,7 +190,8 @@ def start_servers(d, models, knobs, down, unreachable, xet):
             argv += ["--transfer-url", "https://transfer.xethub.hf.co"]
         log = open(os.path.join(d, f"{name}.log"), "w")
         procs.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                             start_new_session=True), port_file))
+                                             start_new_session=True,
+                                             preexec_fn=_die_with_parent), port_file))
     deadline = time.monotonic() + 60
     for name, p, port_file in procs:
         while not os.path.exists(port_file):
@@ -234,7 +242,7 @@ def inner(args):
     env.pop("SIM_WORLD_INNER", None)
     for name in SERVERS:
         env[f"SIM_CONTROL_{name.upper()}"] = f"https://{SERVERS[name][1][0]}/_control"
-    child = subprocess.Popen(args.cmd, env=env)
+    child = subprocess.Popen(args.cmd, env=env, preexec_fn=_die_with_parent)
 
     def forward(sig, _frame):
         child.send_signal(sig)
@@ -298,7 +306,7 @@ def main():
     try:
         # --kill-child: nothing of the world outlives us.
         p = subprocess.Popen(["unshare", "-mn", "--propagation", "private", "--kill-child",
-                              "--", *argv], env=env)
+                              "--", *argv], env=env, preexec_fn=_die_with_parent)
         while True:
             try:
                 rc = p.wait()
