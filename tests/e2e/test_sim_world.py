@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import stracenorm
-from simfix import (FIXTURES, MODELS, PY, ROOT, SIM, WAIT, in_world, make_app,  # noqa: F401
-                    models, world_env)
+from simfix import (FIXTURES, MODELS, PY, ROOT, SIM, TTS, WAIT, WorldLaunch, in_world,  # noqa: F401
+                    make_app, models, world_env)
 
 GOLDEN = Path(ROOT) / "tests" / "sim-golden"
 UPDATE = os.environ.get("SIM_GOLDEN_UPDATE") == "1"
@@ -179,6 +179,14 @@ def test_golden_hf_snapshot_local_dir(tmp_path, models):
     commit = models["manifest"][repo]["commit"]
     assert "GET /api/models/IndexTeam/IndexTTS-2/revision/main" in hub
     assert hub.count(f"HEAD /IndexTeam/IndexTTS-2/resolve/{commit}/") == len(models["manifest"][repo]["files"])
+
+
+def test_golden_hf_cache_xet(tmp_path, models):
+    """The hub cache through Xet: blobs/<etag>.incomplete written at offsets."""
+    p, ops, _ = traced(tmp_path, [PY, HFHUB, "nvidia/bigvgan_v2_22khz_80band_256x",
+                                  "bigvgan_generator.pt"])
+    assert p.returncode == 0, p.stderr
+    check_golden("hf-cache-xet", ops)
 
 
 def test_golden_modelscope(tmp_path, models):
@@ -499,3 +507,19 @@ def test_plain_http_mid_stream_drop_fails_the_start(tmp_path, models):
     inc = list((tmp_path / "r" / "ld" / ".cache" / "huggingface" / "download").glob("*.incomplete"))
     assert len(inc) == 1 and inc[0].stat().st_size == 20000
     assert not (tmp_path / "r" / "ld" / "campplus_cn_common.bin").exists()
+
+
+# -- tts-launch inside the world (for the recognition work) --------------------------------------
+def test_tts_launch_runs_the_2026_start_inside_the_world(tmp_path, models):
+    """simfix.WorldLaunch: tts-launch and the servers in one private world; the
+    service is the 2026 webui.py, ready once its downloads are done. (What
+    tts-launch makes of them is the recognition work's to assert.)"""
+    _need(TTS.exists(), "build/tts-launch missing: run make")
+    app = make_app(tmp_path, models)
+    os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
+    run = WorldLaunch(tmp_path / "run", app)
+    assert run.rc == 0 and run.timeline is not None, run.output()
+    assert same(app / "checkpoints" / "hf_cache" / "w2v-bert-2.0" / "model.safetensors",
+                hub_file(models, W2V, "model.safetensors"))
+    peers = json.dumps(run.timeline.get("network", {}))
+    assert "127.0.0.3" in peers and "127.0.0.2" in peers  # CAS and hub, seen from inside
