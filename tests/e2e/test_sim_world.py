@@ -12,13 +12,12 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 import stracenorm
-from simfix import (FIXTURES, MODELS, PY, ROOT, SIM, TTS, WAIT, WorldLaunch, in_world,  # noqa: F401
+from simfix import (FIXTURES, PY, ROOT, SIM, TTS, WAIT, WorldLaunch, in_world,  # noqa: F401
                     make_app, models, world_env)
 
 GOLDEN = Path(ROOT) / "tests" / "sim-golden"
