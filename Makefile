@@ -44,7 +44,7 @@ HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRCS))
 
 .DELETE_ON_ERROR:
-.PHONY: all install check unit e2e demo bench setup clean format
+.PHONY: all install check unit e2e demo bench setup clean format npm-hub
 
 all: $(BUILD)/tts-launch $(HOOKS)
 
@@ -116,7 +116,16 @@ install: $(BUILD)/tts-launch $(HOOKS)
 unit: $(UNITS)
 	$(Q)set -e; for t in $(UNITS); do echo "== $$t"; $$t; done
 
+# Hugging Face's JavaScript client, pinned by tests/js/package-lock.json, for
+# tests/e2e/test_sim_world.py (which fails without it only when CI is set).
+NPM_HUB = $(BUILD)/npm/node_modules/@huggingface/hub/package.json
+npm-hub: $(NPM_HUB)
+$(NPM_HUB): tests/js/package.json tests/js/package-lock.json
+	$(Q)mkdir -p $(BUILD)/npm && cp tests/js/package.json tests/js/package-lock.json $(BUILD)/npm/
+	$(Q)cd $(BUILD)/npm && npm ci --no-audit --no-fund --loglevel=error
+
 e2e: all $(HELPERS)
+	-$(Q)$(MAKE) --no-print-directory npm-hub
 	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider --durations=10 tests/e2e
 
 check: setup

@@ -5,8 +5,18 @@ The model is built at module level, run-time downloads included (through
 hfclient, which behaves like huggingface_hub), and only then the port is bound:
 "port open" means "model loaded", as with the real web UI. See INDEXTTS2.md.
 
-Environment: HF_* (read by hfclient at import), SIM_CACHE_BUG=1 reproduces
-IndexTTS2's cache-path bug (HF_HUB_CACHE set after the hub client read it).
+Two generations (--sim-generation, or SIM_GENERATION; default 2026):
+  classic  index-tts c439958 (2025): required files or exit 1, the hub cache
+           (hfclient), SIM_CACHE_BUG=1 reproduces the cache-path bug (#690).
+  2026     index-tts ee40fa7 (INDEXTTS2.md "Current start-up"): snapshot_download
+           of the main repo (8 at once) when required files are missing,
+           ensure_config_available, need_proxy() probes (USE_MODELSCOPE),
+           examples, ensure_models_available into <model_dir>/hf_cache/ (flat,
+           local_dir downloads, copy2; an old models-- cache is copied), through
+           hfhub (huggingface_hub 0.35 + Xet), msclient (ModelScope) or hf-mirror;
+           --version 2|2.5 picks IndexTeam/IndexTTS-2 or -2.5. Run it inside
+           world.py (the hosts are looked up by name, over HTTPS).
+Environment: HF_* (read by the hub client at import).
 """
 import json
 import os
@@ -34,33 +44,68 @@ parser.add_argument("--fp16", action="store_true", default=False, help="Use FP16
 parser.add_argument("--deepspeed", action="store_true", default=False, help="Use DeepSpeed to accelerate if available")
 parser.add_argument("--cuda_kernel", action="store_true", default=False, help="Use CUDA kernel for inference if available")
 parser.add_argument("--gui_seg_tokens", type=int, default=120, help="GUI: Max tokens per generation segment")
+parser.add_argument("--version", choices=("2", "2.5"), default="2.5",
+                    help="IndexTTS version (2026 generation only)")
+parser.add_argument("--sim-generation", choices=("classic", "2026"),
+                    default=os.environ.get("SIM_GENERATION") or "2026",
+                    help="simulator: which IndexTTS2 start-up to reproduce (env SIM_GENERATION)")
+if (os.environ.get("SIM_GENERATION") or "2026") not in ("classic", "2026"):
+    parser.error(f"SIM_GENERATION={os.environ['SIM_GENERATION']!r}: expected classic or 2026")
 cmd_args = parser.parse_args()
+GEN2026 = cmd_args.sim_generation == "2026"
+REQUIRED = ["bpe.model", "gpt.pth", "config.yaml", "s2mel.pth", "wav2vec2bert_stats.pt"]
 
-if not os.path.exists(cmd_args.model_dir):
-    print(f"Model directory {cmd_args.model_dir} does not exist. Please download the model first.")
-    sys.exit(1)
-
-for file in ["bpe.model", "gpt.pth", "config.yaml", "s2mel.pth", "wav2vec2bert_stats.pt"]:
-    file_path = os.path.join(cmd_args.model_dir, file)
-    if not os.path.exists(file_path):
-        print(f"Required file {file_path} does not exist. Please download it.")
+if not GEN2026:
+    if not os.path.exists(cmd_args.model_dir):
+        print(f"Model directory {cmd_args.model_dir} does not exist. Please download the model first.")
         sys.exit(1)
 
-CACHE_BUG = os.environ.get("SIM_CACHE_BUG", "") not in ("", "0")
-if not CACHE_BUG and "HF_HUB_CACHE" not in os.environ:
-    # IndexTTS2's later fix: keep downloads in the project, set before the hub
-    # client is imported. A cache chosen by the environment wins.
-    os.environ["HF_HUB_CACHE"] = os.path.join(cmd_args.model_dir, "hf_cache")
+    for file in REQUIRED:
+        file_path = os.path.join(cmd_args.model_dir, file)
+        if not os.path.exists(file_path):
+            print(f"Required file {file_path} does not exist. Please download it.")
+            sys.exit(1)
 
-# gradio's imports: huggingface_hub (reads its settings now), fastapi, uvicorn.
-import hfclient  # noqa: E402
-import fastapi  # noqa: E402
-import uvicorn  # noqa: E402
+    CACHE_BUG = os.environ.get("SIM_CACHE_BUG", "") not in ("", "0")
+    if not CACHE_BUG and "HF_HUB_CACHE" not in os.environ:
+        # IndexTTS2's later fix: keep downloads in the project, set before the hub
+        # client is imported. A cache chosen by the environment wins.
+        os.environ["HF_HUB_CACHE"] = os.path.join(cmd_args.model_dir, "hf_cache")
 
-if CACHE_BUG:
-    # indextts/infer_v2.py, at import: too late, hfclient already read HF_HUB_CACHE,
-    # so the downloads land in $HF_HOME/hub (index-tts issue #690).
-    os.environ["HF_HUB_CACHE"] = "./checkpoints/hf_cache"
+    # gradio's imports: huggingface_hub (reads its settings now), fastapi, uvicorn.
+    import hfclient  # noqa: E402
+    import fastapi  # noqa: E402
+    import uvicorn  # noqa: E402
+
+    if CACHE_BUG:
+        # indextts/infer_v2.py, at import: too late, hfclient already read HF_HUB_CACHE,
+        # so the downloads land in $HF_HOME/hub (index-tts issue #690).
+        os.environ["HF_HUB_CACHE"] = "./checkpoints/hf_cache"
+    fetch = hfclient.hf_hub_download
+else:
+    # gradio's imports first: huggingface_hub reads its settings (HF_HUB_CACHE is
+    # no longer set anywhere), then IndexTTS2's download helpers.
+    import hfhub  # noqa: E402,F401  (its settings are read now)
+    import fastapi  # noqa: E402
+    import uvicorn  # noqa: E402
+    import indextts2026 as itts  # noqa: E402
+
+    os.makedirs(cmd_args.model_dir, exist_ok=True)
+    repo = "IndexTeam/IndexTTS-2.5" if cmd_args.version == "2.5" else "IndexTeam/IndexTTS-2"
+    missing = [f for f in REQUIRED if f != "config.yaml"
+               and not os.path.exists(os.path.join(cmd_args.model_dir, f))]
+    if missing:
+        print(f">> Required files missing in {cmd_args.model_dir} ({', '.join(missing)}): "
+              f"downloading {repo}...", flush=True)
+        itts.snapshot_download(repo, cmd_args.model_dir)
+    itts.ensure_config_available(cmd_args.model_dir)
+    # indextts/utils/examples_downloader.py, at module level: need_proxy() again.
+    itts.ensure_examples_available(os.getcwd())
+    PATHS = itts.ensure_models_available(cmd_args.model_dir)
+
+    def fetch(repo_id, filename):
+        # Model loads use local_files_only: the flat layout's files.
+        return itts.local_path(PATHS, repo_id, filename)
 
 import socket  # noqa: E402
 import io  # noqa: E402
@@ -118,12 +163,12 @@ class IndexTTS2:
         log(f">> GPT weights restored from: {gpt_path}")
 
         # 4. w2v-bert-2.0 via from_pretrained (config, then mmapped safetensors), its stats
-        hfclient.hf_hub_download("facebook/w2v-bert-2.0", "config.json")
-        self._map("w2v_bert", hfclient.hf_hub_download("facebook/w2v-bert-2.0", "model.safetensors"))
+        fetch("facebook/w2v-bert-2.0", "config.json")
+        self._map("w2v_bert", fetch("facebook/w2v-bert-2.0", "model.safetensors"))
         self.w2v_stats = torch.load(os.path.join(model_dir, self.cfg["w2v_stat"]), map_location="cpu")
 
         # 5. MaskGCT semantic codec: safetensors.torch.load_model copies the weights in
-        path = hfclient.hf_hub_download("amphion/MaskGCT", "semantic_codec/model.safetensors")
+        path = fetch("amphion/MaskGCT", "semantic_codec/model.safetensors")
         tensors, _ = stformat.mmap_tensors(path)
         self.semantic_codec = {k: v.clone() for k, v in tensors.items()}
         log(f">> semantic_codec weights restored from: {path}")
@@ -134,16 +179,16 @@ class IndexTTS2:
         log(f">> s2mel weights restored from: {s2mel_path}")
 
         # 7. campplus speaker model
-        path = hfclient.hf_hub_download("funasr/campplus", "campplus_cn_common.bin")
+        path = fetch("funasr/campplus", "campplus_cn_common.bin")
         self.campplus = torch.load(path, map_location="cpu")
         log(f">> campplus_model weights restored from: {path}")
 
         # 8. BigVGAN: the hub mixin and BigVGAN._from_pretrained each fetch config.json
         name = self.cfg["vocoder"]["name"]
-        hfclient.hf_hub_download(name, "config.json")
-        with open(hfclient.hf_hub_download(name, "config.json")) as f:
+        fetch(name, "config.json")
+        with open(fetch(name, "config.json")) as f:
             self.bigvgan_cfg = json.load(f)
-        self.bigvgan = torch.load(hfclient.hf_hub_download(name, "bigvgan_generator.pt"),
+        self.bigvgan = torch.load(fetch(name, "bigvgan_generator.pt"),
                                   map_location="cpu")["generator"]
         log(f">> bigvgan weights restored from: {name}")
 
@@ -224,7 +269,10 @@ class IndexTTS2:
         return buf.getvalue()
 
 
-log(f">> hub endpoint {hfclient.ENDPOINT}, cache {hfclient.HF_HUB_CACHE}")
+if GEN2026:
+    log(f">> IndexTTS {cmd_args.version}, models in {os.path.join(cmd_args.model_dir, 'hf_cache')}")
+else:
+    log(f">> hub endpoint {hfclient.ENDPOINT}, cache {hfclient.HF_HUB_CACHE}")
 tts = IndexTTS2(model_dir=cmd_args.model_dir, cfg_path=os.path.join(cmd_args.model_dir, "config.yaml"),
                 use_fp16=cmd_args.fp16, use_deepspeed=cmd_args.deepspeed,
                 use_cuda_kernel=cmd_args.cuda_kernel)

@@ -34,8 +34,11 @@ def port_open(port):
 
 
 def base_env(**extra):
-    """The test's environment minus any HF_* setting inherited from the caller."""
+    """The test's environment minus any HF_* setting inherited from the caller.
+    The simulator runs its classic generation (2025's IndexTTS2) unless extra
+    says SIM_GENERATION=2026: what tts-launch recognizes today."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SIM_"))}
+    env["SIM_GENERATION"] = "classic"
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -215,3 +218,56 @@ class Launch:
         self.out.close()
         self.rc = self.proc.returncode
         return json.loads(self.timeline.read_text())
+
+
+# -- the 2026 world (scripts/sim/world.py) ------------------------------------------------
+WORLD = os.path.join(SIM, "world.py")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+# The world's defaults are the real timeouts; tests run them 10 times faster.
+TIME_SCALE = "0.1"
+
+
+def world_env(**extra):
+    """base_env for the 2026 generation, the time scale of the tests."""
+    return base_env(**{"SIM_GENERATION": "2026", "SIM_TIME_SCALE": TIME_SCALE, **extra})
+
+
+def in_world(tmp, cmd, *world_args, env=None, timeout=WAIT, cwd=None):
+    """Run cmd inside a private world (its dir: tmp/world); CompletedProcess
+    (text output). world_args: --down NAME, --unreachable NAME, --knobs N=JSON..."""
+    Path(tmp).mkdir(parents=True, exist_ok=True)
+    return subprocess.run([PY, WORLD, "--dir", str(Path(tmp) / "world"), "--models", MODELS,
+                           *world_args, "--", *cmd], env=env or world_env(),
+                          cwd=cwd or tmp, capture_output=True, text=True, timeout=timeout)
+
+
+class WorldLaunch:
+    """tts-launch run (foreground) of the simulator's webui.py in a private world,
+    until ready + settle, then stopped: like Launch, in the 2026 world. env: more
+    [env] lines beyond HF_HOME, SIM_GENERATION (2026) and SIM_TIME_SCALE;
+    world_args: world.py's fault options. After it: .rc, .timeline (parsed),
+    .output(), .world (the world's dir: server logs, dns.log)."""
+
+    def __init__(self, tmp, app, env=None, world_args=(), trace=""):
+        self.tmp = Path(tmp)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.world = self.tmp / "world"
+        tl = self.tmp / "timeline.json"
+        vars = {"HF_HOME": str(self.tmp / "hf_home"), "SIM_GENERATION": "2026",
+                "SIM_TIME_SCALE": TIME_SCALE}
+        vars.update(env or {})
+        ini = self.tmp / "tts-launch.ini"
+        ini.write_text(
+            "[app]\ndir = %s\npython = %s\nhost = 127.0.0.1\nport = 7860\n"
+            "[env]\n%s\n[service]\npidfile = %s\nstop_grace = 3s\n"
+            "[log]\nfile = %s\n[trace]\nsettle = 0.3s\ntimeline = %s\n%s\n"
+            % (app, PY, "\n".join("%s = %s" % kv for kv in vars.items()), self.tmp / "pid",
+               self.tmp / "webui.log", tl, trace))
+        self.proc = in_world(self.tmp, [PY, os.path.join(FIXTURES, "tts_launch_once.py"),
+                                        str(TTS), str(ini), str(tl), str(self.tmp / "run.out")],
+                             *world_args, env=base_env(), timeout=WAIT * 3)
+        self.rc = self.proc.returncode
+        self.timeline = json.loads(tl.read_text()) if tl.exists() else None
+
+    def output(self):
+        return (self.tmp / "run.out").read_text() + self.proc.stderr

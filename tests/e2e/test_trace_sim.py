@@ -38,6 +38,7 @@ def test_cold_start_traced(tmp_path, hub, models, tracing_ok):
             "--set", "trace.settle=0.1s", "--set", "service.pidfile=",
             "--set", "log.file=webui.log"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SIM_"))}
+    env["SIM_GENERATION"] = "classic"  # the simulator's 2025 IndexTTS2
     p = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     sizes = []
