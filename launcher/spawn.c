@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -494,8 +495,11 @@ int spawn_guard_start(struct guard *g, pid_t pgid, double grace, char *err, size
 
 	g->pid = 0;
 	g->fd = -1;
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "failed to create the guard's pipe: %s", strerror(errno));
+	/* A socket pair rather than a pipe: the supervisor's word can be sent
+	 * with MSG_NOSIGNAL, no SIGPIPE when the guard is gone already (the
+	 * group's SIGKILL ends it too). */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
+		snprintf(err, errlen, "failed to create the guard's socket: %s", strerror(errno));
 		return -1;
 	}
 	pid = fork();
@@ -527,7 +531,7 @@ int spawn_guard_start(struct guard *g, pid_t pgid, double grace, char *err, size
 void spawn_guard_release(struct guard *g)
 {
 	if (g->fd >= 0) {
-		ssize_t r = write(g->fd, "x", 1);
+		ssize_t r = send(g->fd, "x", 1, MSG_NOSIGNAL);
 
 		(void)r; /* EPIPE: the guard is gone already */
 		close(g->fd);

@@ -50,7 +50,7 @@ void spawn_abort(struct child *ch);
 
 /* The guard: a process forked by the supervisor that joins the service's
  * process group (so the group's id cannot be reused while it waits) and
- * holds the read end of a pipe whose write end only the supervisor has. If
+ * holds one end of a socket pair whose other end only the supervisor has. If
  * the supervisor dies (SIGKILL, a crash), the guard reads EOF: it sends
  * SIGTERM to the group, SIGKILL after grace seconds to what is left, and
  * exits. It ignores the signals a stop sends the group (all but SIGKILL). */
