@@ -432,8 +432,8 @@ static double mono_s(void)
 }
 
 /* The guard's life: wait for the supervisor's word or its death. */
-static void guard_main(int rd, pid_t pgid, double grace) __attribute__((noreturn));
-static void guard_main(int rd, pid_t pgid, double grace)
+static void guard_main(int rd, pid_t pgid, double grace, bool tell) __attribute__((noreturn));
+static void guard_main(int rd, pid_t pgid, double grace, bool tell)
 {
 	static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE,
 				      SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU};
@@ -452,8 +452,8 @@ static void guard_main(int rd, pid_t pgid, double grace)
 		_exit(0); /* the group is gone already */
 	/* Nothing of the supervisor's: not the BPF links (their last close
 	 * detaches the probes), not the child's release pipe (its EOF is how
-	 * an aborted start ends the child), not the log. stderr stays, for
-	 * the one line said if the supervisor dies. */
+	 * an aborted start ends the child), not the log. stderr stays when
+	 * told to (tell), for the one line said if the supervisor dies. */
 	if (rd != 3) {
 		if (dup2(rd, 3) < 0)
 			_exit(1);
@@ -463,6 +463,8 @@ static void guard_main(int rd, pid_t pgid, double grace)
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
+		if (!tell)
+			dup2(null, 2);
 	}
 	fds_from(4, false);
 	do
@@ -488,7 +490,8 @@ static void guard_main(int rd, pid_t pgid, double grace)
 	_exit(0);
 }
 
-int spawn_guard_start(struct guard *g, pid_t pgid, double grace, char *err, size_t errlen)
+int spawn_guard_start(struct guard *g, pid_t pgid, double grace, bool tell, char *err,
+		      size_t errlen)
 {
 	int p[2];
 	pid_t pid;
@@ -511,7 +514,7 @@ int spawn_guard_start(struct guard *g, pid_t pgid, double grace, char *err, size
 	}
 	if (pid == 0) {
 		close(p[1]);
-		guard_main(p[0], pgid, grace);
+		guard_main(p[0], pgid, grace, tell);
 	}
 	close(p[0]);
 	/* In the group before the service can run (the guard does the same:

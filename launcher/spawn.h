@@ -61,9 +61,12 @@ struct guard {
 
 #define GUARD_INIT {.pid = 0, .fd = -1}
 
-/* Start the guard for the group pgid (the prepared child). Returns 0, or -1
- * with a message. */
-int spawn_guard_start(struct guard *g, pid_t pgid, double grace, char *err, size_t errlen);
+/* Start the guard for the group pgid (the prepared child). tell: the guard
+ * keeps stderr, for its one line if the supervisor dies (foreground: the
+ * terminal); else it holds nothing of the caller's (a daemon's caller waits
+ * for EOF on its stderr). Returns 0, or -1 with a message. */
+int spawn_guard_start(struct guard *g, pid_t pgid, double grace, bool tell, char *err,
+		      size_t errlen);
 
 /* The supervisor is done with the group: the guard exits without a signal. */
 void spawn_guard_release(struct guard *g);

@@ -804,7 +804,8 @@ int supervise_run(struct config *c, int argc, char **argv)
 	timeline_mark(s.tl, "spawn", clock_ms());
 	timeline_set_process(s.tl, s.child.pid, s.argv);
 	/* If we are killed, the guard ends the service's group (spawn.h). */
-	if (spawn_guard_start(&s.guard, s.child.pid, c->stop_grace, err, sizeof(err)) < 0)
+	if (spawn_guard_start(&s.guard, s.child.pid, c->stop_grace, s.foreground, err,
+			      sizeof(err)) < 0)
 		say(&s, "tts-launch: warning: %s: if tts-launch is killed, only the service's main "
 			"process is told (SIGTERM)\n", err);
 
