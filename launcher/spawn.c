@@ -245,6 +245,11 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 			gid = gr->gr_gid;
 		}
 	}
+	/* The supervisor adopts what the service's processes leave behind when
+	 * they exit (a worker that left the group with setsid included), so
+	 * it can end them with the rest (prctl(2) PR_SET_CHILD_SUBREAPER); it
+	 * reaps them (spawn_reap_orphans). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "failed to create pipe: %s", strerror(errno));
 		goto fail;
@@ -379,9 +384,16 @@ void spawn_abort(struct child *ch)
 	ch->pid = 0;
 }
 
-int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
+enum scan_what {
+	SCAN_GROUP,   /* live members of the process group */
+	SCAN_ORPHANS, /* our live children outside it: the tree's orphans */
+	SCAN_ZOMBIES, /* our children that exited, to reap */
+};
+
+static int scan_proc(enum scan_what what, pid_t pgid, pid_t ex1, pid_t ex2, pid_t *pids, int max)
 {
 	DIR *d = opendir("/proc");
+	pid_t self = getpid();
 	struct dirent *de;
 	int n = 0;
 
@@ -390,6 +402,7 @@ int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
 	while ((de = readdir(d))) {
 		char path[64], buf[512], *rp, state;
 		long ppid, grp;
+		bool dead, want;
 		ssize_t len;
 		pid_t pid;
 		int fd;
@@ -397,7 +410,7 @@ int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid = (pid_t)atoi(de->d_name);
-		if (pid == exclude)
+		if (pid == ex1 || pid == ex2)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -413,7 +426,14 @@ int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
 		rp = strrchr(buf, ')');
 		if (!rp || sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &grp) != 3)
 			continue;
-		if (grp != pgid || state == 'Z' || state == 'X')
+		dead = state == 'Z' || state == 'X';
+		if (what == SCAN_GROUP)
+			want = grp == pgid && !dead;
+		else if (what == SCAN_ORPHANS)
+			want = ppid == self && grp != pgid && !dead;
+		else
+			want = ppid == self && dead;
+		if (!want)
 			continue;
 		if (pids && n < max)
 			pids[n] = pid;
@@ -421,6 +441,25 @@ int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
 	}
 	closedir(d);
 	return n;
+}
+
+int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
+{
+	return scan_proc(SCAN_GROUP, pgid, exclude, exclude, pids, max);
+}
+
+int spawn_orphans(pid_t pgid, pid_t exclude, pid_t *pids, int max)
+{
+	return scan_proc(SCAN_ORPHANS, pgid, exclude, exclude, pids, max);
+}
+
+void spawn_reap_orphans(pid_t keep1, pid_t keep2)
+{
+	pid_t z[64];
+	int n = scan_proc(SCAN_ZOMBIES, 0, keep1, keep2, z, 64);
+
+	for (int i = 0; i < n && i < 64; i++)
+		waitpid(z[i], NULL, WNOHANG);
 }
 
 static double mono_s(void)

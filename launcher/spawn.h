@@ -76,6 +76,17 @@ void spawn_guard_release(struct guard *g);
  * NULL). Returns the count, or -1 when /proc cannot be read. */
 int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max);
 
+/* spawn_prepare makes the caller a child subreaper: processes of the
+ * service's tree whose parent exits become its children. Those still alive
+ * and outside the group pgid (a worker that called setsid), but for
+ * exclude; counted and stored like spawn_group_members. Our own unreaped
+ * children: their pids cannot be reused, so signalling them is safe. */
+int spawn_orphans(pid_t pgid, pid_t exclude, pid_t *pids, int max);
+
+/* Reap the adopted children that exited, but keep1 and keep2 (the main
+ * process, whose status is collected with waitid, and the guard). */
+void spawn_reap_orphans(pid_t keep1, pid_t keep2);
+
 /* The service's environment: base (our environ) + PYTHONPATH = app dir,
  * configured additions, inherited; then the [env] variables. NULL-terminated,
  * malloc'd; free with spawn_env_free. */

@@ -314,8 +314,15 @@ static void read_mlock(struct session *s)
  * a member, keeps the id from being reused while we wait. */
 static void signal_group(struct session *s, int sig)
 {
+	pid_t o[64];
+	int n;
+
 	if (s->pgid > 0)
 		kill(-s->pgid, sig);
+	/* and the tree's orphans we adopted outside the group (spawn.h) */
+	n = spawn_orphans(s->pgid, s->guard.pid, o, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		kill(o[i], sig);
 }
 
 static void forward_signal(struct session *s, int sig)
@@ -335,12 +342,19 @@ static void forward_signal(struct session *s, int sig)
 	signal_group(s, sig == SIGHUP || sig == SIGQUIT ? SIGTERM : sig);
 }
 
-/* The group's members but the guard, listed for a message. */
+/* The group's members but the guard, and the orphans we adopted, listed
+ * for a message. */
 static int group_members(struct session *s, char *list, size_t len)
 {
 	pid_t pids[8];
-	int n = spawn_group_members(s->pgid, s->guard.pid, pids, 8);
+	int n = spawn_group_members(s->pgid, s->guard.pid, pids, 8), m;
 	size_t off = 0;
+
+	if (n < 0)
+		n = 0;
+	m = spawn_orphans(s->pgid, s->guard.pid, pids + (n < 8 ? n : 8), n < 8 ? 8 - n : 0);
+	if (m > 0)
+		n += m;
 
 	if (list && len)
 		list[0] = '\0';
@@ -576,9 +590,13 @@ static int loop(struct session *s)
 			if (fd == s->sfd) {
 				struct signalfd_siginfo si;
 
-				while (read(s->sfd, &si, sizeof(si)) == sizeof(si))
-					if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE)
+				while (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGCHLD)
+						/* adopted orphans that exited */
+						spawn_reap_orphans(s->child.pid, s->guard.pid);
+					else if (si.ssi_signo != SIGPIPE)
 						forward_signal(s, (int)si.ssi_signo);
+				}
 			} else if (fd == s->tfd) {
 				uint64_t ticks;
 

@@ -23,7 +23,7 @@ AS_NOBODY = ["setpriv", "--reuid=%d" % NOBODY.pw_uid, "--regid=%d" % NOBODY.pw_g
 
 # A service that forks a worker holding the port, prints both pids, and then
 # either stays (stay) or exits with status 7 (exit). --stubborn: the worker
-# ignores SIGTERM, so only a SIGKILL ends it.
+# ignores SIGTERM, so only a SIGKILL ends it; --setsid: it leaves the group.
 FORKING = r'''
 import os, signal, socket, sys, time
 port, mode = int(sys.argv[1]), sys.argv[2]
@@ -31,6 +31,8 @@ s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", port))
 if os.fork() == 0:
+    if "--setsid" in sys.argv:
+        os.setsid()  # out of the group: only the supervisor's adoption finds it
     if "--stubborn" in sys.argv:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     s.listen()
@@ -205,10 +207,11 @@ def test_supervisor_sigkill_main_only(open_app):
     wait_for(lambda: not alive(pids["main"]), timeout=60, what="the service to end")
 
 
-def test_group_ended_when_main_exits(open_app):
+@pytest.mark.parametrize("worker", [["--stubborn"], ["--stubborn", "--setsid"]])
+def test_group_ended_when_main_exits(open_app, worker):
     app = open_app
     r = app.run("run", "-c", str(app.ini), "--no-trace", "--", PY, "svc.py", str(app.port),
-                "exit", "--stubborn")
+                "exit", *worker)
     assert r.returncode == 7, r.stderr  # the main process's own status
     pids = pids_in_log(app, ("main", "worker"))
     assert pids, log(app)
