@@ -317,7 +317,10 @@ static void signal_group(struct session *s, int sig)
 	pid_t o[64];
 	int n;
 
-	if (s->pgid > 0)
+	/* Without a guard (it could not start), an empty group's id may be
+	 * reused once the main process is reaped: look before signalling. */
+	if (s->pgid > 0 && (!s->main_exited || s->guard.pid > 0 ||
+			    spawn_group_members(s->pgid, 0, NULL, 0) > 0))
 		kill(-s->pgid, sig);
 	/* and the tree's orphans we adopted outside the group (spawn.h) */
 	n = spawn_orphans(s->pgid, s->guard.pid, o, 64);
