@@ -25,6 +25,11 @@
 	} while (0)
 
 static const char *const trigger_names[] = {"listen", "signal", "delay", "callable"};
+static const char *const mode_names[] = {"all", "models", "onfault"};
+static const char *const event_names[] = {"armed", "locked", "refused", "failed"};
+
+#define SIZE_CAP (1LL << 50) /* 1 PiB: beyond any machine's memory */
+#define TEXT_CAP 256         /* bytes of a report's "error" text kept */
 
 /* The shim next to the binary: build/hooks/ in the build tree, or
  * PREFIX/lib/tts-launch/ once installed (Makefile's install). */
@@ -264,6 +269,144 @@ static void append(char **buf, size_t *len, const char *s)
 	*len += n;
 }
 
+static bool one_of(const char *v, const char *const *names, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		if (!strcmp(v, names[i]))
+			return true;
+	return false;
+}
+
+#define ONE_OF(v, names) one_of(v, names, sizeof(names) / sizeof(names[0]))
+
+/* A number field within [lo, hi]: absent is fine, a wrong type or a value
+ * below lo rejects the report (why), above hi is clamped (counted). */
+static bool num_field(json_t *out, const json_t *in, const char *k, double lo, double hi,
+		      bool integer, unsigned long long *clamped, char *why, size_t len)
+{
+	const json_t *v = json_object_get(in, k);
+	double x;
+
+	if (!v)
+		return true;
+	if (!json_is_number(v) || (integer && !json_is_integer(v))) {
+		snprintf(why, len, "%s is not a%s number", k, integer ? "n integer" : "");
+		return false;
+	}
+	x = json_number_value(v);
+	if (!(x >= lo)) {
+		snprintf(why, len, "%s = %g is below %g", k, x, lo);
+		return false;
+	}
+	if (x > hi) {
+		x = hi;
+		(*clamped)++;
+	}
+	json_object_set_new(out, k, integer ? json_integer((json_int_t)x) : json_real(x));
+	return true;
+}
+
+static bool bool_field(json_t *out, const json_t *in, const char *k, char *why, size_t len)
+{
+	const json_t *v = json_object_get(in, k);
+
+	if (!v)
+		return true;
+	if (!json_is_boolean(v)) {
+		snprintf(why, len, "%s is not true or false", k);
+		return false;
+	}
+	json_object_set(out, k, (json_t *)v);
+	return true;
+}
+
+/* errno: a name such as ENOMEM; error: strerror text, cut at TEXT_CAP bytes
+ * (at a character boundary). */
+static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamped, char *why,
+			size_t len)
+{
+	const char *e = str(in, "errno"), *t = str(in, "error");
+
+	if (json_object_get(in, "errno")) {
+		size_t n = e ? strlen(e) : 0;
+		bool ok = n >= 2 && n <= 32 && e[0] == 'E';
+
+		for (size_t i = 1; ok && i < n; i++)
+			ok = (e[i] >= 'A' && e[i] <= 'Z') || (e[i] >= '0' && e[i] <= '9');
+		if (!ok) {
+			snprintf(why, len, "errno is not an error name");
+			return false;
+		}
+		json_object_set_new(out, "errno", json_string(e));
+	}
+	if (json_object_get(in, "error")) {
+		size_t n;
+
+		if (!t) {
+			snprintf(why, len, "error is not a string");
+			return false;
+		}
+		n = strlen(t);
+		if (n > TEXT_CAP) {
+			n = TEXT_CAP;
+			while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80)
+				n--; /* not inside a UTF-8 character */
+			(*clamped)++;
+		}
+		json_object_set_new(out, "error", json_stringn(t, n));
+	}
+	return true;
+}
+
+/* A report as the service sent it, checked: the known fields only, each of
+ * its type and range. NULL (with why) when rejected. */
+static json_t *checked_report(const json_t *in, unsigned long long *clamped, char *why, size_t len)
+{
+	static const char *const sizes[] = {"limit",	   "bytes_to_lock", "resident",
+					    "vmlck_before", "vmlck",	    "mappings",
+					    "failed_mappings"};
+	json_t *out = json_object();
+	double now = (double)clock_t0_ns() + clock_ms() * 1e6, start;
+	bool ok;
+
+	if (!out)
+		OOM();
+	if (!ONE_OF(str(in, "event"), event_names) || !ONE_OF(str(in, "trigger"), trigger_names) ||
+	    !ONE_OF(str(in, "mode"), mode_names)) {
+		snprintf(why, len, "event, trigger or mode missing or unknown");
+		json_decref(out);
+		return NULL;
+	}
+	json_object_set_new(out, "event", json_string(str(in, "event")));
+	json_object_set_new(out, "trigger", json_string(str(in, "trigger")));
+	json_object_set_new(out, "mode", json_string(str(in, "mode")));
+	ok = json_is_integer(json_object_get(in, "pid")) &&
+	     num_field(out, in, "pid", 1, 4194304, true, clamped, why, len);
+	if (!ok && !*why)
+		snprintf(why, len, "pid missing or not an integer");
+	/* Times on the monotonic clock, never after now; a duration never
+	 * reaches beyond now either. */
+	ok = ok && num_field(out, in, "start_ns", 0, now, true, clamped, why, len);
+	start = json_number_value(json_object_get(out, "start_ns"));
+	ok = ok && num_field(out, in, "dur_ns", 0, json_object_get(out, "start_ns") ? now - start : now,
+			     true, clamped, why, len);
+	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		ok = num_field(out, in, sizes[i], 0, (double)SIZE_CAP, true, clamped, why, len);
+	ok = ok && num_field(out, in, "rlimit_memlock", -1, (double)SIZE_CAP, true, clamped, why, len);
+	ok = ok && num_field(out, in, "port", 0, 65535, true, clamped, why, len);
+	ok = ok && num_field(out, in, "signal", 0, 64, true, clamped, why, len);
+	ok = ok && num_field(out, in, "uid", 0, 4294967295.0, true, clamped, why, len);
+	ok = ok && num_field(out, in, "delay", 0, 1e9, false, clamped, why, len);
+	ok = ok && bool_field(out, in, "blocking", why, len) &&
+	     bool_field(out, in, "cap_ipc_lock", why, len);
+	ok = ok && text_fields(out, in, clamped, why, len);
+	if (!ok) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* One report: into the events, the top-level outcome, and a line to say. */
 static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 {
@@ -314,17 +457,58 @@ char *mlock_poll(struct mlock_ctl *m, struct timeline *tl)
 
 	if (m->fd < 0)
 		return NULL;
-	while ((n = recv(m->fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
+	for (int i = 0; i < MLOCK_POLL_MAX; i++) {
+		char why[160] = "", *line;
 		json_error_t jerr;
-		json_t *ev;
-		char *line;
+		json_t *raw, *ev;
 
-		buf[n] = '\0';
-		ev = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
-		if (!json_is_object(ev)) {
-			json_decref(ev);
-			continue; /* not from the shim: ignore */
+		/* MSG_TRUNC: the datagram's real length, even beyond buf */
+		n = recv(m->fd, buf, sizeof(buf) - 1, MSG_DONTWAIT | MSG_TRUNC);
+		if (n <= 0)
+			break;
+		m->received++;
+		if (m->kept + m->rejected >= MLOCK_KEEP_EVENTS ||
+		    m->read_bytes + (size_t)n > MLOCK_KEEP_BYTES) {
+			/* Beyond the cap: counted only. */
+			m->dropped++;
+			m->dropped_bytes += (unsigned long long)n;
+			if (!m->said_dropped) {
+				m->said_dropped = true;
+				append(&out, &len, "tts-launch: warning: mlock: the service sent more "
+						   "reports than kept (64, 64 KiB): the rest are "
+						   "counted, not read (memory.mlock.reports)\n");
+			}
+			continue;
 		}
+		m->read_bytes += (size_t)(n < (ssize_t)sizeof(buf) ? n : (ssize_t)sizeof(buf));
+		raw = NULL;
+		ev = NULL;
+		if (n >= (ssize_t)sizeof(buf)) {
+			snprintf(why, sizeof(why), "%zd bytes, above %zu", n, sizeof(buf) - 1);
+		} else {
+			buf[n] = '\0';
+			raw = json_loads(buf, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
+			if (!json_is_object(raw))
+				snprintf(why, sizeof(why), "not a JSON object");
+			else
+				ev = checked_report(raw, &m->clamped, why, sizeof(why));
+		}
+		json_decref(raw);
+		if (!ev) {
+			m->rejected++;
+			if (!m->said_rejected) {
+				m->said_rejected = true;
+				line = NULL;
+				if (asprintf(&line, "tts-launch: warning: mlock: a report from the service "
+						    "was rejected (%s); further ones are only counted "
+						    "(memory.mlock.reports)\n", why) >= 0) {
+					append(&out, &len, line);
+					free(line);
+				}
+			}
+			continue;
+		}
+		m->kept++;
 		line = take(m, ev, tl);
 		json_decref(ev);
 		if (line) {
@@ -354,7 +538,7 @@ char *mlock_check_loaded(struct mlock_ctl *m)
 
 void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
 {
-	json_t *mem;
+	json_t *mem, *copy;
 
 	if (!tl || !tl->root)
 		return;
@@ -363,7 +547,24 @@ void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
 		return;
 	/* memory.mlock: what the shim reported, null when it was not used
 	 * (the traced calls are memory.mlock_calls; docs/mlock.md) */
-	json_object_set_new(mem, "mlock", m->state ? json_deep_copy(m->state) : json_null());
+	if (!m->state) {
+		json_object_set_new(mem, "mlock", json_null());
+		return;
+	}
+	copy = json_deep_copy(m->state);
+	if (!copy)
+		OOM();
+	/* The outcome is the service's word, not something tts-launch saw:
+	 * "service-report" once a report was taken, else tts-launch's own
+	 * verdict (pending, not_injected, not_loaded). */
+	json_object_set_new(copy, "source", json_string(m->kept ? "service-report" : "tts-launch"));
+	json_object_set_new(copy, "reports",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "received",
+				      (json_int_t)m->received, "kept", (json_int_t)m->kept, "rejected",
+				      (json_int_t)m->rejected, "clamped", (json_int_t)m->clamped,
+				      "dropped", (json_int_t)m->dropped, "dropped_bytes",
+				      (json_int_t)m->dropped_bytes));
+	json_object_set_new(mem, "mlock", copy);
 }
 
 void mlock_free(struct mlock_ctl *m)

@@ -21,7 +21,17 @@ struct mlock_ctl {
 	char *shim;       /* the library injected */
 	json_t *state;    /* what goes to memory.mlock */
 	bool checked;     /* the "did the shim load" check was done */
+	/* The reports come from the service, which may be hostile or broken:
+	 * at most MLOCK_KEEP_EVENTS (and MLOCK_KEEP_BYTES) are read and
+	 * checked, the rest only counted; memory.mlock.reports. */
+	unsigned long long received, kept, rejected, clamped, dropped, dropped_bytes;
+	size_t read_bytes; /* of the kept and rejected ones */
+	bool said_dropped, said_rejected;
 };
+
+#define MLOCK_KEEP_EVENTS 64
+#define MLOCK_KEEP_BYTES (64 * 1024)
+#define MLOCK_POLL_MAX 1024 /* datagrams read per mlock_poll: the loop stays responsive */
 
 #define MLOCK_CTL_INIT {.fd = -1, .child_fd = -1}
 
@@ -42,8 +52,11 @@ void mlock_spawned(struct mlock_ctl *m);
 /* The socket to watch for reports, or -1. */
 int mlock_fd(const struct mlock_ctl *m);
 
-/* Read every pending report into the model (and tl, when given). Returns the
- * lines to print (malloc'd), or NULL when there is nothing to say. */
+/* Read the pending reports (MLOCK_POLL_MAX at most) into the model (and tl,
+ * when given): each checked field by field (known fields only, times within
+ * [0, now], sizes within [0, 1 PiB], clamped and counted when beyond, the
+ * report rejected when of the wrong type or negative). Returns the lines to
+ * print (malloc'd), or NULL when there is nothing to say. */
 char *mlock_poll(struct mlock_ctl *m, struct timeline *tl);
 
 /* At ready: a warning when the shim never reported that it loaded. */

@@ -1,16 +1,22 @@
 #include "spawn.h"
 #include "procfs.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/close_range.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OOM()                                                                                      \
@@ -112,7 +118,7 @@ void spawn_env_free(char **envp)
 
 /* What the child tells the parent when it cannot exec. */
 struct child_failure {
-	int stage; /* 0 wait, 1 chdir, 2 user, 3 caps, 4 exec */
+	int stage; /* 0 wait, 1 chdir, 2 user, 3 caps, 4 exec, 5 restrict */
 	int err;
 };
 
@@ -172,6 +178,40 @@ static int keep_only_ipc_lock(void)
 	return rc;
 }
 
+/* Descriptors from `from` up: FD_CLOEXEC (cloexec) or closed. close_range(2)
+ * does it in one call (Linux 5.11 for CLOSE_RANGE_CLOEXEC); before that,
+ * each possible descriptor in turn. */
+static void fds_from(int from, bool cloexec)
+{
+	long max;
+
+	if (syscall(SYS_close_range, (unsigned)from, ~0U, cloexec ? CLOSE_RANGE_CLOEXEC : 0) == 0)
+		return;
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 1 << 20)
+		max = 1 << 20;
+	for (int fd = from; fd < max; fd++) {
+		if (cloexec)
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+		else
+			close(fd);
+	}
+}
+
+/* Only 0-2 and the descriptors passed on purpose survive exec: anything
+ * the caller of tts-launch left open (a file, a socket), and everything
+ * tts-launch holds (BPF objects, the log, pidfile locks), stays out of the
+ * service. Marked CLOEXEC rather than closed: the error pipe must work
+ * until exec itself. */
+static int only_kept_fds(const int *keep, int n)
+{
+	fds_from(3, true);
+	for (int i = 0; i < n; i++)
+		if (keep[i] > 2 && fcntl(keep[i], F_SETFD, 0) < 0)
+			return -1;
+	return 0;
+}
+
 int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_t errlen)
 {
 	int go[2] = {-1, -1}, ep[2] = {-1, -1};
@@ -179,7 +219,7 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 	gid_t gid = 0;
 	bool switch_user = s->user && *s->user;
 	const char *uname = NULL;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	memset(ch, 0, sizeof(*ch));
 	ch->pidfd = ch->go_fd = ch->err_fd = -1;
@@ -205,6 +245,11 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 			gid = gr->gr_gid;
 		}
 	}
+	/* The supervisor adopts what the service's processes leave behind when
+	 * they exit (a worker that left the group with setsid included), so
+	 * it can end them with the rest (prctl(2) PR_SET_CHILD_SUBREAPER); it
+	 * reaps them (spawn_reap_orphans). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "failed to create pipe: %s", strerror(errno));
 		goto fail;
@@ -245,7 +290,26 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 				child_fail(ep[1], 2, errno);
 			if ((s->keep_ipc_lock ? keep_only_ipc_lock() : clear_caps()) < 0)
 				child_fail(ep[1], 3, errno);
+			/* No setuid or file-capability program gives the
+			 * service back what it just dropped (an empty bounding
+			 * set alone still lets a setuid-root binary run with
+			 * euid 0): prctl(2) PR_SET_NO_NEW_PRIVS, kept across
+			 * exec and fork. Ambient CAP_IPC_LOCK still passes. */
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+				child_fail(ep[1], 5, errno);
 		}
+		/* If the supervisor dies, the service hears of it: SIGTERM, as
+		 * a stop sends (the guard, spawn_guard_start, covers the rest
+		 * of the group and the SIGKILL). Set after the user switch,
+		 * which clears it (prctl(2): a change of credentials resets
+		 * the parent-death signal), then the classic race: had the
+		 * supervisor died before this call, no signal would ever come. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0)
+			child_fail(ep[1], 5, errno);
+		if (getppid() != parent)
+			_exit(1);
+		if (only_kept_fds(s->keep_fds, s->n_keep_fds) < 0)
+			child_fail(ep[1], 5, errno);
 		for (int sig = 1; sig < NSIG; sig++)
 			signal(sig, SIG_DFL);
 		if (s->mask)
@@ -253,6 +317,9 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 		execvpe(s->argv[0], s->argv, s->envp);
 		child_fail(ep[1], 4, errno);
 	}
+	/* The group exists when fork returns, whichever of us runs first (the
+	 * child waits before exec, so this cannot fail with EACCES). */
+	setpgid(pid, pid);
 	close(go[0]);
 	close(ep[1]);
 	ch->pid = pid;
@@ -280,7 +347,9 @@ int spawn_release(struct child *ch, char *err, size_t errlen)
 {
 	static const char *const stages[] = {"wait", "change to the app directory",
 					     "switch to the service user", "drop capabilities",
-					     "execute"};
+					     "execute",
+					     "restrict the service (no_new_privs, parent-death "
+					     "signal, descriptors)"};
 	struct child_failure f;
 	ssize_t n;
 
@@ -297,7 +366,7 @@ int spawn_release(struct child *ch, char *err, size_t errlen)
 	ch->err_fd = -1;
 	if (n != (ssize_t)sizeof(f))
 		return 0; /* EOF: exec closed the CLOEXEC pipe */
-	snprintf(err, errlen, "cannot %s: %s", stages[f.stage < 5 ? f.stage : 4], strerror(f.err));
+	snprintf(err, errlen, "cannot %s: %s", stages[f.stage >= 0 && f.stage < 6 ? f.stage : 4], strerror(f.err));
 	return f.stage == 4 && f.err == ENOENT ? 127 : 126;
 }
 
@@ -313,4 +382,205 @@ void spawn_abort(struct child *ch)
 		close(ch->pidfd);
 	ch->go_fd = ch->err_fd = ch->pidfd = -1;
 	ch->pid = 0;
+}
+
+enum scan_what {
+	SCAN_GROUP,   /* live members of the process group */
+	SCAN_ORPHANS, /* our live children outside it: the tree's orphans */
+	SCAN_ZOMBIES, /* our children that exited, to reap */
+};
+
+static int scan_proc(enum scan_what what, pid_t pgid, pid_t ex1, pid_t ex2, pid_t *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	pid_t self = getpid();
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char path[64], buf[512], *rp, state;
+		long ppid, grp;
+		bool dead, want;
+		ssize_t len;
+		pid_t pid;
+		int fd;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		if (pid == ex1 || pid == ex2)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone */
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* pid (comm) state ppid pgrp ...: comm may hold anything, so
+		 * from the last ')' (proc_pid_stat(5)) */
+		rp = strrchr(buf, ')');
+		if (!rp || sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &grp) != 3)
+			continue;
+		dead = state == 'Z' || state == 'X';
+		if (what == SCAN_GROUP)
+			want = grp == pgid && !dead;
+		else if (what == SCAN_ORPHANS)
+			want = ppid == self && grp != pgid && !dead;
+		else
+			want = ppid == self && dead;
+		if (!want)
+			continue;
+		if (pids && n < max)
+			pids[n] = pid;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int spawn_group_members(pid_t pgid, pid_t exclude, pid_t *pids, int max)
+{
+	return scan_proc(SCAN_GROUP, pgid, exclude, exclude, pids, max);
+}
+
+int spawn_orphans(pid_t pgid, pid_t exclude, pid_t *pids, int max)
+{
+	return scan_proc(SCAN_ORPHANS, pgid, exclude, exclude, pids, max);
+}
+
+void spawn_reap_orphans(pid_t keep1, pid_t keep2)
+{
+	pid_t z[64];
+	int n = scan_proc(SCAN_ZOMBIES, 0, keep1, keep2, z, 64);
+
+	for (int i = 0; i < n && i < 64; i++)
+		waitpid(z[i], NULL, WNOHANG);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The guard's life: wait for the supervisor's word or its death. */
+static void guard_main(int rd, pid_t pgid, double grace, bool tell) __attribute__((noreturn));
+static void guard_main(int rd, pid_t pgid, double grace, bool tell)
+{
+	static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE,
+				      SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU};
+	struct timespec tick = {0, 50 * 1000 * 1000};
+	double end;
+	ssize_t n;
+	char b;
+	int null;
+
+	/* A stop signals the whole group, the guard included: only SIGKILL
+	 * ends it early, and that only once the group is being killed. */
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		signal(ignored[i], SIG_IGN);
+	prctl(PR_SET_NAME, "tts-launch-grd", 0, 0, 0);
+	if (setpgid(0, pgid) < 0)
+		_exit(0); /* the group is gone already */
+	/* Nothing of the supervisor's: not the BPF links (their last close
+	 * detaches the probes), not the child's release pipe (its EOF is how
+	 * an aborted start ends the child), not the log. stderr stays when
+	 * told to (tell), for the one line said if the supervisor dies. */
+	if (rd != 3) {
+		if (dup2(rd, 3) < 0)
+			_exit(1);
+		rd = 3;
+	}
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		if (!tell)
+			dup2(null, 2);
+	}
+	fds_from(4, false);
+	do
+		n = read(rd, &b, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		_exit(0); /* the supervisor is done with the group */
+	/* EOF: the supervisor died without a word (SIGKILL, a crash). */
+	if (spawn_group_members(pgid, getpid(), NULL, 0) <= 0)
+		_exit(0);
+	dprintf(2, "tts-launch: the supervisor died: SIGTERM to the service's process group %d, "
+		   "SIGKILL after %gs\n", (int)pgid, grace);
+	kill(-pgid, SIGTERM);
+	end = mono_s() + grace;
+	while (mono_s() < end) {
+		if (spawn_group_members(pgid, getpid(), NULL, 0) == 0)
+			_exit(0);
+		nanosleep(&tick, NULL);
+	}
+	dprintf(2, "tts-launch: the service's process group %d outlived its %gs grace: SIGKILL\n",
+		(int)pgid, grace);
+	kill(-pgid, SIGKILL); /* the guard with it */
+	_exit(0);
+}
+
+int spawn_guard_start(struct guard *g, pid_t pgid, double grace, bool tell, char *err,
+		      size_t errlen)
+{
+	int p[2];
+	pid_t pid;
+
+	g->pid = 0;
+	g->fd = -1;
+	/* A socket pair rather than a pipe: the supervisor's word can be sent
+	 * with MSG_NOSIGNAL, no SIGPIPE when the guard is gone already (the
+	 * group's SIGKILL ends it too). */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
+		snprintf(err, errlen, "failed to create the guard's socket: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "failed to fork the guard: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		guard_main(p[0], pgid, grace, tell);
+	}
+	close(p[0]);
+	/* In the group before the service can run (the guard does the same:
+	 * whichever comes first). */
+	if (setpgid(pid, pgid) < 0 && errno != EACCES) {
+		snprintf(err, errlen, "failed to put the guard in the service's process group: %s",
+			 strerror(errno));
+		close(p[1]); /* EOF: the guard finds an empty group, or goes */
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	g->pid = pid;
+	g->fd = p[1];
+	return 0;
+}
+
+void spawn_guard_release(struct guard *g)
+{
+	if (g->fd >= 0) {
+		ssize_t r = send(g->fd, "x", 1, MSG_NOSIGNAL);
+
+		(void)r; /* EPIPE: the guard is gone already */
+		close(g->fd);
+	}
+	if (g->pid > 0)
+		while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	g->fd = -1;
+	g->pid = 0;
 }

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -106,6 +108,85 @@ bool stale_matches(const struct config *c, char *const *argv, const char *cwd)
 	return false;
 }
 
+static void owner_add(struct stale_owners *o, uid_t uid)
+{
+	for (int i = 0; i < o->n; i++)
+		if (o->uid[i] == uid)
+			return;
+	if (o->n < (int)(sizeof(o->uid) / sizeof(o->uid[0])))
+		o->uid[o->n++] = uid;
+}
+
+void stale_owners_init(const struct config *c, struct stale_owners *o)
+{
+	struct stat st;
+
+	o->n = 0;
+	owner_add(o, 0);
+	owner_add(o, getuid());
+	if (c->user && *c->user) {
+		struct passwd *pw = getpwnam(c->user);
+
+		if (pw)
+			owner_add(o, pw->pw_uid);
+	}
+	if (c->app_dir && stat(c->app_dir, &st) == 0)
+		owner_add(o, st.st_uid);
+}
+
+bool stale_owner_counts(const struct stale_owners *o, uid_t ruid, uid_t euid)
+{
+	bool r = false, e = false;
+
+	for (int i = 0; i < o->n; i++) {
+		r = r || o->uid[i] == ruid;
+		e = e || o->uid[i] == euid;
+	}
+	return r && e;
+}
+
+/* The real and effective uid from /proc/PID/status ("Uid:\tR E S F"). */
+static bool proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char path[64], line[256];
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long r, e;
+
+		if (!strncmp(line, "Uid:", 4)) {
+			ok = sscanf(line + 4, "%lu %lu", &r, &e) == 2;
+			*ruid = (uid_t)r;
+			*euid = (uid_t)e;
+			break;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+static void list_add(struct stale_proc **v, size_t *n, pid_t pid, uid_t uid)
+{
+	struct stale_proc *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return;
+	*v = nv;
+	nv[*n].pid = pid;
+	nv[*n].uid = uid;
+	nv[*n].start_ticks = proc_start_ticks(pid);
+	nv[*n].cmdline = proc_cmdline(pid);
+	if (nv[*n].start_ticks && nv[*n].cmdline)
+		(*n)++;
+	else
+		free(nv[*n].cmdline);
+}
+
 /* Ourselves and our ancestors (a shell running `tts-launch ... webui.py`
  * must not match), collected once per scan. */
 struct lineage {
@@ -132,14 +213,15 @@ int stale_find(const struct config *c, struct stale_list *out)
 {
 	DIR *proc = opendir("/proc");
 	const char *want = base_name(c->stale_match);
+	struct stale_owners owners;
 	struct lineage self;
 	struct dirent *de;
 
-	out->v = NULL;
-	out->n = 0;
+	memset(out, 0, sizeof(*out));
 	if (!proc)
 		return -1;
 	lineage_init(&self);
+	stale_owners_init(c, &owners);
 	while ((de = readdir(proc))) {
 		pid_t pid;
 		char **argv, *cwd = NULL;
@@ -164,18 +246,14 @@ int stale_find(const struct config *c, struct stale_list *out)
 		proc_argv_free(argv);
 		free(cwd);
 		if (match) {
-			struct stale_proc *v = realloc(out->v, (out->n + 1) * sizeof(*v));
+			uid_t ruid, euid;
 
-			if (!v)
-				break;
-			out->v = v;
-			v[out->n].pid = pid;
-			v[out->n].start_ticks = proc_start_ticks(pid);
-			v[out->n].cmdline = proc_cmdline(pid);
-			if (v[out->n].start_ticks && v[out->n].cmdline)
-				out->n++;
+			if (!proc_uids(pid, &ruid, &euid))
+				continue; /* gone */
+			if (stale_owner_counts(&owners, ruid, euid))
+				list_add(&out->v, &out->n, pid, ruid);
 			else
-				free(v[out->n].cmdline);
+				list_add(&out->foreign, &out->n_foreign, pid, ruid);
 		}
 	}
 	closedir(proc);
@@ -308,6 +386,15 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 {
 	int rc = 0;
 
+	for (size_t i = 0; i < l->n_foreign; i++) {
+		struct passwd *pw = getpwuid(l->foreign[i].uid);
+
+		fprintf(out, "tts-launch: pid %d runs like an instance (%s) but belongs to %s (uid %u), "
+			     "neither root, [service] user nor the app directory's owner: not an instance, "
+			     "left alone\n", l->foreign[i].pid, l->foreign[i].cmdline,
+			pw ? pw->pw_name : "?", (unsigned)l->foreign[i].uid);
+	}
+
 	for (size_t i = 0; i < l->n; i++) {
 		const struct stale_proc *p = &l->v[i];
 		char age[32], how[160];
@@ -365,7 +452,9 @@ void stale_list_free(struct stale_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].cmdline);
+	for (size_t i = 0; i < l->n_foreign; i++)
+		free(l->foreign[i].cmdline);
 	free(l->v);
-	l->v = NULL;
-	l->n = 0;
+	free(l->foreign);
+	memset(l, 0, sizeof(*l));
 }

@@ -41,6 +41,8 @@ struct session {
 	struct tracer *tracer;
 	struct logfile log;
 	struct child child;
+	struct guard guard;     /* ends the group if we die (spawn.h) */
+	pid_t pgid;             /* the service's process group */
 	struct mlock_ctl mlock; /* the mlock shim's reports (mlock.h) */
 	struct metrics *metrics; /* [metrics] listen: /metrics, NULL when off */
 	struct progress *progress; /* live download progress, stalls; NULL when off */
@@ -70,6 +72,10 @@ struct session {
 	json_t *said; /* findings printed so far: {"id|message": true} */
 	int stop_sig;         /* signal forwarded, 0 if none */
 	double kill_deadline; /* ms; 0 = none */
+	bool main_exited;     /* reaped; the rest of its group is being ended */
+	int exit_code;        /* the main process's, once reaped */
+	double gone_deadline; /* ms: after the group's SIGKILL, how long to wait */
+	bool group_done;      /* nothing of the group is left (or we gave up) */
 	sigset_t old_mask;
 };
 
@@ -306,20 +312,82 @@ static void read_mlock(struct session *s)
 	free(text);
 }
 
+/* Signals for the whole process group (uvicorn workers, helper processes),
+ * by the group's id: the main process may be reaped already, and the guard,
+ * a member, keeps the id from being reused while we wait. */
+static void signal_group(struct session *s, int sig)
+{
+	pid_t o[64];
+	int n;
+
+	/* Without a guard (it could not start), an empty group's id may be
+	 * reused once the main process is reaped: look before signalling. */
+	if (s->pgid > 0 && (!s->main_exited || s->guard.pid > 0 ||
+			    spawn_group_members(s->pgid, 0, NULL, 0) > 0))
+		kill(-s->pgid, sig);
+	/* and the tree's orphans we adopted outside the group (spawn.h) */
+	n = spawn_orphans(s->pgid, s->guard.pid, o, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		kill(o[i], sig);
+}
+
 static void forward_signal(struct session *s, int sig)
 {
 	if (s->stop_sig) {
 		/* A second interrupt means "now". */
 		say(s, "tts-launch: SIG%s again: killing the service\n", sigabbrev_np(sig));
-		kill(-s->child.pid, SIGKILL);
+		signal_group(s, SIGKILL);
+		s->kill_deadline = 0;
+		s->gone_deadline = clock_ms() + 5000;
 		return;
 	}
 	s->stop_sig = sig;
 	s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
 	say(s, "tts-launch: SIG%s: stopping the service (SIGKILL in %.0fs)\n", sigabbrev_np(sig),
 	    s->cfg->stop_grace);
-	/* The whole process group: uvicorn workers, helper processes. */
-	kill(-s->child.pid, sig == SIGHUP || sig == SIGQUIT ? SIGTERM : sig);
+	signal_group(s, sig == SIGHUP || sig == SIGQUIT ? SIGTERM : sig);
+}
+
+/* The group's members but the guard, and the orphans we adopted, listed
+ * for a message. */
+static int group_members(struct session *s, char *list, size_t len)
+{
+	pid_t pids[8];
+	int n = spawn_group_members(s->pgid, s->guard.pid, pids, 8), m;
+	size_t off = 0;
+
+	if (n < 0)
+		n = 0;
+	m = spawn_orphans(s->pgid, s->guard.pid, pids + (n < 8 ? n : 8), n < 8 ? 8 - n : 0);
+	if (m > 0)
+		n += m;
+
+	if (list && len)
+		list[0] = '\0';
+	for (int i = 0; list && i < n && i < 8 && off < len; i++)
+		off += (size_t)snprintf(list + off, len - off, "%s%d", i ? ", " : "", pids[i]);
+	if (list && n > 8 && off < len)
+		snprintf(list + off, len - off, ", ...");
+	return n;
+}
+
+/* After the main process is gone: is the rest of the group gone too? With
+ * a SIGKILL sent, a process in uninterruptible sleep is waited for 5 s at
+ * most, then left (said). */
+static void check_group(struct session *s, double now)
+{
+	char list[160];
+	int n = group_members(s, list, sizeof(list));
+
+	if (n <= 0) {
+		s->group_done = true;
+		return;
+	}
+	if (s->gone_deadline > 0 && now >= s->gone_deadline) {
+		say(s, "tts-launch: warning: process%s %s of the service's group survived SIGKILL for 5s "
+		       "(uninterruptible sleep?): left behind\n", n == 1 ? "" : "es", list);
+		s->group_done = true;
+	}
 }
 
 static void on_tick(struct session *s)
@@ -330,6 +398,18 @@ static void on_tick(struct session *s)
 	/* Frequent trace events do not wake us (bpf/trace.bpf.c): drain them. */
 	if (s->tracer)
 		tracer_poll(s->tracer);
+	if (s->main_exited) {
+		/* Only the rest of the group is left to end. */
+		if (s->kill_deadline > 0 && now >= s->kill_deadline) {
+			say(s, "tts-launch: the service's group outlived its %.0fs grace: SIGKILL\n",
+			    s->cfg->stop_grace);
+			signal_group(s, SIGKILL);
+			s->kill_deadline = 0;
+			s->gone_deadline = now + 5000;
+		}
+		check_group(s, now);
+		return;
+	}
 	if (!s->ready) {
 		if (s->tracer && tracer_ready(s->tracer, &ms)) {
 			s->ready = true;
@@ -378,28 +458,39 @@ static void on_tick(struct session *s)
 	}
 	if (s->kill_deadline > 0 && now >= s->kill_deadline) {
 		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n", s->cfg->stop_grace);
-		kill(-s->child.pid, SIGKILL);
+		signal_group(s, SIGKILL);
 		s->kill_deadline = 0;
+		s->gone_deadline = now + 5000;
 	}
 }
 
-/* The service exited: collect its status and finish the timeline. */
-static int on_exit_status(struct session *s)
+/* Whatever is still buffered in the service's pipe. */
+static void drain_output(struct session *s)
 {
-	siginfo_t si;
-	int code;
-
-	memset(&si, 0, sizeof(si));
-	while (waitid(P_PID, (id_t)s->child.pid, &si, WEXITED) < 0 && errno == EINTR)
-		;
-	s->child.pid = -s->child.pid; /* reaped: never signal that pid again */
-	/* Whatever is still buffered in the pipe. */
 	if (s->out_rd >= 0) {
 		/* Non-blocking: a grandchild may still hold the pipe open. */
 		fcntl(s->out_rd, F_SETFL, O_NONBLOCK);
 		while (relay_output(s) && errno != EAGAIN)
 			;
 	}
+}
+
+/* The service's main process exited: collect its status, then end the rest
+ * of its process group the way a stop does (SIGTERM, SIGKILL after
+ * [service] stop_grace): a forked worker left behind keeps the port, and
+ * the next start would find it held. */
+static void on_exit_status(struct session *s)
+{
+	char list[160];
+	siginfo_t si;
+	int code, left;
+
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, (id_t)s->child.pid, &si, WEXITED) < 0 && errno == EINTR)
+		;
+	s->child.pid = -s->child.pid; /* reaped: never signal that pid again */
+	s->main_exited = true;
+	drain_output(s);
 	read_mlock(s);
 	if (si.si_code == CLD_EXITED) {
 		code = si.si_status;
@@ -411,13 +502,31 @@ static int on_exit_status(struct session *s)
 		say(s, "tts-launch: service killed by SIG%s (exit %d)\n", sigabbrev_np(si.si_status),
 		    code);
 	}
+	s->exit_code = code;
 	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
+	left = group_members(s, list, sizeof(list));
+	if (left <= 0) {
+		s->group_done = true;
+	} else if (!s->stop_sig && s->kill_deadline <= 0 && s->gone_deadline <= 0) {
+		say(s, "tts-launch: %d process%s of the service's group still run%s (pid %s): SIGTERM, "
+		       "SIGKILL in %.0fs\n", left, left == 1 ? "" : "es", left == 1 ? "s" : "", list,
+		    s->cfg->stop_grace);
+		signal_group(s, SIGTERM);
+		s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
+	}
+}
+
+/* The service and its group are gone: the timeline and the summary. */
+static int finish(struct session *s)
+{
+	drain_output(s);
+	read_mlock(s);
 	write_timeline(s);
 	if (!s->summary_printed)
 		print_summary(s);
 	else
 		print_new_findings(s); /* what requests or the exit showed */
-	return code;
+	return s->exit_code;
 }
 
 static int add_fd(int epfd, int fd)
@@ -444,6 +553,7 @@ static int loop(struct session *s)
 	struct itimerspec its = {{0, 100000000}, {0, 100000000}};
 	bool out_open = s->out_rd >= 0;
 
+	s->pgid = s->child.pid;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->epfd < 0 || s->tfd < 0 || timerfd_settime(s->tfd, 0, &its, NULL) < 0) {
@@ -475,7 +585,6 @@ static int loop(struct session *s)
 	for (;;) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(s->epfd, evs, 8, -1);
-		bool exited = false;
 
 		if (n < 0 && errno != EINTR) {
 			say(s, "tts-launch: epoll_wait failed: %s\n", strerror(errno));
@@ -487,9 +596,13 @@ static int loop(struct session *s)
 			if (fd == s->sfd) {
 				struct signalfd_siginfo si;
 
-				while (read(s->sfd, &si, sizeof(si)) == sizeof(si))
-					if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE)
+				while (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGCHLD)
+						/* adopted orphans that exited */
+						spawn_reap_orphans(s->child.pid, s->guard.pid);
+					else if (si.ssi_signo != SIGPIPE)
 						forward_signal(s, (int)si.ssi_signo);
+				}
 			} else if (fd == s->tfd) {
 				uint64_t ticks;
 
@@ -503,7 +616,9 @@ static int loop(struct session *s)
 					out_open = false;
 				}
 			} else if (fd == s->child.pidfd) {
-				exited = true;
+				/* readable for ever once exited: out of the set */
+				epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->child.pidfd, NULL);
+				on_exit_status(s);
 			} else if (s->tracer && fd == tracer_fd(s->tracer)) {
 				tracer_poll(s->tracer);
 			} else if (fd == mlock_fd(&s->mlock)) {
@@ -512,8 +627,8 @@ static int loop(struct session *s)
 				metrics_run(s->metrics);
 			}
 		}
-		if (exited)
-			return on_exit_status(s);
+		if (s->main_exited && s->group_done)
+			return finish(s);
 	}
 }
 
@@ -624,6 +739,7 @@ static int daemonize(struct session *s, const char *logpath)
 
 static void session_free(struct session *s)
 {
+	spawn_guard_release(&s->guard);
 	if (s->log.lost)
 		fprintf(stderr, "tts-launch: warning: %llu bytes of output were not written to the log (%s)\n",
 			s->log.lost, s->log.error);
@@ -804,7 +920,7 @@ static int stopped_before_start(void)
 int supervise_run(struct config *c, int argc, char **argv)
 {
 	struct session s = {.cfg = c, .inst = INSTANCE_INIT, .log = {.fd = -1, .dirfd = -1}, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
-			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1},
+			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1}, .guard = GUARD_INIT,
 			    .mlock = MLOCK_CTL_INIT};
 	struct stale_list stale = {0};
 	struct safe_owners owners;
@@ -933,10 +1049,12 @@ int supervise_run(struct config *c, int argc, char **argv)
 		say(&s, "tts-launch: warning: %s\n", err);
 	{
 		int null = s.foreground ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+		int keep = s.mlock.child_fd; /* the report socket, passed on purpose */
 		struct spawn_spec spec = {.argv = s.argv, .envp = s.envp, .cwd = c->app_dir,
 					  .user = c->user, .group = c->group, .stdin_fd = null,
 					  .out_fd = out[1], .mask = &s.old_mask,
-					  .keep_ipc_lock = mlock_wants_ipc_lock(&s.mlock)};
+					  .keep_ipc_lock = mlock_wants_ipc_lock(&s.mlock),
+					  .keep_fds = &keep, .n_keep_fds = keep >= 0};
 
 		rc = spawn_prepare(&s.child, &spec, err, sizeof(err));
 		mlock_spawned(&s.mlock); /* the service holds its end now */
@@ -954,6 +1072,11 @@ int supervise_run(struct config *c, int argc, char **argv)
 	}
 	timeline_mark(s.tl, "spawn", clock_ms());
 	timeline_set_process(s.tl, s.child.pid, s.argv);
+	/* If we are killed, the guard ends the service's group (spawn.h). */
+	if (spawn_guard_start(&s.guard, s.child.pid, c->stop_grace, s.foreground, err,
+			      sizeof(err)) < 0)
+		say(&s, "tts-launch: warning: %s: if tts-launch is killed, only the service's main "
+			"process is told (SIGTERM)\n", err);
 
 	/* Tracing attaches now, while the child waits before exec. */
 	if (c->trace) {

@@ -166,9 +166,13 @@ static void test_poll_into_timeline(void **state)
 			    "loaded", 0, "status", "pending", "events");
 	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
 	m.fd = sv[0];
-	assert_true(send(sv[1], "not json\n", 9, 0) == 9); /* ignored */
+	assert_true(send(sv[1], "not json\n", 9, 0) == 9); /* rejected, said once */
 	assert_true(send(sv[1], armed, strlen(armed), 0) == (ssize_t)strlen(armed));
-	assert_null(mlock_poll(&m, tl)); /* armed: nothing to say */
+	text = mlock_poll(&m, tl); /* armed: nothing to say */
+	assert_non_null(text);
+	assert_non_null(strstr(text, "report from the service was rejected (not a JSON object)"));
+	assert_null(strstr(text, "armed"));
+	free(text);
 	assert_null(mlock_check_loaded(&m));
 	assert_true(send(sv[1], locked, strlen(locked), 0) == (ssize_t)strlen(locked));
 	text = mlock_poll(&m, tl);
@@ -183,8 +187,145 @@ static void test_poll_into_timeline(void **state)
 	assert_int_equal(json_integer_value(json_object_get(obj, "pid")), 42);
 	assert_int_equal(json_array_size(json_object_get(obj, "events")), 2);
 	assert_true(json_is_null(json_object_get(obj, "fix")));
+	/* the outcome is the service's word */
+	assert_string_equal(json_string_value(json_object_get(obj, "source")), "service-report");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(obj, "reports"), "rejected")), 1);
 	/* memory.mlock_calls (the tracer's traced calls) is left alone */
 	assert_true(json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock_calls")));
+	close(sv[1]);
+	mlock_free(&m);
+	timeline_free(tl);
+	config_free(&c);
+}
+
+static json_t *mlock_of(struct timeline *tl)
+{
+	return json_object_get(json_object_get(tl->root, "memory"), "mlock");
+}
+
+static long long report_count(struct timeline *tl, const char *k)
+{
+	return json_integer_value(json_object_get(json_object_get(mlock_of(tl), "reports"), k));
+}
+
+static void fake_shim(struct mlock_ctl *m, int *sv)
+{
+	m->mode = MLOCK_ALL;
+	m->state = json_pack("{s:s, s:s, s:b, s:s, s:[]}", "mode", "all", "trigger", "listen",
+			     "loaded", 0, "status", "pending", "events");
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	m->fd = sv[0];
+}
+
+static void send_str(int fd, const char *s)
+{
+	assert_true(send(fd, s, strlen(s), 0) == (ssize_t)strlen(s));
+}
+
+/* A service that floods the socket: a bounded number of reports is kept,
+ * the rest counted, and the lines said stay few. */
+static void test_flood_is_capped(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct timeline *tl;
+	struct config c;
+	char big[3000];
+	size_t said = 0;
+	int sv[2];
+	json_t *obj;
+
+	(void)state;
+	clock_init();
+	setup_config(&c, "all");
+	tl = timeline_new(&c, 0, NULL);
+	fake_shim(&m, sv);
+	/* valid reports, each with a 2 KB error text beyond what is kept */
+	{
+		int off = snprintf(big, sizeof(big),
+				   "{\"event\":\"failed\",\"pid\":7,\"trigger\":\"listen\","
+				   "\"mode\":\"all\",\"errno\":\"ENOMEM\",\"start_ns\":1,"
+				   "\"dur_ns\":1,\"error\":\"");
+
+		memset(big + off, 'x', 2000);
+		strcpy(big + off + 2000, "\"}");
+	}
+	for (int round = 0; round < 75; round++) {
+		char *text;
+
+		/* 20 at a time: within the socket's send buffer */
+		for (int i = 0; i < 20; i++)
+			send_str(sv[1], big);
+		text = mlock_poll(&m, tl);
+		if (text) {
+			for (char *p = text; (p = strchr(p, '\n')); p++)
+				said++;
+			free(text);
+		}
+	}
+	obj = mlock_of(tl);
+	assert_true(json_array_size(json_object_get(obj, "events")) <= MLOCK_KEEP_EVENTS);
+	assert_int_equal(report_count(tl, "received"), 1500);
+	assert_int_equal(report_count(tl, "kept") + report_count(tl, "dropped"), 1500);
+	assert_true(report_count(tl, "dropped") >= 1500 - MLOCK_KEEP_EVENTS);
+	assert_true(report_count(tl, "dropped_bytes") >= (1500 - MLOCK_KEEP_EVENTS) * 2000LL);
+	assert_true(report_count(tl, "clamped") >= 1); /* the error text, cut */
+	assert_true(strlen(json_string_value(json_object_get(obj, "error"))) <= 256);
+	assert_true(said <= MLOCK_KEEP_EVENTS + 2);
+	close(sv[1]);
+	mlock_free(&m);
+	timeline_free(tl);
+	config_free(&c);
+}
+
+/* Fields of the wrong type or range: rejected or clamped, and counted. */
+static void test_reports_validated(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct timeline *tl;
+	struct config c;
+	char *text, late[512];
+	int sv[2];
+	json_t *obj, *ev;
+
+	(void)state;
+	clock_init();
+	setup_config(&c, "all");
+	tl = timeline_new(&c, 0, NULL);
+	fake_shim(&m, sv);
+	/* rejected: a negative time, a negative size, a string size, an unknown
+	 * event, a pid of 0, a bogus errno */
+	send_str(sv[1], "{\"event\":\"locked\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+			"\"start_ns\":-5,\"dur_ns\":1}");
+	send_str(sv[1], "{\"event\":\"locked\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+			"\"vmlck\":-4096}");
+	send_str(sv[1], "{\"event\":\"locked\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+			"\"vmlck\":\"lots\"}");
+	send_str(sv[1], "{\"event\":\"pwned\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\"}");
+	send_str(sv[1], "{\"event\":\"armed\",\"pid\":0,\"trigger\":\"listen\",\"mode\":\"all\"}");
+	send_str(sv[1], "{\"event\":\"failed\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+			"\"errno\":\"\\u001b[2J\"}");
+	/* clamped: a size of 1e18, a start in the future; unknown keys dropped */
+	snprintf(late, sizeof(late),
+		 "{\"event\":\"locked\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+		 "\"vmlck\":1000000000000000000,\"start_ns\":%llu,\"dur_ns\":5,\"junk\":[1,2,3]}",
+		 (unsigned long long)clock_t0_ns() + 3600ULL * 1000000000ULL);
+	send_str(sv[1], late);
+	text = mlock_poll(&m, tl);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "rejected (start_ns = -5 is below 0)"));
+	free(text);
+	assert_int_equal(report_count(tl, "received"), 7);
+	assert_int_equal(report_count(tl, "rejected"), 6);
+	assert_int_equal(report_count(tl, "kept"), 1);
+	assert_int_equal(report_count(tl, "clamped"), 3); /* vmlck, start, dur (start = now) */
+	obj = mlock_of(tl);
+	assert_int_equal(json_array_size(json_object_get(obj, "events")), 1);
+	ev = json_array_get(json_object_get(obj, "events"), 0);
+	assert_null(json_object_get(ev, "junk"));
+	assert_true(json_integer_value(json_object_get(ev, "vmlck")) == 1LL << 50);
+	/* never after now */
+	assert_true(json_real_value(json_object_get(ev, "start_ms")) <= clock_ms());
+	assert_true(json_integer_value(json_object_get(obj, "bytes_locked")) == 1LL << 50);
 	close(sv[1]);
 	mlock_free(&m);
 	timeline_free(tl);
@@ -248,6 +389,8 @@ int main(void)
 		cmocka_unit_test(test_describe_and_fix),
 		cmocka_unit_test(test_poll_into_timeline),
 		cmocka_unit_test(test_never_loaded_warns_once),
+		cmocka_unit_test(test_flood_is_capped),
+		cmocka_unit_test(test_reports_validated),
 		cmocka_unit_test(test_config_keys),
 	};
 

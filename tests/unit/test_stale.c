@@ -133,6 +133,38 @@ static void test_direct_execution(void **state)
 	config_free(&c);
 }
 
+/* Only root's, [service] user's and the app directory owner's processes
+ * can be instances: anyone else's look-alike is left alone. */
+static void test_owner_rules(void **state)
+{
+	struct config c = cfg(SCOPE_APP);
+	struct stale_owners o;
+	char err[CONFIG_ERR_MAX];
+
+	(void)state;
+	if (getuid() != 0)
+		skip(); /* the app dir must be root's, then nobody's */
+	assert_int_equal(chown(dir, 0, 0), 0);
+	stale_owners_init(&c, &o);
+	assert_true(stale_owner_counts(&o, 0, 0));
+	assert_false(stale_owner_counts(&o, 65534, 65534));
+	/* a setuid-root program another user started is still theirs */
+	assert_false(stale_owner_counts(&o, 65534, 0));
+	assert_false(stale_owner_counts(&o, 0, 65534));
+	/* the app dir's owner */
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	stale_owners_init(&c, &o);
+	assert_true(stale_owner_counts(&o, 65534, 65534));
+	assert_false(stale_owner_counts(&o, 1, 1));
+	assert_int_equal(chown(dir, 0, 0), 0);
+	/* [service] user */
+	assert_int_equal(config_set(&c, "service.user=daemon", err, sizeof(err)), 0);
+	stale_owners_init(&c, &o);
+	assert_true(stale_owner_counts(&o, 1, 1)); /* daemon is uid 1 on Debian */
+	assert_false(stale_owner_counts(&o, 65534, 65534));
+	config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_scope_app_vs_any),
 		cmocka_unit_test(test_direct_execution),
 		cmocka_unit_test(test_symlinked_script_in_another_checkout),
+		cmocka_unit_test(test_owner_rules),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
