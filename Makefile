@@ -26,6 +26,11 @@ CFLAGS   += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -
             -MMD -MP -I$(BUILD) -Ilauncher -Ibpf -I/usr/include/iniparser \
             -DTTS_LAUNCH_VERSION='"$(VERSION)"'
 LDLIBS   += -lbpf -lelf -lz -lcap -liniparser -ljansson -lmicrohttpd -lm
+# Sanitizer flags come in their own variable, appended to the project's
+# flags: a CFLAGS given to make replaces CFLAGS, so it cannot carry them.
+SANFLAGS ?=
+CFLAGS   += $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
@@ -42,13 +47,34 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS   := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/fuzz/%,$(FUZZ_SRCS))
+
+# The sanitizer builds (DESIGN.md): the same sources with the project's flags,
+# by clang, with ASan and UBSan (any undefined behaviour aborts), each in its
+# own build folder. unit-asan runs the unit tests there; the fuzz targets
+# (tests/fuzz/README.md) also get libFuzzer's coverage instrumentation.
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+SAN_CC     ?= clang
+SAN        := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_MAKE    = CFLAGS='-O1 -g' $(MAKE) --no-print-directory CC=$(SAN_CC) MULTIARCH=$(MULTIARCH)
+SAN_ENV    := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 \
+              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# make fuzz: FUZZ_TIME seconds per target; make check: FUZZ_SMOKE_TIME.
+FUZZ_TIME       ?= 180
+FUZZ_SMOKE_TIME ?= 10
 
 .DELETE_ON_ERROR:
-.PHONY: all install check unit e2e demo bench setup clean format npm-hub
+# Kept between runs: without this, a fresh build deletes the skeleton as an
+# intermediate file and the next make rebuilds every object.
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(MINBTFS)
+.PHONY: all install check unit e2e demo bench setup clean format unit-asan fuzzers fuzz-build \
+	fuzz fuzz-smoke npm-hub
 
 all: $(BUILD)/tts-launch $(HOOKS)
 
-$(BUILD) $(BUILD)/launcher $(BUILD)/hooks $(BUILD)/tests/unit $(BUILD)/tests/helpers:
+$(BUILD) $(BUILD)/launcher $(BUILD)/hooks $(BUILD)/tests/unit $(BUILD)/tests/helpers $(BUILD)/tests/fuzz:
 	$(Q)mkdir -p $@
 
 $(BUILD)/vmlinux.h: | $(BUILD)
@@ -104,6 +130,13 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c | $(BUILD)/tests/helpers
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
 
+# Only in a build whose SANFLAGS has -fsanitize=fuzzer-no-link (fuzz-build).
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(LIB_OBJS) | $(BUILD)/tests/fuzz
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -Itests/fuzz $< $(LIB_OBJS) $(LDLIBS) -o $@
+
+fuzzers: $(FUZZERS)
+
 setup:
 	$(Q)scripts/setup
 
@@ -128,9 +161,26 @@ e2e: all $(HELPERS)
 	-$(Q)$(MAKE) --no-print-directory npm-hub
 	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider --durations=10 tests/e2e
 
+unit-asan:
+	$(Q)$(SAN_ENV) $(SAN_MAKE) BUILD=$(ASAN_BUILD) SANFLAGS='$(SAN)' unit
+
+fuzz-build:
+	$(Q)$(SAN_MAKE) BUILD=$(FUZZ_BUILD) SANFLAGS='-fsanitize=fuzzer-no-link $(SAN)' fuzzers
+
+# Each target for FUZZ_TIME seconds from the committed seeds, keeping what it
+# finds in $(FUZZ_BUILD)/corpus; crashes land in $(FUZZ_BUILD)/artifacts.
+fuzz: fuzz-build
+	$(Q)$(SAN_ENV) tests/fuzz/run $(FUZZ_BUILD) $(FUZZ_TIME)
+
+# Every seed and regression input once, then a short run from a fixed seed.
+fuzz-smoke: fuzz-build
+	$(Q)$(SAN_ENV) tests/fuzz/run --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_TIME)
+
 check: setup
 	$(Q)$(MAKE) --no-print-directory all $(UNITS) $(HELPERS)
 	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory unit-asan
+	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e
 
 demo: setup
@@ -142,9 +192,10 @@ bench: setup
 	$(Q)scripts/bench/run-all
 
 format:
-	clang-format -i launcher/*.c launcher/*.h bpf/*.c bpf/*.h hooks/*.c tests/unit/*.c tests/helpers/*.c
+	clang-format -i launcher/*.c launcher/*.h bpf/*.c bpf/*.h hooks/*.c tests/unit/*.c tests/helpers/*.c \
+		tests/fuzz/*.c tests/fuzz/*.h
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
--include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/*.bpf.d $(BUILD)/tests/unit/*.d)
+-include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/*.bpf.d $(BUILD)/tests/unit/*.d $(BUILD)/tests/fuzz/*.d)

@@ -640,12 +640,13 @@ static void cache_root(const char *abs, char *out, size_t len)
 
 static void rule_wrong_cache(struct ctx *c)
 {
-	json_t *roots = json_object(), *f, *g;
+	json_t *roots, *f, *g;
 	const char *root;
 	size_t i;
 
 	if (!c->n_caches)
 		return;
+	roots = json_object();
 	json_array_foreach(c->dls, i, f)
 	{
 		char abs[PATH_MAX], r[PATH_MAX];

@@ -348,8 +348,7 @@ int spawn_release(struct child *ch, char *err, size_t errlen)
 	static const char *const stages[] = {"wait", "change to the app directory",
 					     "switch to the service user", "drop capabilities",
 					     "execute",
-					     "restrict the service (no_new_privs, parent-death "
-					     "signal, descriptors)"};
+					     "restrict the service (no_new_privs, parent-death signal, descriptors)"};
 	struct child_failure f;
 	ssize_t n;
 

@@ -17,12 +17,15 @@
 
 static struct timeline *new_tl(void)
 {
-	static struct config c;
 	static char *argv[] = {"tts-launch", "run", NULL};
+	struct config c;
+	struct timeline *tl;
 
 	clock_init();
 	config_defaults(&c);
-	return timeline_new(&c, 2, argv);
+	tl = timeline_new(&c, 2, argv);
+	config_free(&c); /* the model keeps a copy of the settings */
+	return tl;
 }
 
 static void test_new_has_every_key(void **state)
