@@ -26,8 +26,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* set by the launcher between open and load */
-const volatile __u64 targ_t0_ns = 0;	    /* launcher start: fault-rate series origin */
-const volatile __u32 targ_ready_port = 0;   /* the ready listen; 0: the first inet listen */
+const volatile __u64 targ_t0_ns = 0;	  /* launcher start: fault-rate series origin */
+const volatile __u32 targ_ready_port = 0; /* the ready listen; 0: the first inet listen */
 
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 __u64 ready_ns = 0;
@@ -42,43 +42,43 @@ __u64 dl_activity = 0;
  * are still taken from the syscall probes (docs/timeline.md, "light") */
 volatile __u32 light = 0;
 
-#define EINPROGRESS_ 115
-#define MAP_ANONYMOUS_ 0x20
-#define S_IFMT_ 0170000
-#define S_IFREG_ 0100000
-#define S_IFSOCK_ 0140000
-#define AF_INET_ 2
-#define AF_INET6_ 10
-#define TASK_RUNNING_ 0
+#define EINPROGRESS_	      115
+#define MAP_ANONYMOUS_	      0x20
+#define S_IFMT_		      0170000
+#define S_IFREG_	      0100000
+#define S_IFSOCK_	      0140000
+#define AF_INET_	      2
+#define AF_INET6_	      10
+#define TASK_RUNNING_	      0
 #define TASK_UNINTERRUPTIBLE_ 2
-#define PF_EXITING_ 0x4
-#define TCP_ESTABLISHED_ 1
-#define TCP_SYN_SENT_ 2
-#define TCP_FIN_WAIT1_ 4
-#define TCP_CLOSE_ 7
-#define TCP_LAST_ACK_ 9
-#define AT_FDCWD_ -100
-#define AT_REMOVEDIR_ 0x200
-#define EAGAIN_ 11
-#define EINTR_ 4
-#define EEXIST_ 17
-#define ENOENT_ 2
-#define EACCES_ 13
-#define LOCK_SH_ 1
-#define LOCK_EX_ 2
-#define LOCK_NB_ 4
-#define F_SETLK_ 6
-#define F_SETLKW_ 7
-#define F_OFD_SETLK_ 37
-#define F_OFD_SETLKW_ 38
-#define F_UNLCK_ 2
-#define MMSG_MAX 8 /* sendmmsg/recvmmsg: messages whose lengths are added up */
+#define PF_EXITING_	      0x4
+#define TCP_ESTABLISHED_      1
+#define TCP_SYN_SENT_	      2
+#define TCP_FIN_WAIT1_	      4
+#define TCP_CLOSE_	      7
+#define TCP_LAST_ACK_	      9
+#define AT_FDCWD_	      -100
+#define AT_REMOVEDIR_	      0x200
+#define EAGAIN_		      11
+#define EINTR_		      4
+#define EEXIST_		      17
+#define ENOENT_		      2
+#define EACCES_		      13
+#define LOCK_SH_	      1
+#define LOCK_EX_	      2
+#define LOCK_NB_	      4
+#define F_SETLK_	      6
+#define F_SETLKW_	      7
+#define F_OFD_SETLK_	      37
+#define F_OFD_SETLKW_	      38
+#define F_UNLCK_	      2
+#define MMSG_MAX	      8 /* sendmmsg/recvmmsg: messages whose lengths are added up */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
-	__type(key, __u32); /* tgid */
-	__type(value, __u32); /* PROC_* flags */
+	__type(key, __u32);		      /* tgid */
+	__type(value, __u32);		      /* PROC_* flags */
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* created fast, filled as the tree runs */
 } procs SEC(".maps");
 
@@ -173,14 +173,14 @@ struct {
 	/* the thread's task_struct: it keeps it across an exec, where a
 	 * thread other than the leader takes the leader's id */
 	__type(key, __u64);
-	__type(value, __u64); /* its min_flt + maj_flt when last counted */
+	__type(value, __u64);		      /* its min_flt + maj_flt when last counted */
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* an entry per thread, made once: no 16k to set up */
 } fltseen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u64); /* struct request * */
+	__type(key, __u64);   /* struct request * */
 	__type(value, __u64); /* issue time */
 } blockstart SEC(".maps");
 
@@ -190,7 +190,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } blockhist SEC(".maps");
-
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -213,8 +212,8 @@ struct req_state {
 	__u64 bytes_in;
 	__u64 bytes_out;
 	__u64 writes;
-	__u64 faults0, maj0; /* process counters at accept */
-	__u64 faults1, maj1; /* ... at the last write */
+	__u64 faults0, maj0;	      /* process counters at accept */
+	__u64 faults1, maj1;	      /* ... at the last write */
 	__u64 mf0, mmaj0, mf1, mmaj1; /* the same for faults in model-file mappings */
 	__u32 tgid;
 	__u32 tid;
@@ -422,10 +421,7 @@ static __always_inline struct tl_event *ev_reserve(__u32 type, __u32 tgid)
  * waking the launcher, which drains the ring on its 100 ms tick and whenever
  * an urgent event (exec, exit, listen, mlock) wakes it: a wakeup per import
  * cost more than the import's own probe. */
-static __always_inline void ev_submit_lazy(void *e)
-{
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-}
+static __always_inline void ev_submit_lazy(void *e) { bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); }
 
 /* Forced: an adaptive wakeup is skipped while lazy events wait unread. */
 static __always_inline void ev_submit_urgent(void *e)
@@ -924,7 +920,7 @@ static __always_inline bool is_mlock(long id)
 static __always_inline bool entry_args(long id, struct pt_regs *regs, struct inflight *in)
 {
 	switch (id) {
-	/* two paths: a0 old, a1 new, a2 old dirfd, a3 new dirfd */
+		/* two paths: a0 old, a1 new, a2 old dirfd, a3 new dirfd */
 #ifdef __NR_rename
 	case __NR_rename:
 	case __NR_symlink:
@@ -948,7 +944,8 @@ static __always_inline bool entry_args(long id, struct pt_regs *regs, struct inf
 		__u64 cmd = P2(regs);
 		short type = F_UNLCK_;
 
-		if (cmd != F_SETLK_ && cmd != F_SETLKW_ && cmd != F_OFD_SETLK_ && cmd != F_OFD_SETLKW_)
+		if (cmd != F_SETLK_ && cmd != F_SETLKW_ && cmd != F_OFD_SETLK_ &&
+		    cmd != F_OFD_SETLKW_)
 			return false;
 		/* struct flock starts with l_type */
 		bpf_probe_read_user(&type, sizeof(type), (void *)P3(regs));
@@ -996,7 +993,7 @@ static __always_inline bool entry_call(long id)
 static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, struct inflight *in)
 {
 	switch (id) {
-	/* paths: a0 path, a1 flags, a2 dirfd */
+		/* paths: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_open
 	case __NR_open:
 		return set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, 0);
@@ -1021,7 +1018,7 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 		return ret < 0 && set_args(in, P2(regs), 0, P1(regs), 0);
 	case __NR_chdir:
 		return ret >= 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
-	/* failed directory operations: a0 path, a1 flags, a2 dirfd */
+		/* failed directory operations: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_mkdir
 	case __NR_mkdir:
 	case __NR_rmdir:
@@ -1339,7 +1336,8 @@ SYS_HANDLER(sx_dirop)
 #endif
 	case __NR_mkdirat:
 		if (c->ret != -EEXIST_)
-			failop(FOP_MKDIR, (const char *)c->in.a0, c->in.a2, c->ret, c->tgid, c->now);
+			failop(FOP_MKDIR, (const char *)c->in.a0, c->in.a2, c->ret, c->tgid,
+			       c->now);
 		return 0;
 	}
 	if (c->ret == -ENOENT_)
@@ -1758,8 +1756,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	/* a thread of the tree leaving the CPU; not an exiting one: its faults
 	 * were counted at its exit (thread_exit), and it will not come back on
 	 * a CPU to end an off-CPU span */
-	bool leaving = bpf_map_lookup_elem(&procs, &ptgid) &&
-		       !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
+	bool leaving =
+	    bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
 	__u64 now = 0;
 
 	/* after the requests window: the faults of a thread leaving, no off-CPU time */
@@ -1885,7 +1883,6 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 	e->model_major_faults = r->mmaj1 - r->mmaj0;
 	ev_submit_lazy(e);
 }
-
 
 SEC("raw_tp/inet_sock_set_state")
 int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)

@@ -16,14 +16,14 @@
 #include <linux/types.h>
 #endif
 
-#define TRACE_STR_MAX	  256 /* path, exec filename */
-#define TRACE_AUX_MAX	  128 /* exec arguments (NUL-separated), sockaddr */
-#define TRACE_PATH_MAX	  256 /* path key of the paths map */
-#define TRACE_NAME_MAX	  48  /* dentry name of a file seen only through an fd */
-#define TRACE_COMM_MAX	  16
-#define TRACE_BUCKET_NS	  100000000ull /* fault-rate series: 100 ms buckets */
-#define TRACE_BUCKETS	  6000	       /* 10 minutes of series; later faults land in the last */
-#define TRACE_HIST_SLOTS  32	       /* block latency: log2(us) slots */
+#define TRACE_STR_MAX	 256 /* path, exec filename */
+#define TRACE_AUX_MAX	 128 /* exec arguments (NUL-separated), sockaddr */
+#define TRACE_PATH_MAX	 256 /* path key of the paths map */
+#define TRACE_NAME_MAX	 48  /* dentry name of a file seen only through an fd */
+#define TRACE_COMM_MAX	 16
+#define TRACE_BUCKET_NS	 100000000ull /* fault-rate series: 100 ms buckets */
+#define TRACE_BUCKETS	 6000	      /* 10 minutes of series; later faults land in the last */
+#define TRACE_HIST_SLOTS 32	      /* block latency: log2(us) slots */
 
 enum trace_event_type {
 	EV_EXEC = 1,
@@ -35,10 +35,10 @@ enum trace_event_type {
 	EV_MLOCK,
 	EV_IMPORT_START,
 	EV_IMPORT_DONE,
-	EV_CHDIR,   /* chdir/fchdir succeeded: arg/arg2 = the new cwd's dev/ino, str = path */
-	EV_RENAME,  /* struct tl_path2_event */
-	EV_SYMLINK, /* struct tl_path2_event: old = link target (as written), new = link path */
-	EV_REQUEST, /* struct tl_req_event: a connection accepted on a listened port ended */
+	EV_CHDIR,    /* chdir/fchdir succeeded: arg/arg2 = the new cwd's dev/ino, str = path */
+	EV_RENAME,   /* struct tl_path2_event */
+	EV_SYMLINK,  /* struct tl_path2_event: old = link target (as written), new = link path */
+	EV_REQUEST,  /* struct tl_req_event: a connection accepted on a listened port ended */
 	EV_CONN_END, /* struct tl_conn_event: an established outbound TCP connection ended */
 };
 
@@ -63,9 +63,10 @@ enum trace_mlock_call {
 };
 
 /* pid-tree map value */
-#define PROC_EXECED 1u /* the process (or an ancestor it forked from) has exec'd:
-			* events before the first exec are the launcher's own
-			* set-up of the child and are not recorded */
+#define PROC_EXECED                                                                                \
+	1u /* the process (or an ancestor it forked from) has exec'd:                              \
+	    * events before the first exec are the launcher's own                                  \
+	    * set-up of the child and are not recorded */
 
 struct tl_event {
 	__u64 ts_ns;  /* CLOCK_MONOTONIC */
@@ -73,11 +74,11 @@ struct tl_event {
 	__u32 type;
 	__u32 pid; /* tgid */
 	__u32 tid;
-	__u32 ppid;	/* EV_FORK, EV_EXEC */
-	__s32 ret;	/* syscall result, exit code (wait status) */
-	__u32 flags;	/* mlock flags, open flags, import "found" */
-	__u64 arg;	/* mlock length, listen port, sockaddr length */
-	__u64 arg2;	/* mlock call kind, socket family */
+	__u32 ppid;  /* EV_FORK, EV_EXEC */
+	__s32 ret;   /* syscall result, exit code (wait status) */
+	__u32 flags; /* mlock flags, open flags, import "found" */
+	__u64 arg;   /* mlock length, listen port, sockaddr length */
+	__u64 arg2;  /* mlock call kind, socket family */
 	char comm[TRACE_COMM_MAX];
 	char str[TRACE_STR_MAX]; /* exec filename, chdir path */
 	char aux[TRACE_AUX_MAX]; /* exec args, raw sockaddr */
@@ -149,7 +150,7 @@ struct tl_import_event {
 	__u32 type;
 	__u32 pid;
 	__u32 tid;
-	__u32 found; /* done: the module was found */
+	__u32 found;		     /* done: the module was found */
 	char name[TRACE_MODULE_MAX]; /* start only */
 };
 _Static_assert(sizeof(struct tl_import_event) == 160, "tl_import_event layout changed");
@@ -194,7 +195,7 @@ struct path_val {
 	__u64 fail_last_ns;
 	__u64 dev; /* inode of the last successful open (kernel dev_t) */
 	__u64 ino;
-	__u32 opens;	   /* successful open/openat/openat2 */
+	__u32 opens; /* successful open/openat/openat2 */
 	__u32 open_fails;
 	__u32 probe_fails; /* failed stat/lstat/newfstatat/statx/access/faccessat/readlink */
 	__s32 open_errno;  /* last failure */
@@ -234,8 +235,8 @@ struct file_val {
 	__u64 writes;
 	__u64 mmaps;
 	__u64 mmap_bytes;
-	__u64 faults; /* user page faults at addresses inside a mapping of this file */
-	__u64 size;   /* i_size when first seen */
+	__u64 faults;		   /* user page faults at addresses inside a mapping of this file */
+	__u64 size;		   /* i_size when first seen */
 	char name[TRACE_NAME_MAX]; /* dentry name, for files never opened by path */
 	__u64 first_write_ns; /* a download's span: its writes, not later reads of the same inode */
 	__u64 last_write_ns;
@@ -273,7 +274,7 @@ struct lock_val {
 	__u64 last_ns;	     /* last call returned */
 	__u64 first_fail_ns; /* first failed (contended) attempt */
 	__u64 acquired_ns;   /* last successful call */
-	__u64 wait_ns;	     /* total time inside blocking calls (LOCK_EX without LOCK_NB, F_SETLKW) */
+	__u64 wait_ns; /* total time inside blocking calls (LOCK_EX without LOCK_NB, F_SETLKW) */
 	__u64 max_wait_ns;
 	__u32 calls;
 	__u32 blocking; /* blocking calls */
@@ -300,8 +301,8 @@ struct peer_val {
 	__u64 last_ns;
 	__u64 bytes_in;
 	__u64 bytes_out;
-	__u64 recvs; /* messages (recvmmsg counts each) */
-	__u64 sends; /* messages (sendmmsg counts each) */
+	__u64 recvs;  /* messages (recvmmsg counts each) */
+	__u64 sends;  /* messages (sendmmsg counts each) */
 	__u64 errors; /* failed send/recv (not EAGAIN/EINTR): ECONNREFUSED on UDP... */
 	__s32 err;    /* the last one */
 	__u32 pad;
@@ -310,12 +311,12 @@ _Static_assert(sizeof(struct peer_val) == 64, "peer_val layout changed");
 
 /* procstat map: per process (tgid) counters */
 struct proc_stat {
-	__u64 faults;	    /* min_flt + maj_flt of its threads, as flt_sync counts them */
+	__u64 faults;	      /* min_flt + maj_flt of its threads, as flt_sync counts them */
 	__u64 exited_min_flt; /* summed task->min_flt of exited threads */
 	__u64 exited_maj_flt; /* summed task->maj_flt of exited threads */
-	__u64 io_wait_ns;   /* off CPU in D state (uninterruptible: mostly I/O) */
-	__u64 sleep_ns;	    /* off CPU in S state (sleeping, waiting for events) */
-	__u64 runq_ns;	    /* preempted: runnable, waiting for a CPU */
+	__u64 io_wait_ns;     /* off CPU in D state (uninterruptible: mostly I/O) */
+	__u64 sleep_ns;	      /* off CPU in S state (sleeping, waiting for events) */
+	__u64 runq_ns;	      /* preempted: runnable, waiting for a CPU */
 	__u64 switches;
 	__u32 exited;
 	__u32 pad;

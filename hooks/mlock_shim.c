@@ -68,14 +68,14 @@ enum { TRIG_LISTEN, TRIG_SIGNAL, TRIG_DELAY, TRIG_CALLABLE };
 static const char *const mode_names[] = {"all", "models", "onfault"};
 static const char *const trigger_names[] = {"listen", "signal", "delay", "callable"};
 
-#define ENV_PREFIX "TTS_LAUNCH_MLOCK_"
-#define SHIM_NAME "mlock_shim.so"
+#define ENV_PREFIX   "TTS_LAUNCH_MLOCK_"
+#define SHIM_NAME    "mlock_shim.so"
 #define LOCKER_STACK (256 * 1024) /* mlockall would pin a default 8 MiB stack */
 
 static struct {
 	bool active;
 	pid_t pid; /* the exec'd service; a forked child never locks */
-	int fd;    /* report socket, -1: none */
+	int fd;	   /* report socket, -1: none */
 	int mode;
 	int trigger;
 	double delay;
@@ -84,10 +84,10 @@ static struct {
 	unsigned long long limit; /* bytes */
 	int max_percent;
 	bool blocking;
-	int port; /* 0: any TCP listen */
-	int wake[2]; /* signal handler or profile function -> locker thread */
+	int port;			 /* 0: any TCP listen */
+	int wake[2];			 /* signal handler or profile function -> locker thread */
 	char module[256], qualname[256]; /* the callable trigger's target */
-	uint64_t t_load; /* monotonic ns at load */
+	uint64_t t_load;		 /* monotonic ns at load */
 	atomic_int fired;
 	pthread_mutex_t lock; /* one lock pass at a time */
 } S = {.fd = -1, .wake = {-1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
@@ -230,11 +230,11 @@ struct range {
 };
 
 struct plan {
-	unsigned long long size;     /* bytes of the mappings concerned */
-	unsigned long long rss;      /* of which resident now */
-	unsigned long long to_lock;  /* what the lock will pin: size, or rss for onfault */
-	size_t n;                    /* mappings concerned */
-	size_t nr;                   /* models: ranges[] used */
+	unsigned long long size;    /* bytes of the mappings concerned */
+	unsigned long long rss;	    /* of which resident now */
+	unsigned long long to_lock; /* what the lock will pin: size, or rss for onfault */
+	size_t n;		    /* mappings concerned */
+	size_t nr;		    /* models: ranges[] used */
 };
 
 /* models: what to mlock(), grown as needed (S.lock held). Anonymous
@@ -246,8 +246,8 @@ static int add_range(struct plan *p, unsigned long a, unsigned long b)
 {
 	if (p->nr == cap_ranges) {
 		size_t cap = cap_ranges ? cap_ranges * 2 : 4096 / sizeof(*ranges);
-		void *n = ranges ? mremap(ranges, cap_ranges * sizeof(*ranges), cap * sizeof(*ranges),
-					  MREMAP_MAYMOVE)
+		void *n = ranges ? mremap(ranges, cap_ranges * sizeof(*ranges),
+					  cap * sizeof(*ranges), MREMAP_MAYMOVE)
 				 : mmap(NULL, cap * sizeof(*ranges), PROT_READ | PROT_WRITE,
 					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -300,7 +300,8 @@ static int plan_scan(struct plan *p)
 		unsigned long long kb;
 		int off = 0;
 
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &off) >= 3 && off > 0) {
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &off) >= 3 &&
+		    off > 0) {
 			/* a mapping header: "start-end perms offset dev inode [path]" */
 			cur = concerned(perms, line + off);
 			if (!cur)
@@ -383,14 +384,15 @@ static void do_lock(const char *trigger)
 		       (unsigned long long)t0, (unsigned long long)(t1 - t0), lck0, lck1);
 	else
 		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-		       "\"bytes_to_lock\":%llu,\"resident\":%llu,\"mappings\":%zu,\"failed_mappings\":%zu,"
+		       "\"bytes_to_lock\":%llu,\"resident\":%llu,\"mappings\":%zu,\"failed_"
+		       "mappings\":%zu,"
 		       "\"limit\":%llu,\"start_ns\":%llu,\"dur_ns\":%llu,\"vmlck_before\":%lld,"
 		       "\"vmlck\":%lld,\"errno\":\"%s\",\"error\":\"%s\",\"cap_ipc_lock\":%s,"
 		       "\"rlimit_memlock\":%lld}",
 		       (int)getpid(), trigger, mode_names[S.mode], p.to_lock, p.rss, p.n, failed,
 		       S.limit, (unsigned long long)t0, (unsigned long long)(t1 - t0), lck0, lck1,
-		       strerrorname_np(err) ?: "?", strerror(err), has_cap_ipc_lock() ? "true" : "false",
-		       memlock_rlimit());
+		       strerrorname_np(err) ?: "?", strerror(err),
+		       has_cap_ipc_lock() ? "true" : "false", memlock_rlimit());
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -461,10 +463,11 @@ static int arm_callable(void)
 	    !PY_SYM(frame_globals, "PyFrame_GetGlobals") ||
 	    !PY_SYM(dict_get, "PyDict_GetItemString") ||
 	    !PY_SYM(str_eq, "PyUnicode_CompareWithASCIIString") || !PY_SYM(decref, "Py_DecRef")) {
-		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
-		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"ENOSYS\",\"error\":\"not a Python "
-		       "3.11+ interpreter: its C API is not there\"}",
-		       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+		report(
+		    "{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
+		    "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"ENOSYS\",\"error\":\"not a Python "
+		    "3.11+ interpreter: its C API is not there\"}",
+		    (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
 		return -1;
 	}
 #undef PY_SYM
@@ -618,10 +621,12 @@ static void clean_environment(void)
 		char *copy = strdup(lp), *out = calloc(1, strlen(lp) + 1), *tok, *save = NULL;
 
 		if (copy && out) {
-			for (tok = strtok_r(copy, " :", &save); tok; tok = strtok_r(NULL, " :", &save)) {
+			for (tok = strtok_r(copy, " :", &save); tok;
+			     tok = strtok_r(NULL, " :", &save)) {
 				const char *base = strrchr(tok, '/');
 
-				if ((me && !strcmp(tok, me)) || !strcmp(base ? base + 1 : tok, SHIM_NAME))
+				if ((me && !strcmp(tok, me)) ||
+				    !strcmp(base ? base + 1 : tok, SHIM_NAME))
 					continue;
 				if (*out)
 					strcat(out, ":");
@@ -678,7 +683,8 @@ static void arm_failed(const char *trigger, const char *err_name, const char *wh
 {
 	report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
 	       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"%s\"}",
-	       (int)S.pid, trigger, mode_names[S.mode], (unsigned long long)S.t_load, err_name, why);
+	       (int)S.pid, trigger, mode_names[S.mode], (unsigned long long)S.t_load, err_name,
+	       why);
 	S.active = false;
 }
 
@@ -740,14 +746,16 @@ __attribute__((constructor)) static void shim_load(void)
 		    sigaction(S.sig, &sa, NULL) < 0 || start_locker() != 0) {
 			char why[160];
 
-			snprintf(why, sizeof(why), "cannot arm the signal trigger: %s", strerror(errno));
+			snprintf(why, sizeof(why), "cannot arm the signal trigger: %s",
+				 strerror(errno));
 			arm_failed("signal", strerrorname_np(errno) ?: "?", why);
 			return;
 		}
 	} else if (S.trigger == TRIG_CALLABLE &&
 		   (!S.module[0] || pipe2(S.wake, O_CLOEXEC) < 0 || start_locker() != 0)) {
 		arm_failed("callable", "EINVAL",
-			   "cannot arm the callable trigger (TTS_LAUNCH_MLOCK_CALLABLE = module:qualname)");
+			   "cannot arm the callable trigger (TTS_LAUNCH_MLOCK_CALLABLE = "
+			   "module:qualname)");
 		return;
 	} else if (S.trigger == TRIG_DELAY && start_locker() != 0) {
 		arm_failed("delay", "EAGAIN", "cannot start the locker thread");

@@ -22,7 +22,10 @@ struct atomic_file {
 	char *path; /* as given, for messages */
 	bool in_place;
 };
-#define ATOMIC_FILE_INIT {.fd = -1, .dirfd = -1}
+#define ATOMIC_FILE_INIT                                                                           \
+	{                                                                                          \
+		.fd = -1, .dirfd = -1                                                              \
+	}
 
 int atomic_begin(struct atomic_file *a, const char *path, char *err, size_t errlen);
 /* fchmod(mode), fchown(uid, gid) unless uid == (uid_t)-1, fsync, renameat,

@@ -19,22 +19,10 @@ void clock_init(void)
 	clock_gettime(CLOCK_REALTIME, &t0_wall);
 }
 
-uint64_t clock_t0_ns(void)
-{
-	return t0_ns;
-}
+uint64_t clock_t0_ns(void) { return t0_ns; }
 
-struct timespec clock_t0_wall(void)
-{
-	return t0_wall;
-}
+struct timespec clock_t0_wall(void) { return t0_wall; }
 
-double clock_ns_to_ms(uint64_t ns)
-{
-	return ((double)ns - (double)t0_ns) / 1e6;
-}
+double clock_ns_to_ms(uint64_t ns) { return ((double)ns - (double)t0_ns) / 1e6; }
 
-double clock_ms(void)
-{
-	return clock_ns_to_ms(mono_ns());
-}
+double clock_ms(void) { return clock_ns_to_ms(mono_ns()); }

@@ -36,10 +36,7 @@ static json_t *num_json(double v)
 	return json_real(v);
 }
 
-static double val(const json_t *row, const char *key)
-{
-	return num(row, key);
-}
+static double val(const json_t *row, const char *key) { return num(row, key); }
 
 /* {"before", "after", "diff", "ratio"} */
 static json_t *row(double b, double a)
@@ -47,8 +44,8 @@ static json_t *row(double b, double a)
 	double diff = isfinite(a) && isfinite(b) ? a - b : NAN;
 	double ratio = isfinite(a) && isfinite(b) && b != 0 ? a / b : NAN;
 
-	return json_pack("{s:o, s:o, s:o, s:o}", "before", num_json(b), "after", num_json(a), "diff",
-			 num_json(diff), "ratio", num_json(ratio));
+	return json_pack("{s:o, s:o, s:o, s:o}", "before", num_json(b), "after", num_json(a),
+			 "diff", num_json(diff), "ratio", num_json(ratio));
 }
 
 double compare_percentile(const double *sorted, size_t n, double p)
@@ -88,8 +85,7 @@ static size_t phase_totals(const json_t *root, int s, struct phase_total *t, siz
 	const json_t *p;
 	size_t i;
 
-	json_array_foreach(json_object_get(root, "phases"), i, p)
-	{
+	json_array_foreach (json_object_get(root, "phases"), i, p) {
 		const char *name = json_string_value(json_object_get(p, "name"));
 		json_t *at;
 		double d = phase_dur(p);
@@ -197,10 +193,13 @@ static void req_stats(const json_t *root, struct req_stats *s)
 	double faults = 0, major = 0;
 
 	*s = (struct req_stats){.count = json_is_array(reqs) ? (double)n : NAN,
-				.first = NAN, .p50 = NAN, .p99 = NAN, .spread = NAN,
-				.faults = NAN, .major = NAN};
-	json_array_foreach(reqs, i, r)
-	{
+				.first = NAN,
+				.p50 = NAN,
+				.p99 = NAN,
+				.spread = NAN,
+				.faults = NAN,
+				.major = NAN};
+	json_array_foreach (reqs, i, r) {
 		double l = req_latency(r), f = num(r, "faults"), m = num(r, "major_faults");
 		double st = num(r, "start_ms");
 
@@ -241,7 +240,8 @@ static json_t *requests(const json_t *before, const json_t *after)
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "count", row(b.count, a.count),
 			 "first_ms", row(b.first, a.first), "p50_ms", row(b.p50, a.p50), "p99_ms",
 			 row(b.p99, a.p99), "spread", row(b.spread, a.spread), "faults_per_request",
-			 row(b.faults, a.faults), "major_faults_per_request", row(b.major, a.major));
+			 row(b.faults, a.faults), "major_faults_per_request",
+			 row(b.major, a.major));
 }
 
 static json_t *str_or_null(const json_t *obj, const char *key)
@@ -262,14 +262,14 @@ static json_t *mlock_side(const json_t *root)
 
 	if (!json_is_object(o))
 		o = NULL;
-	out = json_pack("{s:o, s:o, s:o, s:o}", "mode", str_or_null(o, "mode"), "status",
-			str_or_null(o, "status"), "bytes_locked", num_json(num(o, "bytes_locked")),
-			"calls",
-			json_is_array(calls) ? json_integer((json_int_t)json_array_size(calls))
-					     : json_null());
+	out = json_pack(
+	    "{s:o, s:o, s:o, s:o}", "mode", str_or_null(o, "mode"), "status",
+	    str_or_null(o, "status"), "bytes_locked", num_json(num(o, "bytes_locked")), "calls",
+	    json_is_array(calls) ? json_integer((json_int_t)json_array_size(calls)) : json_null());
 	if (!o) {
 		const json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
-		const char *mode = json_string_value(json_object_get(json_object_get(cfg, "mlock"), "mode"));
+		const char *mode =
+		    json_string_value(json_object_get(json_object_get(cfg, "mlock"), "mode"));
 
 		if (mode) {
 			json_object_set_new(out, "mode", json_string(mode));
@@ -283,18 +283,19 @@ static json_t *mlock_side(const json_t *root)
 json_t *compare_build(const json_t *before, const json_t *after, const char *before_name,
 		      const char *after_name)
 {
-	const json_t *mb = json_object_get(before, "memory"), *ma = json_object_get(after, "memory");
+	const json_t *mb = json_object_get(before, "memory"),
+		     *ma = json_object_get(after, "memory");
 	json_t *mlock_b = mlock_side(before), *mlock_a = mlock_side(after);
 
-	return json_pack(
-		"{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}}", "schema",
-		"tts-launch.compare/1", "before", before_name ? before_name : "before", "after",
-		after_name ? after_name : "after", "phases", phases(before, after), "startup_ms",
-		startup_row(before, after), "page_faults",
-		row(num(mb, "page_faults"), num(ma, "page_faults")), "major_faults",
-		row(num(mb, "major_faults"), num(ma, "major_faults")), "requests",
-		requests(before, after), "mlock", "before", mlock_b, "after", mlock_a, "bytes_locked",
-		row(num(mlock_b, "bytes_locked"), num(mlock_a, "bytes_locked")));
+	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}}", "schema",
+			 "tts-launch.compare/1", "before", before_name ? before_name : "before",
+			 "after", after_name ? after_name : "after", "phases",
+			 phases(before, after), "startup_ms", startup_row(before, after),
+			 "page_faults", row(num(mb, "page_faults"), num(ma, "page_faults")),
+			 "major_faults", row(num(mb, "major_faults"), num(ma, "major_faults")),
+			 "requests", requests(before, after), "mlock", "before", mlock_b, "after",
+			 mlock_a, "bytes_locked",
+			 row(num(mlock_b, "bytes_locked"), num(mlock_a, "bytes_locked")));
 }
 
 /* ---- the text table ---- */
@@ -356,7 +357,8 @@ static void print_strs(FILE *out, int width, const char *label, const char *b, c
 
 void compare_print_text(const json_t *cmp, FILE *out)
 {
-	const json_t *ph = json_object_get(cmp, "phases"), *p, *rq = json_object_get(cmp, "requests");
+	const json_t *ph = json_object_get(cmp, "phases"), *p,
+		     *rq = json_object_get(cmp, "requests");
 	const json_t *ml = json_object_get(cmp, "mlock"), *st = json_object_get(cmp, "startup_ms");
 	const json_t *mlb = json_object_get(ml, "before"), *mla = json_object_get(ml, "after");
 	const char *mb = json_string_value(json_object_get(st, "before_mark"));
@@ -365,8 +367,7 @@ void compare_print_text(const json_t *cmp, FILE *out)
 	int width = 26;
 	size_t i;
 
-	json_array_foreach(ph, i, p)
-	{
+	json_array_foreach (ph, i, p) {
 		int n = (int)strlen(json_string_value(json_object_get(p, "name")));
 
 		if (n > NAME_MAX_TEXT)
@@ -381,8 +382,7 @@ void compare_print_text(const json_t *cmp, FILE *out)
 	fprintf(out, "  %-*s %12s %12s %12s %8s\n", width, "", "before", "after", "diff", "ratio");
 
 	fprintf(out, "  phases\n");
-	json_array_foreach(ph, i, p)
-	{
+	json_array_foreach (ph, i, p) {
 		const char *name =
 		    text_esc(json_string_value(json_object_get(p, "name")), en, sizeof(en));
 
@@ -403,8 +403,10 @@ void compare_print_text(const json_t *cmp, FILE *out)
 	else
 		snprintf(label, sizeof(label), "start-up (to %s)", mb ? mb : ma ? ma : "ready");
 	print_row(out, width, label, st, U_MS);
-	print_row(out, width, "page faults (start-up)", json_object_get(cmp, "page_faults"), U_COUNT);
-	print_row(out, width, "major faults (start-up)", json_object_get(cmp, "major_faults"), U_COUNT);
+	print_row(out, width, "page faults (start-up)", json_object_get(cmp, "page_faults"),
+		  U_COUNT);
+	print_row(out, width, "major faults (start-up)", json_object_get(cmp, "major_faults"),
+		  U_COUNT);
 
 	fprintf(out, "  requests\n");
 	print_row(out, width, "  count", json_object_get(rq, "count"), U_COUNT);
@@ -412,7 +414,8 @@ void compare_print_text(const json_t *cmp, FILE *out)
 	print_row(out, width, "  latency p50", json_object_get(rq, "p50_ms"), U_MS);
 	print_row(out, width, "  latency p99", json_object_get(rq, "p99_ms"), U_MS);
 	print_row(out, width, "  spread (p99/p50)", json_object_get(rq, "spread"), U_RATIO);
-	print_row(out, width, "  faults per request", json_object_get(rq, "faults_per_request"), U_MEAN);
+	print_row(out, width, "  faults per request", json_object_get(rq, "faults_per_request"),
+		  U_MEAN);
 	print_row(out, width, "  major faults per request",
 		  json_object_get(rq, "major_faults_per_request"), U_MEAN);
 
@@ -430,7 +433,8 @@ static int usage(const char *fmt_, const char *arg)
 {
 	fprintf(stderr, "tts-launch: compare: ");
 	fprintf(stderr, fmt_, arg);
-	fprintf(stderr, "\nUsage: tts-launch compare BEFORE.json AFTER.json [--format text|json]\n");
+	fprintf(stderr,
+		"\nUsage: tts-launch compare BEFORE.json AFTER.json [--format text|json]\n");
 	return EXIT_USAGE;
 }
 
@@ -454,9 +458,12 @@ int compare_command(int argc, char **argv)
 		} else if (opts && !strncmp(a, "--format=", 9)) {
 			format = a + 9;
 		} else if (opts && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
-			printf("Usage: tts-launch compare BEFORE.json AFTER.json [--format text|json]\n"
-			       "Phase durations, start-up, page faults, request latency (nearest-rank\n"
-			       "p50/p99, spread p99/p50) and mlock outcome of two saved timelines, with\n"
+			printf("Usage: tts-launch compare BEFORE.json AFTER.json [--format "
+			       "text|json]\n"
+			       "Phase durations, start-up, page faults, request latency "
+			       "(nearest-rank\n"
+			       "p50/p99, spread p99/p50) and mlock outcome of two saved timelines, "
+			       "with\n"
 			       "after - before and after / before (docs/compare.md).\n");
 			return 0;
 		} else if (opts && a[0] == '-' && a[1]) {
@@ -484,8 +491,8 @@ int compare_command(int argc, char **argv)
 		fclose(f);
 		tl[i] = timeline_load(files[i], err, sizeof(err));
 		if (!tl[i]) {
-			fprintf(stderr, "tts-launch: compare: %s timeline: %s\n", i ? "AFTER" : "BEFORE",
-				err);
+			fprintf(stderr, "tts-launch: compare: %s timeline: %s\n",
+				i ? "AFTER" : "BEFORE", err);
 			goto cleanup;
 		}
 	}
@@ -504,7 +511,8 @@ int compare_command(int argc, char **argv)
 	}
 	rc = fflush(stdout) == EOF || ferror(stdout) ? 1 : 0;
 	if (rc)
-		fprintf(stderr, "tts-launch: compare: failed to write the output: %s\n", strerror(errno));
+		fprintf(stderr, "tts-launch: compare: failed to write the output: %s\n",
+			strerror(errno));
 
 cleanup:
 	json_decref(cmp);

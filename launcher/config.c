@@ -2,16 +2,16 @@
  * One table lists every key with its type and range; unknown sections and
  * keys are errors that suggest the nearest valid name. */
 #include "config.h"
-#include "util.h"
 #include "metrics.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@ struct key_def {
 	const char *key;
 	enum key_type type;
 	size_t offset;
-	double min, max;          /* T_INT, T_SECONDS, T_SIZE */
+	double min, max;	  /* T_INT, T_SECONDS, T_SIZE */
 	const char *const *names; /* T_ENUM: NULL-terminated, index = value */
 };
 
@@ -44,53 +44,53 @@ static const char *const progress_names[] = {"auto", "tty", "log", "off", NULL};
 
 #define OFF(f) offsetof(struct config, f)
 static const struct key_def keys[] = {
-	{"app", "dir", T_STR, OFF(app_dir), 0, 0, NULL},
-	{"app", "python", T_STR, OFF(python), 0, 0, NULL},
-	{"app", "script", T_STR, OFF(script), 0, 0, NULL},
-	{"app", "args", T_STR, OFF(args), 0, 0, NULL},
-	{"app", "host", T_STR, OFF(host), 0, 0, NULL},
-	{"app", "port", T_INT, OFF(port), 0, 65535, NULL},
-	{"app", "model_dir", T_STR, OFF(model_dir), 0, 0, NULL},
-	{"env", "pythonpath", T_STR, OFF(pythonpath), 0, 0, NULL},
-	{"stale", "match", T_STR, OFF(stale_match), 0, 0, NULL},
-	{"stale", "policy", T_ENUM, OFF(stale_policy), 0, 0, policy_names},
-	{"stale", "scope", T_ENUM, OFF(stale_scope), 0, 0, scope_names},
-	{"stale", "grace", T_SECONDS, OFF(stale_grace), 0, 3600, NULL},
-	{"log", "file", T_STR, OFF(log_file), 0, 0, NULL},
-	{"log", "max_size", T_SIZE, OFF(log_max_size), 0, 1e15, NULL},
-	{"log", "backups", T_INT, OFF(log_backups), 0, 100, NULL},
-	{"service", "user", T_STR, OFF(user), 0, 0, NULL},
-	{"service", "group", T_STR, OFF(group), 0, 0, NULL},
-	{"service", "mode", T_ENUM, OFF(mode), 0, 0, mode_names},
-	{"service", "pidfile", T_STR, OFF(pidfile), 0, 0, NULL},
-	{"service", "ready_timeout", T_SECONDS, OFF(ready_timeout), 0, 86400 * 7, NULL},
-	{"service", "stop_grace", T_SECONDS, OFF(stop_grace), 0, 3600, NULL},
-	{"trace", "enabled", T_BOOL, OFF(trace), 0, 0, NULL},
-	{"trace", "timeline", T_STR, OFF(timeline), 0, 0, NULL},
-	{"trace", "settle", T_SECONDS, OFF(settle), 0, 3600, NULL},
-	{"trace", "requests_window", T_SECONDS, OFF(requests_window), 0, 86400 * 7, NULL},
-	{"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
-	{"trace", "stall", T_SECONDS, OFF(stall), 0, 86400, NULL},
-	{"trace", "progress", T_ENUM, OFF(progress), 0, 0, progress_names},
-	{"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
-	{"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
-	{"mlock", "callable", T_STR, OFF(mlock_callable), 0, 0, NULL},
-	{"mlock", "delay", T_SECONDS, OFF(mlock_delay), 0, 86400, NULL},
-	{"mlock", "signal", T_ENUM, OFF(mlock_signal), 0, 0, mlock_signal_names},
-	{"mlock", "patterns", T_STR, OFF(mlock_patterns), 0, 0, NULL},
-	{"mlock", "limit", T_SIZE, OFF(mlock_limit), 0, 1e15, NULL},
-	{"mlock", "max_percent", T_INT, OFF(mlock_max_percent), 1, 100, NULL},
-	{"mlock", "blocking", T_BOOL, OFF(mlock_blocking), 0, 0, NULL},
-	{"metrics", "listen", T_STR, OFF(metrics_listen), 0, 0, NULL},
+    {"app", "dir", T_STR, OFF(app_dir), 0, 0, NULL},
+    {"app", "python", T_STR, OFF(python), 0, 0, NULL},
+    {"app", "script", T_STR, OFF(script), 0, 0, NULL},
+    {"app", "args", T_STR, OFF(args), 0, 0, NULL},
+    {"app", "host", T_STR, OFF(host), 0, 0, NULL},
+    {"app", "port", T_INT, OFF(port), 0, 65535, NULL},
+    {"app", "model_dir", T_STR, OFF(model_dir), 0, 0, NULL},
+    {"env", "pythonpath", T_STR, OFF(pythonpath), 0, 0, NULL},
+    {"stale", "match", T_STR, OFF(stale_match), 0, 0, NULL},
+    {"stale", "policy", T_ENUM, OFF(stale_policy), 0, 0, policy_names},
+    {"stale", "scope", T_ENUM, OFF(stale_scope), 0, 0, scope_names},
+    {"stale", "grace", T_SECONDS, OFF(stale_grace), 0, 3600, NULL},
+    {"log", "file", T_STR, OFF(log_file), 0, 0, NULL},
+    {"log", "max_size", T_SIZE, OFF(log_max_size), 0, 1e15, NULL},
+    {"log", "backups", T_INT, OFF(log_backups), 0, 100, NULL},
+    {"service", "user", T_STR, OFF(user), 0, 0, NULL},
+    {"service", "group", T_STR, OFF(group), 0, 0, NULL},
+    {"service", "mode", T_ENUM, OFF(mode), 0, 0, mode_names},
+    {"service", "pidfile", T_STR, OFF(pidfile), 0, 0, NULL},
+    {"service", "ready_timeout", T_SECONDS, OFF(ready_timeout), 0, 86400 * 7, NULL},
+    {"service", "stop_grace", T_SECONDS, OFF(stop_grace), 0, 3600, NULL},
+    {"trace", "enabled", T_BOOL, OFF(trace), 0, 0, NULL},
+    {"trace", "timeline", T_STR, OFF(timeline), 0, 0, NULL},
+    {"trace", "settle", T_SECONDS, OFF(settle), 0, 3600, NULL},
+    {"trace", "requests_window", T_SECONDS, OFF(requests_window), 0, 86400 * 7, NULL},
+    {"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
+    {"trace", "stall", T_SECONDS, OFF(stall), 0, 86400, NULL},
+    {"trace", "progress", T_ENUM, OFF(progress), 0, 0, progress_names},
+    {"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
+    {"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
+    {"mlock", "callable", T_STR, OFF(mlock_callable), 0, 0, NULL},
+    {"mlock", "delay", T_SECONDS, OFF(mlock_delay), 0, 86400, NULL},
+    {"mlock", "signal", T_ENUM, OFF(mlock_signal), 0, 0, mlock_signal_names},
+    {"mlock", "patterns", T_STR, OFF(mlock_patterns), 0, 0, NULL},
+    {"mlock", "limit", T_SIZE, OFF(mlock_limit), 0, 1e15, NULL},
+    {"mlock", "max_percent", T_INT, OFF(mlock_max_percent), 1, 100, NULL},
+    {"mlock", "blocking", T_BOOL, OFF(mlock_blocking), 0, 0, NULL},
+    {"metrics", "listen", T_STR, OFF(metrics_listen), 0, 0, NULL},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"app", "env", "stale", "log", "service", "trace", "mlock",
-					"metrics"};
+static const char *const sections[] = {"app",	  "env",   "stale", "log",
+				       "service", "trace", "mlock", "metrics"};
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 static void set_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void set_err(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -365,7 +365,8 @@ static int apply(struct config *c, const struct key_def *k, const char *v, const
 		errno = 0;
 		n = strtol(v, &end, 10);
 		if (end == v || *end || errno || n < k->min || n > k->max) {
-			set_err(err, errlen, "%s: '%s' is not valid: expected a whole number from %.0f to %.0f",
+			set_err(err, errlen,
+				"%s: '%s' is not valid: expected a whole number from %.0f to %.0f",
 				where, v, k->min, k->max);
 			return -1;
 		}
@@ -374,7 +375,9 @@ static int apply(struct config *c, const struct key_def *k, const char *v, const
 	}
 	case T_BOOL:
 		if (parse_bool(v, &b)) {
-			set_err(err, errlen, "%s: '%s' is not valid: expected true or false (also yes/no, on/off, 1/0)",
+			set_err(err, errlen,
+				"%s: '%s' is not valid: expected true or false (also yes/no, "
+				"on/off, 1/0)",
 				where, v);
 			return -1;
 		}
@@ -383,7 +386,8 @@ static int apply(struct config *c, const struct key_def *k, const char *v, const
 	case T_SECONDS:
 		if (parse_seconds(v, &x) || x < k->min || x > k->max) {
 			set_err(err, errlen,
-				"%s: '%s' is not valid: expected a duration from %.0f to %.0f seconds (e.g. 10, 1.5s, 500ms, 2m)",
+				"%s: '%s' is not valid: expected a duration from %.0f to %.0f "
+				"seconds (e.g. 10, 1.5s, 500ms, 2m)",
 				where, v, k->min, k->max);
 			return -1;
 		}
@@ -391,7 +395,9 @@ static int apply(struct config *c, const struct key_def *k, const char *v, const
 		return 0;
 	case T_SIZE:
 		if (parse_size(v, &x) || x < k->min || x > k->max) {
-			set_err(err, errlen, "%s: '%s' is not valid: expected a size in bytes (e.g. 1048576, 512K, 10M, 1G)",
+			set_err(err, errlen,
+				"%s: '%s' is not valid: expected a size in bytes (e.g. 1048576, "
+				"512K, 10M, 1G)",
 				where, v);
 			return -1;
 		}
@@ -428,7 +434,8 @@ static int set_env(struct config *c, const char *name, const char *value, const 
 
 	if (!valid_env_name(name)) {
 		set_err(err, errlen,
-			"%s: '%s' is not a valid environment variable name: use letters, digits and '_'",
+			"%s: '%s' is not a valid environment variable name: use letters, digits "
+			"and '_'",
 			where, name);
 		return -1;
 	}
@@ -460,8 +467,8 @@ static int apply_named(struct config *c, const char *section, const char *key, c
 	snprintf(where, sizeof(where), "%s: [%s] %s", origin, section, key);
 	if (!known_section(section)) {
 		suggest(hint, sizeof(hint), section, sections, N_SECTIONS);
-		set_err(err, errlen, "%s: unknown section [%s]%s; sections are: %s",
-			origin, section, hint, section_list());
+		set_err(err, errlen, "%s: unknown section [%s]%s; sections are: %s", origin,
+			section, hint, section_list());
 		return -1;
 	}
 	k = find_key(section, key);
@@ -485,7 +492,8 @@ static int apply_named(struct config *c, const char *section, const char *key, c
 			if (!strcmp(keys[i].section, section))
 				cands[n++] = keys[i].key;
 		suggest(hint, sizeof(hint), key, cands, n);
-		set_err(err, errlen, "%s: unknown key '%s' in section [%s]%s", origin, key, section, hint);
+		set_err(err, errlen, "%s: unknown key '%s' in section [%s]%s", origin, key, section,
+			hint);
 		return -1;
 	}
 }
@@ -521,7 +529,9 @@ static char *read_config(const struct config *c, const char *file, size_t *len, 
 
 	fd = open(file, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "%s: cannot read config file: %s (give an existing file with -c, or none for the defaults)",
+		set_err(err, errlen,
+			"%s: cannot read config file: %s (give an existing file with -c, or none "
+			"for the defaults)",
 			file, strerror(errno));
 		return NULL;
 	}
@@ -530,33 +540,45 @@ static char *read_config(const struct config *c, const char *file, size_t *len, 
 		goto fail;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: is a directory, not a config file: give the INI file with -c (e.g. -c %s/tts-launch.ini)",
+		set_err(err, errlen,
+			"%s: is a directory, not a config file: give the INI file with -c (e.g. -c "
+			"%s/tts-launch.ini)",
 			file, file);
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		set_err(err, errlen, "%s: is not a regular file (a device, FIFO or socket): give the INI file with -c",
+		set_err(err, errlen,
+			"%s: is not a regular file (a device, FIFO or socket): give the INI file "
+			"with -c",
 			file);
 		goto fail;
 	}
 	if (c->euid == 0) {
 		/* the link itself too: a link another user planted names any file */
 		if (lstat(file, &lst) == 0 && S_ISLNK(lst.st_mode) && lst.st_uid != 0) {
-			set_err(err, errlen, "%s: is a symbolic link owned by uid %u, not root: as root, tts-launch reads only "
-				"a config that root chose (replace the link with the file, owned by root)",
+			set_err(err, errlen,
+				"%s: is a symbolic link owned by uid %u, not root: as root, "
+				"tts-launch reads only "
+				"a config that root chose (replace the link with the file, owned "
+				"by root)",
 				file, (unsigned)lst.st_uid);
 			goto fail;
 		}
 		if (st.st_uid != 0) {
 			struct passwd *pw = getpwuid(st.st_uid);
 
-			set_err(err, errlen, "%s: is owned by uid %u (%s), not root: as root, tts-launch reads only a config "
-				"root owns, since it decides what root runs (chown root:root %s, or run tts-launch as that user)",
+			set_err(err, errlen,
+				"%s: is owned by uid %u (%s), not root: as root, tts-launch reads "
+				"only a config "
+				"root owns, since it decides what root runs (chown root:root %s, "
+				"or run tts-launch as that user)",
 				file, (unsigned)st.st_uid, pw ? pw->pw_name : "no such user", file);
 			goto fail;
 		}
 		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-			set_err(err, errlen, "%s: is writable by %s (mode %04o): as root, tts-launch reads only a config no "
+			set_err(err, errlen,
+				"%s: is writable by %s (mode %04o): as root, tts-launch reads only "
+				"a config no "
 				"other user can change (chmod go-w %s)",
 				file, (st.st_mode & S_IWOTH) ? "others" : "its group",
 				(unsigned)(st.st_mode & 07777), file);
@@ -564,7 +586,9 @@ static char *read_config(const struct config *c, const char *file, size_t *len, 
 		}
 	}
 	if (st.st_size > CONFIG_MAX_BYTES) {
-		set_err(err, errlen, "%s: is %lld bytes: a config file is at most %d bytes (is this the right file?)",
+		set_err(err, errlen,
+			"%s: is %lld bytes: a config file is at most %d bytes (is this the right "
+			"file?)",
 			file, (long long)st.st_size, CONFIG_MAX_BYTES);
 		goto fail;
 	}
@@ -580,14 +604,17 @@ static char *read_config(const struct config *c, const char *file, size_t *len, 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			set_err(err, errlen, "%s: cannot read config file: %s", file, strerror(errno));
+			set_err(err, errlen, "%s: cannot read config file: %s", file,
+				strerror(errno));
 			goto fail;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 		if (n > CONFIG_MAX_BYTES) {
-			set_err(err, errlen, "%s: is more than %d bytes: a config file is at most that (is this the right file?)",
+			set_err(err, errlen,
+				"%s: is more than %d bytes: a config file is at most that (is this "
+				"the right file?)",
 				file, CONFIG_MAX_BYTES);
 			goto fail;
 		}
@@ -641,18 +668,24 @@ static int check_text(const char *file, const char *buf, size_t len, char *err, 
 		size_t l = utf8_len(p + i, len - i);
 
 		if (p[i] == '\0') {
-			set_err(err, errlen, "%s: line %d: contains a NUL byte: a config file is text (is this the right file?)",
+			set_err(err, errlen,
+				"%s: line %d: contains a NUL byte: a config file is text (is this "
+				"the right file?)",
 				file, line);
 			return -1;
 		}
 		if (!l) {
-			set_err(err, errlen, "%s: line %d: byte 0x%02x is not UTF-8 text: save the file as UTF-8 (is this the right file?)",
+			set_err(err, errlen,
+				"%s: line %d: byte 0x%02x is not UTF-8 text: save the file as "
+				"UTF-8 (is this the right file?)",
 				file, line, p[i]);
 			return -1;
 		}
 		if (l == 1 && (p[i] < 0x20 || p[i] == 0x7f) && p[i] != '\t' && p[i] != '\r' &&
 		    p[i] != '\n') {
-			set_err(err, errlen, "%s: line %d: control character 0x%02x: a config file is text (remove it)",
+			set_err(err, errlen,
+				"%s: line %d: control character 0x%02x: a config file is text "
+				"(remove it)",
 				file, line, p[i]);
 			return -1;
 		}
@@ -717,7 +750,8 @@ static int prescan(const char *file, const char *buf, char *err, size_t errlen)
 
 			lineno++;
 			if (le - p > CONFIG_MAX_LINE) {
-				set_err(err, errlen, "%s: line %d is longer than %d characters: shorten it",
+				set_err(err, errlen,
+					"%s: line %d is longer than %d characters: shorten it",
 					file, lineno, CONFIG_MAX_LINE);
 				goto out;
 			}
@@ -736,7 +770,9 @@ static int prescan(const char *file, const char *buf, char *err, size_t errlen)
 		}
 		logical[ll] = '\0';
 		if (ll > CONFIG_MAX_LINE) {
-			set_err(err, errlen, "%s: line %d: the value continued over several lines is longer than %d characters",
+			set_err(err, errlen,
+				"%s: line %d: the value continued over several lines is longer "
+				"than %d characters",
 				file, first, CONFIG_MAX_LINE);
 			goto out;
 		}
@@ -750,20 +786,25 @@ static int prescan(const char *file, const char *buf, char *err, size_t errlen)
 			trim(&sb, &se);
 			colon = memchr(sb, ':', (size_t)(se - sb));
 			if (colon && colon - sb == 3 && !strncasecmp(sb, "env", 3)) {
-				set_err(err, errlen, "%s: line %d: [%.*s] is not a section: set a variable as "
+				set_err(err, errlen,
+					"%s: line %d: [%.*s] is not a section: set a variable as "
 					"%.*s = VALUE under [env]",
-					file, first, (int)(se - sb), sb, (int)(se - colon - 1), colon + 1);
+					file, first, (int)(se - sb), sb, (int)(se - colon - 1),
+					colon + 1);
 				goto out;
 			}
 			if (colon) {
-				set_err(err, errlen, "%s: line %d: [%.*s] is not a valid section name (no ':' in "
-					"section names); sections are: %s",
-					file, first, (int)(se - sb), sb, section_list());
+				set_err(
+				    err, errlen,
+				    "%s: line %d: [%.*s] is not a valid section name (no ':' in "
+				    "section names); sections are: %s",
+				    file, first, (int)(se - sb), sb, section_list());
 				goto out;
 			}
 			if (se - sb > CONFIG_MAX_NAME) {
-				set_err(err, errlen, "%s: line %d: section name longer than %d characters",
-					file, first, CONFIG_MAX_NAME);
+				set_err(err, errlen,
+					"%s: line %d: section name longer than %d characters", file,
+					first, CONFIG_MAX_NAME);
 				goto out;
 			}
 			lower_copy(section, sb, (size_t)(se - sb));
@@ -779,16 +820,20 @@ static int prescan(const char *file, const char *buf, char *err, size_t errlen)
 			trim(&kb, &ke);
 			trim(&vb, &ve);
 			if (ke - kb > CONFIG_MAX_NAME) {
-				set_err(err, errlen, "%s: line %d: key '%.20s...' is longer than %d characters",
+				set_err(err, errlen,
+					"%s: line %d: key '%.20s...' is longer than %d characters",
 					file, first, kb, CONFIG_MAX_NAME);
 				goto out;
 			}
 			lower_copy(key, kb, (size_t)(ke - kb));
 			if (vb < ve && (*vb == '"' || *vb == '\'')) {
-				const char *close = memchr(vb + 1, *vb, (size_t)(ve - vb - 1)), *after;
+				const char *close = memchr(vb + 1, *vb, (size_t)(ve - vb - 1)),
+					   *after;
 
 				if (!close) {
-					set_err(err, errlen, "%s: line %d: [%s] %s: the value opens a quote (%c) that is "
+					set_err(err, errlen,
+						"%s: line %d: [%s] %s: the value opens a quote "
+						"(%c) that is "
 						"never closed: close it or remove it",
 						file, first, section, key, *vb);
 					goto out;
@@ -797,9 +842,11 @@ static int prescan(const char *file, const char *buf, char *err, size_t errlen)
 				while (after < ve && isspace((unsigned char)*after))
 					after++;
 				if (after < ve && *after != ';' && *after != '#') {
-					set_err(err, errlen, "%s: line %d: [%s] %s: text after the closing quote: "
-						"quote the whole value",
-						file, first, section, key);
+					set_err(
+					    err, errlen,
+					    "%s: line %d: [%s] %s: text after the closing quote: "
+					    "quote the whole value",
+					    file, first, section, key);
 					goto out;
 				}
 			} else {
@@ -808,21 +855,27 @@ static int prescan(const char *file, const char *buf, char *err, size_t errlen)
 				for (const char *q = vb; q < ve && *q != ';' && *q != '#'; q++)
 					quotes += *q == '"';
 				if (quotes % 2) {
-					set_err(err, errlen, "%s: line %d: [%s] %s: unbalanced quote (\") in the value: "
+					set_err(err, errlen,
+						"%s: line %d: [%s] %s: unbalanced quote (\") in "
+						"the value: "
 						"close it or remove it",
 						file, first, section, key);
 					goto out;
 				}
 			}
 			for (size_t i = 0; i < n_seen; i++) {
-				if (!strcmp(seen[i].section, section) && !strcmp(seen[i].key, key)) {
-					set_err(err, errlen, "%s: [%s] %s is set twice (lines %d and %d): keep one",
-						file, section, key, seen[i].line, first);
+				if (!strcmp(seen[i].section, section) &&
+				    !strcmp(seen[i].key, key)) {
+					set_err(
+					    err, errlen,
+					    "%s: [%s] %s is set twice (lines %d and %d): keep one",
+					    file, section, key, seen[i].line, first);
 					goto out;
 				}
 			}
 			if (n_seen == CONFIG_MAX_KEYS) {
-				set_err(err, errlen, "%s: line %d: more than %d keys: is this the right file?",
+				set_err(err, errlen,
+					"%s: line %d: more than %d keys: is this the right file?",
 					file, first, CONFIG_MAX_KEYS);
 				goto out;
 			}
@@ -847,7 +900,8 @@ static dictionary *parse_checked(const char *file, const char *buf, size_t len)
 	int fd = memfd_create("tts-launch.ini", MFD_CLOEXEC);
 
 	if (fd < 0) {
-		snprintf(ini_error, sizeof(ini_error), "cannot create a memfd: %s", strerror(errno));
+		snprintf(ini_error, sizeof(ini_error), "cannot create a memfd: %s",
+			 strerror(errno));
 		return NULL;
 	}
 	for (size_t off = 0; off < len;) {
@@ -856,7 +910,8 @@ static dictionary *parse_checked(const char *file, const char *buf, size_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			snprintf(ini_error, sizeof(ini_error), "cannot write a memfd: %s", strerror(errno));
+			snprintf(ini_error, sizeof(ini_error), "cannot write a memfd: %s",
+				 strerror(errno));
 			close(fd);
 			return NULL;
 		}
@@ -931,8 +986,10 @@ int config_load_file(struct config *c, const char *file, char *err, size_t errle
 		if (!*k)
 			continue; /* iniparser's section for keys before any [section] */
 		if (colon == k) {
-			set_err(err, errlen, "%s: key '%s' is outside any section: put it under [app], [env], ...",
-				file, k + 1);
+			set_err(
+			    err, errlen,
+			    "%s: key '%s' is outside any section: put it under [app], [env], ...",
+			    file, k + 1);
 			rc = -1;
 			continue;
 		}
@@ -949,13 +1006,16 @@ int config_load_file(struct config *c, const char *file, char *err, size_t errle
 				}
 				continue;
 			}
-			set_err(err, errlen, "%s: key '%s' is outside any section: put it under [app], [env], ...",
-				file, k);
+			set_err(
+			    err, errlen,
+			    "%s: key '%s' is outside any section: put it under [app], [env], ...",
+			    file, k);
 			rc = -1;
 			continue;
 		}
 		snprintf(section, sizeof(section), "%.*s", (int)(colon - k), k);
-		rc = apply_named(c, section, colon + 1, d->val[i] ? d->val[i] : "", file, err, errlen);
+		rc = apply_named(c, section, colon + 1, d->val[i] ? d->val[i] : "", file, err,
+				 errlen);
 	}
 	iniparser_freedict(d);
 	return rc;
@@ -967,12 +1027,14 @@ int config_set(struct config *c, const char *assignment, char *err, size_t errle
 	char section[128], key[256], origin[600];
 
 	if (!dot || !eq || dot > eq || dot == assignment || eq == dot + 1) {
-		set_err(err, errlen, "--set '%s': expected SECTION.KEY=VALUE (e.g. --set app.port=7861)",
+		set_err(err, errlen,
+			"--set '%s': expected SECTION.KEY=VALUE (e.g. --set app.port=7861)",
 			assignment);
 		return -1;
 	}
 	if (dot - assignment > CONFIG_MAX_NAME || eq - dot - 1 > CONFIG_MAX_NAME) {
-		set_err(err, errlen, "--set '%.40s...': a section or key name is at most %d characters",
+		set_err(err, errlen,
+			"--set '%.40s...': a section or key name is at most %d characters",
 			assignment, CONFIG_MAX_NAME);
 		return -1;
 	}
@@ -1040,10 +1102,7 @@ char *config_path(const struct config *c, const char *p)
 }
 
 /* Does s hold a word (something other than spaces and tabs)? */
-static bool has_word(const char *s)
-{
-	return s && s[strspn(s, " \t")];
-}
+static bool has_word(const char *s) { return s && s[strspn(s, " \t")]; }
 
 /* As root: who runs the service. [service] user unset: the owner of [app]
  * dir, unless that is root (root runs only what root chose: the checkout's
@@ -1058,7 +1117,8 @@ static int decide_user(struct config *c, const struct stat *dir, char *err, size
 	if (*c->user) {
 		pw = getpwnam(c->user);
 		if (pw && pw->pw_uid == 0 && dir->st_uid != 0 &&
-		    asprintf(&c->notice, "[service] user = %s: the service runs as root, although [app] "
+		    asprintf(&c->notice,
+			     "[service] user = %s: the service runs as root, although [app] "
 			     "dir %s belongs to uid %u (remove the setting to run it as that user)",
 			     c->user, c->app_dir, (unsigned)dir->st_uid) < 0)
 			c->notice = NULL;
@@ -1068,9 +1128,12 @@ static int decide_user(struct config *c, const struct stat *dir, char *err, size
 		return 0;
 	pw = getpwuid(dir->st_uid);
 	if (!pw) {
-		set_err(err, errlen, "%s: [app] dir %s belongs to uid %u, which has no user account: as root, "
-			"the service runs as the directory's owner; set [service] user (service.user = root "
-			"to run it as root)", c->source, c->app_dir, (unsigned)dir->st_uid);
+		set_err(err, errlen,
+			"%s: [app] dir %s belongs to uid %u, which has no user account: as root, "
+			"the service runs as the directory's owner; set [service] user "
+			"(service.user = root "
+			"to run it as root)",
+			c->source, c->app_dir, (unsigned)dir->st_uid);
 		return -1;
 	}
 	replace_str(&c->user, pw->pw_name);
@@ -1084,19 +1147,21 @@ int config_finish(struct config *c, char *err, size_t errlen)
 	char *real;
 
 	if (!*c->app_dir) {
-		set_err(err, errlen, "%s: [app] dir is empty: give the IndexTTS2 directory", c->source);
+		set_err(err, errlen, "%s: [app] dir is empty: give the IndexTTS2 directory",
+			c->source);
 		return -1;
 	}
 	real = realpath(c->app_dir, NULL);
 	if (!real) {
-		set_err(err, errlen, "%s: [app] dir '%s': %s (set it to the IndexTTS2 directory)", c->source,
-			c->app_dir, strerror(errno));
+		set_err(err, errlen, "%s: [app] dir '%s': %s (set it to the IndexTTS2 directory)",
+			c->source, c->app_dir, strerror(errno));
 		return -1;
 	}
 	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: [app] dir '%s' is a file, not a directory: set it to the IndexTTS2 "
-			"directory (the one that holds %s)", c->source, c->app_dir,
-			has_word(c->script) ? c->script : "webui.py");
+		set_err(err, errlen,
+			"%s: [app] dir '%s' is a file, not a directory: set it to the IndexTTS2 "
+			"directory (the one that holds %s)",
+			c->source, c->app_dir, has_word(c->script) ? c->script : "webui.py");
 		free(real);
 		return -1;
 	}
@@ -1114,38 +1179,47 @@ int config_finish(struct config *c, char *err, size_t errlen)
 	}
 	if (!c->n_command) {
 		if (!has_word(c->python)) {
-			set_err(err, errlen, "%s: [app] python is empty: give an interpreter such as /usr/bin/python3 or 'uv run'",
+			set_err(err, errlen,
+				"%s: [app] python is empty: give an interpreter such as "
+				"/usr/bin/python3 or 'uv run'",
 				c->source);
 			return -1;
 		}
 		if (!has_word(c->script)) {
-			set_err(err, errlen, "%s: [app] script is empty: give the script to start, e.g. webui.py",
-				c->source);
+			set_err(
+			    err, errlen,
+			    "%s: [app] script is empty: give the script to start, e.g. webui.py",
+			    c->source);
 			return -1;
 		}
 	}
 	if (!*c->stale_match)
 		replace_str(&c->stale_match, c->n_command ? "" : c->script);
 	if (*c->user && !getpwnam(c->user)) {
-		set_err(err, errlen, "%s: [service] user '%s' does not exist: create it or fix the name",
+		set_err(err, errlen,
+			"%s: [service] user '%s' does not exist: create it or fix the name",
 			c->source, c->user);
 		return -1;
 	}
 	if (*c->group && !getgrnam(c->group)) {
-		set_err(err, errlen, "%s: [service] group '%s' does not exist: create it or fix the name",
+		set_err(err, errlen,
+			"%s: [service] group '%s' does not exist: create it or fix the name",
 			c->source, c->group);
 		return -1;
 	}
 	if ((*c->group) && !*c->user) {
-		set_err(err, errlen, "%s: [service] group is set without user: set user too, or remove group",
+		set_err(err, errlen,
+			"%s: [service] group is set without user: set user too, or remove group",
 			c->source);
 		return -1;
 	}
 	if (decide_user(c, &st, err, errlen) < 0)
 		return -1;
 	if (c->mlock_trigger == MLOCK_AT_CALLABLE && !strchr(c->mlock_callable, ':')) {
-		set_err(err, errlen, "%s: [mlock] callable '%s' is not valid: expected module:qualname, "
-			"e.g. indextts.infer_v2:IndexTTS2.__init__", c->source, c->mlock_callable);
+		set_err(err, errlen,
+			"%s: [mlock] callable '%s' is not valid: expected module:qualname, "
+			"e.g. indextts.infer_v2:IndexTTS2.__init__",
+			c->source, c->mlock_callable);
 		return -1;
 	}
 	if (c->mode == MODE_DAEMON && !*c->pidfile) {
@@ -1153,8 +1227,10 @@ int config_finish(struct config *c, char *err, size_t errlen)
 		return -1;
 	}
 	if (c->log_max_size > 0 && c->log_max_size < 4096) {
-		set_err(err, errlen, "%s: [log] max_size %lld is too small: use at least 4K (or 0 to never rotate)",
-			c->source, c->log_max_size);
+		set_err(
+		    err, errlen,
+		    "%s: [log] max_size %lld is too small: use at least 4K (or 0 to never rotate)",
+		    c->source, c->log_max_size);
 		return -1;
 	}
 	return 0;
@@ -1215,8 +1291,10 @@ int config_check_app(const struct config *c, char *err, size_t errlen)
 		}
 	}
 	if (!found) {
-		set_err(err, errlen, "%s: [app] python '%s': %s (set [app] python to the interpreter, e.g. "
-			"/usr/bin/python3 or .venv/bin/python)", c->source, prog,
+		set_err(err, errlen,
+			"%s: [app] python '%s': %s (set [app] python to the interpreter, e.g. "
+			"/usr/bin/python3 or .venv/bin/python)",
+			c->source, prog,
 			strchr(prog, '/') ? "no executable file there" : "not found on PATH");
 		goto out;
 	}
@@ -1227,9 +1305,10 @@ int config_check_app(const struct config *c, char *err, size_t errlen)
 
 		path = config_path(c, script);
 		if (stat(path, &st) < 0) {
-			set_err(err, errlen, "%s: [app] script '%s': %s: %s (set [app] dir to the IndexTTS2 "
-				"directory, or [app] script to the script to start)", c->source, script,
-				path, strerror(errno));
+			set_err(err, errlen,
+				"%s: [app] script '%s': %s: %s (set [app] dir to the IndexTTS2 "
+				"directory, or [app] script to the script to start)",
+				c->source, script, path, strerror(errno));
 			goto out;
 		}
 	}
@@ -1308,10 +1387,7 @@ char **config_service_argv(const struct config *c)
 	return argv;
 }
 
-const char *config_mlock_name(enum mlock_mode m)
-{
-	return mlock_names[m];
-}
+const char *config_mlock_name(enum mlock_mode m) { return mlock_names[m]; }
 
 json_t *config_to_json(const struct config *c)
 {

@@ -25,12 +25,12 @@ struct config {
 	char *source; /* file the settings came from, or "(built-in defaults)" */
 
 	/* [app] */
-	char *app_dir;   /* absolute after config_finish() */
-	char *python;    /* interpreter or runner, split on spaces ("uv run") */
-	char *script;    /* webui.py */
-	char *args;      /* extra arguments, split on spaces */
+	char *app_dir; /* absolute after config_finish() */
+	char *python;  /* interpreter or runner, split on spaces ("uv run") */
+	char *script;  /* webui.py */
+	char *args;    /* extra arguments, split on spaces */
 	char *host;
-	int port;        /* 0: no port (a -- COMMAND without one) */
+	int port; /* 0: no port (a -- COMMAND without one) */
 	char *model_dir;
 
 	/* [env] */
@@ -45,7 +45,7 @@ struct config {
 	double stale_grace; /* seconds */
 
 	/* [log] */
-	char *log_file; /* relative to app_dir; "" = no log file */
+	char *log_file;		/* relative to app_dir; "" = no log file */
 	long long log_max_size; /* bytes, 0 = never rotate */
 	int log_backups;
 
@@ -53,30 +53,30 @@ struct config {
 	char *user;
 	char *group;
 	enum run_mode mode;
-	char *pidfile;        /* relative to app_dir */
+	char *pidfile;	      /* relative to app_dir */
 	double ready_timeout; /* seconds; only warns */
 	double stop_grace;    /* seconds between SIGTERM and SIGKILL */
 
 	/* [trace] */
 	bool trace;
-	char *timeline; /* relative to app_dir */
-	double settle;  /* seconds after ready before the timeline is written */
+	char *timeline;		/* relative to app_dir */
+	double settle;		/* seconds after ready before the timeline is written */
 	double requests_window; /* seconds after ready during which requests are recorded */
 	bool python_usdt;
-	double stall;    /* seconds without progress before saying what it waits on; 0: off */
+	double stall; /* seconds without progress before saying what it waits on; 0: off */
 	enum progress_mode progress; /* live download progress (progress.h) */
 
 	/* [mlock] (docs/mlock.md) */
 	enum mlock_mode mlock;
 	enum mlock_trigger mlock_trigger;
-	char *mlock_callable; /* "module:qualname" for trigger = callable */
-	double mlock_delay;              /* seconds after exec (trigger = delay) */
-	enum mlock_signal mlock_signal;  /* trigger = signal */
-	char *mlock_patterns;            /* model file globs (mode = models) */
-	long long mlock_limit;           /* bytes; 0: mlock_max_percent of MemAvailable */
+	char *mlock_callable;		/* "module:qualname" for trigger = callable */
+	double mlock_delay;		/* seconds after exec (trigger = delay) */
+	enum mlock_signal mlock_signal; /* trigger = signal */
+	char *mlock_patterns;		/* model file globs (mode = models) */
+	long long mlock_limit;		/* bytes; 0: mlock_max_percent of MemAvailable */
 	int mlock_max_percent;
-	bool mlock_blocking;             /* lock inside listen() instead of a thread */
-	char *metrics_listen;            /* [metrics] listen: HOST:PORT of /metrics; "" = off */
+	bool mlock_blocking;  /* lock inside listen() instead of a thread */
+	char *metrics_listen; /* [metrics] listen: HOST:PORT of /metrics; "" = off */
 
 	/* decided by config_finish() */
 	uid_t euid;		/* who tts-launch runs as (geteuid(); tests set it) */
@@ -94,10 +94,10 @@ struct config {
 
 /* Limits on a config file (docs in conf/tts-launch.ini): bigger is an error. */
 #define CONFIG_MAX_BYTES (1024 * 1024)
-#define CONFIG_MAX_LINE 1000 /* characters per line (iniparser's own limit is 1024) */
-#define CONFIG_MAX_NAME 64   /* characters in a section or key name */
-#define CONFIG_MAX_KEYS 1000 /* keys in one file */
-#define CONFIG_MAX_SET 4096  /* characters in one --set value */
+#define CONFIG_MAX_LINE	 1000 /* characters per line (iniparser's own limit is 1024) */
+#define CONFIG_MAX_NAME	 64   /* characters in a section or key name */
+#define CONFIG_MAX_KEYS	 1000 /* keys in one file */
+#define CONFIG_MAX_SET	 4096 /* characters in one --set value */
 
 /* Defaults: start webui.py in the current directory the way IndexTTS2's
  * README does. */

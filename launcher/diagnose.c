@@ -20,16 +20,16 @@
 #include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
-#define RETRY_MIN_ATTEMPTS 5
-#define RETRY_MIN_SPAN_MS 2000.0
-#define SLOW_MIN_MS 2000.0
-#define SLOW_RATE_BPS (1024.0 * 1024.0)
-#define DROP_MIN_GAP_MS 500.0
-#define LOCK_MIN_WAIT_MS 1000.0
-#define REREAD_FACTOR 3.0
-#define REREAD_MIN_EXTRA (4.0 * 1024 * 1024)
-#define SMALL_READS_MIN 256
-#define SMALL_READ_MAX (16.0 * 1024)
+#define RETRY_MIN_ATTEMPTS    5
+#define RETRY_MIN_SPAN_MS     2000.0
+#define SLOW_MIN_MS	      2000.0
+#define SLOW_RATE_BPS	      (1024.0 * 1024.0)
+#define DROP_MIN_GAP_MS	      500.0
+#define LOCK_MIN_WAIT_MS      1000.0
+#define REREAD_FACTOR	      3.0
+#define REREAD_MIN_EXTRA      (4.0 * 1024 * 1024)
+#define SMALL_READS_MIN	      256
+#define SMALL_READ_MAX	      (16.0 * 1024)
 #define SMALL_READS_MIN_BYTES (1024.0 * 1024)
 
 #define MAX_CACHES 4
@@ -44,29 +44,23 @@ struct ctx {
 	char hf_home[PATH_MAX];
 	const char *endpoint; /* HF_ENDPOINT, or NULL */
 	char ep_peer[300];    /* "host:port" of the endpoint */
-	double ready;         /* ms, <0: never ready */
-	double end;           /* ms: exit, or the last thing seen */
-	bool failed;          /* exited non-zero or by a signal before ready */
+	double ready;	      /* ms, <0: never ready */
+	double end;	      /* ms: exit, or the last thing seen */
+	bool failed;	      /* exited non-zero or by a signal before ready */
 	const char *mlock;    /* configured mlock mode */
-	json_t *dls;          /* downloads: {path, bytes, first_ms, last_ms} */
+	json_t *dls;	      /* downloads: {path, bytes, first_ms, last_ms} */
 };
 
 /* ---- small helpers ---- */
 
-static double round3(double v)
-{
-	return round(v * 1000.0) / 1000.0;
-}
+static double round3(double v) { return round(v * 1000.0) / 1000.0; }
 
-static const char *severity_name(int s)
-{
-	return s == DIAG_ERROR ? "error" : "warning";
-}
+static const char *severity_name(int s) { return s == DIAG_ERROR ? "error" : "warning"; }
 
 /* Adds one finding; evidence is stolen. */
 static void add(struct ctx *c, const char *id, int severity, const char *check, const char *title,
 		json_t *evidence, double seconds_lost, const char *fix, const char *fmt, ...)
-	__attribute__((format(printf, 9, 10)));
+    __attribute__((format(printf, 9, 10)));
 static void add(struct ctx *c, const char *id, int severity, const char *check, const char *title,
 		json_t *evidence, double seconds_lost, const char *fix, const char *fmt, ...)
 {
@@ -77,22 +71,22 @@ static void add(struct ctx *c, const char *id, int severity, const char *check, 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	json_array_append_new(
-		c->findings,
-		/* message and fix quote paths, cut to fit their buffers: json_text
-		 * keeps a finding whose text was cut inside a character */
-		json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", id, "severity",
-			  severity_name(severity), "check", check, "title", title, "message",
-			  json_text(msg), "evidence", evidence ? evidence : json_object(),
-			  "seconds_lost",
-			  seconds_lost >= 0 ? json_real(round3(seconds_lost)) : json_null(), "fix",
-			  json_text(fix)));
+	    c->findings,
+	    /* message and fix quote paths, cut to fit their buffers: json_text
+	     * keeps a finding whose text was cut inside a character */
+	    json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", id, "severity",
+		      severity_name(severity), "check", check, "title", title, "message",
+		      json_text(msg), "evidence", evidence ? evidence : json_object(),
+		      "seconds_lost",
+		      seconds_lost >= 0 ? json_real(round3(seconds_lost)) : json_null(), "fix",
+		      json_text(fix)));
 }
 
 static const char *env_var(json_t *root, const char *name)
 {
 	json_t *vars = json_object_get(
-		json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "env"),
-		"vars");
+	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "env"),
+	    "vars");
 
 	return jstr(vars, name);
 }
@@ -143,7 +137,8 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 		if (memchr(h, ':', hl))
 			snprintf(c->ep_peer, sizeof(c->ep_peer), "%.*s", (int)hl, h);
 		else
-			snprintf(c->ep_peer, sizeof(c->ep_peer), "%.*s:%d", (int)hl, h, tls ? 443 : 80);
+			snprintf(c->ep_peer, sizeof(c->ep_peer), "%.*s:%d", (int)hl, h,
+				 tls ? 443 : 80);
 	}
 
 	c->ready = timeline_mark_ms(tl, "ready");
@@ -152,11 +147,11 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 		const char *k;
 		json_t *m;
 
-		json_object_foreach(json_object_get(root, "marks"), k, m)
+		json_object_foreach (json_object_get(root, "marks"), k, m)
 			if (json_number_value(m) > c->end)
 				c->end = json_number_value(m);
 	}
-	json_array_foreach(json_object_get(root, "files"), i, v)
+	json_array_foreach (json_object_get(root, "files"), i, v)
 		if (jnum(v, "last_ms") > c->end)
 			c->end = jnum(v, "last_ms");
 	exit_o = json_object_get(json_object_get(root, "process"), "exit");
@@ -173,7 +168,8 @@ static void ctx_init(struct ctx *c, struct timeline *tl)
 
 int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir)
 {
-	json_t *app = json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
+	json_t *app =
+	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
 	const char *dir = jstr(app, "dir");
 
 	return hf_cache_dirs(dir ? dir : "/", jstr(app, "model_dir"), timeline_env, root,
@@ -187,25 +183,25 @@ static const struct {
 	const char *name;
 	const char *lost; /* NULL: persistent */
 } fs_types[] = {
-	{0x01021994, "tmpfs", "memory: emptied at every reboot"},
-	{0x858458f6, "ramfs", "memory: emptied at every reboot"},
-	{0x794c7630, "overlay", "a container's writable layer: gone when the container is removed"},
-	{0x61756673, "aufs", "a container's writable layer: gone when the container is removed"},
-	{0xef53, "ext4", NULL},
-	{0x58465342, "xfs", NULL},
-	{0x9123683e, "btrfs", NULL},
-	{0x2fc12fc1, "zfs", NULL},
-	{0x6969, "nfs", NULL},
-	{0xff534d42, "cifs", NULL},
-	{0xfe534d42, "smb2", NULL},
-	{0x65735546, "fuse", NULL},
-	{0x01021997, "9p", NULL},
-	{0x6a656a63, "virtiofs", NULL},
-	{0x73717368, "squashfs", NULL},
-	{0x00c36400, "ceph", NULL},
-	{0x4d44, "vfat", NULL},
-	{0x5346544e, "ntfs", NULL},
-	{0xf2f52010, "f2fs", NULL},
+    {0x01021994, "tmpfs", "memory: emptied at every reboot"},
+    {0x858458f6, "ramfs", "memory: emptied at every reboot"},
+    {0x794c7630, "overlay", "a container's writable layer: gone when the container is removed"},
+    {0x61756673, "aufs", "a container's writable layer: gone when the container is removed"},
+    {0xef53, "ext4", NULL},
+    {0x58465342, "xfs", NULL},
+    {0x9123683e, "btrfs", NULL},
+    {0x2fc12fc1, "zfs", NULL},
+    {0x6969, "nfs", NULL},
+    {0xff534d42, "cifs", NULL},
+    {0xfe534d42, "smb2", NULL},
+    {0x65735546, "fuse", NULL},
+    {0x01021997, "9p", NULL},
+    {0x6a656a63, "virtiofs", NULL},
+    {0x73717368, "squashfs", NULL},
+    {0x00c36400, "ceph", NULL},
+    {0x4d44, "vfat", NULL},
+    {0x5346544e, "ntfs", NULL},
+    {0xf2f52010, "f2fs", NULL},
 };
 
 void diagnose_record_cache_fs(struct timeline *tl)
@@ -247,11 +243,11 @@ void diagnose_record_cache_fs(struct timeline *tl)
 			}
 		snprintf(magic, sizeof(magic), "0x%lx", (unsigned long)sf.f_type);
 		json_array_append_new(
-			list, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?}", "dir",
-					dirs[i].path, "role", dirs[i].role, "exists", exists, "statfs_path",
-					at, "fs_type", name ? name : magic, "fs_magic", magic, "read_only",
-					(sv.f_flag & ST_RDONLY) != 0, "persistent", lost == NULL, "lost",
-					lost));
+		    list, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?}", "dir",
+				    dirs[i].path, "role", dirs[i].role, "exists", exists,
+				    "statfs_path", at, "fs_type", name ? name : magic, "fs_magic",
+				    magic, "read_only", (sv.f_flag & ST_RDONLY) != 0, "persistent",
+				    lost == NULL, "lost", lost));
 	}
 	json_object_set_new(tl->root, "cache_fs", list);
 }
@@ -275,8 +271,7 @@ static void rule_missing_retry(struct ctx *c)
 	double span_top = 0;
 	size_t i;
 
-	json_array_foreach(json_object_get(c->root, "missing_paths"), i, m)
-	{
+	json_array_foreach (json_object_get(c->root, "missing_paths"), i, m) {
 		const char *path = jstr(m, "path");
 		double span = jnum(m, "last_ms") - jnum(m, "first_ms");
 		char abs[PATH_MAX];
@@ -288,10 +283,10 @@ static void rule_missing_retry(struct ctx *c)
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(
-			list, json_pack("{s:s, s:I, s:O, s:f, s:f, s:f}", "path", abs, "attempts",
-					json_integer_value(json_object_get(m, "attempts")), "errno",
-					json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
-					"last_ms", jnum(m, "last_ms"), "seconds", round3(span / 1000)));
+		    list, json_pack("{s:s, s:I, s:O, s:f, s:f, s:f}", "path", abs, "attempts",
+				    json_integer_value(json_object_get(m, "attempts")), "errno",
+				    json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
+				    "last_ms", jnum(m, "last_ms"), "seconds", round3(span / 1000)));
 		if (span > span_top) {
 			span_top = span;
 			top = json_array_get(list, json_array_size(list) - 1);
@@ -305,11 +300,13 @@ static void rule_missing_retry(struct ctx *c)
 	    "retry loop on a missing path", json_pack("{s:O, s:o}", "top", top, "paths", list),
 	    span_top / 1000,
 	    "the path never appeared: check that the volume or directory it lives on is mounted "
-	    "(a container mount missing, a cache directory on an unmounted disk) or fix the setting "
+	    "(a container mount missing, a cache directory on an unmounted disk) or fix the "
+	    "setting "
 	    "that names it (HF_HUB_CACHE, HF_HOME, [app] model_dir)",
 	    "%s was looked up %lld times over %.1f s and never existed (%s)%s", jstr(top, "path"),
 	    (long long)json_integer_value(json_object_get(top, "attempts")), span_top / 1000,
-	    jstr(top, "errno") ?: "failed", json_array_size(list) > 1 ? "; other paths in the loop below" : "");
+	    jstr(top, "errno") ?: "failed",
+	    json_array_size(list) > 1 ? "; other paths in the loop below" : "");
 }
 
 /* Paths whose failures matter for the cache: under the app, a cache, HF_HOME. */
@@ -320,7 +317,8 @@ static bool cache_related(struct ctx *c, const char *abs, const char *cls)
 	for (int i = 0; i < c->n_caches; i++)
 		if (path_under(abs, c->caches[i]))
 			return true;
-	return path_under(abs, c->hf_home) || strstr(abs, "/models--") || path_under(abs, c->app_dir);
+	return path_under(abs, c->hf_home) || strstr(abs, "/models--") ||
+	       path_under(abs, c->app_dir);
 }
 
 static void rule_write_refused(struct ctx *c)
@@ -328,20 +326,20 @@ static void rule_write_refused(struct ctx *c)
 	static const struct {
 		const char *err, *why, *fix;
 	} kinds[] = {
-		{"EROFS", "is on a read-only file system",
-		 "mount the cache read-write, or point HF_HUB_CACHE (or HF_HOME) at a writable "
-		 "directory in [env] of tts-launch.ini; a read-only cache works only with every file "
-		 "present and HF_HUB_OFFLINE=1"},
-		{"EACCES", "refuses access (permissions)",
-		 "give the service's user write access to the cache (chown -R USER DIR), or point "
-		 "HF_HUB_CACHE at a directory it owns; [service] user must own the cache"},
-		{"EPERM", "refuses the operation",
-		 "check the directory's owner, immutable flags (lsattr) and the security policy; or "
-		 "point HF_HUB_CACHE at another directory"},
-		{"ENOSPC", "is full",
-		 "free space on the file system holding the cache (df -h DIR), or move the cache "
-		 "(HF_HUB_CACHE) to a larger disk; remove leftover *.incomplete files"},
-		{"EDQUOT", "is over quota", "raise the quota or move the cache (HF_HUB_CACHE)"},
+	    {"EROFS", "is on a read-only file system",
+	     "mount the cache read-write, or point HF_HUB_CACHE (or HF_HOME) at a writable "
+	     "directory in [env] of tts-launch.ini; a read-only cache works only with every file "
+	     "present and HF_HUB_OFFLINE=1"},
+	    {"EACCES", "refuses access (permissions)",
+	     "give the service's user write access to the cache (chown -R USER DIR), or point "
+	     "HF_HUB_CACHE at a directory it owns; [service] user must own the cache"},
+	    {"EPERM", "refuses the operation",
+	     "check the directory's owner, immutable flags (lsattr) and the security policy; or "
+	     "point HF_HUB_CACHE at another directory"},
+	    {"ENOSPC", "is full",
+	     "free space on the file system holding the cache (df -h DIR), or move the cache "
+	     "(HF_HUB_CACHE) to a larger disk; remove leftover *.incomplete files"},
+	    {"EDQUOT", "is over quota", "raise the quota or move the cache (HF_HUB_CACHE)"},
 	};
 	const char *sections[] = {"files", "missing_paths"};
 
@@ -351,8 +349,7 @@ static void rule_write_refused(struct ctx *c)
 		size_t i;
 
 		for (size_t s = 0; s < 2; s++) {
-			json_array_foreach(json_object_get(c->root, sections[s]), i, e)
-			{
+			json_array_foreach (json_object_get(c->root, sections[s]), i, e) {
 				const char *path = jstr(e, "path"), *err = jstr(e, "errno");
 				char abs[PATH_MAX];
 
@@ -386,8 +383,7 @@ static void rule_not_persistent(struct ctx *c)
 	json_t *e;
 	size_t i;
 
-	json_array_foreach(json_object_get(c->root, "cache_fs"), i, e)
-	{
+	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e) {
 		const char *dir = jstr(e, "dir");
 		const char *sections[] = {"files", "missing_paths"};
 		double written = 0;
@@ -400,8 +396,7 @@ static void rule_not_persistent(struct ctx *c)
 			json_t *f;
 			size_t j;
 
-			json_array_foreach(json_object_get(c->root, sections[s]), j, f)
-			{
+			json_array_foreach (json_object_get(c->root, sections[s]), j, f) {
 				char abs[PATH_MAX];
 
 				if (!jstr(f, "path"))
@@ -416,25 +411,31 @@ static void rule_not_persistent(struct ctx *c)
 		if (!used)
 			continue;
 		fmt_bytes(b, sizeof(b), written);
-		if (!strcmp(jstr(e, "fs_type") ?: "", "tmpfs") || !strcmp(jstr(e, "fs_type") ?: "", "ramfs"))
-			snprintf(fix, sizeof(fix),
-				 "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
-				 "(any directory on a persistent file system) in tts-launch.ini, or mount "
-				 "a disk at %s; otherwise every reboot downloads the models again",
-				 dir);
+		if (!strcmp(jstr(e, "fs_type") ?: "", "tmpfs") ||
+		    !strcmp(jstr(e, "fs_type") ?: "", "ramfs"))
+			snprintf(
+			    fix, sizeof(fix),
+			    "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
+			    "(any directory on a persistent file system) in tts-launch.ini, or "
+			    "mount "
+			    "a disk at %s; otherwise every reboot downloads the models again",
+			    dir);
 		else
-			snprintf(fix, sizeof(fix),
-				 "mount a volume at %s (docker run -v hf-cache:%s, a Kubernetes "
-				 "persistentVolumeClaim) or point HF_HUB_CACHE at a mounted volume; "
-				 "otherwise every new container downloads the models again",
-				 dir, dir);
-		add(c, "cache-not-persistent", DIAG_WARNING, "io", "cache on a file system that is not kept",
+			snprintf(
+			    fix, sizeof(fix),
+			    "mount a volume at %s (docker run -v hf-cache:%s, a Kubernetes "
+			    "persistentVolumeClaim) or point HF_HUB_CACHE at a mounted volume; "
+			    "otherwise every new container downloads the models again",
+			    dir, dir);
+		add(c, "cache-not-persistent", DIAG_WARNING, "io",
+		    "cache on a file system that is not kept",
 		    json_pack("{s:s, s:O, s:O, s:O, s:O, s:i, s:f}", "dir", dir, "role",
 			      json_object_get(e, "role"), "fs_type", json_object_get(e, "fs_type"),
 			      "read_only", json_object_get(e, "read_only"), "statfs_path",
-			      json_object_get(e, "statfs_path"), "paths_used", used, "bytes_written",
-			      written),
-		    -1, fix, "the cache %s (%s) is on %s, %s; %d path%s used there, %s written this run",
+			      json_object_get(e, "statfs_path"), "paths_used", used,
+			      "bytes_written", written),
+		    -1, fix,
+		    "the cache %s (%s) is on %s, %s; %d path%s used there, %s written this run",
 		    dir, jstr(e, "role"), jstr(e, "fs_type"), jstr(e, "lost") ?: "not kept", used,
 		    used == 1 ? "" : "s", b);
 	}
@@ -458,8 +459,7 @@ static void rule_lock_wait(struct ctx *c)
 	json_t *f;
 	size_t i;
 
-	json_array_foreach(json_object_get(c->root, "files"), i, f)
-	{
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
 		const char *path = jstr(f, "path");
 		double t = jnum(f, "first_ms"), next = -1, wait;
 		char repo[PATH_MAX], needle[PATH_MAX + 4], abs[PATH_MAX];
@@ -476,13 +476,13 @@ static void rule_lock_wait(struct ctx *c)
 			json_t *e;
 			size_t j;
 
-			json_array_foreach(json_object_get(c->root, sections[s]), j, e)
-			{
+			json_array_foreach (json_object_get(c->root, sections[s]), j, e) {
 				const char *p = jstr(e, "path");
 
 				if (!p || strstr(p, "/.locks/") || !strstr(p, needle))
 					continue;
-				if (jnum(e, "first_ms") > t && (next < 0 || jnum(e, "first_ms") < next))
+				if (jnum(e, "first_ms") > t &&
+				    (next < 0 || jnum(e, "first_ms") < next))
 					next = jnum(e, "first_ms");
 				/* a path opened earlier may be touched again after the wait */
 				if (jnum(e, "last_ms") > t && jnum(e, "first_ms") <= t &&
@@ -497,15 +497,17 @@ static void rule_lock_wait(struct ctx *c)
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		add(c, "cache-lock-wait", stuck && c->ready < 0 ? DIAG_ERROR : DIAG_WARNING, "io",
 		    "waiting for a lock on the cache",
-		    json_pack("{s:s, s:s, s:f, s:f, s:b}", "lock", abs, "repo", repo, "locked_at_ms", t,
-			      "seconds", round3(wait / 1000), "still_waiting", stuck),
+		    json_pack("{s:s, s:s, s:f, s:f, s:b}", "lock", abs, "repo", repo,
+			      "locked_at_ms", t, "seconds", round3(wait / 1000), "still_waiting",
+			      stuck),
 		    wait / 1000,
 		    "another process holds the lock (another IndexTTS2 instance, or a download "
 		    "sharing this cache): let it finish or stop it (fuser -v LOCKFILE shows the "
-		    "holder); the kernel drops the lock of a dead process, so a wait that never ends "
+		    "holder); the kernel drops the lock of a dead process, so a wait that never "
+		    "ends "
 		    "means a live holder",
-		    "%s %s %.1f s for %s", base_name(abs), stuck ? "was still awaited after" : "was awaited",
-		    wait / 1000, abs);
+		    "%s %s %.1f s for %s", base_name(abs),
+		    stuck ? "was still awaited after" : "was awaited", wait / 1000, abs);
 	}
 }
 
@@ -514,8 +516,7 @@ static void rule_io_amplification(struct ctx *c)
 	json_t *f;
 	size_t i;
 
-	json_array_foreach(json_object_get(c->root, "files"), i, f)
-	{
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
 		const char *path = jstr(f, "path"), *cls = jstr(f, "class");
 		double size = jnum(f, "size"), rd = jnum(f, "bytes_read"), reads = jnum(f, "reads");
 		char abs[PATH_MAX], a[32], b[32];
@@ -527,11 +528,12 @@ static void rule_io_amplification(struct ctx *c)
 		fmt_bytes(b, sizeof(b), size);
 		if (size > 0 && rd >= REREAD_FACTOR * size && rd - size >= REREAD_MIN_EXTRA) {
 			add(c, "io-reread", DIAG_WARNING, "io", "model file read several times",
-			    json_pack("{s:s, s:f, s:f, s:f, s:f}", "path", abs, "bytes_read", rd, "size",
-				      size, "factor", round3(rd / size), "reads", reads),
+			    json_pack("{s:s, s:f, s:f, s:f, s:f}", "path", abs, "bytes_read", rd,
+				      "size", size, "factor", round3(rd / size), "reads", reads),
 			    -1,
 			    "load the file once and share it (cache the loaded object), or mmap it "
-			    "(safetensors) so the page cache serves the re-reads; check that no loader "
+			    "(safetensors) so the page cache serves the re-reads; check that no "
+			    "loader "
 			    "is called twice for the same file",
 			    "%s: %s read for a %s file (%.1fx)", abs, a, b, rd / size);
 		} else if (reads >= SMALL_READS_MIN && rd >= SMALL_READS_MIN_BYTES &&
@@ -539,11 +541,13 @@ static void rule_io_amplification(struct ctx *c)
 			char avg[32];
 
 			fmt_bytes(avg, sizeof(avg), rd / reads);
-			add(c, "io-small-reads", DIAG_WARNING, "io", "model file read in many small pieces",
-			    json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes_read", rd, "reads", reads,
-				      "avg_read", round3(rd / reads)),
+			add(c, "io-small-reads", DIAG_WARNING, "io",
+			    "model file read in many small pieces",
+			    json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes_read", rd,
+				      "reads", reads, "avg_read", round3(rd / reads)),
 			    -1,
-			    "read with a large buffer (open(path, 'rb', buffering=16 << 20)) or mmap "
+			    "read with a large buffer (open(path, 'rb', buffering=16 << 20)) or "
+			    "mmap "
 			    "the file; each small read is a system call",
 			    "%s: %.0f reads of %s on average (%s in all)", abs, reads, avg, a);
 		}
@@ -570,8 +574,7 @@ static void find_downloads(struct ctx *c)
 	/* every file by its name (the dentry's for "[fd] NAME"), 16 to 255
 	 * bytes: a download's other names are then found by looking up each
 	 * prefix of its base name, not by a scan of all files per download */
-	json_array_foreach(files, i, f)
-	{
+	json_array_foreach (files, i, f) {
 		const char *q = jstr(f, "path"), *name;
 		json_t *l;
 
@@ -586,8 +589,7 @@ static void find_downloads(struct ctx *c)
 		json_array_append(l, f);
 	}
 	c->dls = json_array();
-	json_array_foreach(files, i, f)
-	{
+	json_array_foreach (files, i, f) {
 		const char *path = jstr(f, "path"), *b;
 		double bytes, last;
 		char abs[PATH_MAX];
@@ -601,8 +603,7 @@ static void find_downloads(struct ctx *c)
 		last = jnum(f, "last_ms");
 		/* dentry names are cut at TRACE_NAME_MAX: a prefix will do */
 		for (size_t l = 16; l <= bl && l <= 255; l++) {
-			json_array_foreach(json_object_getn(by_name, b, l), j, g)
-			{
+			json_array_foreach (json_object_getn(by_name, b, l), j, g) {
 				if (g == f)
 					continue;
 				bytes += jnum(g, "bytes_written");
@@ -611,11 +612,11 @@ static void find_downloads(struct ctx *c)
 			}
 		}
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
-		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", bytes,
-							"first_ms", jnum(f, "first_ms"), "last_ms", last));
+		json_array_append_new(c->dls,
+				      json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", bytes,
+						"first_ms", jnum(f, "first_ms"), "last_ms", last));
 	}
-	json_array_foreach(files, i, f)
-	{
+	json_array_foreach (files, i, f) {
 		const char *path = jstr(f, "path");
 		char abs[PATH_MAX];
 
@@ -623,9 +624,10 @@ static void find_downloads(struct ctx *c)
 		    !strstr(path, "/models--") || cache_meta(path) || jnum(f, "bytes_written") <= 0)
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
-		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes",
-							jnum(f, "bytes_written"), "first_ms",
-							jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms")));
+		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs,
+							"bytes", jnum(f, "bytes_written"),
+							"first_ms", jnum(f, "first_ms"), "last_ms",
+							jnum(f, "last_ms")));
 	}
 	json_decref(by_name);
 }
@@ -647,8 +649,7 @@ static void rule_wrong_cache(struct ctx *c)
 	if (!c->n_caches)
 		return;
 	roots = json_object();
-	json_array_foreach(c->dls, i, f)
-	{
+	json_array_foreach (c->dls, i, f) {
 		char abs[PATH_MAX], r[PATH_MAX];
 		bool ok = false;
 
@@ -666,8 +667,7 @@ static void rule_wrong_cache(struct ctx *c)
 		json_array_append_new(json_object_get(g, "files"), json_string(abs));
 		json_object_set_new(g, "bytes", json_real(jnum(g, "bytes") + jnum(f, "bytes")));
 	}
-	json_object_foreach(roots, root, g)
-	{
+	json_object_foreach (roots, root, g) {
 		char b[32], fix[3 * PATH_MAX + 512];
 		const char *want = c->caches[0];
 
@@ -679,9 +679,10 @@ static void rule_wrong_cache(struct ctx *c)
 			 "env.HF_HUB_CACHE=%s), and move what was downloaded: mv %s/models--* %s/",
 			 want, want, root, want);
 		json_object_set_new(g, "configured_cache", json_string(want));
-		add(c, "wrong-cache", DIAG_WARNING, "download", "models written outside the configured cache",
-		    json_incref(g), -1, fix,
-		    "%zu file%s (%s) downloaded into %s, but the configured cache is %s: every start "
+		add(c, "wrong-cache", DIAG_WARNING, "download",
+		    "models written outside the configured cache", json_incref(g), -1, fix,
+		    "%zu file%s (%s) downloaded into %s, but the configured cache is %s: every "
+		    "start "
 		    "from another environment downloads them again",
 		    json_array_size(json_object_get(g, "files")),
 		    json_array_size(json_object_get(g, "files")) == 1 ? "" : "s", b, root, want);
@@ -700,8 +701,7 @@ static double *hub_connect_starts(struct ctx *c, size_t *n)
 	size_t i;
 
 	*n = 0;
-	json_array_foreach(arr, i, e)
-	{
+	json_array_foreach (arr, i, e) {
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 
 		if (v && port && port != 53)
@@ -741,8 +741,7 @@ static void rule_interrupted(struct ctx *c)
 	size_t i, n_hub;
 	double *hub = hub_connect_starts(c, &n_hub);
 
-	json_array_foreach(json_object_get(c->root, "files"), i, f)
-	{
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
 		const char *path = jstr(f, "path");
 		char abs[PATH_MAX], a[32];
 		double on_disk = -1, written = jnum(f, "bytes_written");
@@ -780,9 +779,12 @@ static void rule_interrupted(struct ctx *c)
 			      hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
 						   jnum(f, "last_ms") + 1)),
 		    -1,
-		    "start again: the download resumes from the .incomplete file (HTTP Range); if it "
-		    "keeps breaking, the connection to the hub is cut mid-stream (proxy, VPN, unstable "
-		    "link): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT to a mirror; delete the "
+		    "start again: the download resumes from the .incomplete file (HTTP Range); if "
+		    "it "
+		    "keeps breaking, the connection to the hub is cut mid-stream (proxy, VPN, "
+		    "unstable "
+		    "link): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT to a mirror; delete "
+		    "the "
 		    "file to start that download over",
 		    "%s: %s written this run, never completed", abs, a);
 	}
@@ -798,16 +800,15 @@ static void rule_slow_download(struct ctx *c)
 	size_t i;
 	char rate[32], total[32], msg_files[1024] = "";
 
-	json_array_foreach(c->dls, i, f)
-	{
+	json_array_foreach (c->dls, i, f) {
 		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
 		char abs[PATH_MAX];
 
 		if (w <= 0 || dur < SLOW_MIN_MS || w / (dur / 1000) >= SLOW_RATE_BPS)
 			continue;
 		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
-		json_array_append_new(files, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", w,
-						       "seconds", round3(dur / 1000), "rate_bps",
+		json_array_append_new(files, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes",
+						       w, "seconds", round3(dur / 1000), "rate_bps",
 						       round3(w / (dur / 1000))));
 		bytes += w;
 		if (a < 0 || jnum(f, "first_ms") < a)
@@ -818,8 +819,9 @@ static void rule_slow_download(struct ctx *c)
 			char one[64];
 
 			fmt_bytes(one, sizeof(one), w / (dur / 1000));
-			snprintf(msg_files + strlen(msg_files), sizeof(msg_files) - strlen(msg_files),
-				 "%s%.80s at %s/s", *msg_files ? ", " : "", base_name(abs), one);
+			snprintf(msg_files + strlen(msg_files),
+				 sizeof(msg_files) - strlen(msg_files), "%s%.80s at %s/s",
+				 *msg_files ? ", " : "", base_name(abs), one);
 		}
 	}
 	if (!json_array_size(files)) {
@@ -830,8 +832,8 @@ static void rule_slow_download(struct ctx *c)
 	fmt_bytes(total, sizeof(total), bytes);
 	add(c, "download-slow", DIAG_WARNING, "download", "slow model download",
 	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:n}", "files", files, "bytes", bytes, "seconds",
-		      round3((b - a) / 1000), "rate_bps", round3(bytes / ((b - a) / 1000)), "endpoint",
-		      c->endpoint, "time_left"),
+		      round3((b - a) / 1000), "rate_bps", round3(bytes / ((b - a) / 1000)),
+		      "endpoint", c->endpoint, "time_left"),
 	    (b - a) / 1000,
 	    "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
 	    "https://hf-mirror.com, or a local proxy), or download the models once ahead of time "
@@ -855,8 +857,7 @@ static bool all_cached(struct ctx *c)
 	size_t i;
 	int snaps = 0;
 
-	json_array_foreach(json_object_get(c->root, "files"), i, f)
-	{
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
 		const char *p = jstr(f, "path");
 
 		if (!p)
@@ -879,8 +880,7 @@ static void rule_hub_unreachable(struct ctx *c)
 	size_t i;
 
 	/* connection attempts by peer (TCP/UDP over IP, not DNS) */
-	json_array_foreach(json_object_get(c->root, "connects"), i, e)
-	{
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 		int fam = (int)json_integer_value(json_object_get(e, "family"));
 		const char *p = jstr(e, "peer");
@@ -895,15 +895,17 @@ static void rule_hub_unreachable(struct ctx *c)
 		json_array_append_new(json_object_get(g, "starts"), json_real(jnum(e, "start_ms")));
 		if (json_integer_value(json_object_get(e, "ret")) < 0 &&
 		    json_integer_value(json_object_get(e, "ret")) != -EINPROGRESS) {
-			const char *n = strerrorname_np((int)-json_integer_value(json_object_get(e, "ret")));
+			const char *n =
+			    strerrorname_np((int)-json_integer_value(json_object_get(e, "ret")));
 
-			json_array_append_new(json_object_get(g, "errors"), json_string(n ? n : "?"));
+			json_array_append_new(json_object_get(g, "errors"),
+					      json_string(n ? n : "?"));
 		}
 	}
-	json_object_foreach(peers, peer, g)
-	{
+	json_object_foreach (peers, peer, g) {
 		json_t *net, *starts = json_object_get(g, "starts");
-		size_t cnt = json_array_size(starts), nerr = json_array_size(json_object_get(g, "errors"));
+		size_t cnt = json_array_size(starts),
+		       nerr = json_array_size(json_object_get(g, "errors"));
 		double in = 0, out = 0, lost = -1, median = 0, *gaps;
 		const char *how, *why;
 		bool hub = c->ep_peer[0] && !strcmp(peer, c->ep_peer);
@@ -945,7 +947,8 @@ static void rule_hub_unreachable(struct ctx *c)
 			why = "no connection was established (refused or unreachable)";
 		} else if (median >= DROP_MIN_GAP_MS || cnt == 1) {
 			how = "silently dropped";
-			why = "requests were sent but nothing came back: each one waited for its timeout";
+			why = "requests were sent but nothing came back: each one waited for its "
+			      "timeout";
 		} else {
 			how = "reset";
 			why = "requests were sent and the connection was closed without an answer";
@@ -955,25 +958,29 @@ static void rule_hub_unreachable(struct ctx *c)
 		if (hub)
 			strcat(label, ")");
 		if (cached)
-			snprintf(fix, sizeof(fix),
-				 "every file the service needed was already in the cache: start with "
-				 "HF_HUB_OFFLINE=1 ([env] HF_HUB_OFFLINE = 1 in tts-launch.ini) so it does "
-				 "not ask the hub; or set HF_ENDPOINT to a reachable mirror");
+			snprintf(
+			    fix, sizeof(fix),
+			    "every file the service needed was already in the cache: start with "
+			    "HF_HUB_OFFLINE=1 ([env] HF_HUB_OFFLINE = 1 in tts-launch.ini) so it "
+			    "does "
+			    "not ask the hub; or set HF_ENDPOINT to a reachable mirror");
 		else
-			snprintf(fix, sizeof(fix),
-				 "make %s reachable (firewall, proxy: HTTPS_PROXY), or set HF_ENDPOINT "
-				 "to a reachable mirror; with every model already downloaded, "
-				 "HF_HUB_OFFLINE=1 skips the hub; a lower HF_HUB_ETAG_TIMEOUT shortens "
-				 "each wait",
-				 peer);
+			snprintf(
+			    fix, sizeof(fix),
+			    "make %s reachable (firewall, proxy: HTTPS_PROXY), or set HF_ENDPOINT "
+			    "to a reachable mirror; with every model already downloaded, "
+			    "HF_HUB_OFFLINE=1 skips the hub; a lower HF_HUB_ETAG_TIMEOUT shortens "
+			    "each wait",
+			    peer);
 		if (lost >= 0)
 			snprintf(lost_txt, sizeof(lost_txt), "; about %.1f s lost", lost);
 		sev = c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING;
 		add(c, "hub-unreachable", sev, "download", "model hub unreachable",
-		    json_pack("{s:s, s:b, s:s?, s:i, s:s, s:O, s:f, s:f, s:f, s:b}", "peer", peer, "hub",
-			      hub, "endpoint", c->endpoint, "attempts", (int)cnt, "outcome", how,
-			      "errors", json_object_get(g, "errors"), "bytes_out", out, "bytes_in", in,
-			      "seconds_per_attempt", round3(median / 1000), "all_cached", cached),
+		    json_pack("{s:s, s:b, s:s?, s:i, s:s, s:O, s:f, s:f, s:f, s:b}", "peer", peer,
+			      "hub", hub, "endpoint", c->endpoint, "attempts", (int)cnt, "outcome",
+			      how, "errors", json_object_get(g, "errors"), "bytes_out", out,
+			      "bytes_in", in, "seconds_per_attempt", round3(median / 1000),
+			      "all_cached", cached),
 		    lost, fix, "%s: %zu connection attempt%s, %s (%s)%s", label, cnt,
 		    cnt == 1 ? "" : "s", how, why, lost_txt);
 	}
@@ -1002,8 +1009,7 @@ static void rule_dns(struct ctx *c)
 
 	if (name)
 		ep_port = atoi(strrchr(c->ep_peer, ':') + 1);
-	json_array_foreach(json_object_get(c->root, "connects"), i, e)
-	{
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
 		json_int_t ret = json_integer_value(json_object_get(e, "ret"));
 		int port = (int)json_integer_value(json_object_get(e, "port"));
 		int fam = (int)json_integer_value(json_object_get(e, "family"));
@@ -1033,17 +1039,17 @@ static void rule_dns(struct ctx *c)
 	}
 	add(c, "dns-failure", c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING, "download",
 	    "name resolution failed",
-	    json_pack("{s:o, s:i, s:i, s:f, s:f, s:s?, s:s?}", "servers", servers, "queries", queries,
-		      "failed_connects", fails, "first_ms", a, "last_ms", b, "endpoint", c->endpoint,
-		      "host", name ? host : NULL),
+	    json_pack("{s:o, s:i, s:i, s:f, s:f, s:s?, s:s?}", "servers", servers, "queries",
+		      queries, "failed_connects", fails, "first_ms", a, "last_ms", b, "endpoint",
+		      c->endpoint, "host", name ? host : NULL),
 	    b > a ? (b - a) / 1000 : -1,
 	    "check the resolver (/etc/resolv.conf, the container's DNS settings) and the "
 	    "name in HF_ENDPOINT; put the hub's address in /etc/hosts or use an address in "
 	    "HF_ENDPOINT; with every model cached, HF_HUB_OFFLINE=1 needs no look-up",
-	    "%s%s%s: %d DNS quer%s to %s%s, no connection to the hub followed", name ? "the hub's name " : "",
-	    name ? host : "name server", name ? " could not be resolved" : " unreachable", queries,
-	    queries == 1 ? "y" : "ies", json_string_value(json_array_get(servers, 0)) ?: "?",
-	    fails ? " failed" : "");
+	    "%s%s%s: %d DNS quer%s to %s%s, no connection to the hub followed",
+	    name ? "the hub's name " : "", name ? host : "name server",
+	    name ? " could not be resolved" : " unreachable", queries, queries == 1 ? "y" : "ies",
+	    json_string_value(json_array_get(servers, 0)) ?: "?", fails ? " failed" : "");
 }
 
 /* ---- rules: memory ---- */
@@ -1056,8 +1062,7 @@ static void rule_lazy_faults(struct ctx *c)
 
 	/* needs per-request fault counts (requests[]); without them the trace
 	 * cannot tell load-time faults from request-time ones */
-	json_array_foreach(json_object_get(c->root, "requests"), i, r)
-	{
+	json_array_foreach (json_object_get(c->root, "requests"), i, r) {
 		/* faults inside model file mappings (minor and major): not any
 		 * major fault, which a library page or a log file can cause */
 		double mf = jnum(r, "model_faults");
@@ -1071,13 +1076,15 @@ static void rule_lazy_faults(struct ctx *c)
 		json_decref(list);
 		return;
 	}
-	add(c, "lazy-model-faults", DIAG_WARNING, "memory", "model pages faulted in during requests",
-	    json_pack("{s:o, s:f, s:s?}", "requests", list, "faults", faults, "mlock", c->mlock), -1,
+	add(c, "lazy-model-faults", DIAG_WARNING, "memory",
+	    "model pages faulted in during requests",
+	    json_pack("{s:o, s:f, s:s?}", "requests", list, "faults", faults, "mlock", c->mlock),
+	    -1,
 	    c->mlock && strcmp(c->mlock, "off")
-		    ? "mlock is on but did not cover these pages: use --mlock=all, or check the "
-		      "mlock result in the timeline (memory.mlock)"
-		    : "start with --mlock=models (or [mlock] mode = models) so model pages are locked "
-		      "in memory once loaded",
+		? "mlock is on but did not cover these pages: use --mlock=all, or check the "
+		  "mlock result in the timeline (memory.mlock)"
+		: "start with --mlock=models (or [mlock] mode = models) so model pages are locked "
+		  "in memory once loaded",
 	    "%zu request%s faulted %.0f model pages in", json_array_size(list),
 	    json_array_size(list) == 1 ? "" : "s", faults);
 }
@@ -1090,8 +1097,7 @@ static int level_of(json_t *findings)
 	size_t i;
 	int lvl = DIAG_CLEAN;
 
-	json_array_foreach(findings, i, f)
-	{
+	json_array_foreach (findings, i, f) {
 		const char *s = jstr(f, "severity");
 
 		if (s && !strcmp(s, "error"))
@@ -1145,8 +1151,7 @@ void diagnose_print(const struct timeline *tl, FILE *out)
 		return;
 	fprintf(out, "tts-launch: diagnosis: %zu finding%s\n", json_array_size(findings),
 		json_array_size(findings) == 1 ? "" : "s");
-	json_array_foreach(findings, i, f)
-	{
+	json_array_foreach (findings, i, f) {
 		json_t *lost = json_object_get(f, "seconds_lost");
 
 		/* paths in messages come from the trace: escaped for the terminal */
@@ -1180,10 +1185,13 @@ int diagnose_command(const char *path, unsigned checks, const char *format)
 	lvl = diagnose_run(tl, checks ? checks : DIAG_ALL);
 	if (!strcmp(format, "json")) {
 		json_t *o = json_pack("{s:s, s:s, s:O}", "timeline", path, "result",
-				      lvl == DIAG_ERROR ? "error" : lvl ? "warning" : "clean",
+				      lvl == DIAG_ERROR ? "error"
+				      : lvl		? "warning"
+							: "clean",
 				      "findings", json_object_get(tl->root, "findings"));
 
-		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+		json_dumpf(o, stdout,
+			   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 		fputc('\n', stdout);
 		json_decref(o);
 	} else if (lvl == DIAG_CLEAN) {

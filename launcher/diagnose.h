@@ -13,9 +13,9 @@
 #include "timeline.h"
 
 enum diag_check {
-	DIAG_IO = 1 << 0,       /* missing-path loops, cache file system, locks, read amplification */
+	DIAG_IO = 1 << 0, /* missing-path loops, cache file system, locks, read amplification */
 	DIAG_DOWNLOAD = 1 << 1, /* hub, DNS, slow/interrupted downloads, wrong cache */
-	DIAG_MEMORY = 1 << 2,   /* model pages faulted during requests */
+	DIAG_MEMORY = 1 << 2,	/* model pages faulted during requests */
 	DIAG_ALL = DIAG_IO | DIAG_DOWNLOAD | DIAG_MEMORY,
 };
 

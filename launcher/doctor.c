@@ -18,7 +18,7 @@
 static int fails;
 
 static void line(const char *status, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void line(const char *status, const char *what, const char *fmt, ...)
 {
 	va_list ap;
@@ -69,8 +69,8 @@ static void check_kernel(void)
 	if (major > 5 || (major == 5 && minor >= 8))
 		line("OK", "kernel", "%s (ring buffer, pidfd: yes)", u.release);
 	else
-		line("FAIL", "kernel", "%s is older than 5.8 (no BPF ring buffer): upgrade the kernel",
-		     u.release);
+		line("FAIL", "kernel",
+		     "%s is older than 5.8 (no BPF ring buffer): upgrade the kernel", u.release);
 }
 
 static void check_btf(void)
@@ -78,8 +78,9 @@ static void check_btf(void)
 	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
 		line("OK", "BTF", "/sys/kernel/btf/vmlinux present");
 	else
-		line("FAIL", "BTF", "/sys/kernel/btf/vmlinux missing: use a kernel built with "
-				    "CONFIG_DEBUG_INFO_BTF=y; the service would start untraced");
+		line("FAIL", "BTF",
+		     "/sys/kernel/btf/vmlinux missing: use a kernel built with "
+		     "CONFIG_DEBUG_INFO_BTF=y; the service would start untraced");
 }
 
 static void check_tracefs(void)
@@ -90,9 +91,10 @@ static void check_tracefs(void)
 	if (access("/sys/kernel/tracing/events", F_OK) == 0)
 		line("OK", "tracefs", "mounted at /sys/kernel/tracing");
 	else
-		line("OK", "tracefs", "not mounted: tts-launch mounts it when it starts tracing "
-				      "(needs CAP_SYS_ADMIN; by hand: mount -t tracefs tracefs "
-				      "/sys/kernel/tracing)");
+		line("OK", "tracefs",
+		     "not mounted: tts-launch mounts it when it starts tracing "
+		     "(needs CAP_SYS_ADMIN; by hand: mount -t tracefs tracefs "
+		     "/sys/kernel/tracing)");
 }
 
 static void check_caps(void)
@@ -103,8 +105,9 @@ static void check_caps(void)
 	if (bpf && perf)
 		line("OK", "BPF capabilities", "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) held");
 	else
-		line("FAIL", "BPF capabilities", "missing %s%s: run tts-launch as root (the service "
-						 "can still run as [service] user)",
+		line("FAIL", "BPF capabilities",
+		     "missing %s%s: run tts-launch as root (the service "
+		     "can still run as [service] user)",
 		     bpf ? "" : "CAP_BPF ", perf ? "" : "CAP_PERFMON");
 }
 
@@ -113,7 +116,8 @@ static void check_unpriv(void)
 	char v[32];
 
 	if (read_first_line("/proc/sys/kernel/unprivileged_bpf_disabled", v, sizeof(v)) < 0)
-		line("WARN", "unprivileged BPF", "cannot read /proc/sys/kernel/unprivileged_bpf_disabled");
+		line("WARN", "unprivileged BPF",
+		     "cannot read /proc/sys/kernel/unprivileged_bpf_disabled");
 	else
 		line("OK", "unprivileged BPF", "unprivileged_bpf_disabled = %s (%s)", v,
 		     strcmp(v, "0") ? "only privileged users can trace, as expected"
@@ -129,8 +133,10 @@ static void check_lockdown(void)
 		return;
 	}
 	if (strstr(v, "[confidentiality]"))
-		line("FAIL", "lockdown", "%s: kernel memory reads by BPF are refused; boot with "
-					 "lockdown=none or integrity", v);
+		line("FAIL", "lockdown",
+		     "%s: kernel memory reads by BPF are refused; boot with "
+		     "lockdown=none or integrity",
+		     v);
 	else
 		line("OK", "lockdown", "%s", v);
 }
@@ -145,9 +151,10 @@ static void check_memlock(void)
 	else
 		/* Since 5.11 BPF memory is charged to the memory cgroup, not
 		 * RLIMIT_MEMLOCK (kernel commit 97306be45fbe). */
-		line("OK", "RLIMIT_MEMLOCK", "%llu KiB (hard %llu KiB); BPF maps are charged to the "
-					     "memory cgroup on 5.11+, mlock of the service needs "
-					     "CAP_IPC_LOCK or root",
+		line("OK", "RLIMIT_MEMLOCK",
+		     "%llu KiB (hard %llu KiB); BPF maps are charged to the "
+		     "memory cgroup on 5.11+, mlock of the service needs "
+		     "CAP_IPC_LOCK or root",
 		     (unsigned long long)r.rlim_cur / 1024, (unsigned long long)r.rlim_max / 1024);
 }
 
@@ -155,8 +162,8 @@ static void check_bpf_load(void)
 {
 	/* r0 = 0; exit: the smallest program, to prove the kernel takes one. */
 	struct bpf_insn prog[] = {
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
-		{.code = BPF_JMP | BPF_EXIT},
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
 	};
 	int fd = bpf_prog_load(BPF_PROG_TYPE_TRACEPOINT, "doctor", "GPL", prog, 2, NULL);
 
@@ -204,7 +211,8 @@ static void check_app(const struct config *c)
 	if (in_path(interp, found, sizeof(found)))
 		line("OK", "interpreter", "%s", found);
 	else
-		line("FAIL", "interpreter", "%s not found or not executable: set [app] python", interp);
+		line("FAIL", "interpreter", "%s not found or not executable: set [app] python",
+		     interp);
 	script = config_path(c, c->script);
 	if (access(script, R_OK) == 0)
 		line("OK", "script", "%s", script);
@@ -226,8 +234,10 @@ static void check_port(const struct config *c)
 	if (n > 0) {
 		char *cmd = proc_cmdline(pids[0]);
 
-		line("WARN", "port", "%d is held by pid %d (%s): a stale instance is ended by `run`, "
-				     "anything else makes it exit 3", c->port, pids[0], cmd ? cmd : "?");
+		line("WARN", "port",
+		     "%d is held by pid %d (%s): a stale instance is ended by `run`, "
+		     "anything else makes it exit 3",
+		     c->port, pids[0], cmd ? cmd : "?");
 		free(cmd);
 	} else {
 		line("OK", "port", "%d is free", c->port);

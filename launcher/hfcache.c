@@ -17,8 +17,7 @@ void hf_home(const char *app_dir, hf_env_fn env, const void *ctx, char *out, siz
 	v = env(ctx, "HOME");
 	if (!v || !*v)
 		v = getenv("HOME");
-	snprintf(tmp, sizeof(tmp), "%.*s/.cache/huggingface", PATH_MAX - 32,
-		 v && *v ? v : "/root");
+	snprintf(tmp, sizeof(tmp), "%.*s/.cache/huggingface", PATH_MAX - 32, v && *v ? v : "/root");
 	path_resolve(app_dir, tmp, out, len);
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomicfile.h"
 #include "clock.h"
 #include "compare.h"
 #include "config.h"
@@ -19,13 +20,12 @@
 #include "diagnose.h"
 #include "doctor.h"
 #include "mlock.h"
-#include "spawn.h"
-#include "supervise.h"
+#include "redact.h"
 #include "render_perfetto.h"
 #include "render_prom.h"
-#include "redact.h"
 #include "render_svg.h"
-#include "atomicfile.h"
+#include "spawn.h"
+#include "supervise.h"
 #include "timeline.h"
 
 extern char **environ;
@@ -61,30 +61,33 @@ static const struct opt_def {
 	const char *arg;
 	const char *help;
 } opt_defs[] = {
-	{OPT_CONFIG, "config", required_argument, "FILE",
-	 "INI file (default: ./tts-launch.ini, else\n"
-	 "/etc/tts-launch.ini, else built-in defaults);\n"
-	 "as root: root's own, not writable by others"},
-	{OPT_SET, "set", required_argument, "SECTION.KEY=VALUE",
-	 "override one key, e.g. --set app.port=7861\n(repeatable)"},
-	{OPT_TIMELINE, "timeline", required_argument, "PATH",
-	 "where to write the timeline JSON ('' for none)"},
-	{OPT_MLOCK, "mlock", optional_argument, "all|models|onfault|off",
-	 "lock model pages once loaded: all (the\ndefault), models, onfault, off"},
-	{OPT_NO_TRACE, "no-trace", no_argument, NULL, "start without eBPF tracing"},
-	{OPT_FG, "foreground", no_argument, NULL, "stay attached; output also on the terminal (default)"},
-	{OPT_DAEMON, "daemon", no_argument, NULL, "detach; `tts-launch stop|status` work from\nanother shell"},
-	{OPT_PRINT_ENV, "print-env", optional_argument, "secrets",
-	 "print the command, directory and environment\nthe service would get, then exit (secret\nvalues as ***, unless --print-env=secrets)"},
-	{OPT_VERBOSE, "verbose", no_argument, NULL, "more detail (libbpf's own messages)"},
-	{OPT_FORMAT, "format", required_argument, "FORMAT",
-	 "report: text, json, perfetto, svg, html, prom;\ndiagnose, compare: text, json"},
-	{OPT_OUTPUT, "output", required_argument, "FILE", "write FILE atomically instead of stdout"},
-	{OPT_CHECK_IO, "check-io", no_argument, NULL, "only the file and disk rules"},
-	{OPT_CHECK_DOWNLOAD, "check-download", no_argument, NULL, "only the download rules"},
-	{OPT_CHECK_MEMORY, "check-memory", no_argument, NULL, "only the memory rules"},
-	{OPT_HELP, "help", no_argument, NULL, "this text"},
-	{OPT_VERSION, "version", no_argument, NULL, "the version"},
+    {OPT_CONFIG, "config", required_argument, "FILE",
+     "INI file (default: ./tts-launch.ini, else\n"
+     "/etc/tts-launch.ini, else built-in defaults);\n"
+     "as root: root's own, not writable by others"},
+    {OPT_SET, "set", required_argument, "SECTION.KEY=VALUE",
+     "override one key, e.g. --set app.port=7861\n(repeatable)"},
+    {OPT_TIMELINE, "timeline", required_argument, "PATH",
+     "where to write the timeline JSON ('' for none)"},
+    {OPT_MLOCK, "mlock", optional_argument, "all|models|onfault|off",
+     "lock model pages once loaded: all (the\ndefault), models, onfault, off"},
+    {OPT_NO_TRACE, "no-trace", no_argument, NULL, "start without eBPF tracing"},
+    {OPT_FG, "foreground", no_argument, NULL,
+     "stay attached; output also on the terminal (default)"},
+    {OPT_DAEMON, "daemon", no_argument, NULL,
+     "detach; `tts-launch stop|status` work from\nanother shell"},
+    {OPT_PRINT_ENV, "print-env", optional_argument, "secrets",
+     "print the command, directory and environment\nthe service would get, then exit "
+     "(secret\nvalues as ***, unless --print-env=secrets)"},
+    {OPT_VERBOSE, "verbose", no_argument, NULL, "more detail (libbpf's own messages)"},
+    {OPT_FORMAT, "format", required_argument, "FORMAT",
+     "report: text, json, perfetto, svg, html, prom;\ndiagnose, compare: text, json"},
+    {OPT_OUTPUT, "output", required_argument, "FILE", "write FILE atomically instead of stdout"},
+    {OPT_CHECK_IO, "check-io", no_argument, NULL, "only the file and disk rules"},
+    {OPT_CHECK_DOWNLOAD, "check-download", no_argument, NULL, "only the download rules"},
+    {OPT_CHECK_MEMORY, "check-memory", no_argument, NULL, "only the memory rules"},
+    {OPT_HELP, "help", no_argument, NULL, "this text"},
+    {OPT_VERSION, "version", no_argument, NULL, "the version"},
 };
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -123,54 +126,104 @@ static const struct verb {
 	int (*run)(struct cmdline *cl);
 	int (*raw)(int argc, char **argv);
 } verbs[] = {
-	{"run", NULL, 0, 0, true, NULL,
-	 {OPT_CONFIG, OPT_SET, OPT_TIMELINE, OPT_MLOCK, OPT_NO_TRACE, OPT_FG, OPT_DAEMON, OPT_PRINT_ENV,
-	  OPT_VERBOSE, OPT_HELP},
-	 "(default) start the service and supervise it until it exits;\n"
-	 "-- COMMAND [ARG...] runs COMMAND instead of the configured app\n"
-	 "(no port is watched unless --set app.port=N: ready = its first\n"
-	 "listen)",
-	 verb_run, NULL},
-	{"stop", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
-	 "stop the service started by `run` (SIGTERM, grace, SIGKILL)", verb_config, NULL},
-	{"status", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
-	 "is it running? (exit 0 running, 1 dead, 3 not running, 4 not trusted)", verb_config, NULL},
-	{"doctor", NULL, 0, 0, false, NULL, {OPT_CONFIG, OPT_SET, OPT_HELP},
-	 "can this machine trace, and can the app start? (exit 1 on FAIL)", verb_config, NULL},
-	{"report", "TIMELINE.json", 1, 1, false, "text|json|perfetto|svg|html|prom",
-	 {OPT_FORMAT, OPT_OUTPUT, OPT_HELP},
-	 "a saved timeline as: text (the summary), json, perfetto (Chrome\n"
-	 "trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
-	 "with tables of files and findings), prom (Prometheus text format);\n"
-	 "-o FILE writes FILE atomically instead of stdout",
-	 verb_report, NULL},
-	{"diagnose", "[TIMELINE.json]", 0, 1, false, "text|json",
-	 {OPT_CHECK_IO, OPT_CHECK_DOWNLOAD, OPT_CHECK_MEMORY, OPT_FORMAT, OPT_CONFIG, OPT_SET, OPT_HELP},
-	 "findings over a timeline (default: the last one written, [trace]\n"
-	 "timeline of the config), each with its evidence and the fix;\n"
-	 "--check-io|download|memory select rules (default: all);\n"
-	 "exit 0 clean, 1 warnings, 2 errors or an unreadable timeline\n"
-	 "(docs/diagnose.md)",
-	 verb_diagnose, NULL},
-	{"compare", "BEFORE.json AFTER.json", 2, 2, false, "text|json", {OPT_FORMAT, OPT_HELP},
-	 "two saved timelines side by side: phases, start-up, page faults,\n"
-	 "request latency p50/p99 and spread, mlock outcome (docs/compare.md)",
-	 NULL, compare_command},
+    {"run",
+     NULL,
+     0,
+     0,
+     true,
+     NULL,
+     {OPT_CONFIG, OPT_SET, OPT_TIMELINE, OPT_MLOCK, OPT_NO_TRACE, OPT_FG, OPT_DAEMON, OPT_PRINT_ENV,
+      OPT_VERBOSE, OPT_HELP},
+     "(default) start the service and supervise it until it exits;\n"
+     "-- COMMAND [ARG...] runs COMMAND instead of the configured app\n"
+     "(no port is watched unless --set app.port=N: ready = its first\n"
+     "listen)",
+     verb_run,
+     NULL},
+    {"stop",
+     NULL,
+     0,
+     0,
+     false,
+     NULL,
+     {OPT_CONFIG, OPT_SET, OPT_HELP},
+     "stop the service started by `run` (SIGTERM, grace, SIGKILL)",
+     verb_config,
+     NULL},
+    {"status",
+     NULL,
+     0,
+     0,
+     false,
+     NULL,
+     {OPT_CONFIG, OPT_SET, OPT_HELP},
+     "is it running? (exit 0 running, 1 dead, 3 not running, 4 not trusted)",
+     verb_config,
+     NULL},
+    {"doctor",
+     NULL,
+     0,
+     0,
+     false,
+     NULL,
+     {OPT_CONFIG, OPT_SET, OPT_HELP},
+     "can this machine trace, and can the app start? (exit 1 on FAIL)",
+     verb_config,
+     NULL},
+    {"report",
+     "TIMELINE.json",
+     1,
+     1,
+     false,
+     "text|json|perfetto|svg|html|prom",
+     {OPT_FORMAT, OPT_OUTPUT, OPT_HELP},
+     "a saved timeline as: text (the summary), json, perfetto (Chrome\n"
+     "trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
+     "with tables of files and findings), prom (Prometheus text format);\n"
+     "-o FILE writes FILE atomically instead of stdout",
+     verb_report,
+     NULL},
+    {"diagnose",
+     "[TIMELINE.json]",
+     0,
+     1,
+     false,
+     "text|json",
+     {OPT_CHECK_IO, OPT_CHECK_DOWNLOAD, OPT_CHECK_MEMORY, OPT_FORMAT, OPT_CONFIG, OPT_SET,
+      OPT_HELP},
+     "findings over a timeline (default: the last one written, [trace]\n"
+     "timeline of the config), each with its evidence and the fix;\n"
+     "--check-io|download|memory select rules (default: all);\n"
+     "exit 0 clean, 1 warnings, 2 errors or an unreadable timeline\n"
+     "(docs/diagnose.md)",
+     verb_diagnose,
+     NULL},
+    {"compare",
+     "BEFORE.json AFTER.json",
+     2,
+     2,
+     false,
+     "text|json",
+     {OPT_FORMAT, OPT_HELP},
+     "two saved timelines side by side: phases, start-up, page faults,\n"
+     "request latency p50/p99 and spread, mlock outcome (docs/compare.md)",
+     NULL,
+     compare_command},
 };
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 
 static const char about_text[] =
-	"Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
-	"sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
-	"from its first instruction, and writes a startup timeline.\n";
+    "Starts IndexTTS2's webui.py the way start_app.sh did (ends the stale instance,\n"
+    "sets PYTHONPATH, starts it with its output in a log file) under eBPF tracing\n"
+    "from its first instruction, and writes a startup timeline.\n";
 
 static const char exit_text[] =
-	"Exit codes: the service's own code when it exits (128+N when killed by\n"
-	"signal N); 126/127 when it cannot be executed; 2 bad usage or config\n"
-	"(nothing killed or started); 3 the port is held by a process that is not\n"
-	"a stale instance.\n"
-	"As root with [service] user unset, the service runs as the owner of [app] dir.\n"
-	"Every config key is documented in conf/tts-launch.ini and README.md.\n";
+    "Exit codes: the service's own code when it exits (128+N when killed by\n"
+    "signal N); 126/127 when it cannot be executed; 2 bad usage or config\n"
+    "(nothing killed or started); 3 the port is held by a process that is not\n"
+    "a stale instance.\n"
+    "As root with [service] user unset, the service runs as the owner of [app] dir.\n"
+    "Every config key is documented in conf/tts-launch.ini and README.md.\n";
 
 static const struct opt_def *opt_def(enum opt_id id)
 {
@@ -248,8 +301,8 @@ static void print_opt_help(FILE *f, const struct opt_def *o, const struct verb *
 
 	opt_synopsis(syn, sizeof(syn), o, v);
 	if (o->id < 256)
-		snprintf(head, sizeof(head), "  -%c, --%s%s%s", (char)o->id, o->name, o->arg ? " " : "",
-			 o->arg ? o->arg : "");
+		snprintf(head, sizeof(head), "  -%c, --%s%s%s", (char)o->id, o->name,
+			 o->arg ? " " : "", o->arg ? o->arg : "");
 	else
 		snprintf(head, sizeof(head), "      %s", syn);
 	fprintf(f, "%-24s", head);
@@ -325,7 +378,8 @@ static void config_error(const char *err)
 {
 	char *r = redact_text(err);
 
-	fprintf(stderr, "tts-launch: error: %s\n", r ? r : "(bad config; the message held a secret)");
+	fprintf(stderr, "tts-launch: error: %s\n",
+		r ? r : "(bad config; the message held a secret)");
 	free(r);
 }
 
@@ -436,8 +490,8 @@ static const struct {
 	const char *name;
 	int (*render)(const struct timeline *tl, FILE *out);
 } report_formats[] = {
-	{"text", render_text},		{"json", render_json}, {"perfetto", render_perfetto},
-	{"svg", render_svg},		{"html", render_html}, {"prom", render_prom},
+    {"text", render_text}, {"json", render_json}, {"perfetto", render_perfetto},
+    {"svg", render_svg},   {"html", render_html}, {"prom", render_prom},
 };
 
 /* -o FILE: a temp file in the same directory, renamed over FILE once
@@ -458,14 +512,16 @@ static int report(const char *path, const char *format, const char *output)
 		if (!strcmp(format, report_formats[f].name))
 			break;
 	if (f == sizeof(report_formats) / sizeof(report_formats[0]))
-		return usage_error("unknown --format '%s': expected text, json, perfetto, svg, html or prom",
-				   format);
+		return usage_error(
+		    "unknown --format '%s': expected text, json, perfetto, svg, html or prom",
+		    format);
 	tl = timeline_load(path, err, sizeof(err));
 	if (!tl) {
 		fprintf(stderr, "tts-launch: %s\n", err);
 		return EXIT_USAGE;
 	}
-	if (output && (atomic_begin(&a, output, err, sizeof(err)) < 0 || !(out = atomic_stream(&a)))) {
+	if (output &&
+	    (atomic_begin(&a, output, err, sizeof(err)) < 0 || !(out = atomic_stream(&a)))) {
 		fprintf(stderr, "tts-launch: cannot write the report: %s\n",
 			a.path ? strerror(errno) : err);
 		atomic_abort(&a); /* nothing half-written stays behind */
@@ -480,7 +536,8 @@ static int report(const char *path, const char *format, const char *output)
 	}
 	if (output) {
 		if (fclose(out) == EOF && !rc) {
-			fprintf(stderr, "tts-launch: failed to write %s: %s\n", output, strerror(errno));
+			fprintf(stderr, "tts-launch: failed to write %s: %s\n", output,
+				strerror(errno));
 			rc = 1;
 		}
 		/* node_exporter reads textfiles as its own user: 0644 like any
@@ -608,7 +665,8 @@ static int verb_diagnose(struct cmdline *cl)
 	if (tp)
 		rc = diagnose_command(tp, cl->checks, format);
 	else
-		rc = usage_error("%s", "diagnose needs a TIMELINE.json ([trace] timeline is empty)");
+		rc =
+		    usage_error("%s", "diagnose needs a TIMELINE.json ([trace] timeline is empty)");
 	free(tp);
 	done_config(&c);
 	return rc;
@@ -667,8 +725,10 @@ static int parse_options(const struct verb *v, int argc, char **argv, int first,
 				/* "--": a COMMAND for run, else the rest are arguments */
 				if (v->dashdash) {
 					if (optind >= argc)
-						return usage_error("%s", "-- needs a COMMAND to run: "
-									 "tts-launch run [OPTIONS] -- COMMAND [ARG...]");
+						return usage_error(
+						    "%s",
+						    "-- needs a COMMAND to run: "
+						    "tts-launch run [OPTIONS] -- COMMAND [ARG...]");
 					cl->command = &argv[optind];
 					cl->n_command = argc - optind;
 					break;
@@ -699,7 +759,8 @@ static int parse_options(const struct verb *v, int argc, char **argv, int first,
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		if (o->id == OPT_VERSION) {
 			if (named)
-				return usage_error("%s", "--version goes alone: tts-launch --version");
+				return usage_error("%s",
+						   "--version goes alone: tts-launch --version");
 			printf("tts-launch %s\n", TTS_LAUNCH_VERSION);
 			return 0;
 		}
@@ -732,7 +793,8 @@ static int parse_options(const struct verb *v, int argc, char **argv, int first,
 			else if (!strcmp(optarg, "off"))
 				cl->mlock = MLOCK_OFF;
 			else
-				return usage_error("unknown --mlock mode '%s': expected all, models, onfault or off",
+				return usage_error("unknown --mlock mode '%s': expected all, "
+						   "models, onfault or off",
 						   optarg);
 			break;
 		case OPT_NO_TRACE:
@@ -746,8 +808,9 @@ static int parse_options(const struct verb *v, int argc, char **argv, int first,
 			break;
 		case OPT_PRINT_ENV:
 			if (optarg && strcmp(optarg, "secrets"))
-				return usage_error("unknown --print-env value '%s': expected secrets (or none)",
-						   optarg);
+				return usage_error(
+				    "unknown --print-env value '%s': expected secrets (or none)",
+				    optarg);
 			cl->print = optarg ? 2 : 1;
 			break;
 		case OPT_FORMAT:
@@ -783,8 +846,8 @@ extra:
 	if (v->dashdash)
 		return usage_error("unexpected argument '%s' (a command to run goes after --)",
 				   argv[optind]);
-	fprintf(stderr, "tts-launch: unexpected argument '%s': %s takes %s%s\n", argv[optind], v->name,
-		v->max_args ? "" : "no arguments", v->max_args ? v->args : "");
+	fprintf(stderr, "tts-launch: unexpected argument '%s': %s takes %s%s\n", argv[optind],
+		v->name, v->max_args ? "" : "no arguments", v->max_args ? v->args : "");
 	fprintf(stderr, "Try 'tts-launch %s --help'.\n", v->name);
 	return EXIT_USAGE;
 }
@@ -807,7 +870,8 @@ int main(int argc, char **argv)
 				off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
 							i ? (i + 1 == N_VERBS ? " or " : ", ") : "",
 							verbs[i].name);
-			fprintf(stderr, "tts-launch: unknown command '%s': expected %s\n", argv[1], names);
+			fprintf(stderr, "tts-launch: unknown command '%s': expected %s\n", argv[1],
+				names);
 			fprintf(stderr, "Try 'tts-launch --help'.\n");
 			return EXIT_USAGE;
 		}

@@ -84,7 +84,8 @@ int metrics_parse_listen(const char *listen, unsigned *addr_be, unsigned short *
 	struct in_addr a;
 
 	if (!colon) {
-		snprintf(err, errlen, "[metrics] listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9435",
+		snprintf(err, errlen,
+			 "[metrics] listen '%s': expected HOST:PORT, e.g. 127.0.0.1:9435",
 			 listen ? listen : "");
 		return -1;
 	}
@@ -112,8 +113,7 @@ int metrics_parse_listen(const char *listen, unsigned *addr_be, unsigned short *
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
 			     char *body, size_t len)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	if (!r) {

@@ -29,7 +29,7 @@ static const char *const mode_names[] = {"all", "models", "onfault"};
 static const char *const event_names[] = {"armed", "locked", "refused", "failed"};
 
 #define SIZE_CAP (1LL << 50) /* 1 PiB: beyond any machine's memory */
-#define TEXT_CAP 256         /* bytes of a report's "error" text kept */
+#define TEXT_CAP 256	     /* bytes of a report's "error" text kept */
 
 /* The shim next to the binary: build/hooks/ in the build tree, or
  * PREFIX/lib/tts-launch/ once installed (Makefile's install). */
@@ -53,7 +53,8 @@ static char *find_shim(char *tried, size_t len)
 		if (real && access(real, R_OK) == 0)
 			return real;
 		free(real);
-		off += (size_t)snprintf(tried + off, off < len ? len - off : 0, "%s%s", i ? ", " : "", path);
+		off += (size_t)snprintf(tried + off, off < len ? len - off : 0, "%s%s",
+					i ? ", " : "", path);
 		if (off >= len)
 			off = len;
 	}
@@ -92,7 +93,7 @@ static const char *env_get(char **envp, const char *name)
 }
 
 static void env_setf(char ***envp, const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void env_setf(char ***envp, const char *name, const char *fmt, ...)
 {
 	char buf[1024];
@@ -104,8 +105,7 @@ static void env_setf(char ***envp, const char *name, const char *fmt, ...)
 	env_set(envp, name, buf);
 }
 
-int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, char *msg,
-		  size_t len)
+int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, char *msg, size_t len)
 {
 	char tried[2 * PATH_MAX];
 	const char *lp;
@@ -116,12 +116,14 @@ int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, cha
 	if (c->mlock == MLOCK_OFF)
 		return 0;
 	m->state = json_pack("{s:s, s:s, s:n, s:b, s:s, s:[]}", "mode", config_mlock_name(c->mlock),
-			     "trigger", trigger_names[c->mlock_trigger], "shim", "loaded", 0, "status",
-			     "pending", "events");
+			     "trigger", trigger_names[c->mlock_trigger], "shim", "loaded", 0,
+			     "status", "pending", "events");
 	m->shim = find_shim(tried, sizeof(tried));
 	if (!m->shim) {
 		json_object_set_new(m->state, "status", json_string("not_injected"));
-		snprintf(msg, len, "mlock: the shim %s was not found (looked for %s): the service starts without it",
+		snprintf(msg, len,
+			 "mlock: the shim %s was not found (looked for %s): the service starts "
+			 "without it",
 			 SHIM_NAME, tried);
 		return -1;
 	}
@@ -130,7 +132,9 @@ int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, cha
 	 * can use MSG_NOSIGNAL (no SIGPIPE in the service once we are gone). */
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		json_object_set_new(m->state, "status", json_string("not_injected"));
-		snprintf(msg, len, "mlock: failed to create the report socket: %s: the service starts without the shim",
+		snprintf(msg, len,
+			 "mlock: failed to create the report socket: %s: the service starts "
+			 "without the shim",
 			 strerror(errno));
 		return -1;
 	}
@@ -178,10 +182,7 @@ void mlock_spawned(struct mlock_ctl *m)
 	m->child_fd = -1;
 }
 
-int mlock_fd(const struct mlock_ctl *m)
-{
-	return m->fd;
-}
+int mlock_fd(const struct mlock_ctl *m) { return m->fd; }
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -201,26 +202,33 @@ char *mlock_fix(const json_t *ev, bool user_switch)
 	int r = -1;
 
 	if (event && !strcmp(event, "refused")) {
-		r = asprintf(&out, "raise [mlock] limit (or max_percent, the share of MemAvailable at "
-				   "start used when limit is 0), or lock less with mode = models");
+		r = asprintf(&out,
+			     "raise [mlock] limit (or max_percent, the share of MemAvailable at "
+			     "start used when limit is 0), or lock less with mode = models");
 	} else if (!e || !event || strcmp(event, "failed")) {
 		return NULL;
 	} else if (!strcmp(e, "EPERM")) {
-		r = asprintf(&out, "run the service as root, or with CAP_IPC_LOCK (%s), or raise its "
-				   "RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in systemd)",
-			     user_switch ? "tts-launch grants it to [service] user: check that nothing drops it"
-					 : "setcap/ambient capability, or set [service] user: tts-launch grants it");
+		r = asprintf(
+		    &out,
+		    "run the service as root, or with CAP_IPC_LOCK (%s), or raise its "
+		    "RLIMIT_MEMLOCK (ulimit -l, LimitMEMLOCK= in systemd)",
+		    user_switch
+			? "tts-launch grants it to [service] user: check that nothing drops it"
+			: "setcap/ambient capability, or set [service] user: tts-launch grants it");
 	} else if (!strcmp(e, "ENOMEM") && !cap) {
 		double rl = num(ev, "rlimit_memlock");
 
 		fmt_bytes(a, sizeof(a), rl);
-		r = asprintf(&out, "without CAP_IPC_LOCK only RLIMIT_MEMLOCK (%s) can be locked: run the "
-				   "service as root or with CAP_IPC_LOCK, raise RLIMIT_MEMLOCK (ulimit -l), "
-				   "or lock less with mode = models",
-			     rl < 0 ? "unlimited" : a);
+		r = asprintf(
+		    &out,
+		    "without CAP_IPC_LOCK only RLIMIT_MEMLOCK (%s) can be locked: run the "
+		    "service as root or with CAP_IPC_LOCK, raise RLIMIT_MEMLOCK (ulimit -l), "
+		    "or lock less with mode = models",
+		    rl < 0 ? "unlimited" : a);
 	} else if (!strcmp(e, "ENOMEM") || !strcmp(e, "EAGAIN")) {
-		r = asprintf(&out, "not enough memory could be locked: lock less (mode = models, [mlock] "
-				   "patterns, mode = onfault) or free memory");
+		r = asprintf(&out,
+			     "not enough memory could be locked: lock less (mode = models, [mlock] "
+			     "patterns, mode = onfault) or free memory");
 	} else {
 		r = asprintf(&out, "see docs/mlock.md");
 	}
@@ -241,18 +249,23 @@ char *mlock_describe(const json_t *ev, const char *fix)
 		fmt_bytes(a, sizeof(a), num(ev, "vmlck"));
 		if (!strcmp(str(ev, "mode") ?: "", "models"))
 			snprintf(b, sizeof(b), " (%lld model mapping%s)",
-				 (long long)num(ev, "mappings"), num(ev, "mappings") == 1 ? "" : "s");
+				 (long long)num(ev, "mappings"),
+				 num(ev, "mappings") == 1 ? "" : "s");
 		else
 			b[0] = '\0';
-		r = asprintf(&out, "%s: locked %s%s in %.2f s\n", head, a, b, num(ev, "dur_ns") / 1e9);
+		r = asprintf(&out, "%s: locked %s%s in %.2f s\n", head, a, b,
+			     num(ev, "dur_ns") / 1e9);
 	} else if (!strcmp(event, "refused")) {
 		fmt_bytes(a, sizeof(a), num(ev, "bytes_to_lock"));
 		fmt_bytes(b, sizeof(b), num(ev, "limit"));
-		r = asprintf(&out, "%s refused: %s to lock, above the limit of %s; fix: %s; the service keeps running\n",
+		r = asprintf(&out,
+			     "%s refused: %s to lock, above the limit of %s; fix: %s; the service "
+			     "keeps running\n",
 			     head, a, b, fix ?: "see docs/mlock.md");
 	} else if (!strcmp(event, "failed")) {
 		r = asprintf(&out, "%s failed: %s: %s; fix: %s; the service keeps running\n", head,
-			     str(ev, "errno") ?: "?", str(ev, "error") ?: "", fix ?: "see docs/mlock.md");
+			     str(ev, "errno") ?: "?", str(ev, "error") ?: "",
+			     fix ?: "see docs/mlock.md");
 	}
 	return r < 0 ? NULL : out;
 }
@@ -362,8 +375,8 @@ static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamp
  * its type and range. NULL (with why) when rejected. */
 static json_t *checked_report(const json_t *in, unsigned long long *clamped, char *why, size_t len)
 {
-	static const char *const sizes[] = {"limit",	   "bytes_to_lock", "resident",
-					    "vmlck_before", "vmlck",	    "mappings",
+	static const char *const sizes[] = {"limit",	      "bytes_to_lock", "resident",
+					    "vmlck_before",   "vmlck",	       "mappings",
 					    "failed_mappings"};
 	json_t *out = json_object();
 	double now = (double)clock_t0_ns() + clock_ms() * 1e6, start;
@@ -388,11 +401,13 @@ static json_t *checked_report(const json_t *in, unsigned long long *clamped, cha
 	 * reaches beyond now either. */
 	ok = ok && num_field(out, in, "start_ns", 0, now, true, clamped, why, len);
 	start = json_number_value(json_object_get(out, "start_ns"));
-	ok = ok && num_field(out, in, "dur_ns", 0, json_object_get(out, "start_ns") ? now - start : now,
-			     true, clamped, why, len);
+	ok = ok &&
+	     num_field(out, in, "dur_ns", 0, json_object_get(out, "start_ns") ? now - start : now,
+		       true, clamped, why, len);
 	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		ok = num_field(out, in, sizes[i], 0, (double)SIZE_CAP, true, clamped, why, len);
-	ok = ok && num_field(out, in, "rlimit_memlock", -1, (double)SIZE_CAP, true, clamped, why, len);
+	ok = ok &&
+	     num_field(out, in, "rlimit_memlock", -1, (double)SIZE_CAP, true, clamped, why, len);
 	ok = ok && num_field(out, in, "port", 0, 65535, true, clamped, why, len);
 	ok = ok && num_field(out, in, "signal", 0, 64, true, clamped, why, len);
 	ok = ok && num_field(out, in, "uid", 0, 4294967295.0, true, clamped, why, len);
@@ -412,8 +427,8 @@ static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 {
 	const char *event = str(ev, "event");
 	double start = json_is_number(json_object_get(ev, "start_ns"))
-			       ? clock_ns_to_ms((uint64_t)num(ev, "start_ns"))
-			       : clock_ms();
+			   ? clock_ns_to_ms((uint64_t)num(ev, "start_ns"))
+			   : clock_ms();
 	char *fix = NULL, *line = NULL;
 
 	json_object_set_new(ev, "start_ms", json_real(start));
@@ -433,9 +448,11 @@ static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 	/* The latest outcome, at the top. */
 	json_object_set_new(m->state, "status", json_string(event));
 	json_object_set(m->state, "trigger", json_object_get(ev, "trigger"));
-	json_object_set_new(m->state, "bytes_to_lock", json_integer((json_int_t)num(ev, "bytes_to_lock")));
+	json_object_set_new(m->state, "bytes_to_lock",
+			    json_integer((json_int_t)num(ev, "bytes_to_lock")));
 	json_object_set_new(m->state, "bytes_locked", json_integer((json_int_t)num(ev, "vmlck")));
-	json_object_set_new(m->state, "resident_before", json_integer((json_int_t)num(ev, "resident")));
+	json_object_set_new(m->state, "resident_before",
+			    json_integer((json_int_t)num(ev, "resident")));
 	json_object_set_new(m->state, "mappings", json_integer((json_int_t)num(ev, "mappings")));
 	json_object_set_new(m->state, "start_ms", json_real(start));
 	json_object_set_new(m->state, "dur_ms", json_real(num(ev, "dur_ns") / 1e6));
@@ -474,9 +491,10 @@ char *mlock_poll(struct mlock_ctl *m, struct timeline *tl)
 			m->dropped_bytes += (unsigned long long)n;
 			if (!m->said_dropped) {
 				m->said_dropped = true;
-				append(&out, &len, "tts-launch: warning: mlock: the service sent more "
-						   "reports than kept (64, 64 KiB): the rest are "
-						   "counted, not read (memory.mlock.reports)\n");
+				append(&out, &len,
+				       "tts-launch: warning: mlock: the service sent more "
+				       "reports than kept (64, 64 KiB): the rest are "
+				       "counted, not read (memory.mlock.reports)\n");
 			}
 			continue;
 		}
@@ -487,7 +505,8 @@ char *mlock_poll(struct mlock_ctl *m, struct timeline *tl)
 			snprintf(why, sizeof(why), "%zd bytes, above %zu", n, sizeof(buf) - 1);
 		} else {
 			buf[n] = '\0';
-			raw = json_loads(buf, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
+			raw =
+			    json_loads(buf, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
 			if (!json_is_object(raw))
 				snprintf(why, sizeof(why), "not a JSON object");
 			else
@@ -499,9 +518,12 @@ char *mlock_poll(struct mlock_ctl *m, struct timeline *tl)
 			if (!m->said_rejected) {
 				m->said_rejected = true;
 				line = NULL;
-				if (asprintf(&line, "tts-launch: warning: mlock: a report from the service "
-						    "was rejected (%s); further ones are only counted "
-						    "(memory.mlock.reports)\n", why) >= 0) {
+				if (asprintf(
+					&line,
+					"tts-launch: warning: mlock: a report from the service "
+					"was rejected (%s); further ones are only counted "
+					"(memory.mlock.reports)\n",
+					why) >= 0) {
 					append(&out, &len, line);
 					free(line);
 				}
@@ -529,9 +551,11 @@ char *mlock_check_loaded(struct mlock_ctl *m)
 		return NULL;
 	m->checked = true;
 	json_object_set_new(m->state, "status", json_string("not_loaded"));
-	if (asprintf(&out, "tts-launch: warning: mlock: the shim did not load in the service (a static "
-			   "binary, a setuid program, or a wrapper that clears LD_PRELOAD?): nothing will "
-			   "be locked; see docs/mlock.md\n") < 0)
+	if (asprintf(
+		&out,
+		"tts-launch: warning: mlock: the shim did not load in the service (a static "
+		"binary, a setuid program, or a wrapper that clears LD_PRELOAD?): nothing will "
+		"be locked; see docs/mlock.md\n") < 0)
 		return NULL;
 	return out;
 }
@@ -560,10 +584,10 @@ void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
 	json_object_set_new(copy, "source", json_string(m->kept ? "service-report" : "tts-launch"));
 	json_object_set_new(copy, "reports",
 			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "received",
-				      (json_int_t)m->received, "kept", (json_int_t)m->kept, "rejected",
-				      (json_int_t)m->rejected, "clamped", (json_int_t)m->clamped,
-				      "dropped", (json_int_t)m->dropped, "dropped_bytes",
-				      (json_int_t)m->dropped_bytes));
+				      (json_int_t)m->received, "kept", (json_int_t)m->kept,
+				      "rejected", (json_int_t)m->rejected, "clamped",
+				      (json_int_t)m->clamped, "dropped", (json_int_t)m->dropped,
+				      "dropped_bytes", (json_int_t)m->dropped_bytes));
 	json_object_set_new(mem, "mlock", copy);
 }
 

@@ -16,11 +16,11 @@
 struct mlock_ctl {
 	enum mlock_mode mode;
 	bool user_switch; /* the service runs as [service] user */
-	int fd;           /* our end of the report socket; -1: no shim */
-	int child_fd;     /* the service's end, until it is spawned */
-	char *shim;       /* the library injected */
-	json_t *state;    /* what goes to memory.mlock */
-	bool checked;     /* the "did the shim load" check was done */
+	int fd;		  /* our end of the report socket; -1: no shim */
+	int child_fd;	  /* the service's end, until it is spawned */
+	char *shim;	  /* the library injected */
+	json_t *state;	  /* what goes to memory.mlock */
+	bool checked;	  /* the "did the shim load" check was done */
 	/* The reports come from the service, which may be hostile or broken:
 	 * at most MLOCK_KEEP_EVENTS (and MLOCK_KEEP_BYTES) are read and
 	 * checked, the rest only counted; memory.mlock.reports. */
@@ -30,17 +30,19 @@ struct mlock_ctl {
 };
 
 #define MLOCK_KEEP_EVENTS 64
-#define MLOCK_KEEP_BYTES (64 * 1024)
-#define MLOCK_POLL_MAX 1024 /* datagrams read per mlock_poll: the loop stays responsive */
+#define MLOCK_KEEP_BYTES  (64 * 1024)
+#define MLOCK_POLL_MAX	  1024 /* datagrams read per mlock_poll: the loop stays responsive */
 
-#define MLOCK_CTL_INIT {.fd = -1, .child_fd = -1}
+#define MLOCK_CTL_INIT                                                                             \
+	{                                                                                          \
+		.fd = -1, .child_fd = -1                                                           \
+	}
 
 /* Mode off: nothing (0). Otherwise find the shim, create the report socket
  * and add LD_PRELOAD and TTS_LAUNCH_MLOCK_* to *envp (a spawn_build_env
  * array). Returns 0, or -1 with a warning in msg: the service then starts
  * without the shim. */
-int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, char *msg,
-		  size_t len);
+int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, char *msg, size_t len);
 
 /* The service must keep exactly CAP_IPC_LOCK (ambient) across its user
  * switch: mlock is on and the shim is injected. */

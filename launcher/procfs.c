@@ -98,8 +98,9 @@ uint64_t proc_start_ticks(pid_t pid)
 	unsigned long long start = 0;
 
 	/* starttime is field 22 */
-	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-			    "%*d %llu",
+	if (!f || sscanf(f,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+			 "%*d %llu",
 			 &start) != 1)
 		return 0;
 	return start;
@@ -125,10 +126,7 @@ bool proc_faults(pid_t pid, unsigned long long *minflt, unsigned long long *majf
 	return f && sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", minflt, majflt) == 2;
 }
 
-int proc_pidfd(pid_t pid)
-{
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-}
+int proc_pidfd(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 double proc_age_seconds(uint64_t start_ticks)
 {

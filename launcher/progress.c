@@ -13,34 +13,34 @@
 #include "diagnose.h"
 #include "util.h"
 
-#define RATE_SAMPLES 8        /* rate over the last samples (about 5 s at 1 Hz) */
-#define RATE_WINDOW_MS 5000.0
-#define ACTIVE_MS 3000.0      /* a file counts as being written this long after it grew */
-#define FAULTS_PROGRESS 64    /* page faults per sample that count as work (mmap loads) */
-#define WAIT_MIN_MS 1000.0    /* a connect or request younger than this is not "waiting" */
-#define MAX_STALLS 64
+#define RATE_SAMPLES	8 /* rate over the last samples (about 5 s at 1 Hz) */
+#define RATE_WINDOW_MS	5000.0
+#define ACTIVE_MS	3000.0 /* a file counts as being written this long after it grew */
+#define FAULTS_PROGRESS 64     /* page faults per sample that count as work (mmap loads) */
+#define WAIT_MIN_MS	1000.0 /* a connect or request younger than this is not "waiting" */
+#define MAX_STALLS	64
 
 struct pfile {
 	char *path;
-	char name[300];   /* repo/file, or the path shortened */
+	char name[300]; /* repo/file, or the path shortened */
 	double bytes;
 	double t[RATE_SAMPLES], b[RATE_SAMPLES];
 	int n, head;
 	double first_seen, last_grow, last_logged;
-	double net0;      /* network bytes in when first seen */
-	double first_ms;  /* opened (the model's first_ms) */
-	bool download;    /* a *.incomplete blob */
-	bool done;        /* its completion was said */
-	bool waited;      /* complete, its snapshot link not seen: said next sample */
+	double net0;	 /* network bytes in when first seen */
+	double first_ms; /* opened (the model's first_ms) */
+	bool download;	 /* a *.incomplete blob */
+	bool done;	 /* its completion was said */
+	bool waited;	 /* complete, its snapshot link not seen: said next sample */
 };
 
 struct progress {
 	struct progress_opts o;
 	struct pfile *files;
 	size_t n_files, cap_files;
-	json_t *peers;     /* {peer: {in, out, t_in, t_out}} */
-	json_t *stalls;    /* reported stalls, for the timeline */
-	double sig;        /* progress signature: changes when anything moves */
+	json_t *peers;	/* {peer: {in, out, t_in, t_out}} */
+	json_t *stalls; /* reported stalls, for the timeline */
+	double sig;	/* progress signature: changes when anything moves */
 	double faults;
 	double last_progress;
 	double next_stall; /* ms of the next stall message; 0: not stalled */
@@ -136,11 +136,10 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 		return false;
 	}
 	e = strchr(m + 1, '/');
-	snprintf(folder, sizeof(folder), "%.*s/snapshots/", (int)(e ? e - path : (long)strlen(path)),
-		 path);
+	snprintf(folder, sizeof(folder), "%.*s/snapshots/",
+		 (int)(e ? e - path : (long)strlen(path)), path);
 	/* once downloaded, the snapshot's link to the blob names it exactly */
-	json_array_foreach(json_object_get(root, "symlinks"), i, v)
-	{
+	json_array_foreach (json_object_get(root, "symlinks"), i, v) {
 		const char *q = jstr(v, "path"), *r = jstr(v, "resolved");
 		size_t n = strlen(path) - (str_ends_with(path, ".incomplete") ? 11 : 0);
 
@@ -155,8 +154,7 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 	/* before that, a guess: huggingface_hub checks snapshots/COMMIT/FILE
 	 * just before it takes the lock and opens the blob, so the last such
 	 * probe names the file (a sample can see it before the probe's entry) */
-	json_array_foreach(json_object_get(root, "missing_paths"), i, v)
-	{
+	json_array_foreach (json_object_get(root, "missing_paths"), i, v) {
 		const char *q = jstr(v, "path");
 		double t = jnum(v, "last_ms");
 
@@ -247,7 +245,7 @@ static bool download_complete(const json_t *root, const char *path)
 	const json_t *r;
 	size_t i;
 
-	json_array_foreach(json_object_get(root, "renames"), i, r)
+	json_array_foreach (json_object_get(root, "renames"), i, r)
 		if (jstr(r, "old") && !strcmp(jstr(r, "old"), path) && jnum(r, "result") == 0)
 			return true;
 	return false;
@@ -261,8 +259,7 @@ static int in_flight(const json_t *root, const json_t **last)
 	int n = 0;
 
 	*last = NULL;
-	json_array_foreach(json_object_get(root, "files"), i, f)
-	{
+	json_array_foreach (json_object_get(root, "files"), i, f) {
 		const char *path = jstr(f, "path");
 
 		if (!path || strncmp(path, "/", 1) || !str_ends_with(path, ".incomplete") ||
@@ -285,14 +282,14 @@ static double net_in(const json_t *root)
 	double in = 0;
 	size_t i;
 
-	json_array_foreach(json_object_get(root, "network"), i, n)
+	json_array_foreach (json_object_get(root, "network"), i, n)
 		if (!json_is_true(json_object_get(n, "dns")))
 			in += jnum(n, "bytes_in");
 	return in;
 }
 
 static void emit(struct progress *p, bool terminal, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void emit(struct progress *p, bool terminal, const char *fmt, ...)
 {
 	char buf[2048], esc[4096];
@@ -360,8 +357,7 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 	size_t i;
 	int n_flying = in_flight(root, &flying);
 
-	json_array_foreach(json_object_get(root, "files"), i, f)
-	{
+	json_array_foreach (json_object_get(root, "files"), i, f) {
 		const char *path = jstr(f, "path");
 		double w = jnum(f, "bytes_written");
 		struct pfile *pf;
@@ -422,12 +418,12 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		/* periodic lines: every log_every_s per file (tty mode: the log only) */
 		if (pf->last_logged < 0 || now - pf->last_logged >= p->o.log_every_s * 1000 - 50) {
 			pf->last_logged = now;
-			emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloading %s: %s at %s/s\n",
-			     pf->name, sz, rt);
+			emit(p, p->o.mode == PROGRESS_LOG,
+			     "tts-launch: downloading %s: %s at %s/s\n", pf->name, sz, rt);
 		}
 		if (active == 1)
-			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s at %s/s", pf->name,
-				 sz, rt);
+			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s at %s/s",
+				 pf->name, sz, rt);
 	}
 	if (p->o.mode == PROGRESS_TTY) {
 		int width = tty_width(p->o.tty);
@@ -458,10 +454,10 @@ static void sample_peers(struct progress *p, const json_t *root, double now)
 	const json_t *n;
 	size_t i;
 
-	json_array_foreach(json_object_get(root, "network"), i, n)
-	{
+	json_array_foreach (json_object_get(root, "network"), i, n) {
 		const char *peer = jstr(n, "peer");
-		double in = jnum(n, "bytes_in"), out = jnum(n, "bytes_out"), last = jnum(n, "last_ms");
+		double in = jnum(n, "bytes_in"), out = jnum(n, "bytes_out"),
+		       last = jnum(n, "last_ms");
 		json_t *h;
 
 		if (!peer || json_is_true(json_object_get(n, "dns")) || !strncmp(peer, "unix:", 5))
@@ -496,7 +492,7 @@ static bool benign_missing(const char *path, const char *cls)
 }
 
 static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
 {
 	char buf[1536];
@@ -509,9 +505,7 @@ static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
 	json_array_append_new(list, item);
 }
 
-
-json_t *progress_waiting_on(const json_t *root, const json_t *peers, double since_ms,
-			    double now_ms)
+json_t *progress_waiting_on(const json_t *root, const json_t *peers, double since_ms, double now_ms)
 {
 	json_t *list = json_array(), *own = NULL, *pending = json_object(), *c, *h;
 	const json_t *dl, *e;
@@ -521,8 +515,7 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 	in_flight(root, &dl);
 	/* 1. connects still in progress: a pending (EINPROGRESS) record with no
 	 * completion record for the same process and peer after it */
-	json_array_foreach(json_object_get(root, "connects"), i, e)
-	{
+	json_array_foreach (json_object_get(root, "connects"), i, e) {
 		char k[256];
 
 		if (!jstr(e, "peer") || jnum(e, "port") == 0)
@@ -535,15 +528,15 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 		else
 			json_object_del(pending, k);
 	}
-	json_object_foreach(pending, key, c)
-	{
+	json_object_foreach (pending, key, c) {
 		double age = now_ms - jnum(c, "start_ms");
 
 		if (age < WAIT_MIN_MS)
 			continue;
 		waiting_add(list,
-			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer", jstr(c, "peer"),
-				      "pid", (int)jnum(c, "pid"), "seconds", age / 1000),
+			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer",
+				      jstr(c, "peer"), "pid", (int)jnum(c, "pid"), "seconds",
+				      age / 1000),
 			    "blocked in a connect to %s for %.0f s (no answer to the connection "
 			    "request: a firewall dropping packets, or a host that is down)",
 			    jstr(c, "peer"), age / 1000);
@@ -552,19 +545,18 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 
 	/* 2. a blocking flock/fcntl lock still waiting (locks[], when the
 	 * tracer records them); else a .lock file opened when progress stopped */
-	json_array_foreach(json_object_get(root, "locks"), i, e)
-	{
+	json_array_foreach (json_object_get(root, "locks"), i, e) {
 		if (!json_is_true(json_object_get(e, "waiting")) || !jstr(e, "path"))
 			continue;
-		waiting_add(list,
-			    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", jstr(e, "path"),
-				      "seconds", jnum(e, "waiting_ms") / 1000, "blocked", 1),
-			    "waiting for the lock %s for %.0f s: another process holds it (fuser -v %s "
-			    "shows which)",
-			    jstr(e, "path"), jnum(e, "waiting_ms") / 1000, jstr(e, "path"));
+		waiting_add(
+		    list,
+		    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", jstr(e, "path"),
+			      "seconds", jnum(e, "waiting_ms") / 1000, "blocked", 1),
+		    "waiting for the lock %s for %.0f s: another process holds it (fuser -v %s "
+		    "shows which)",
+		    jstr(e, "path"), jnum(e, "waiting_ms") / 1000, jstr(e, "path"));
 	}
-	json_array_foreach(json_object_get(root, "files"), i, e)
-	{
+	json_array_foreach (json_object_get(root, "files"), i, e) {
 		const char *path = jstr(e, "path");
 		double t = jnum(e, "last_ms");
 
@@ -583,36 +575,35 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 	 * whose data stopped coming */
 	if (!peers) {
 		own = json_object();
-		json_array_foreach(json_object_get(root, "network"), i, e)
-		{
+		json_array_foreach (json_object_get(root, "network"), i, e) {
 			if (!jstr(e, "peer") || json_is_true(json_object_get(e, "dns")) ||
 			    !strncmp(jstr(e, "peer"), "unix:", 5))
 				continue;
-			json_object_set_new(own, jstr(e, "peer"),
-					    json_pack("{s:f, s:f, s:f, s:f}", "in", jnum(e, "bytes_in"),
-						      "out", jnum(e, "bytes_out"), "t_in",
-						      jnum(e, "bytes_in") > 0 ? jnum(e, "last_ms") : -1.0,
-						      "t_out",
-						      jnum(e, "bytes_in") > 0 ? -1.0 : jnum(e, "last_ms")));
+			json_object_set_new(
+			    own, jstr(e, "peer"),
+			    json_pack("{s:f, s:f, s:f, s:f}", "in", jnum(e, "bytes_in"), "out",
+				      jnum(e, "bytes_out"), "t_in",
+				      jnum(e, "bytes_in") > 0 ? jnum(e, "last_ms") : -1.0, "t_out",
+				      jnum(e, "bytes_in") > 0 ? -1.0 : jnum(e, "last_ms")));
 		}
 		peers = own;
 	}
-	json_object_foreach((json_t *)peers, key, h)
-	{
+	json_object_foreach ((json_t *)peers, key, h) {
 		double t_in = jnum(h, "t_in"), t_out = jnum(h, "t_out");
 		char b[32];
 
 		/* sent last and nothing back since, however long ago: other work
 		 * (page faults, a thread) may have moved after the send */
 		if (jnum(h, "out") > 0 && t_out > t_in && now_ms - t_out >= WAIT_MIN_MS) {
-			waiting_add(list,
-				    json_pack("{s:s, s:s, s:f, s:f, s:f}", "kind", "peer-silent", "peer",
-					      key, "bytes_out", jnum(h, "out"), "bytes_in", jnum(h, "in"),
-					      "seconds", (now_ms - t_out) / 1000),
-				    "waiting for an answer from %s: a request was sent %.0f s ago and "
-				    "nothing came back (a hub or proxy that accepts connections but does "
-				    "not answer; each request waits for HF_HUB_ETAG_TIMEOUT)",
-				    key, (now_ms - t_out) / 1000);
+			waiting_add(
+			    list,
+			    json_pack("{s:s, s:s, s:f, s:f, s:f}", "kind", "peer-silent", "peer",
+				      key, "bytes_out", jnum(h, "out"), "bytes_in", jnum(h, "in"),
+				      "seconds", (now_ms - t_out) / 1000),
+			    "waiting for an answer from %s: a request was sent %.0f s ago and "
+			    "nothing came back (a hub or proxy that accepts connections but does "
+			    "not answer; each request waits for HF_HUB_ETAG_TIMEOUT)",
+			    key, (now_ms - t_out) / 1000);
 		} else if (dl && jnum(h, "in") > 0 && t_in >= 0 && t_in <= since_ms + 1500 &&
 			   now_ms - t_in >= WAIT_MIN_MS && t_in >= jnum(dl, "first_ms") - 1500) {
 			char name[300];
@@ -620,41 +611,43 @@ json_t *progress_waiting_on(const json_t *root, const json_t *peers, double sinc
 			progress_download_name(root, jstr(dl, "path"), jnum(dl, "first_ms"), name,
 					       sizeof(name));
 			fmt_bytes(b, sizeof(b), jnum(h, "in"));
-			waiting_add(list,
-				    json_pack("{s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
-					      "peer", key, "path", jstr(dl, "path"), "bytes_in",
-					      jnum(h, "in"), "seconds", (now_ms - t_in) / 1000),
-				    "reading from %s, which has sent nothing for %.0f s, while "
-				    "downloading %s (%s received from it in all; HF_HUB_DOWNLOAD_TIMEOUT "
-				    "ends the wait)",
-				    key, (now_ms - t_in) / 1000, name, b);
+			waiting_add(
+			    list,
+			    json_pack("{s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
+				      "peer", key, "path", jstr(dl, "path"), "bytes_in",
+				      jnum(h, "in"), "seconds", (now_ms - t_in) / 1000),
+			    "reading from %s, which has sent nothing for %.0f s, while "
+			    "downloading %s (%s received from it in all; HF_HUB_DOWNLOAD_TIMEOUT "
+			    "ends the wait)",
+			    key, (now_ms - t_in) / 1000, name, b);
 		}
 	}
 	json_decref(own);
 
 	/* 4. the same missing path tried again while nothing else moved */
-	json_array_foreach(json_object_get(root, "missing_paths"), i, e)
-	{
+	json_array_foreach (json_object_get(root, "missing_paths"), i, e) {
 		const char *path = jstr(e, "path");
 		double attempts = jnum(e, "attempts");
 
 		if (!path || benign_missing(path, jstr(e, "class")) || attempts < 2 ||
 		    jnum(e, "last_ms") < since_ms)
 			continue;
-		waiting_add(list,
-			    json_pack("{s:s, s:s, s:f, s:s?, s:f}", "kind", "missing-path", "path", path,
-				      "attempts", attempts, "errno", jstr(e, "errno"), "seconds",
-				      (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000),
-			    "sleeping between retries of the missing path %s: %.0f attempts over %.0f s "
-			    "(%s), the last %.0f s ago",
-			    path, attempts, (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000,
-			    jstr(e, "errno") ? jstr(e, "errno") : "failed",
-			    (now_ms - jnum(e, "last_ms")) / 1000);
+		waiting_add(
+		    list,
+		    json_pack("{s:s, s:s, s:f, s:s?, s:f}", "kind", "missing-path", "path", path,
+			      "attempts", attempts, "errno", jstr(e, "errno"), "seconds",
+			      (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000),
+		    "sleeping between retries of the missing path %s: %.0f attempts over %.0f s "
+		    "(%s), the last %.0f s ago",
+		    path, attempts, (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000,
+		    jstr(e, "errno") ? jstr(e, "errno") : "failed",
+		    (now_ms - jnum(e, "last_ms")) / 1000);
 	}
 	if (!json_array_size(list))
-		waiting_add(list, json_pack("{s:s}", "kind", "unknown"),
-			    "nothing the trace sees is moving (no file I/O, network data, new files "
-			    "or processes): busy computing, or waiting on something not traced");
+		waiting_add(
+		    list, json_pack("{s:s}", "kind", "unknown"),
+		    "nothing the trace sees is moving (no file I/O, network data, new files "
+		    "or processes): busy computing, or waiting on something not traced");
 	return list;
 }
 
@@ -666,14 +659,14 @@ static double signature(const json_t *root)
 	double s = 0;
 	size_t i;
 
-	json_array_foreach(json_object_get(root, "files"), i, e)
-	{
+	json_array_foreach (json_object_get(root, "files"), i, e) {
 		if (jstr(e, "path") && !strncmp(jstr(e, "path"), "[fd] ", 5))
 			continue; /* inherited fds: the service's own log output */
-		s += jnum(e, "bytes_read") + jnum(e, "bytes_written") + jnum(e, "opens") + jnum(e, "mmaps");
+		s += jnum(e, "bytes_read") + jnum(e, "bytes_written") + jnum(e, "opens") +
+		     jnum(e, "mmaps");
 	}
 	s += json_array_size(json_object_get(root, "files"));
-	json_array_foreach(json_object_get(root, "network"), i, e)
+	json_array_foreach (json_object_get(root, "network"), i, e)
 		if (!json_is_true(json_object_get(e, "dns")))
 			s += jnum(e, "bytes_in");
 	s += json_array_size(json_object_get(root, "processes"));
@@ -705,13 +698,13 @@ static void check_stall(struct progress *p, const json_t *root, double now)
 	p->stalled = true;
 	p->next_stall = now + p->o.stall_s * 1000;
 	why = progress_waiting_on(root, p->peers, p->last_progress, now);
-	json_array_foreach(why, i, w)
-		emit(p, true, "tts-launch: no progress for %.0f s: %s\n", (now - p->last_progress) / 1000,
-		     jstr(w, "message"));
+	json_array_foreach (why, i, w)
+		emit(p, true, "tts-launch: no progress for %.0f s: %s\n",
+		     (now - p->last_progress) / 1000, jstr(w, "message"));
 	if (json_array_size(p->stalls) < MAX_STALLS)
-		json_array_append_new(p->stalls,
-				      json_pack("{s:f, s:f, s:o}", "ms", now, "seconds",
-						(now - p->last_progress) / 1000, "waiting_on", why));
+		json_array_append_new(p->stalls, json_pack("{s:f, s:f, s:o}", "ms", now, "seconds",
+							   (now - p->last_progress) / 1000,
+							   "waiting_on", why));
 	else
 		json_decref(why);
 }
@@ -741,7 +734,8 @@ void progress_timeline(struct progress *p, json_t *root)
 		say_downloaded(p, pf);
 	}
 	json_object_set_new(root, "progress",
-			    json_pack("{s:i, s:f, s:f, s:O}", "samples", p->samples, "snapshot_ms_avg",
-				      p->n_snaps ? p->snap_total / p->n_snaps : 0.0, "snapshot_ms_max",
-				      p->snap_max, "stalls", p->stalls));
+			    json_pack("{s:i, s:f, s:f, s:O}", "samples", p->samples,
+				      "snapshot_ms_avg",
+				      p->n_snaps ? p->snap_total / p->n_snaps : 0.0,
+				      "snapshot_ms_max", p->snap_max, "stalls", p->stalls));
 }

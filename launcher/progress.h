@@ -21,9 +21,9 @@ typedef void (*progress_emit_fn)(void *arg, const char *line, bool terminal);
 
 struct progress_opts {
 	enum progress_mode mode; /* auto is resolved by the caller's tty/foreground state */
-	double stall_s;          /* 0: no stall messages */
-	double log_every_s;      /* log mode: a line per active file this often */
-	FILE *tty;               /* tty mode: the status line goes here */
+	double stall_s;		 /* 0: no stall messages */
+	double log_every_s;	 /* log mode: a line per active file this often */
+	FILE *tty;		 /* tty mode: the status line goes here */
 	progress_emit_fn emit;
 	void *arg;
 };

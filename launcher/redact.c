@@ -298,8 +298,7 @@ void redact_json(json_t *v)
 	if (json_is_string(v)) {
 		redact_string(v);
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, m)
-		{
+		json_object_foreach (v, key, m) {
 			if (json_is_string(m) && *json_string_value(m) &&
 			    redact_is_secret_name(key, strlen(key)))
 				string_set(m, REDACTED);
@@ -307,8 +306,7 @@ void redact_json(json_t *v)
 				redact_json(m);
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-		{
+		json_array_foreach (v, i, m) {
 			/* checked before prev is redacted itself: "--token" stays */
 			if (json_is_string(m) && json_is_string(prev) &&
 			    secret_option(json_string_value(prev),

@@ -34,10 +34,7 @@ static double num(const json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static json_int_t us(double ms)
-{
-	return (json_int_t)llround(ms * 1000.0);
-}
+static json_int_t us(double ms) { return (json_int_t)llround(ms * 1000.0); }
 
 static int ev_add(struct events *e, json_t *ev)
 {
@@ -193,15 +190,15 @@ static void emit_track(struct events *e, int pid, int tid, const char *lane_name
 
 		tids[k] = k == 0 ? tid : e->next_lane_tid++;
 		if (k > 0) {
-			snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(lane_name, 100),
-				 lane_name, k + 1);
+			snprintf(name, sizeof(name), "%.*s (%d)",
+				 (int)utf8_prefix_len(lane_name, 100), lane_name, k + 1);
 			meta(e, "thread_name", pid, tids[k], "name", json_string(name));
 			meta(e, "thread_sort_index", pid, tids[k], "sort_index", json_integer(k));
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:i}", "name", x[i].name, "cat",
-				       x[i].cat, "ph", "X", "ts", (json_int_t)s[i], "dur",
+		json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:i}", "name", x[i].name,
+				       "cat", x[i].cat, "ph", "X", "ts", (json_int_t)s[i], "dur",
 				       (json_int_t)(f[i] - s[i]), "pid", pid, "tid", tids[lane[i]]);
 
 		if (ev && x[i].args) {
@@ -221,8 +218,8 @@ out:
 static void instant(struct events *e, const char *name, const char *cat, const char *scope, int pid,
 		    int tid, double ms, json_t *args)
 {
-	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat, "ph",
-			       "i", "s", scope, "ts", us(ms), "pid", pid, "tid", tid);
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat,
+			       "ph", "i", "s", scope, "ts", us(ms), "pid", pid, "tid", tid);
 
 	if (ev && args)
 		json_object_set_new(ev, "args", args);
@@ -242,8 +239,9 @@ static void async_span(struct events *e, const char *name, const char *cat, int 
 {
 	json_t *beg = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat,
 				"ph", "b", "id", id, "ts", us(a), "pid", pid, "tid", pid);
-	json_t *end = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat,
-				"ph", "e", "id", id, "ts", us(b < a ? a : b), "pid", pid, "tid", pid);
+	json_t *end =
+	    json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat, "ph", "e",
+		      "id", id, "ts", us(b < a ? a : b), "pid", pid, "tid", pid);
 
 	if (beg && args)
 		json_object_set_new(beg, "args", args);
@@ -268,7 +266,8 @@ static void download_label(const char *path, char *buf, size_t len)
 
 		/* cut at a character boundary: a JSON string must be UTF-8 */
 		snprintf(repo, sizeof(repo), "%.*s",
-			 (int)(l < sizeof(repo) ? l : utf8_prefix_len(m + 8, sizeof(repo) - 1)), m + 8);
+			 (int)(l < sizeof(repo) ? l : utf8_prefix_len(m + 8, sizeof(repo) - 1)),
+			 m + 8);
 		sep = strstr(repo, "--");
 		if (sep) {
 			sep[0] = '/';
@@ -291,7 +290,7 @@ static double ts_key(const json_t *ev)
 /* by time, then by position in the list (qsort is not stable) */
 static int ord_cmp_ptr(const void *a, const void *b)
 {
-	json_t **x = *(json_t **const *)a, **y = *(json_t **const *)b;
+	json_t **x = *(json_t * *const *)a, **y = *(json_t * *const *)b;
 	double p = ts_key(*x), q = ts_key(*y);
 
 	if (p != q)
@@ -353,8 +352,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	v = json_object_get(json_object_get(root, "process"), "pid");
 	if (json_is_integer(v))
 		spid = (int)json_integer_value(v);
-	json_array_foreach(procs, i, v)
-	{
+	json_array_foreach (procs, i, v) {
 		int pid = (int)json_integer_value(json_object_get(v, "pid"));
 
 		if (!spid)
@@ -368,10 +366,10 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		spid = lpid + 1;
 
 	/* how far the trace goes: the last thing seen */
-	json_object_foreach(marks, key, v)
+	json_object_foreach (marks, key, v)
 		if (json_number_value(v) > end_ms)
 			end_ms = json_number_value(v);
-	json_array_foreach(json_object_get(root, "phases"), i, v)
+	json_array_foreach (json_object_get(root, "phases"), i, v)
 		if (num(v, "end_ms") > end_ms)
 			end_ms = num(v, "end_ms");
 
@@ -384,8 +382,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	x = calloc(n ? n : 1, sizeof(*x));
 	if (!x)
 		goto out;
-	json_array_foreach(arr, i, v)
-	{
+	json_array_foreach (arr, i, v) {
 		x[i] = (struct xspan){json_string_value(json_object_get(v, "name")) ?: "?", "phase",
 				      num(v, "start_ms"), num(v, "end_ms"),
 				      json_pack("{s:O?}", "source", json_object_get(v, "source"))};
@@ -397,13 +394,12 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	emit_track(&e, lpid, lpid, "phases", x, n);
 	free(x);
 	x = NULL;
-	json_object_foreach(marks, key, v)
+	json_object_foreach (marks, key, v)
 		if (json_is_number(v))
 			instant(&e, key, "mark", "g", lpid, lpid, json_number_value(v), NULL);
 
 	/* each traced process: its lifetime and its Python imports */
-	json_array_foreach(procs, i, v)
-	{
+	json_array_foreach (procs, i, v) {
 		int pid = (int)json_integer_value(json_object_get(v, "pid"));
 		const char *cmd = json_string_value(json_object_get(v, "command"));
 		json_t *imp = json_object_get(json_object_get(root, "python"), "imports"), *m;
@@ -420,22 +416,24 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(base_name(cmd), 200),
 			 base_name(cmd), pid);
 		meta(&e, "process_name", pid, pid, "name", json_string(name));
-		meta(&e, "process_sort_index", pid, pid, "sort_index", json_integer(pid == spid ? 1 : 2));
+		meta(&e, "process_sort_index", pid, pid, "sort_index",
+		     json_integer(pid == spid ? 1 : 2));
 		meta(&e, "thread_name", pid, pid, "name", json_string(base_name(cmd)));
 		x = calloc(json_array_size(imp) + 1, sizeof(*x));
 		if (!x)
 			goto out;
-		x[k++] = (struct xspan){base_name(cmd), "process", a, b < a ? a : b,
-					json_pack("{s:O?, s:O?}", "argv", json_object_get(v, "argv"),
-						  "exit", json_object_get(v, "exit"))};
-		json_array_foreach(imp, j, m)
-		{
+		x[k++] =
+		    (struct xspan){base_name(cmd), "process", a, b < a ? a : b,
+				   json_pack("{s:O?, s:O?}", "argv", json_object_get(v, "argv"),
+					     "exit", json_object_get(v, "exit"))};
+		json_array_foreach (imp, j, m) {
 			if (json_integer_value(json_object_get(m, "pid")) != pid ||
 			    isnan(num(m, "start_ms")) || isnan(num(m, "end_ms")))
 				continue;
-			x[k++] = (struct xspan){json_string_value(json_object_get(m, "name")) ?: "?",
-						"import", num(m, "start_ms"), num(m, "end_ms"),
-						json_pack("{s:O?}", "found", json_object_get(m, "found"))};
+			x[k++] = (struct xspan){
+			    json_string_value(json_object_get(m, "name")) ?: "?", "import",
+			    num(m, "start_ms"), num(m, "end_ms"),
+			    json_pack("{s:O?}", "found", json_object_get(m, "found"))};
 		}
 		emit_track(&e, pid, pid, base_name(cmd), x, k);
 		free(x);
@@ -452,8 +450,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		size_t nd = json_array_size(arr);
 		double *t = calloc(2 * nd + 1, sizeof(double));
 
-		json_array_foreach(arr, i, v)
-		{
+		json_array_foreach (arr, i, v) {
 			char label[256], id[32];
 			double a = num(v, "first_ms"), b = num(v, "last_ms");
 
@@ -480,8 +477,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		struct rate_at *st = calloc(nd + 1, sizeof(*st)), *en = calloc(nd + 1, sizeof(*en));
 		size_t ns = 0;
 
-		json_array_foreach(arr, i, v)
-		{
+		json_array_foreach (arr, i, v) {
 			double a = num(v, "first_ms"), b = num(v, "last_ms");
 
 			if (st && en && a < b) { /* false for NaN: such a download adds nothing */
@@ -518,8 +514,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	}
 
 	/* requests after ready: async spans */
-	json_array_foreach(json_object_get(root, "requests"), i, v)
-	{
+	json_array_foreach (json_object_get(root, "requests"), i, v) {
 		double a = num(v, "start_ms"), b = num(v, "end_ms");
 		char id[32], name[256];
 		const char *method = json_string_value(json_object_get(v, "method"));
@@ -544,27 +539,27 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		double bucket = num(fr, "bucket_ms");
 
 		if (bucket > 0) {
-			json_array_foreach(json_object_get(fr, "counts"), i, v)
+			json_array_foreach (json_object_get(fr, "counts"), i, v)
 				counter(&e, "page faults/s", spid, (double)i * bucket,
 					json_pack("{s:f}", "faults/s",
 						  (double)json_integer_value(v) * 1000.0 / bucket));
 			if (json_array_size(json_object_get(fr, "counts")))
 				counter(&e, "page faults/s", spid,
-					(double)json_array_size(json_object_get(fr, "counts")) * bucket,
+					(double)json_array_size(json_object_get(fr, "counts")) *
+					    bucket,
 					json_pack("{s:f}", "faults/s", 0.0));
 		}
 	}
 
 	/* off-CPU time: the trace keeps totals per process, not a series, so
 	 * the counter goes from 0 at exec to the totals at exit */
-	json_array_foreach(json_object_get(json_object_get(root, "sched"), "processes"), i, v)
-	{
+	json_array_foreach (json_object_get(json_object_get(root, "sched"), "processes"), i, v) {
 		int pid = (int)json_integer_value(json_object_get(v, "pid"));
 		double a = NAN, b = NAN;
 		json_t *p;
 		size_t j;
 
-		json_array_foreach(procs, j, p)
+		json_array_foreach (procs, j, p)
 			if (json_integer_value(json_object_get(p, "pid")) == pid) {
 				a = num(p, "exec_ms");
 				b = num(p, "exit_ms");
@@ -573,19 +568,19 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			continue;
 		if (isnan(b) || b < a)
 			b = end_ms > a ? end_ms : a;
-		counter(&e, "off-CPU ms", pid, a,
-			json_pack("{s:f, s:f, s:f}", "io_wait", 0.0, "sleep", 0.0, "runqueue", 0.0));
+		counter(
+		    &e, "off-CPU ms", pid, a,
+		    json_pack("{s:f, s:f, s:f}", "io_wait", 0.0, "sleep", 0.0, "runqueue", 0.0));
 		counter(&e, "off-CPU ms", pid, b,
 			json_pack("{s:f, s:f, s:f}", "io_wait", num(v, "io_wait_ms"), "sleep",
 				  num(v, "sleep_ms"), "runqueue", num(v, "runqueue_ms")));
 	}
 
 	/* mlock calls: instants on the process that made them */
-	json_array_foreach(json_object_get(mem, "mlock_calls"), i, v)
-	{
+	json_array_foreach (json_object_get(mem, "mlock_calls"), i, v) {
 		int pid = json_is_integer(json_object_get(v, "pid"))
-				  ? (int)json_integer_value(json_object_get(v, "pid"))
-				  : spid;
+			      ? (int)json_integer_value(json_object_get(v, "pid"))
+			      : spid;
 		const char *call = json_string_value(json_object_get(v, "call"));
 
 		if (isnan(num(v, "start_ms")))

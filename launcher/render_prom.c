@@ -11,8 +11,9 @@
 #include "render_prom.h"
 
 const double prom_request_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-				       1,     2.5,  5,     10,   30,  60};
-const size_t prom_n_request_buckets = sizeof(prom_request_buckets) / sizeof(prom_request_buckets[0]);
+				       1,     2.5,  5,	   10,	 30,  60};
+const size_t prom_n_request_buckets =
+    sizeof(prom_request_buckets) / sizeof(prom_request_buckets[0]);
 
 static double num(const json_t *o, const char *key)
 {
@@ -140,8 +141,8 @@ static void lv_add(struct lv *l, const char *label, double v)
 	l->v[l->n++] = v;
 }
 
-static void lv_write(FILE *out, struct lv *l, const char *name, const char *type,
-		     const char *help, const char *label)
+static void lv_write(FILE *out, struct lv *l, const char *name, const char *type, const char *help,
+		     const char *label)
 {
 	prom_header(out, name, type, help);
 	for (size_t i = 0; i < l->n; i++) {
@@ -187,13 +188,13 @@ int render_prom(const struct timeline *tl, FILE *out)
 		single(out, "indextts2_startup_seconds", "gauge",
 		       "Seconds from tts-launch's start to the service being ready.",
 		       (ready - launch) / 1e3);
-	json_object_foreach(marks, key, v)
+	json_object_foreach (marks, key, v)
 		if (json_is_number(v))
 			lv_add(&l, key, json_number_value(v) / 1e3);
 	lv_write(out, &l, "indextts2_mark_seconds", "gauge",
-		 "When each mark of the timeline happened, seconds since tts-launch started.", "mark");
-	json_array_foreach(json_object_get(root, "phases"), i, v)
-	{
+		 "When each mark of the timeline happened, seconds since tts-launch started.",
+		 "mark");
+	json_array_foreach (json_object_get(root, "phases"), i, v) {
 		const char *name = json_string_value(json_object_get(v, "name"));
 		double d = num(v, "end_ms") - num(v, "start_ms");
 
@@ -212,12 +213,12 @@ int render_prom(const struct timeline *tl, FILE *out)
 	single(out, "indextts2_model_file_page_faults_total", "counter",
 	       "Page faults on mappings of model files during the trace.",
 	       num0(mem, "model_file_faults"));
-	json_array_foreach(json_object_get(mem, "mlock_calls"), i, v)
-	{
+	json_array_foreach (json_object_get(mem, "mlock_calls"), i, v) {
 		if (json_is_integer(json_object_get(v, "result")) &&
 		    json_integer_value(json_object_get(v, "result")) == 0) {
 			ok++;
-			if (!strcmp(json_string_value(json_object_get(v, "call")) ?: "", "mlockall"))
+			if (!strcmp(json_string_value(json_object_get(v, "call")) ?: "",
+				    "mlockall"))
 				ok_all++;
 		} else {
 			failed++;
@@ -234,13 +235,15 @@ int render_prom(const struct timeline *tl, FILE *out)
 		 * a page or two for themselves: that is not the model) */
 		bool locked = st ? !strcmp(st, "locked") : ok_all > 0;
 
-		single(out, "indextts2_mlock_locked", "gauge",
-		       "1 when the model was locked in memory (the mlock shim reported it locked, or "
-		       "an mlock/mlockall call succeeded), else 0.",
-		       locked ? 1 : 0);
+		single(
+		    out, "indextts2_mlock_locked", "gauge",
+		    "1 when the model was locked in memory (the mlock shim reported it locked, or "
+		    "an mlock/mlockall call succeeded), else 0.",
+		    locked ? 1 : 0);
 		if (st) {
-			prom_header(out, "indextts2_mlock_shim_status", "gauge",
-				    "The mlock shim's state (docs/mlock.md): 1 for the current one.");
+			prom_header(
+			    out, "indextts2_mlock_shim_status", "gauge",
+			    "The mlock shim's state (docs/mlock.md): 1 for the current one.");
 			sample(out, "indextts2_mlock_shim_status", "status", st, 1);
 			single(out, "indextts2_mlock_locked_bytes", "gauge",
 			       "Bytes the mlock shim locked.", num0(shim, "bytes_locked"));
@@ -251,11 +254,11 @@ int render_prom(const struct timeline *tl, FILE *out)
 	{
 		double attempts = 0, read = 0, failures = 0;
 
-		json_array_foreach(json_object_get(root, "missing_paths"), i, v)
+		json_array_foreach (json_object_get(root, "missing_paths"), i, v)
 			attempts += num0(v, "attempts");
-		json_array_foreach(json_object_get(root, "files"), i, v)
+		json_array_foreach (json_object_get(root, "files"), i, v)
 			read += num0(v, "bytes_read");
-		json_array_foreach(json_object_get(root, "network"), i, v)
+		json_array_foreach (json_object_get(root, "network"), i, v)
 			failures += num0(v, "failures");
 		single(out, "indextts2_missing_path_attempts_total", "counter",
 		       "Failed attempts to open or stat paths that do not exist.", attempts);
@@ -268,8 +271,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 		single(out, "indextts2_connect_failures_total", "counter",
 		       "Failed connect(2) calls, all peers.", failures);
 	}
-	json_array_foreach(json_object_get(root, "downloads"), i, v)
-	{
+	json_array_foreach (json_object_get(root, "downloads"), i, v) {
 		char file[4096];
 
 		download_file(json_string_value(json_object_get(v, "path")), file, sizeof(file));
@@ -277,8 +279,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 	}
 	lv_write(out, &l, "indextts2_download_bytes_total", "counter",
 		 "Bytes written to each downloaded file during the trace.", "file");
-	json_array_foreach(json_object_get(root, "downloads"), i, v)
-	{
+	json_array_foreach (json_object_get(root, "downloads"), i, v) {
 		char file[4096];
 
 		download_file(json_string_value(json_object_get(v, "path")), file, sizeof(file));
@@ -303,8 +304,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 		size_t nb = prom_n_request_buckets, *count = calloc(nb, sizeof(size_t)), n = 0;
 		double sum = 0, faults = 0, major = 0;
 
-		json_array_foreach(reqs, i, v)
-		{
+		json_array_foreach (reqs, i, v) {
 			double d = num(v, "dur_ms");
 
 			if (isnan(d))
@@ -346,7 +346,8 @@ int render_prom(const struct timeline *tl, FILE *out)
 	single(out, "tts_launch_events_lost_total", "counter",
 	       "Trace events or records dropped (ring buffer full, maps full).",
 	       num0(tr, "events_lost"));
-	single(out, "tts_launch_findings", "gauge", "Findings of the diagnosis rules in the timeline.",
+	single(out, "tts_launch_findings", "gauge",
+	       "Findings of the diagnosis rules in the timeline.",
 	       (double)json_array_size(json_object_get(root, "findings")));
 	return ferror(out) ? -1 : 0;
 }

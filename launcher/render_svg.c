@@ -15,15 +15,15 @@
 #include "render_svg.h"
 #include "util.h"
 
-#define WIDTH	   1400
-#define MARGIN	   20
-#define ROW_H	   22
-#define BAR_H	   16
-#define FONT_PX	   12
-#define CHAR_W	   7.2 /* px per character at 12px, a little over DejaVu Sans */
-#define MARK_ROWS  3
-#define FAULT_H	   120
-#define TITLE_H	   56
+#define WIDTH	  1400
+#define MARGIN	  20
+#define ROW_H	  22
+#define BAR_H	  16
+#define FONT_PX	  12
+#define CHAR_W	  7.2 /* px per character at 12px, a little over DejaVu Sans */
+#define MARK_ROWS 3
+#define FAULT_H	  120
+#define TITLE_H	  56
 
 static double num(const json_t *o, const char *key)
 {
@@ -83,10 +83,7 @@ void svg_escape(FILE *out, const char *s)
 
 /* How many bytes of s, at most max, end on a UTF-8 character boundary (a
  * label cut in the middle of a character is not valid XML). */
-static int utf8_prefix(const char *s, size_t max)
-{
-	return (int)utf8_prefix_len(s, max);
-}
+static int utf8_prefix(const char *s, size_t max) { return (int)utf8_prefix_len(s, max); }
 
 static void fmt_dur(char *buf, size_t len, double ms)
 {
@@ -98,10 +95,7 @@ static void fmt_dur(char *buf, size_t len, double ms)
 		snprintf(buf, len, "%.1f ms", ms);
 }
 
-static double text_w(const char *s)
-{
-	return (double)strlen(s) * CHAR_W;
-}
+static double text_w(const char *s) { return (double)strlen(s) * CHAR_W; }
 
 struct category {
 	const char *name, *fill;
@@ -109,9 +103,9 @@ struct category {
 
 /* fills chosen to be told apart, also by the PNG test (tests/e2e/test_report.py) */
 static const struct category cats[] = {
-	{"launcher", "#7b8fc7"}, {"python", "#e0b050"}, {"config / cache", "#3fb8a0"},
-	{"download", "#3a9a3a"}, {"model load", "#8e44ad"}, {"mlock", "#f07010"},
-	{"ready", "#d62728"},	  {"other", "#9a9a9a"},
+    {"launcher", "#7b8fc7"}, {"python", "#e0b050"},	{"config / cache", "#3fb8a0"},
+    {"download", "#3a9a3a"}, {"model load", "#8e44ad"}, {"mlock", "#f07010"},
+    {"ready", "#d62728"},    {"other", "#9a9a9a"},
 };
 
 static const struct category *category_of(const char *phase)
@@ -120,9 +114,9 @@ static const struct category *category_of(const char *phase)
 		const char *prefix;
 		int cat;
 	} map[] = {
-		{"launch", 0},	    {"spawn", 0},     {"stale", 0},	{"interpreter", 1},
-		{"imports", 1},	    {"import", 1},    {"config", 2},	{"cache", 2},
-		{"download", 3},    {"model", 4},     {"mlock", 5},	{"ready", 6},
+	    {"launch", 0},   {"spawn", 0},  {"stale", 0},  {"interpreter", 1},
+	    {"imports", 1},  {"import", 1}, {"config", 2}, {"cache", 2},
+	    {"download", 3}, {"model", 4},  {"mlock", 5},  {"ready", 6},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -139,8 +133,7 @@ static json_t *downloads_by_base(const json_t *root)
 	json_t *idx = json_object(), *d;
 	size_t i;
 
-	json_array_foreach(json_object_get(root, "downloads"), i, d)
-	{
+	json_array_foreach (json_object_get(root, "downloads"), i, d) {
 		const char *p = json_string_value(json_object_get(d, "path"));
 		const char *b = p ? strrchr(p, '/') : NULL;
 
@@ -240,7 +233,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 
 	/* time span: up to the end of the last phase or ready (not the exit:
 	 * a service runs long after its start-up) */
-	json_array_foreach(phases, i, v)
+	json_array_foreach (phases, i, v)
 		if (num(v, "end_ms") > p.tmax)
 			p.tmax = num(v, "end_ms");
 	if (ready > p.tmax)
@@ -258,21 +251,23 @@ int render_svg(const struct timeline *tl, FILE *out)
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\">\n",
 		WIDTH, height, WIDTH, height);
-	fprintf(out, "<style>\n"
-		     "text { font-family: 'DejaVu Sans', 'Liberation Sans', Arial, sans-serif; "
-		     "font-size: %dpx; fill: #222; }\n"
-		     "text.title { font-size: 16px; font-weight: bold; }\n"
-		     "text.sub { fill: #555; }\n"
-		     "text.tick { fill: #777; font-size: 10px; }\n"
-		     "text.inside { fill: #fff; }\n"
-		     "text.ready { fill: #d62728; font-weight: bold; }\n"
-		     "line.grid { stroke: #e4e4e4; stroke-width: 1; }\n"
-		     "line.mark { stroke: #888; stroke-width: 1; stroke-dasharray: 3,3; }\n"
-		     "line.ready { stroke: #d62728; stroke-width: 2; }\n"
-		     "</style>\n",
+	fprintf(out,
+		"<style>\n"
+		"text { font-family: 'DejaVu Sans', 'Liberation Sans', Arial, sans-serif; "
+		"font-size: %dpx; fill: #222; }\n"
+		"text.title { font-size: 16px; font-weight: bold; }\n"
+		"text.sub { fill: #555; }\n"
+		"text.tick { fill: #777; font-size: 10px; }\n"
+		"text.inside { fill: #fff; }\n"
+		"text.ready { fill: #d62728; font-weight: bold; }\n"
+		"line.grid { stroke: #e4e4e4; stroke-width: 1; }\n"
+		"line.mark { stroke: #888; stroke-width: 1; stroke-dasharray: 3,3; }\n"
+		"line.ready { stroke: #d62728; stroke-width: 2; }\n"
+		"</style>\n",
 		FONT_PX);
-	fprintf(out, "<rect class=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-		     "fill=\"#ffffff\"/>\n",
+	fprintf(out,
+		"<rect class=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+		"fill=\"#ffffff\"/>\n",
 		WIDTH, height);
 
 	/* title: the command and the headline figures */
@@ -281,9 +276,10 @@ int render_svg(const struct timeline *tl, FILE *out)
 		size_t off = 0;
 
 		buf[0] = 0;
-		json_array_foreach(cmd, i, v)
-			off += (size_t)snprintf(buf + off, off < sizeof(buf) ? sizeof(buf) - off : 0,
-						"%s%s", i ? " " : "", json_string_value(v) ?: "");
+		json_array_foreach (cmd, i, v)
+			off +=
+			    (size_t)snprintf(buf + off, off < sizeof(buf) ? sizeof(buf) - off : 0,
+					     "%s%s", i ? " " : "", json_string_value(v) ?: "");
 		if (off >= sizeof(buf))
 			strcpy(buf + utf8_prefix(buf, sizeof(buf) - 4), "...");
 		fputs("<text x=\"20\" y=\"24\" class=\"title\">tts-launch start-up: ", out);
@@ -291,17 +287,18 @@ int render_svg(const struct timeline *tl, FILE *out)
 		fputs("</text>\n", out);
 		if (!isnan(ready))
 			fmt_dur(dur, sizeof(dur), ready);
-		snprintf(buf, sizeof(buf),
-			 "ready %s%s · %lld page faults (%lld major) · %zu downloads · %zu missing paths"
-			 " · tracing %s",
-			 isnan(ready) ? "not reached" : "at ", isnan(ready) ? "" : dur,
-			 (long long)json_integer_value(json_object_get(mem, "page_faults")),
-			 (long long)json_integer_value(json_object_get(mem, "major_faults")),
-			 json_array_size(json_object_get(root, "downloads")),
-			 json_array_size(json_object_get(root, "missing_paths")),
-			 json_is_true(json_object_get(json_object_get(root, "tracing"), "enabled"))
-				 ? "on"
-				 : "off");
+		snprintf(
+		    buf, sizeof(buf),
+		    "ready %s%s · %lld page faults (%lld major) · %zu downloads · %zu missing paths"
+		    " · tracing %s",
+		    isnan(ready) ? "not reached" : "at ", isnan(ready) ? "" : dur,
+		    (long long)json_integer_value(json_object_get(mem, "page_faults")),
+		    (long long)json_integer_value(json_object_get(mem, "major_faults")),
+		    json_array_size(json_object_get(root, "downloads")),
+		    json_array_size(json_object_get(root, "missing_paths")),
+		    json_is_true(json_object_get(json_object_get(root, "tracing"), "enabled"))
+			? "on"
+			: "off");
 		text(out, 20, 44, "start", "sub", buf);
 	}
 
@@ -310,7 +307,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 	for (double t = 0; t <= p.tmax && t / step < 100; t += step) {
 		double x = px(&p, t);
 
-		fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+		fprintf(out,
+			"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
 			x, top - 4, x, bottom + 20 + FAULT_H);
 		if (t > 0)
 			fmt_dur(dur, sizeof(dur), t);
@@ -323,8 +321,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 	}
 
 	/* phase rows */
-	json_array_foreach(phases, i, v)
-	{
+	json_array_foreach (phases, i, v) {
 		const char *name = json_string_value(json_object_get(v, "name")) ?: "?";
 		const struct category *c = category_of(name);
 		json_t *d = download_of(by_base, name);
@@ -346,12 +343,11 @@ int render_svg(const struct timeline *tl, FILE *out)
 		} else {
 			snprintf(buf, sizeof(buf), "%.*s  %s", utf8_prefix(name, 400), name, dur);
 		}
-		fprintf(out,
-			"<rect class=\"phase%s\" data-phase=\"",
-			d ? " download" : "");
+		fprintf(out, "<rect class=\"phase%s\" data-phase=\"", d ? " download" : "");
 		svg_escape(out, name);
-		fprintf(out, "\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-			     "<title>",
+		fprintf(out,
+			"\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+			"<title>",
 			xa, ry + (ROW_H - BAR_H) / 2.0, w, BAR_H, c->fill);
 		svg_escape(out, buf);
 		fputs("</title></rect>\n", out);
@@ -373,8 +369,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		double at[64];
 		size_t nm = 0;
 
-		json_object_foreach(marks, key, v)
-		{
+		json_object_foreach (marks, key, v) {
 			size_t j;
 
 			if (!json_is_number(v) || nm == 64 || !strcmp(key, "ready") ||
@@ -408,30 +403,34 @@ int render_svg(const struct timeline *tl, FILE *out)
 
 	/* page faults per second under the rows */
 	y = bottom + 20;
-	json_array_foreach(counts, i, v)
+	json_array_foreach (counts, i, v)
 		if (json_number_value(v) > fmax)
 			fmax = json_number_value(v);
-	fprintf(out, "<rect class=\"panel\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
-		     "fill=\"#f7f7f7\"/>\n",
+	fprintf(out,
+		"<rect class=\"panel\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+		"fill=\"#f7f7f7\"/>\n",
 		p.x0, y, p.x1 - p.x0, FAULT_H);
 	if (bucket > 0 && fmax > 0) {
 		double scale = (FAULT_H - 18) / fmax;
 
-		fprintf(out, "<path class=\"faults\" fill=\"#4a7fc1\" fill-opacity=\"0.55\" "
-			     "stroke=\"#2a5a9a\" stroke-width=\"1\" d=\"M%.1f %.1f",
+		fprintf(out,
+			"<path class=\"faults\" fill=\"#4a7fc1\" fill-opacity=\"0.55\" "
+			"stroke=\"#2a5a9a\" stroke-width=\"1\" d=\"M%.1f %.1f",
 			px(&p, 0), y + FAULT_H);
-		json_array_foreach(counts, i, v)
-		{
-			double t0 = (double)i * bucket, yy = y + FAULT_H - json_number_value(v) * scale;
+		json_array_foreach (counts, i, v) {
+			double t0 = (double)i * bucket,
+			       yy = y + FAULT_H - json_number_value(v) * scale;
 
 			if (t0 > p.tmax)
 				break;
-			fprintf(out, " L%.1f %.1f L%.1f %.1f", px(&p, t0), yy, px(&p, t0 + bucket), yy);
+			fprintf(out, " L%.1f %.1f L%.1f %.1f", px(&p, t0), yy, px(&p, t0 + bucket),
+				yy);
 		}
 		fprintf(out, " L%.1f %.1f Z\"/>\n",
-			px(&p, fmin((double)json_array_size(counts) * bucket, p.tmax)), y + FAULT_H);
-		snprintf(buf, sizeof(buf), "page faults per %.0f ms (max %.0f, %.0f/s)", bucket, fmax,
-			 fmax * 1000 / bucket);
+			px(&p, fmin((double)json_array_size(counts) * bucket, p.tmax)),
+			y + FAULT_H);
+		snprintf(buf, sizeof(buf), "page faults per %.0f ms (max %.0f, %.0f/s)", bucket,
+			 fmax, fmax * 1000 / bucket);
 	} else {
 		snprintf(buf, sizeof(buf), "page faults: no series in this timeline");
 	}
@@ -457,8 +456,9 @@ int render_svg(const struct timeline *tl, FILE *out)
 		double x = p.x0, ly = y + FAULT_H + 26;
 
 		for (size_t c = 0; c < sizeof(cats) / sizeof(cats[0]); c++) {
-			fprintf(out, "<rect class=\"legend\" x=\"%.1f\" y=\"%.1f\" width=\"12\" "
-				     "height=\"12\" fill=\"%s\"/>\n",
+			fprintf(out,
+				"<rect class=\"legend\" x=\"%.1f\" y=\"%.1f\" width=\"12\" "
+				"height=\"12\" fill=\"%s\"/>\n",
 				x, ly - 10, cats[c].fill);
 			text(out, x + 16, ly, "start", "label", cats[c].name);
 			x += 16 + text_w(cats[c].name) + 18;
@@ -556,24 +556,26 @@ static void td_str(FILE *out, const json_t *o, const char *key)
 int render_html(const struct timeline *tl, FILE *out)
 {
 	json_t *root = tl->root, *v, *rows[HTML_MAX_ROWS];
-	json_t *files = json_object_get(root, "files"), *missing = json_object_get(root, "missing_paths");
+	json_t *files = json_object_get(root, "files"),
+	       *missing = json_object_get(root, "missing_paths");
 	json_t *findings = json_object_get(root, "findings");
 	size_t i, n;
 	char dur[32];
 
-	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	      "<title>tts-launch start-up timeline</title>\n<style>\n"
-	      "body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 13px; margin: 16px; "
-	      "color: #222; }\n"
-	      "h2 { font-size: 15px; margin: 22px 0 6px; }\n"
-	      "table { border-collapse: collapse; }\n"
-	      "td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; "
-	      "vertical-align: top; }\n"
-	      "th { background: #f0f0f0; }\n"
-	      "td.n { text-align: right; font-variant-numeric: tabular-nums; }\n"
-	      "p.note { color: #666; }\n"
-	      "</style></head><body>\n",
-	      out);
+	fputs(
+	    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	    "<title>tts-launch start-up timeline</title>\n<style>\n"
+	    "body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 13px; margin: 16px; "
+	    "color: #222; }\n"
+	    "h2 { font-size: 15px; margin: 22px 0 6px; }\n"
+	    "table { border-collapse: collapse; }\n"
+	    "td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; "
+	    "vertical-align: top; }\n"
+	    "th { background: #f0f0f0; }\n"
+	    "td.n { text-align: right; font-variant-numeric: tabular-nums; }\n"
+	    "p.note { color: #666; }\n"
+	    "</style></head><body>\n",
+	    out);
 	if (render_svg(tl, out) < 0)
 		return -1;
 
@@ -585,8 +587,7 @@ int render_html(const struct timeline *tl, FILE *out)
 		fputs("<table class=\"findings\"><tr><th>severity</th><th>rule</th><th>finding</th>"
 		      "<th>fix</th></tr>\n",
 		      out);
-		json_array_foreach(findings, i, v)
-		{
+		json_array_foreach (findings, i, v) {
 			fputs("<tr>", out);
 			td_str(out, v, "severity");
 			td_str(out, v, json_object_get(v, "rule") ? "rule" : "id");
@@ -600,8 +601,7 @@ int render_html(const struct timeline *tl, FILE *out)
 	fputs("<h2 id=\"phases\">Phases</h2>\n<table class=\"phases\"><tr><th>phase</th>"
 	      "<th>start</th><th>duration</th></tr>\n",
 	      out);
-	json_array_foreach(json_object_get(root, "phases"), i, v)
-	{
+	json_array_foreach (json_object_get(root, "phases"), i, v) {
 		fputs("<tr>", out);
 		td_str(out, v, "name");
 		fmt_dur(dur, sizeof(dur), num(v, "start_ms"));
@@ -615,8 +615,7 @@ int render_html(const struct timeline *tl, FILE *out)
 		fputs("<h2 id=\"downloads\">Downloads</h2>\n<table class=\"downloads\"><tr>"
 		      "<th>file</th><th>bytes</th><th>MB/s</th><th>completed</th></tr>\n",
 		      out);
-		json_array_foreach(json_object_get(root, "downloads"), i, v)
-		{
+		json_array_foreach (json_object_get(root, "downloads"), i, v) {
 			fputs("<tr>", out);
 			td_str(out, v, "path");
 			td_num(out, v, "bytes", 1);
@@ -631,7 +630,8 @@ int render_html(const struct timeline *tl, FILE *out)
 	fprintf(out, "<h2 id=\"files\">Files (%zu; the %zu with the most bytes)</h2>\n",
 		json_array_size(files), n);
 	fputs("<table class=\"files\"><tr><th>path</th><th>class</th><th>opens</th><th>read</th>"
-	      "<th>mapped</th><th>written</th><th>faults</th><th>first ms</th><th>last ms</th></tr>\n",
+	      "<th>mapped</th><th>written</th><th>faults</th><th>first ms</th><th>last "
+	      "ms</th></tr>\n",
 	      out);
 	for (i = 0; i < n; i++) {
 		fputs("<tr>", out);

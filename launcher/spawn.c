@@ -227,7 +227,8 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 		struct passwd *pw = getpwnam(s->user);
 
 		if (!pw) {
-			snprintf(err, errlen, "[service] user '%s' does not exist: create it or fix the name",
+			snprintf(err, errlen,
+				 "[service] user '%s' does not exist: create it or fix the name",
 				 s->user);
 			return -1;
 		}
@@ -238,7 +239,9 @@ int spawn_prepare(struct child *ch, const struct spawn_spec *s, char *err, size_
 			struct group *gr = getgrnam(s->group);
 
 			if (!gr) {
-				snprintf(err, errlen, "[service] group '%s' does not exist: create it or fix the name",
+				snprintf(err, errlen,
+					 "[service] group '%s' does not exist: create it or fix "
+					 "the name",
 					 s->group);
 				return -1;
 			}
@@ -345,10 +348,13 @@ fail:
 
 int spawn_release(struct child *ch, char *err, size_t errlen)
 {
-	static const char *const stages[] = {"wait", "change to the app directory",
-					     "switch to the service user", "drop capabilities",
-					     "execute",
-					     "restrict the service (no_new_privs, parent-death signal, descriptors)"};
+	static const char *const stages[] = {
+	    "wait",
+	    "change to the app directory",
+	    "switch to the service user",
+	    "drop capabilities",
+	    "execute",
+	    "restrict the service (no_new_privs, parent-death signal, descriptors)"};
 	struct child_failure f;
 	ssize_t n;
 
@@ -365,7 +371,8 @@ int spawn_release(struct child *ch, char *err, size_t errlen)
 	ch->err_fd = -1;
 	if (n != (ssize_t)sizeof(f))
 		return 0; /* EOF: exec closed the CLOEXEC pipe */
-	snprintf(err, errlen, "cannot %s: %s", stages[f.stage >= 0 && f.stage < 6 ? f.stage : 4], strerror(f.err));
+	snprintf(err, errlen, "cannot %s: %s", stages[f.stage >= 0 && f.stage < 6 ? f.stage : 4],
+		 strerror(f.err));
 	return f.stage == 4 && f.err == ENOENT ? 127 : 126;
 }
 
@@ -473,7 +480,7 @@ static double mono_s(void)
 static void guard_main(int rd, pid_t pgid, double grace, bool tell) __attribute__((noreturn));
 static void guard_main(int rd, pid_t pgid, double grace, bool tell)
 {
-	static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE,
+	static const int ignored[] = {SIGINT,  SIGTERM, SIGHUP,	 SIGQUIT, SIGPIPE,
 				      SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU};
 	struct timespec tick = {0, 50 * 1000 * 1000};
 	double end;
@@ -513,8 +520,10 @@ static void guard_main(int rd, pid_t pgid, double grace, bool tell)
 	/* EOF: the supervisor died without a word (SIGKILL, a crash). */
 	if (spawn_group_members(pgid, getpid(), NULL, 0) <= 0)
 		_exit(0);
-	dprintf(2, "tts-launch: the supervisor died: SIGTERM to the service's process group %d, "
-		   "SIGKILL after %gs\n", (int)pgid, grace);
+	dprintf(2,
+		"tts-launch: the supervisor died: SIGTERM to the service's process group %d, "
+		"SIGKILL after %gs\n",
+		(int)pgid, grace);
 	kill(-pgid, SIGTERM);
 	end = mono_s() + grace;
 	while (mono_s() < end) {

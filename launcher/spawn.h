@@ -14,10 +14,10 @@ struct spawn_spec {
 	char **argv;
 	char **envp;
 	const char *cwd;
-	const char *user;  /* "" or NULL: stay as we are */
-	const char *group; /* "" or NULL: the user's primary group */
-	int stdin_fd;      /* -1: inherit */
-	int out_fd;        /* stdout and stderr; -1: inherit */
+	const char *user;     /* "" or NULL: stay as we are */
+	const char *group;    /* "" or NULL: the user's primary group */
+	int stdin_fd;	      /* -1: inherit */
+	int out_fd;	      /* stdout and stderr; -1: inherit */
 	const sigset_t *mask; /* signal mask the child restores before exec */
 	bool keep_ipc_lock;   /* with user: keep exactly CAP_IPC_LOCK, as an ambient
 			       * capability, for the mlock shim (mlock.h) */
@@ -56,10 +56,13 @@ void spawn_abort(struct child *ch);
  * exits. It ignores the signals a stop sends the group (all but SIGKILL). */
 struct guard {
 	pid_t pid; /* 0: none */
-	int fd;    /* write end; -1: none */
+	int fd;	   /* write end; -1: none */
 };
 
-#define GUARD_INIT {.pid = 0, .fd = -1}
+#define GUARD_INIT                                                                                 \
+	{                                                                                          \
+		.pid = 0, .fd = -1                                                                 \
+	}
 
 /* Start the guard for the group pgid (the prepared child). tell: the guard
  * keeps stderr, for its one line if the supervisor dies (foreground: the

@@ -288,7 +288,8 @@ int stale_check_port(const struct config *c, const struct stale_list *l, char *e
 		cmd = proc_cmdline(pids[i]);
 		snprintf(err, errlen,
 			 "port %d is held by pid %d (%s), which is not a stale instance of %s: "
-			 "stop it or choose another port ([app] port / --set app.port=N); nothing was killed",
+			 "stop it or choose another port ([app] port / --set app.port=N); nothing "
+			 "was killed",
 			 c->port, pids[i], cmd ? cmd : "?", c->script);
 		free(cmd);
 		return 3;
@@ -296,8 +297,10 @@ int stale_check_port(const struct config *c, const struct stale_list *l, char *e
 	if (n == 0 && proc_port_listening(c->port)) {
 		/* Listening, but in another network namespace's view or a
 		 * process we may not inspect. */
-		snprintf(err, errlen, "port %d is held by a process tts-launch cannot see: "
-				      "choose another port ([app] port); nothing was killed", c->port);
+		snprintf(err, errlen,
+			 "port %d is held by a process tts-launch cannot see: "
+			 "choose another port ([app] port); nothing was killed",
+			 c->port);
 		return 3;
 	}
 	return 0;
@@ -343,7 +346,8 @@ int stale_end_pidfd(int pidfd, int sig, double grace, char *how, size_t howlen)
 		return -1;
 	}
 	if (wait_pidfd(pidfd, grace)) {
-		snprintf(how, howlen, "ended on SIG%s after %.1fs", sigabbrev_np(sig), (clock_ms() - t0) / 1000);
+		snprintf(how, howlen, "ended on SIG%s after %.1fs", sigabbrev_np(sig),
+			 (clock_ms() - t0) / 1000);
 		return 0;
 	}
 	if (pidfd_signal(pidfd, SIGKILL) < 0 && errno != ESRCH) {
@@ -351,7 +355,8 @@ int stale_end_pidfd(int pidfd, int sig, double grace, char *how, size_t howlen)
 		return -1;
 	}
 	if (wait_pidfd(pidfd, 5)) {
-		snprintf(how, howlen, "ignored SIG%s for %.0fs, killed with SIGKILL", sigabbrev_np(sig), grace);
+		snprintf(how, howlen, "ignored SIG%s for %.0fs, killed with SIGKILL",
+			 sigabbrev_np(sig), grace);
 		return 0;
 	}
 	snprintf(how, howlen, "still alive 5s after SIGKILL (uninterruptible sleep?)");
@@ -389,10 +394,13 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 	for (size_t i = 0; i < l->n_foreign; i++) {
 		struct passwd *pw = getpwuid(l->foreign[i].uid);
 
-		fprintf(out, "tts-launch: pid %d runs like an instance (%s) but belongs to %s (uid %u), "
-			     "neither root, [service] user nor the app directory's owner: not an instance, "
-			     "left alone\n", l->foreign[i].pid, l->foreign[i].cmdline,
-			pw ? pw->pw_name : "?", (unsigned)l->foreign[i].uid);
+		fprintf(
+		    out,
+		    "tts-launch: pid %d runs like an instance (%s) but belongs to %s (uid %u), "
+		    "neither root, [service] user nor the app directory's owner: not an instance, "
+		    "left alone\n",
+		    l->foreign[i].pid, l->foreign[i].cmdline, pw ? pw->pw_name : "?",
+		    (unsigned)l->foreign[i].uid);
 	}
 
 	for (size_t i = 0; i < l->n; i++) {
@@ -403,18 +411,25 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 
 		format_age(age, sizeof(age), proc_age_seconds(p->start_ticks));
 		if (c->stale_policy == STALE_IGNORE) {
-			fprintf(out, "tts-launch: stale instance pid %d (up %s) left running ([stale] policy = ignore): %s\n",
+			fprintf(out,
+				"tts-launch: stale instance pid %d (up %s) left running ([stale] "
+				"policy = ignore): %s\n",
 				p->pid, age, p->cmdline);
 			if (c->port > 0 && holds_port(p->pid, c->port)) {
-				fprintf(out, "tts-launch: error: it holds port %d: stop it, choose another port, "
-					     "or set [stale] policy = kill; nothing was killed\n", c->port);
+				fprintf(out,
+					"tts-launch: error: it holds port %d: stop it, choose "
+					"another port, "
+					"or set [stale] policy = kill; nothing was killed\n",
+					c->port);
 				rc = 3;
 			}
 			continue;
 		}
 		if (c->stale_policy == STALE_FAIL) {
-			fprintf(out, "tts-launch: error: stale instance pid %d (up %s) is running: %s; "
-				     "stop it first or set [stale] policy = kill\n", p->pid, age, p->cmdline);
+			fprintf(out,
+				"tts-launch: error: stale instance pid %d (up %s) is running: %s; "
+				"stop it first or set [stale] policy = kill\n",
+				p->pid, age, p->cmdline);
 			rc = 3;
 			continue;
 		}
@@ -427,7 +442,9 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 		}
 		cmd = proc_cmdline(p->pid);
 		if (proc_start_ticks(p->pid) != p->start_ticks || !cmd || strcmp(cmd, p->cmdline)) {
-			fprintf(out, "tts-launch: stale instance pid %d: no longer the process matched (pid reused?); not signalled\n",
+			fprintf(out,
+				"tts-launch: stale instance pid %d: no longer the process matched "
+				"(pid reused?); not signalled\n",
 				p->pid);
 			free(cmd);
 			close(pidfd);
@@ -435,13 +452,14 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out)
 		}
 		free(cmd);
 		if (stale_end_pidfd(pidfd, SIGTERM, c->stale_grace, how, sizeof(how)) < 0) {
-			fprintf(out, "tts-launch: error: stale instance pid %d (up %s): %s: %s; "
-				     "end it by hand (its port and files stay busy)\n", p->pid, age,
-				p->cmdline, how);
+			fprintf(out,
+				"tts-launch: error: stale instance pid %d (up %s): %s: %s; "
+				"end it by hand (its port and files stay busy)\n",
+				p->pid, age, p->cmdline, how);
 			rc = 3;
 		} else {
-			fprintf(out, "tts-launch: stale instance pid %d (up %s): %s: %s\n", p->pid, age,
-				p->cmdline, how);
+			fprintf(out, "tts-launch: stale instance pid %d (up %s): %s: %s\n", p->pid,
+				age, p->cmdline, how);
 		}
 		close(pidfd);
 	}

@@ -1,9 +1,9 @@
 #include "supervise.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -41,23 +41,23 @@ struct session {
 	struct tracer *tracer;
 	struct logfile log;
 	struct child child;
-	struct guard guard;     /* ends the group if we die (spawn.h) */
-	pid_t pgid;             /* the service's process group */
-	struct mlock_ctl mlock; /* the mlock shim's reports (mlock.h) */
-	struct metrics *metrics; /* [metrics] listen: /metrics, NULL when off */
-	struct progress *progress; /* live download progress, stalls; NULL when off */
-	double next_progress;      /* ms of the next progress sample */
-	double last_progress_ms;   /* ms of the last one */
+	struct guard guard;		  /* ends the group if we die (spawn.h) */
+	pid_t pgid;			  /* the service's process group */
+	struct mlock_ctl mlock;		  /* the mlock shim's reports (mlock.h) */
+	struct metrics *metrics;	  /* [metrics] listen: /metrics, NULL when off */
+	struct progress *progress;	  /* live download progress, stalls; NULL when off */
+	double next_progress;		  /* ms of the next progress sample */
+	double last_progress_ms;	  /* ms of the last one */
 	unsigned long long last_activity; /* tracer_activity() then */
 	char **argv;
 	char **envp;
 	char *timeline_path;
 	struct instance inst; /* the app's lock (held for the whole run) and pidfile */
-	int out_rd;       /* service output, read end; -1 when inherited */
-	int sfd;          /* signalfd */
-	int tfd;          /* timerfd, 100 ms ticks */
+	int out_rd;	      /* service output, read end; -1 when inherited */
+	int sfd;	      /* signalfd */
+	int tfd;	      /* timerfd, 100 ms ticks */
 	int epfd;
-	int notify_fd;    /* daemon: tells the waiting parent how the start went */
+	int notify_fd; /* daemon: tells the waiting parent how the start went */
 	bool foreground;
 	bool ready;
 	double ready_ms;
@@ -65,15 +65,15 @@ struct session {
 	bool settled;
 	bool window_done; /* [trace] requests_window over: timeline written again */
 	bool summary_printed;
-	bool log_warned; /* the first lost log output was said */
-	bool timeline_written;	   /* the last write_timeline() succeeded */
-	uid_t timeline_uid;	   /* the timeline's owner: the app dir's */
+	bool log_warned;       /* the first lost log output was said */
+	bool timeline_written; /* the last write_timeline() succeeded */
+	uid_t timeline_uid;    /* the timeline's owner: the app dir's */
 	gid_t timeline_gid;
-	json_t *said; /* findings printed so far: {"id|message": true} */
-	int stop_sig;         /* signal forwarded, 0 if none */
+	json_t *said;	      /* findings printed so far: {"id|message": true} */
+	int stop_sig;	      /* signal forwarded, 0 if none */
 	double kill_deadline; /* ms; 0 = none */
 	bool main_exited;     /* reaped; the rest of its group is being ended */
-	int exit_code;        /* the main process's, once reaped */
+	int exit_code;	      /* the main process's, once reaped */
 	double gone_deadline; /* ms: after the group's SIGKILL, how long to wait */
 	bool group_done;      /* nothing of the group is left (or we gave up) */
 	sigset_t old_mask;
@@ -85,8 +85,9 @@ static void log_out(struct session *s, const char *buf, size_t len)
 {
 	if (logfile_write(&s->log, buf, len) < 0 && !s->log_warned) {
 		s->log_warned = true;
-		fprintf(stderr, "tts-launch: warning: cannot write the log: %s; output is lost from "
-				"here (the bytes are counted)\n",
+		fprintf(stderr,
+			"tts-launch: warning: cannot write the log: %s; output is lost from "
+			"here (the bytes are counted)\n",
 			s->log.error);
 	}
 }
@@ -193,9 +194,9 @@ static void write_timeline(struct session *s)
 		tracer_poll(s->tracer);
 		tracer_snapshot(s->tracer, s->tl);
 	}
-	mlock_timeline(&s->mlock, s->tl); /* memory.mlock */
+	mlock_timeline(&s->mlock, s->tl);	     /* memory.mlock */
 	progress_timeline(s->progress, s->tl->root); /* progress: stalls said */
-	diagnose_record_cache_fs(s->tl);  /* cache_fs: statfs of the caches */
+	diagnose_record_cache_fs(s->tl);	     /* cache_fs: statfs of the caches */
 	diagnose_run(s->tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (!*s->timeline_path)
 		return;
@@ -215,11 +216,11 @@ static struct timeline *new_findings(struct session *s)
 
 	if (!s->said)
 		s->said = json_object();
-	json_array_foreach(json_object_get(s->tl->root, "findings"), i, f)
-	{
+	json_array_foreach (json_object_get(s->tl->root, "findings"), i, f) {
 		char key[1024];
 
-		snprintf(key, sizeof(key), "%s|%s", json_string_value(json_object_get(f, "id")) ?: "",
+		snprintf(key, sizeof(key), "%s|%s",
+			 json_string_value(json_object_get(f, "id")) ?: "",
 			 json_string_value(json_object_get(f, "message")) ?: "");
 		if (json_object_get(s->said, key))
 			continue;
@@ -322,8 +323,8 @@ static void signal_group(struct session *s, int sig)
 
 	/* Without a guard (it could not start), an empty group's id may be
 	 * reused once the main process is reaped: look before signalling. */
-	if (s->pgid > 0 && (!s->main_exited || s->guard.pid > 0 ||
-			    spawn_group_members(s->pgid, 0, NULL, 0) > 0))
+	if (s->pgid > 0 &&
+	    (!s->main_exited || s->guard.pid > 0 || spawn_group_members(s->pgid, 0, NULL, 0) > 0))
 		kill(-s->pgid, sig);
 	/* and the tree's orphans we adopted outside the group (spawn.h) */
 	n = spawn_orphans(s->pgid, s->guard.pid, o, 64);
@@ -384,8 +385,11 @@ static void check_group(struct session *s, double now)
 		return;
 	}
 	if (s->gone_deadline > 0 && now >= s->gone_deadline) {
-		say(s, "tts-launch: warning: process%s %s of the service's group survived SIGKILL for 5s "
-		       "(uninterruptible sleep?): left behind\n", n == 1 ? "" : "es", list);
+		say(s,
+		    "tts-launch: warning: process%s %s of the service's group survived SIGKILL for "
+		    "5s "
+		    "(uninterruptible sleep?): left behind\n",
+		    n == 1 ? "" : "es", list);
 		s->group_done = true;
 	}
 }
@@ -401,7 +405,8 @@ static void on_tick(struct session *s)
 	if (s->main_exited) {
 		/* Only the rest of the group is left to end. */
 		if (s->kill_deadline > 0 && now >= s->kill_deadline) {
-			say(s, "tts-launch: the service's group outlived its %.0fs grace: SIGKILL\n",
+			say(s,
+			    "tts-launch: the service's group outlived its %.0fs grace: SIGKILL\n",
 			    s->cfg->stop_grace);
 			signal_group(s, SIGKILL);
 			s->kill_deadline = 0;
@@ -429,7 +434,8 @@ static void on_tick(struct session *s)
 				say_block(s, warn, strlen(warn));
 			free(warn);
 			if (s->cfg->port > 0)
-				say(s, "tts-launch: ready: listening on %s:%d, %.2fs after launch\n",
+				say(s,
+				    "tts-launch: ready: listening on %s:%d, %.2fs after launch\n",
 				    s->cfg->host, s->cfg->port, s->ready_ms / 1000);
 			else
 				say(s, "tts-launch: ready: first TCP listen, %.2fs after launch\n",
@@ -437,8 +443,10 @@ static void on_tick(struct session *s)
 		} else if (!s->warned_timeout && s->cfg->ready_timeout > 0 &&
 			   now > s->cfg->ready_timeout * 1000) {
 			s->warned_timeout = true;
-			say(s, "tts-launch: warning: not ready after %gs (still waiting; a first run may "
-			       "download gigabytes: see the log, or raise [service] ready_timeout)\n",
+			say(s,
+			    "tts-launch: warning: not ready after %gs (still waiting; a first run "
+			    "may "
+			    "download gigabytes: see the log, or raise [service] ready_timeout)\n",
 			    s->cfg->ready_timeout);
 		}
 	}
@@ -457,7 +465,8 @@ static void on_tick(struct session *s)
 		print_new_findings(s); /* from the requests */
 	}
 	if (s->kill_deadline > 0 && now >= s->kill_deadline) {
-		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n", s->cfg->stop_grace);
+		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n",
+		    s->cfg->stop_grace);
 		signal_group(s, SIGKILL);
 		s->kill_deadline = 0;
 		s->gone_deadline = now + 5000;
@@ -499,8 +508,8 @@ static void on_exit_status(struct session *s)
 	} else {
 		code = 128 + si.si_status;
 		timeline_set_exit(s->tl, -1, si.si_status, clock_ms());
-		say(s, "tts-launch: service killed by SIG%s (exit %d)\n", sigabbrev_np(si.si_status),
-		    code);
+		say(s, "tts-launch: service killed by SIG%s (exit %d)\n",
+		    sigabbrev_np(si.si_status), code);
 	}
 	s->exit_code = code;
 	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
@@ -508,9 +517,11 @@ static void on_exit_status(struct session *s)
 	if (left <= 0) {
 		s->group_done = true;
 	} else if (!s->stop_sig && s->kill_deadline <= 0 && s->gone_deadline <= 0) {
-		say(s, "tts-launch: %d process%s of the service's group still run%s (pid %s): SIGTERM, "
-		       "SIGKILL in %.0fs\n", left, left == 1 ? "" : "es", left == 1 ? "s" : "", list,
-		    s->cfg->stop_grace);
+		say(s,
+		    "tts-launch: %d process%s of the service's group still run%s (pid %s): "
+		    "SIGTERM, "
+		    "SIGKILL in %.0fs\n",
+		    left, left == 1 ? "" : "es", left == 1 ? "s" : "", list, s->cfg->stop_grace);
 		signal_group(s, SIGTERM);
 		s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
 	}
@@ -573,8 +584,8 @@ static int loop(struct session *s)
 		char err[256];
 
 		/* a metrics endpoint that cannot start never stops the service */
-		s->metrics = metrics_start(s->cfg->metrics_listen, s->tl, refresh_for_metrics, s, err,
-					   sizeof(err));
+		s->metrics = metrics_start(s->cfg->metrics_listen, s->tl, refresh_for_metrics, s,
+					   err, sizeof(err));
 		if (!s->metrics)
 			say(s, "tts-launch: warning: %s\n", err);
 		else if (add_fd(s->epfd, metrics_fd(s->metrics)) < 0)
@@ -704,7 +715,8 @@ static int daemonize(struct session *s, const char *logpath)
 	close(p[1]);
 	sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK);
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = p[0], .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct pollfd pf[2] = {{.fd = p[0], .events = POLLIN},
+				       {.fd = sfd, .events = POLLIN}};
 		struct signalfd_siginfo si;
 
 		if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0) {
@@ -725,15 +737,19 @@ static int daemonize(struct session *s, const char *logpath)
 		close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (n != (ssize_t)sizeof(msg)) {
-		fprintf(stderr, "tts-launch: the daemon failed before starting the service; see %s\n",
+		fprintf(stderr,
+			"tts-launch: the daemon failed before starting the service; see %s\n",
 			*logpath ? logpath : "its log");
 		return 1;
 	}
 	if (msg[0] != 0)
 		return msg[0];
-	fprintf(stderr, "tts-launch: started pid %d in the background (log: %s; stop: tts-launch stop%s%s)\n",
-		msg[1], *logpath ? logpath : "none", strcmp(s->cfg->source, "(built-in defaults)") ? " -c " : "",
-		strcmp(s->cfg->source, "(built-in defaults)") ? s->cfg->source : "");
+	fprintf(
+	    stderr,
+	    "tts-launch: started pid %d in the background (log: %s; stop: tts-launch stop%s%s)\n",
+	    msg[1], *logpath ? logpath : "none",
+	    strcmp(s->cfg->source, "(built-in defaults)") ? " -c " : "",
+	    strcmp(s->cfg->source, "(built-in defaults)") ? s->cfg->source : "");
 	return 0;
 }
 
@@ -741,8 +757,10 @@ static void session_free(struct session *s)
 {
 	spawn_guard_release(&s->guard);
 	if (s->log.lost)
-		fprintf(stderr, "tts-launch: warning: %llu bytes of output were not written to the log (%s)\n",
-			s->log.lost, s->log.error);
+		fprintf(
+		    stderr,
+		    "tts-launch: warning: %llu bytes of output were not written to the log (%s)\n",
+		    s->log.lost, s->log.error);
 	metrics_stop(s->metrics);
 	json_decref(s->said);
 	progress_free(s->progress);
@@ -796,7 +814,8 @@ static int lock_instance(struct session *s, pid_t *holder)
 		return 0;
 	if (instance_open(&s->inst, true, err, sizeof(err)) < 0) {
 		if (s->inst.system) {
-			fprintf(stderr, "tts-launch: error: %s; nothing was killed or started\n", err);
+			fprintf(stderr, "tts-launch: error: %s; nothing was killed or started\n",
+				err);
 			return 2;
 		}
 		/* Not root: nothing to protect but this user's own run. */
@@ -848,33 +867,38 @@ static int replace_holder(struct session *s, pid_t holder)
 		for (pid_t p = getppid(); p > 1; p = proc_ppid(p))
 			if (p == holder) {
 				fprintf(stderr,
-					"tts-launch: error: this runs inside the instance of %s it would "
-					"replace (supervisor pid %d): use another [service] pidfile, or "
+					"tts-launch: error: this runs inside the instance of %s it "
+					"would "
+					"replace (supervisor pid %d): use another [service] "
+					"pidfile, or "
 					"an empty one; nothing was killed\n",
 					c->app_dir, (int)holder);
 				free(cmd);
 				return 3;
 			}
 		if (c->stale_policy != STALE_KILL) {
-			fprintf(stderr,
-				"tts-launch: error: %s already runs under tts-launch: supervisor pid "
-				"%d, %s (%s); stop it first (tts-launch stop) or set [stale] policy "
-				"= kill; nothing was killed\n",
-				c->app_dir, (int)holder, what, cmd ? cmd : "?");
+			fprintf(
+			    stderr,
+			    "tts-launch: error: %s already runs under tts-launch: supervisor pid "
+			    "%d, %s (%s); stop it first (tts-launch stop) or set [stale] policy "
+			    "= kill; nothing was killed\n",
+			    c->app_dir, (int)holder, what, cmd ? cmd : "?");
 			free(cmd);
 			return 3;
 		}
-		fprintf(stderr, "tts-launch: ending the running instance: supervisor pid %d, %s (%s)\n",
+		fprintf(stderr,
+			"tts-launch: ending the running instance: supervisor pid %d, %s (%s)\n",
 			(int)holder, what, cmd ? cmd : "?");
 		free(cmd);
 		hfd = instance_hold(&s->inst, holder);
 		if (hfd >= 0) {
-			r = instance_end(hfd, holder, svc, c->stop_grace, "tts-launch: running instance: ",
-					 stderr);
+			r = instance_end(hfd, holder, svc, c->stop_grace,
+					 "tts-launch: running instance: ", stderr);
 			close(hfd);
 			if (r < 0) {
-				fprintf(stderr, "tts-launch: error: the running instance did not end: "
-						"end it by hand; nothing was started\n");
+				fprintf(stderr,
+					"tts-launch: error: the running instance did not end: "
+					"end it by hand; nothing was started\n");
 				return 3;
 			}
 		}
@@ -883,12 +907,15 @@ static int replace_holder(struct session *s, pid_t holder)
 			return 0;
 		if (r < 0 || holder < 0) {
 			fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", s->inst.lock,
-				r < 0 ? strerror(errno) : "held by a process that is not a supervisor");
+				r < 0 ? strerror(errno)
+				      : "held by a process that is not a supervisor");
 			return r < 0 ? 1 : 3;
 		}
 	}
-	fprintf(stderr, "tts-launch: error: other starts of %s keep taking its lock %s: nothing "
-			"was started\n", c->app_dir, s->inst.lock);
+	fprintf(stderr,
+		"tts-launch: error: other starts of %s keep taking its lock %s: nothing "
+		"was started\n",
+		c->app_dir, s->inst.lock);
 	return 3;
 }
 
@@ -919,8 +946,16 @@ static int stopped_before_start(void)
 
 int supervise_run(struct config *c, int argc, char **argv)
 {
-	struct session s = {.cfg = c, .inst = INSTANCE_INIT, .log = {.fd = -1, .dirfd = -1}, .out_rd = -1, .sfd = -1, .tfd = -1, .epfd = -1,
-			    .notify_fd = -1, .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1}, .guard = GUARD_INIT,
+	struct session s = {.cfg = c,
+			    .inst = INSTANCE_INIT,
+			    .log = {.fd = -1, .dirfd = -1},
+			    .out_rd = -1,
+			    .sfd = -1,
+			    .tfd = -1,
+			    .epfd = -1,
+			    .notify_fd = -1,
+			    .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1},
+			    .guard = GUARD_INIT,
 			    .mlock = MLOCK_CTL_INIT};
 	struct stale_list stale = {0};
 	struct safe_owners owners;
@@ -1050,11 +1085,17 @@ int supervise_run(struct config *c, int argc, char **argv)
 	{
 		int null = s.foreground ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 		int keep = s.mlock.child_fd; /* the report socket, passed on purpose */
-		struct spawn_spec spec = {.argv = s.argv, .envp = s.envp, .cwd = c->app_dir,
-					  .user = c->user, .group = c->group, .stdin_fd = null,
-					  .out_fd = out[1], .mask = &s.old_mask,
+		struct spawn_spec spec = {.argv = s.argv,
+					  .envp = s.envp,
+					  .cwd = c->app_dir,
+					  .user = c->user,
+					  .group = c->group,
+					  .stdin_fd = null,
+					  .out_fd = out[1],
+					  .mask = &s.old_mask,
 					  .keep_ipc_lock = mlock_wants_ipc_lock(&s.mlock),
-					  .keep_fds = &keep, .n_keep_fds = keep >= 0};
+					  .keep_fds = &keep,
+					  .n_keep_fds = keep >= 0};
 
 		rc = spawn_prepare(&s.child, &spec, err, sizeof(err));
 		mlock_spawned(&s.mlock); /* the service holds its end now */
@@ -1075,17 +1116,23 @@ int supervise_run(struct config *c, int argc, char **argv)
 	/* If we are killed, the guard ends the service's group (spawn.h). */
 	if (spawn_guard_start(&s.guard, s.child.pid, c->stop_grace, s.foreground, err,
 			      sizeof(err)) < 0)
-		say(&s, "tts-launch: warning: %s: if tts-launch is killed, only the service's main "
-			"process is told (SIGTERM)\n", err);
+		say(&s,
+		    "tts-launch: warning: %s: if tts-launch is killed, only the service's main "
+		    "process is told (SIGTERM)\n",
+		    err);
 
 	/* Tracing attaches now, while the child waits before exec. */
 	if (c->trace) {
-		struct tracer_opts o = {.root_pid = s.child.pid, .listen_port = c->port, .cfg = c,
+		struct tracer_opts o = {.root_pid = s.child.pid,
+					.listen_port = c->port,
+					.cfg = c,
 					.verbose = c->verbose};
 
 		s.tracer = tracer_start(&o, why, sizeof(why));
 		if (!s.tracer)
-			say(&s, "tts-launch: warning: tracing disabled: %s; the service starts untraced\n",
+			say(&s,
+			    "tts-launch: warning: tracing disabled: %s; the service starts "
+			    "untraced\n",
 			    why);
 	} else {
 		snprintf(why, sizeof(why), "disabled by --no-trace or [trace] enabled = false");
@@ -1094,8 +1141,12 @@ int supervise_run(struct config *c, int argc, char **argv)
 	if (s.tracer) {
 		/* auto: a live line on a terminal we run in front of, else log lines */
 		bool tty = s.foreground && isatty(STDERR_FILENO);
-		struct progress_opts po = {.mode = c->progress, .stall_s = c->stall, .log_every_s = 5,
-					   .tty = stderr, .emit = progress_emit, .arg = &s};
+		struct progress_opts po = {.mode = c->progress,
+					   .stall_s = c->stall,
+					   .log_every_s = 5,
+					   .tty = stderr,
+					   .emit = progress_emit,
+					   .arg = &s};
 
 		if (po.mode == PROGRESS_AUTO)
 			po.mode = tty ? PROGRESS_TTY : PROGRESS_LOG;

@@ -26,20 +26,11 @@
 #endif
 
 /* ms rounded to the microsecond: the JSON stays readable and stable */
-static json_t *ms_real(double ms)
-{
-	return json_real(round(ms * 1000.0) / 1000.0);
-}
+static json_t *ms_real(double ms) { return json_real(round(ms * 1000.0) / 1000.0); }
 
-static json_t *str_or_null(const char *s)
-{
-	return s ? json_text(s) : json_null();
-}
+static json_t *str_or_null(const char *s) { return s ? json_text(s) : json_null(); }
 
-static json_t *config_json(const struct config *c)
-{
-	return c ? config_to_json(c) : json_object();
-}
+static json_t *config_json(const struct config *c) { return c ? config_to_json(c) : json_object(); }
 
 static json_t *host_json(void)
 {
@@ -83,24 +74,22 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%03ldZ", w.tv_nsec / 1000000);
 	tl->root = json_pack(
-		"{s:s, s:{s:s, s:o, s:o, s:{s:s, s:f, s:I}}, s:o, "
-		"s:{s:b, s:n, s:[], s:[], s:i}, s:{s:n, s:[], s:n}, s:{}, s:[], s:[], s:[], s:[], "
-		"s:[], s:{s:i, s:i, s:i, s:{s:i, s:[]}, s:[], s:i, s:[]}, "
-		"s:{s:f, s:f, s:f, s:[]}, s:{s:i, s:i, s:[]}, s:{s:b, s:[]}, s:[], s:[], s:[], s:[], s:[]}",
-		"schema", TIMELINE_SCHEMA,
-		"launcher", "version", TTS_LAUNCH_VERSION, "argv", av, "config", config_json(c),
-		"start", "wall", iso, "wall_epoch", (double)w.tv_sec + (double)(w.tv_nsec / 1000000) / 1e3, "monotonic_ns",
-		(json_int_t)clock_t0_ns(),
-		"host", host_json(),
-		"tracing", "enabled", 0, "reason", "probes", "fallbacks", "events_lost", 0,
-		"process", "pid", "command", "exit",
-		"marks", "phases", "files", "missing_paths", "network", "downloads",
-		"memory", "page_faults", 0, "major_faults", 0, "minor_faults", 0, "fault_rate",
-		"bucket_ms", 100, "counts", "per_process", "model_file_faults", 0, "mlock_calls",
-		"sched", "io_wait_ms", 0.0, "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes",
-		"block", "requests", 0, "bytes", 0, "latency_hist",
-		"python", "usdt", 0, "imports",
-		"processes", "connects", "listens", "requests", "findings");
+	    "{s:s, s:{s:s, s:o, s:o, s:{s:s, s:f, s:I}}, s:o, "
+	    "s:{s:b, s:n, s:[], s:[], s:i}, s:{s:n, s:[], s:n}, s:{}, s:[], s:[], s:[], s:[], "
+	    "s:[], s:{s:i, s:i, s:i, s:{s:i, s:[]}, s:[], s:i, s:[]}, "
+	    "s:{s:f, s:f, s:f, s:[]}, s:{s:i, s:i, s:[]}, s:{s:b, s:[]}, s:[], s:[], s:[], s:[], "
+	    "s:[]}",
+	    "schema", TIMELINE_SCHEMA, "launcher", "version", TTS_LAUNCH_VERSION, "argv", av,
+	    "config", config_json(c), "start", "wall", iso, "wall_epoch",
+	    (double)w.tv_sec + (double)(w.tv_nsec / 1000000) / 1e3, "monotonic_ns",
+	    (json_int_t)clock_t0_ns(), "host", host_json(), "tracing", "enabled", 0, "reason",
+	    "probes", "fallbacks", "events_lost", 0, "process", "pid", "command", "exit", "marks",
+	    "phases", "files", "missing_paths", "network", "downloads", "memory", "page_faults", 0,
+	    "major_faults", 0, "minor_faults", 0, "fault_rate", "bucket_ms", 100, "counts",
+	    "per_process", "model_file_faults", 0, "mlock_calls", "sched", "io_wait_ms", 0.0,
+	    "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes", "block", "requests", 0, "bytes", 0,
+	    "latency_hist", "python", "usdt", 0, "imports", "processes", "connects", "listens",
+	    "requests", "findings");
 	if (!tl->root) {
 		free(tl);
 		return NULL;
@@ -145,16 +134,15 @@ static void phase_set(struct timeline *tl, const char *name, double start, doubl
 
 	if (end < start)
 		end = start;
-	json_array_foreach(phases, i, p)
-	{
+	json_array_foreach (phases, i, p) {
 		if (!strcmp(json_string_value(json_object_get(p, "name")), name)) {
 			json_array_remove(phases, i);
 			break;
 		}
 	}
-	json_array_append_new(phases, json_pack("{s:s, s:o, s:o, s:o, s:s}", "name", name, "start_ms",
-						ms_real(start), "end_ms", ms_real(end), "dur_ms",
-						ms_real(end - start), "source", source));
+	json_array_append_new(phases, json_pack("{s:s, s:o, s:o, s:o, s:s}", "name", name,
+						"start_ms", ms_real(start), "end_ms", ms_real(end),
+						"dur_ms", ms_real(end - start), "source", source));
 }
 
 void timeline_phase(struct timeline *tl, const char *name, double start_ms, double end_ms)
@@ -181,10 +169,10 @@ void timeline_set_exit(struct timeline *tl, int code, int sig, double ms)
 {
 	if (!tl)
 		return;
-	json_object_set_new(json_object_get(tl->root, "process"), "exit",
-			    json_pack("{s:o, s:o, s:o}", "code", code >= 0 ? json_integer(code) : json_null(),
-				      "signal", sig > 0 ? json_integer(sig) : json_null(), "ms",
-				      ms_real(ms)));
+	json_object_set_new(
+	    json_object_get(tl->root, "process"), "exit",
+	    json_pack("{s:o, s:o, s:o}", "code", code >= 0 ? json_integer(code) : json_null(),
+		      "signal", sig > 0 ? json_integer(sig) : json_null(), "ms", ms_real(ms)));
 	timeline_mark(tl, "exit", ms);
 }
 
@@ -412,8 +400,7 @@ static int vwalk(struct vctx *c, const json_t *v, size_t at, const char *key, bo
 		/* the members of the top-level marks are times, whatever their names */
 		bool marks = depth == 1 && key && !strcmp(key, "marks");
 
-		json_object_foreach((json_t *)v, k, m)
-		{
+		json_object_foreach ((json_t *)v, k, m) {
 			n = vpath_add(c, at, k, 0);
 			if (vwalk(c, m, n, k, marks, depth + 1) < 0)
 				return -1;
@@ -422,8 +409,7 @@ static int vwalk(struct vctx *c, const json_t *v, size_t at, const char *key, bo
 		return 0;
 	}
 	if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-		{
+		json_array_foreach (v, i, m) {
 			n = vpath_add(c, at, NULL, i);
 			/* elements are checked as their array's name: counts[3] */
 			if (vwalk(c, m, n, key, false, depth + 1) < 0)
@@ -471,8 +457,7 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
 		snprintf(c.path, sizeof(c.path), "%s", list_shapes[s].list);
 		if (!json_is_array(l))
 			return vfail(&c, "is not a list");
-		json_array_foreach(l, i, e)
-		{
+		json_array_foreach (l, i, e) {
 			snprintf(c.path, sizeof(c.path), "%s[%zu]", list_shapes[s].list, i);
 			if (!json_is_object(e))
 				return vfail(&c, "is not an object");
@@ -507,7 +492,8 @@ struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 	root = json_loadb(buf, len, 0, &je);
 	free(buf);
 	if (!root) {
-		snprintf(err, errlen, "failed to load timeline %s: line %d: %s", path, je.line, je.text);
+		snprintf(err, errlen, "failed to load timeline %s: line %d: %s", path, je.line,
+			 je.text);
 		return NULL;
 	}
 	if (timeline_validate(root, path, err, errlen) < 0) {
@@ -537,10 +523,11 @@ static bool any_suffix(const char *p, const char *const *list)
 
 const char *timeline_file_class(const char *path, const char *const *cache_dirs)
 {
-	static const char *const model[] = {".pth", ".pt", ".safetensors", ".bin", ".ckpt",
-					    ".onnx", ".gguf", ".model", ".npz", ".h5", NULL};
-	static const char *const config[] = {".yaml", ".yml", ".json", ".toml", ".ini", ".cfg",
-					     ".conf", NULL};
+	static const char *const model[] = {".pth",  ".pt",   ".safetensors", ".bin", ".ckpt",
+					    ".onnx", ".gguf", ".model",	      ".npz", ".h5",
+					    NULL};
+	static const char *const config[] = {".yaml", ".yml", ".json", ".toml",
+					     ".ini",  ".cfg", ".conf", NULL};
 	bool in_cache = false, pyish;
 
 	if (str_ends_with(path, ".incomplete"))
@@ -556,13 +543,14 @@ const char *timeline_file_class(const char *path, const char *const *cache_dirs)
 		return "hf_cache";
 	if (pyish || str_ends_with(path, ".py") || str_ends_with(path, ".pyc"))
 		return "python";
-	if (str_ends_with(path, ".so") || strstr(path, ".so.") || !strcmp(path, "/etc/ld.so.cache") ||
-	    !strcmp(path, "/etc/ld.so.preload"))
+	if (str_ends_with(path, ".so") || strstr(path, ".so.") ||
+	    !strcmp(path, "/etc/ld.so.cache") || !strcmp(path, "/etc/ld.so.preload"))
 		return "library";
 	if (any_suffix(path, config))
 		return "config";
-	if (!strncmp(path, "/etc/", 5) || !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5) ||
-	    !strncmp(path, "/dev/", 5) || !strncmp(path, "/usr/share/", 11))
+	if (!strncmp(path, "/etc/", 5) || !strncmp(path, "/proc/", 6) ||
+	    !strncmp(path, "/sys/", 5) || !strncmp(path, "/dev/", 5) ||
+	    !strncmp(path, "/usr/share/", 11))
 		return "system";
 	return "other";
 }
@@ -624,10 +612,7 @@ static void span_add(struct span *s, double a, double b)
 	s->set = true;
 }
 
-static double num(json_t *o, const char *k)
-{
-	return json_number_value(json_object_get(o, k));
-}
+static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
 void timeline_infer_phases(struct timeline *tl)
 {
@@ -643,7 +628,8 @@ void timeline_infer_phases(struct timeline *tl)
 	phases = json_object_get(root, "phases");
 	/* drop earlier inferences: snapshots repeat */
 	for (i = json_array_size(phases); i-- > 0;) {
-		const char *src = json_string_value(json_object_get(json_array_get(phases, i), "source"));
+		const char *src =
+		    json_string_value(json_object_get(json_array_get(phases, i), "source"));
 
 		if (src && !strcmp(src, "trace"))
 			json_array_remove(phases, i);
@@ -661,12 +647,11 @@ void timeline_infer_phases(struct timeline *tl)
 		phase_set(tl, "spawn", spawn, exec, "trace");
 
 	imports = json_object_get(json_object_get(root, "python"), "imports");
-	json_array_foreach(imports, i, p)
+	json_array_foreach (imports, i, p)
 		span_add(&imp, num(p, "start_ms"), num(p, "end_ms"));
 
 	files = json_object_get(root, "files");
-	json_array_foreach(files, i, p)
-	{
+	json_array_foreach (files, i, p) {
 		const char *cls = json_string_value(json_object_get(p, "class"));
 		const char *path = json_string_value(json_object_get(p, "path"));
 		double a = num(p, "first_ms"), b = num(p, "last_ms");
@@ -679,12 +664,11 @@ void timeline_infer_phases(struct timeline *tl)
 			span_add(&model, a, b);
 		else if (!strcmp(cls, "hf_cache"))
 			span_add(&cache, a, b);
-		else if (!strcmp(cls, "config") &&
-			 (path[0] != '/' || path_under(path, app_dir) || path_under(path, model_dir)))
+		else if (!strcmp(cls, "config") && (path[0] != '/' || path_under(path, app_dir) ||
+						    path_under(path, model_dir)))
 			span_add(&conf, a, b);
 	}
-	json_array_foreach(json_object_get(root, "missing_paths"), i, p)
-	{
+	json_array_foreach (json_object_get(root, "missing_paths"), i, p) {
 		const char *cls = json_string_value(json_object_get(p, "class"));
 
 		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
@@ -692,7 +676,7 @@ void timeline_infer_phases(struct timeline *tl)
 	}
 	/* libraries mlock a page or two for their own reasons (glibc, OpenSSL):
 	 * only mlockall and large ranges are "locking the model" */
-	json_array_foreach(json_object_get(json_object_get(root, "memory"), "mlock_calls"), i, p)
+	json_array_foreach (json_object_get(json_object_get(root, "memory"), "mlock_calls"), i, p)
 		if (!strcmp(json_string_value(json_object_get(p, "call")) ?: "", "mlockall") ||
 		    num(p, "len") >= 1 << 20)
 			span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
@@ -707,8 +691,7 @@ void timeline_infer_phases(struct timeline *tl)
 		phase_set(tl, "config_read", conf.a, conf.b, "trace");
 	if (cache.set)
 		phase_set(tl, "cache_probe", cache.a, cache.b, "trace");
-	json_array_foreach(json_object_get(root, "downloads"), i, p)
-	{
+	json_array_foreach (json_object_get(root, "downloads"), i, p) {
 		char name[PATH_MAX + 16];
 		const char *path = json_string_value(json_object_get(p, "path"));
 		const char *base = path ? strrchr(path, '/') : NULL;
@@ -855,8 +838,8 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	root = tl->root;
 	tr = json_object_get(root, "tracing");
 	app_dir = json_string_value(json_object_get(
-		json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app"),
-		"dir"));
+	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app"),
+	    "dir"));
 	ready = timeline_mark_ms(tl, "ready");
 	exec = timeline_mark_ms(tl, "exec");
 	fmt_ms(a, sizeof(a), ready);
@@ -886,20 +869,20 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	 * late is no cost) */
 	arr = json_array();
 	for (int pass = 0; pass < 2 && !json_array_size(arr); pass++) {
-		json_array_foreach(json_object_get(root, "files"), i, p)
-		{
+		json_array_foreach (json_object_get(root, "files"), i, p) {
 			const char *cls = json_string_value(json_object_get(p, "class"));
-			double bytes = num(p, "bytes_read") + num(p, "bytes_written") + num(p, "mmap_bytes");
+			double bytes =
+			    num(p, "bytes_read") + num(p, "bytes_written") + num(p, "mmap_bytes");
 
 			if (!cls || bytes <= 0 ||
 			    !strcmp(cls, "download") /* listed under downloads */ ||
 			    (pass == 0 && strcmp(cls, "model") && strcmp(cls, "hf_cache")))
 				continue;
 			json_array_append_new(arr, json_pack("{s:O, s:s, s:f, s:f, s:b}", "path",
-							     json_object_get(p, "path"), "class", cls,
-							     "bytes", bytes, "span",
-							     num(p, "last_ms") - num(p, "first_ms"), "mapped",
-							     num(p, "mmap_bytes") > 0));
+							     json_object_get(p, "path"), "class",
+							     cls, "bytes", bytes, "span",
+							     num(p, "last_ms") - num(p, "first_ms"),
+							     "mapped", num(p, "mmap_bytes") > 0));
 		}
 	}
 	n = top_n(arr, "bytes", top, 5);
@@ -948,17 +931,16 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		double total = 0;
 		size_t done = 0;
 
-		json_array_foreach(arr, i, p)
-		{
+		json_array_foreach (arr, i, p) {
 			total += num(p, "bytes");
 			done += json_is_true(json_object_get(p, "complete")) ||
 				json_is_true(json_object_get(p, "completed"));
 		}
 		fmt_size(a, sizeof(a), total);
-		fprintf(out, "  downloads (%zu, %s, %zu complete):\n", json_array_size(arr), a, done);
+		fprintf(out, "  downloads (%zu, %s, %zu complete):\n", json_array_size(arr), a,
+			done);
 	}
-	json_array_foreach(arr, i, p)
-	{
+	json_array_foreach (arr, i, p) {
 		const char *name = json_string_value(json_object_get(p, "link"));
 		double d = num(p, "last_ms") - num(p, "first_ms");
 
@@ -986,8 +968,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		size_t nr = json_array_size(arr);
 		double *lat = malloc(nr * sizeof(*lat)), faults = 0, major = 0;
 
-		json_array_foreach(arr, i, p)
-		{
+		json_array_foreach (arr, i, p) {
 			if (lat)
 				lat[i] = num(p, "latency_ms");
 			faults += num(p, "faults");
@@ -998,8 +979,10 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			fmt_ms(a, sizeof(a), pct(lat, nr, 50));
 			fmt_ms(b, sizeof(b), pct(lat, nr, 90));
 			fmt_ms(c, sizeof(c), pct(lat, nr, 99));
-			fprintf(out, "  requests: %zu, latency p50 %s, p90 %s, p99 %s; per request %.0f faults "
-				     "(%.1f major)\n",
+			fprintf(out,
+				"  requests: %zu, latency p50 %s, p90 %s, p99 %s; per request %.0f "
+				"faults "
+				"(%.1f major)\n",
 				nr, a, b, c, faults / nr, major / nr);
 		}
 		free(lat);
@@ -1022,8 +1005,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			json_string_value(json_object_get(p, "fix")) ? "; fix: " : "",
 			esc(json_string_value(json_object_get(p, "fix")) ?: ""));
 	}
-	json_array_foreach(json_object_get(mem, "mlock_calls"), i, p)
-	{
+	json_array_foreach (json_object_get(mem, "mlock_calls"), i, p) {
 		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
 		fprintf(out, "  %s: %s in %s\n", esc(json_string_value(json_object_get(p, "call"))),
 			json_integer_value(json_object_get(p, "result")) < 0
@@ -1036,5 +1018,6 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	fmt_ms(b, sizeof(b), num(p, "sleep_ms"));
 	fmt_ms(c, sizeof(c), num(p, "runqueue_ms"));
 	fprintf(out, "  off-CPU: %s I/O wait, %s sleeping, %s waiting for a CPU\n", a, b, c);
-	fprintf(out, "  events lost: %lld\n", (long long)json_integer_value(json_object_get(tr, "events_lost")));
+	fprintf(out, "  events lost: %lld\n",
+		(long long)json_integer_value(json_object_get(tr, "events_lost")));
 }

@@ -13,20 +13,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <linux/perf_event.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -56,16 +56,16 @@ struct tracer {
 	char tracefs[160]; /* "present", "mounted" or "unavailable: why" */
 
 	/* collected from ring buffer events */
-	json_t *procs;	 /* "pid" -> process object */
-	json_t *connects; /* [connect records] */
+	json_t *procs;	    /* "pid" -> process object */
+	json_t *connects;   /* [connect records] */
 	__u64 *conn_cookie; /* the socket of each connect record (joins its outcome) */
 	size_t cap_cookie;
 	json_t *listens;
 	json_t *mlocks;
-	json_t *imports;      /* finished imports */
-	json_t *import_stack; /* "tid" -> [open frames] */
-	double exec_ms;	      /* root's first exec, -1 */
-	double ready_ms;      /* first matching listen, -1 */
+	json_t *imports;	      /* finished imports */
+	json_t *import_stack;	      /* "tid" -> [open frames] */
+	double exec_ms;		      /* root's first exec, -1 */
+	double ready_ms;	      /* first matching listen, -1 */
 	unsigned long long user_lost; /* records user space could not keep */
 
 	/* directories relative paths start from: kernel dev/ino -> path */
@@ -213,10 +213,7 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	nl[(*n)++] = l;
 }
 
-static int int_cmp(const void *a, const void *b)
-{
-	return *(const int *)a - *(const int *)b;
-}
+static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 /* Removing a uprobe waits for an RCU grace period per probe (~80 ms each on
  * the test machines, measured with strace -tt), and the last close of its
@@ -338,14 +335,15 @@ static bool sockaddr_peer(const struct tl_event *e, char *out, size_t len, int *
 	} else if (ss.ss_family == AF_UNIX) {
 		const struct sockaddr_un *un = (const void *)&ss;
 		size_t pl = n > offsetof(struct sockaddr_un, sun_path)
-				    ? n - offsetof(struct sockaddr_un, sun_path)
-				    : 0;
+				? n - offsetof(struct sockaddr_un, sun_path)
+				: 0;
 
 		if (pl && !un->sun_path[0])
 			snprintf(out, len, "unix:@%.*s", (int)strnlen(un->sun_path + 1, pl - 1),
 				 un->sun_path + 1);
 		else
-			snprintf(out, len, "unix:%.*s", (int)strnlen(un->sun_path, pl), un->sun_path);
+			snprintf(out, len, "unix:%.*s", (int)strnlen(un->sun_path, pl),
+				 un->sun_path);
 	} else {
 		return false;
 	}
@@ -377,13 +375,12 @@ static void on_import(struct tracer *t, const struct tl_import_event *e)
 	/* imports nest: done closes the innermost open import */
 	frame = json_array_get(stack, n - 1);
 	json_array_append_new(
-		t->imports,
-		json_pack("{s:O, s:i, s:o, s:o, s:o, s:i, s:b}", "name", json_object_get(frame, "name"),
-			  "pid", (int)e->pid,
-			  "start_ms", ms_json(json_real_value(json_object_get(frame, "start"))),
-			  "end_ms", ms_json(ms),
-			  "dur_ms", ms_json(ms - json_real_value(json_object_get(frame, "start"))),
-			  "depth", (int)(n - 1), "found", e->found != 0));
+	    t->imports, json_pack("{s:O, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
+				  json_object_get(frame, "name"), "pid", (int)e->pid, "start_ms",
+				  ms_json(json_real_value(json_object_get(frame, "start"))),
+				  "end_ms", ms_json(ms), "dur_ms",
+				  ms_json(ms - json_real_value(json_object_get(frame, "start"))),
+				  "depth", (int)(n - 1), "found", e->found != 0));
 	json_array_remove(stack, n - 1);
 }
 
@@ -410,10 +407,7 @@ static void dir_add(struct tracer *t, __u64 dev, __u64 ino, const char *path)
 	t->dirs[t->n_dirs++].path = strdup(path);
 }
 
-static __u64 kernel_dev(dev_t d)
-{
-	return ((__u64)major(d) << 20) | minor(d);
-}
+static __u64 kernel_dev(dev_t d) { return ((__u64)major(d) << 20) | minor(d); }
 
 /* A directory by its path; dev and ino get its identity when given. */
 static void dir_add_path(struct tracer *t, const char *path, __u64 *dev, __u64 *ino)
@@ -522,8 +516,8 @@ static void set_outcome(json_t *c, int ret, bool closed, double ms_to_result)
 	json_object_set_new(c, "ret", json_integer(ret));
 	json_object_set_new(c, "pending", json_false());
 	json_object_set_new(c, "result", json_string(connect_result(-ret, closed)));
-	json_object_set_new(c, "errno", ret < 0 ? json_string(strerrorname_np(-ret) ?: "?")
-					       : json_null());
+	json_object_set_new(c, "errno",
+			    ret < 0 ? json_string(strerrorname_np(-ret) ?: "?") : json_null());
 	json_object_set_new(c, "ms_to_result", ms_json(ms_to_result));
 }
 
@@ -584,7 +578,9 @@ static void on_conn_end(struct tracer *t, const struct tl_conn_event *e)
 {
 	json_t *c = connect_by_cookie(t, e->cookie);
 	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
-	const char *by = e->ended_by == 4 ? "local-close" : e->ended_by == 9 ? "remote-close" : "reset";
+	const char *by = e->ended_by == 4   ? "local-close"
+			 : e->ended_by == 9 ? "remote-close"
+					    : "reset";
 
 	if (!c || !json_is_null(json_object_get(c, "closed_ms")))
 		return;
@@ -606,14 +602,14 @@ static void on_request(struct tracer *t, const struct tl_req_event *e)
 		return;
 	}
 	json_array_append_new(
-		t->requests,
-		json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}", "start_ms",
-			  ms_json(a), "end_ms", ms_json(b), "latency_ms", ms_json(b - a), "close_ms",
-			  ms_json(clock_ns_to_ms(e->close_ns)), "faults", (json_int_t)e->faults,
-			  "major_faults", (json_int_t)e->major_faults, "bytes_out",
-			  (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "writes",
-			  (json_int_t)e->writes, "pid", (int)e->pid, "tid", (int)e->tid, "port",
-			  (int)e->port));
+	    t->requests,
+	    json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}", "start_ms",
+		      ms_json(a), "end_ms", ms_json(b), "latency_ms", ms_json(b - a), "close_ms",
+		      ms_json(clock_ns_to_ms(e->close_ns)), "faults", (json_int_t)e->faults,
+		      "major_faults", (json_int_t)e->major_faults, "bytes_out",
+		      (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "writes",
+		      (json_int_t)e->writes, "pid", (int)e->pid, "tid", (int)e->tid, "port",
+		      (int)e->port));
 	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
 			    "model_faults", json_integer((json_int_t)e->model_faults));
 	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
@@ -668,7 +664,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
 		if (json_is_null(json_object_get(p, "ppid")))
 			json_object_set_new(p, "ppid", json_integer(e->ppid));
-		json_object_set_new(p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
+		json_object_set_new(
+		    p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
 		if ((pid_t)e->pid == t->root && t->exec_ms < 0)
 			t->exec_ms = ms;
 		/* where its relative paths start (exec keeps the cwd) */
@@ -689,9 +686,11 @@ static int on_event(void *ctx, void *data, size_t size)
 		p = proc_obj(t, e->pid);
 		json_object_set_new(p, "exit_ms", ms_json(ms));
 		if (st & 0x7f)
-			json_object_set_new(p, "exit", json_pack("{s:n, s:i}", "code", "signal", st & 0x7f));
+			json_object_set_new(p, "exit",
+					    json_pack("{s:n, s:i}", "code", "signal", st & 0x7f));
 		else
-			json_object_set_new(p, "exit", json_pack("{s:i, s:n}", "code", (st >> 8) & 0xff, "signal"));
+			json_object_set_new(
+			    p, "exit", json_pack("{s:i, s:n}", "code", (st >> 8) & 0xff, "signal"));
 		break;
 	}
 	case EV_CONNECT:
@@ -701,8 +700,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		on_connect_done(t, e, ms, end_ms);
 		break;
 	case EV_LISTEN:
-		json_array_append_new(t->listens, json_pack("{s:i, s:i, s:o}", "pid", (int)e->pid, "port",
-							    (int)e->arg, "ms", ms_json(ms)));
+		json_array_append_new(t->listens,
+				      json_pack("{s:i, s:i, s:o}", "pid", (int)e->pid, "port",
+						(int)e->arg, "ms", ms_json(ms)));
 		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true))
 			t->ready_ms = ms;
 		break;
@@ -710,12 +710,12 @@ static int on_event(void *ctx, void *data, size_t size)
 		static const char *calls[] = {"?", "mlock", "mlock2", "mlockall"};
 
 		json_array_append_new(
-			t->mlocks,
-			json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", (int)e->pid, "call",
-				  calls[e->arg2 < 4 ? e->arg2 : 0], "len", (json_int_t)e->arg, "flags", (int)e->flags,
-				  "result", e->ret < 0 ? -1 : e->ret, "errno",
-				  e->ret < 0 ? strerrorname_np(-e->ret) : NULL, "start_ms", ms_json(ms),
-				  "dur_ms", ms_json(end_ms - ms)));
+		    t->mlocks,
+		    json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", (int)e->pid,
+			      "call", calls[e->arg2 < 4 ? e->arg2 : 0], "len", (json_int_t)e->arg,
+			      "flags", (int)e->flags, "result", e->ret < 0 ? -1 : e->ret, "errno",
+			      e->ret < 0 ? strerrorname_np(-e->ret) : NULL, "start_ms", ms_json(ms),
+			      "dur_ms", ms_json(end_ms - ms)));
 		break;
 	}
 	}
@@ -748,11 +748,11 @@ static struct bpf_link *perf_link(struct tracer *t, struct bpf_program *prog,
 static struct perf_event_attr sw_event(__u64 config, __u64 period, bool user_only)
 {
 	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.size = sizeof(attr),
-		.config = config,
-		.sample_period = period,
-		.exclude_kernel = user_only,
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = config,
+	    .sample_period = period,
+	    .exclude_kernel = user_only,
 	};
 
 	return attr;
@@ -776,7 +776,8 @@ static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 con
 	if (attached && !err)
 		json_array_append_new(t->probes, json_string(name));
 	else
-		fallback(t, name, "software perf event %s: %s", event, strerror(err ? err : ENODEV));
+		fallback(t, name, "software perf event %s: %s", event,
+			 strerror(err ? err : ENODEV));
 }
 
 #define FAULT_TICK_NS (20 * 1000 * 1000)
@@ -801,7 +802,7 @@ static void attach_fault_tick(struct tracer *t, pid_t root)
 		       "fault_tick", "cpu-clock");
 }
 
-#define TRACEFS_DIR "/sys/kernel/tracing"
+#define TRACEFS_DIR    "/sys/kernel/tracing"
 #define TRACEFS_MAGIC_ 0x74726163
 
 /* The raw tracepoints need no tracefs, but libbpf falls back to tracefs
@@ -839,7 +840,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	libbpf_set_print(print_libbpf);
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		snprintf(why, whylen, "kernel has no BTF (/sys/kernel/btf/vmlinux: %s)", strerror(errno));
+		snprintf(why, whylen, "kernel has no BTF (/sys/kernel/btf/vmlinux: %s)",
+			 strerror(errno));
 		goto fail;
 	}
 	t = calloc(1, sizeof(*t));
@@ -872,9 +874,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	t_open = clock_ms();
 	n_py = o->cfg && !o->cfg->python_usdt ? 0 : python_candidates(o->cfg, pys, 3);
 	if (!n_py)
-		fallback(t, "python_imports", o->cfg && !o->cfg->python_usdt
-						      ? "switched off in the configuration ([trace] python_usdt)"
-						      : "no python interpreter found to attach to");
+		fallback(t, "python_imports",
+			 o->cfg && !o->cfg->python_usdt
+			     ? "switched off in the configuration ([trace] python_usdt)"
+			     : "no python interpreter found to attach to");
 
 	/* open -> configure -> load; first with the build kernel's minimal BTF
 	 * when this is that kernel, else (or when that fails) with the full one */
@@ -915,23 +918,24 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 
 	/* the root, before any program can see it fork or exec */
 	root = (__u32)o->root_pid;
-	if (bpf_map__update_elem(t->skel->maps.procs, &root, sizeof(root), &flags, sizeof(flags), 0) ||
+	if (bpf_map__update_elem(t->skel->maps.procs, &root, sizeof(root), &flags, sizeof(flags),
+				 0) ||
 	    bpf_map__update_elem(t->skel->maps.procstat, &root, sizeof(root), &root_stat,
 				 sizeof(root_stat), 0)) {
-		snprintf(why, whylen, "failed to add pid %d to the traced tree: %s", (int)o->root_pid,
-			 strerror(errno));
+		snprintf(why, whylen, "failed to add pid %d to the traced tree: %s",
+			 (int)o->root_pid, strerror(errno));
 		goto fail;
 	}
 
 	t_load = clock_ms();
 	/* attach, each program on its own */
-	bpf_object__for_each_program(prog, t->skel->obj)
-	{
+	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		struct bpf_link *l;
 
 		/* USDT and perf-event programs are attached below */
-		if (!bpf_program__autoload(prog) || !strncmp(bpf_program__section_name(prog), "usdt", 4) ||
+		if (!bpf_program__autoload(prog) ||
+		    !strncmp(bpf_program__section_name(prog), "usdt", 4) ||
 		    !strcmp(bpf_program__section_name(prog), "perf_event"))
 			continue;
 		l = bpf_program__attach(prog);
@@ -940,10 +944,12 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 			/* without exec and fork tracking there is no tree to follow */
 			if (!strcmp(name, "sched_process_exec") || !strcmp(name, "sys_enter") ||
 			    !strcmp(name, "sys_exit")) {
-				snprintf(why, whylen, "failed to attach %s: %s", name, strerror(err));
+				snprintf(why, whylen, "failed to attach %s: %s", name,
+					 strerror(err));
 				goto fail;
 			}
-			fallback(t, name, "failed to attach (tracepoint missing?): %s", strerror(err));
+			fallback(t, name, "failed to attach (tracepoint missing?): %s",
+				 strerror(err));
 			continue;
 		}
 		add_link(&t->links, &t->n_links, l);
@@ -960,8 +966,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		ls = bpf_program__attach_usdt(t->skel->progs.py_import_start, -1, pys[i], "python",
 					      "import__find__load__start", NULL);
 		err = ls ? 0 : errno;
-		ld = ls ? bpf_program__attach_usdt(t->skel->progs.py_import_done, -1, pys[i], "python",
-						   "import__find__load__done", NULL)
+		ld = ls ? bpf_program__attach_usdt(t->skel->progs.py_import_done, -1, pys[i],
+						   "python", "import__find__load__done", NULL)
 			: NULL;
 		if (!ls || !ld) {
 			err = err ? err : errno;
@@ -983,7 +989,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		goto fail;
 	}
 	if (o->verbose)
-		fprintf(stderr, "tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms\n",
+		fprintf(stderr,
+			"tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms\n",
 			t_load - t_open, t_attach - t_load, clock_ms() - t_attach);
 	return t;
 
@@ -992,10 +999,7 @@ fail:
 	return NULL;
 }
 
-int tracer_fd(const struct tracer *t)
-{
-	return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1;
-}
+int tracer_fd(const struct tracer *t) { return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1; }
 
 int tracer_poll(struct tracer *t)
 {
@@ -1145,12 +1149,15 @@ static json_t *file_json(const char *path, const char *cls, const struct path_va
 	json_object_set_new(f, "pid", pv ? json_integer(pv->first_pid) : json_null());
 	set_ms_range(f, first, last);
 	/* when its mapped pages were faulted in: load time or request time */
-	json_object_set_new(f, "faults_after_ready", json_integer((json_int_t)fv->faults_after_ready));
+	json_object_set_new(f, "faults_after_ready",
+			    json_integer((json_int_t)fv->faults_after_ready));
 	json_object_set_new(f, "major_faults", json_integer((json_int_t)fv->major_faults));
 	json_object_set_new(f, "first_fault_ms",
-			    fv->first_fault_ns ? ms_json(clock_ns_to_ms(fv->first_fault_ns)) : json_null());
+			    fv->first_fault_ns ? ms_json(clock_ns_to_ms(fv->first_fault_ns))
+					       : json_null());
 	json_object_set_new(f, "last_fault_ms",
-			    fv->last_fault_ns ? ms_json(clock_ns_to_ms(fv->last_fault_ns)) : json_null());
+			    fv->last_fault_ns ? ms_json(clock_ns_to_ms(fv->last_fault_ns))
+					      : json_null());
 	json_object_set_new(f, "write_errors", json_integer((json_int_t)fv->write_errors));
 	json_object_set_new(f, "write_errno", errno_json(fv->write_errors ? fv->write_errno : 0));
 	return f;
@@ -1164,7 +1171,7 @@ struct pent {
 	__u64 base_dev, base_ino; /* a relative path's directory */
 	bool rel;
 	const char *cls;
-	struct io_ent *ie; /* the inode it opened, if its I/O was seen */
+	struct io_ent *ie;  /* the inode it opened, if its I/O was seen */
 	struct file_val fv; /* the I/O given to this path */
 };
 
@@ -1233,10 +1240,7 @@ static int pent_cmp(const void *a, const void *b)
 	return strcmp(((const struct pent *)a)->path, ((const struct pent *)b)->path);
 }
 
-static __u64 min_nz(__u64 a, __u64 b)
-{
-	return !a ? b : !b ? a : a < b ? a : b;
-}
+static __u64 min_nz(__u64 a, __u64 b) { return !a ? b : !b ? a : a < b ? a : b; }
 
 static void pv_merge(struct path_val *a, const struct path_val *b)
 {
@@ -1350,28 +1354,27 @@ static void snap_failops(struct tracer *t, const struct dir_ent *dt, size_t n_dt
 			      "last_ms", ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
 	}
 	/* writes: the kernel keeps no time for them, the file's span stands in */
-	json_array_foreach(files, i, f)
-	{
+	json_array_foreach (files, i, f) {
 		if (json_integer_value(json_object_get(f, "write_errors")) <= 0)
 			continue;
-		json_array_append_new(
-			list, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O}", "op", "write", "path",
-					json_object_get(f, "path"), "count",
-					json_object_get(f, "write_errors"), "errno",
-					json_object_get(f, "write_errno"), "first_ms",
-					json_object_get(f, "first_ms"), "last_ms",
-					json_object_get(f, "last_ms"), "pid", json_object_get(f, "pid")));
+		json_array_append_new(list, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O}", "op",
+						      "write", "path", json_object_get(f, "path"),
+						      "count", json_object_get(f, "write_errors"),
+						      "errno", json_object_get(f, "write_errno"),
+						      "first_ms", json_object_get(f, "first_ms"),
+						      "last_ms", json_object_get(f, "last_ms"),
+						      "pid", json_object_get(f, "pid")));
 	}
-	json_array_foreach(renames, i, f)
-	{
+	json_array_foreach (renames, i, f) {
 		if (json_integer_value(json_object_get(f, "result")) == 0)
 			continue;
 		json_array_append_new(
-			list, json_pack("{s:s, s:O, s:O, s:i, s:O, s:O, s:O, s:O}", "op", "rename", "path",
-					json_object_get(f, "new"), "old", json_object_get(f, "old"),
-					"count", 1, "errno", json_object_get(f, "errno"), "first_ms",
-					json_object_get(f, "ms"), "last_ms", json_object_get(f, "ms"),
-					"pid", json_object_get(f, "pid")));
+		    list,
+		    json_pack("{s:s, s:O, s:O, s:i, s:O, s:O, s:O, s:O}", "op", "rename", "path",
+			      json_object_get(f, "new"), "old", json_object_get(f, "old"), "count",
+			      1, "errno", json_object_get(f, "errno"), "first_ms",
+			      json_object_get(f, "ms"), "last_ms", json_object_get(f, "ms"), "pid",
+			      json_object_get(f, "pid")));
 	}
 	timeline_sort_by(list, "first_ms");
 	json_object_set_new(root, "failed_ops", list);
@@ -1422,12 +1425,14 @@ static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, jso
 		json_object_set_new(l, "max_wait_ms", ms_json(v.max_wait_ns / 1e6));
 		set_ms_range(l, v.first_ns, v.last_ns);
 		json_object_set_new(l, "acquired_ms",
-				    v.acquired_ns ? ms_json(clock_ns_to_ms(v.acquired_ns)) : json_null());
+				    v.acquired_ns ? ms_json(clock_ns_to_ms(v.acquired_ns))
+						  : json_null());
 		/* non-blocking polling (filelock: LOCK_EX|LOCK_NB, sleep, again):
 		 * from the first refusal to the success, or to the last try */
 		if (v.first_fail_ns) {
 			ff = clock_ns_to_ms(v.first_fail_ns);
-			end = clock_ns_to_ms(v.acquired_ns > v.first_fail_ns ? v.acquired_ns : v.last_ns);
+			end = clock_ns_to_ms(v.acquired_ns > v.first_fail_ns ? v.acquired_ns
+									     : v.last_ns);
 			json_object_set_new(l, "contended_ms", ms_json(end - ff));
 		}
 		json_object_set_new(l, "pid", json_integer(v.pid));
@@ -1455,7 +1460,7 @@ static void snap_locks(struct tracer *t, const struct pent *pe, size_t n_pe, jso
 		path[n] = 0;
 		/* the list holds paths as the timeline writes them (json_text) */
 		pj = json_text(path);
-		json_array_foreach(list, i, l)
+		json_array_foreach (list, i, l)
 			if (pj && json_equal(json_object_get(l, "path"), pj))
 				hit = l;
 		json_decref(pj);
@@ -1486,7 +1491,7 @@ static void snap_files(struct tracer *t, json_t *root)
 	struct path_val pv;
 	struct file_val fv;
 	char dirs[HF_MAX_CACHE_DIRS + 1][PATH_MAX];
-	char (*r2)[2][PATH_MAX] = NULL; /* renames and symlinks, absolute */
+	char(*r2)[2][PATH_MAX] = NULL; /* renames and symlinks, absolute */
 	const char *dp[HF_MAX_CACHE_DIRS + 2];
 	int nd, more;
 
@@ -1525,7 +1530,8 @@ static void snap_files(struct tracer *t, json_t *root)
 		if (bpf_map__lookup_elem(pm, &pk, sizeof(pk), &pv, sizeof(pv), 0))
 			continue;
 		if (n_pe == cap_pe) {
-			struct pent *n = realloc(pe, (cap_pe = cap_pe ? cap_pe * 2 : 512) * sizeof(*pe));
+			struct pent *n =
+			    realloc(pe, (cap_pe = cap_pe ? cap_pe * 2 : 512) * sizeof(*pe));
 
 			if (!n)
 				break;
@@ -1556,7 +1562,8 @@ static void snap_files(struct tracer *t, json_t *root)
 
 		pe[i].cls = timeline_file_class(pe[i].path, dp);
 		memset(&pe[i].fv, 0, sizeof(pe[i].fv));
-		pe[i].ie = pe[i].pv.opens && n_io ? bsearch(&key, io, n_io, sizeof(*io), io_cmp) : NULL;
+		pe[i].ie =
+		    pe[i].pv.opens && n_io ? bsearch(&key, io, n_io, sizeof(*io), io_cmp) : NULL;
 	}
 	if (n_pe)
 		qsort(pe, n_pe, sizeof(*pe), pent_first_cmp);
@@ -1666,8 +1673,9 @@ static void snap_files(struct tracer *t, json_t *root)
 		if (io[i].claimed)
 			continue;
 		snprintf(name, sizeof(name), "[fd] %s", io[i].v.name);
-		json_array_append_new(files, file_json(name, timeline_file_class(io[i].v.name, dp), NULL,
-						       &io[i].v, io[i].v.first_ns, io[i].v.last_ns));
+		json_array_append_new(files,
+				      file_json(name, timeline_file_class(io[i].v.name, dp), NULL,
+						&io[i].v, io[i].v.first_ns, io[i].v.last_ns));
 	}
 	snap_locks(t, pe, n_pe, root);
 	snap_failops(t, dt, n_dt, files, renames, root);
@@ -1710,8 +1718,8 @@ static void snap_network(struct tracer *t, json_t *root)
 		     !more && walked++ < bpf_map__max_entries(cm);
 		     more = bpf_map__get_next_key(cm, &ck, &cnext, sizeof(cnext))) {
 			ck = cnext;
-			if (bpf_map__lookup_elem(cm, &ck, sizeof(ck), &pc, sizeof(pc), 0) || !pc.done ||
-			    pc.closed || pc.ret)
+			if (bpf_map__lookup_elem(cm, &ck, sizeof(ck), &pc, sizeof(pc), 0) ||
+			    !pc.done || pc.closed || pc.ret)
 				continue;
 			c = connect_by_cookie(t, ck);
 			if (!c || !json_is_null(json_object_get(c, "closed_ms")))
@@ -1723,31 +1731,38 @@ static void snap_network(struct tracer *t, json_t *root)
 		}
 	}
 	/* connect attempts, by peer */
-	json_array_foreach(t->connects, i, c)
-	{
+	json_array_foreach (t->connects, i, c) {
 		const char *peer = json_string_value(json_object_get(c, "peer"));
 		int ret = (int)json_integer_value(json_object_get(c, "ret"));
 		bool pending = json_is_true(json_object_get(c, "pending"));
 		e = json_object_get(net, peer);
 		if (!e) {
-			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:I, s:I, s:f, s:f, s:O, s:f}", "peer",
-				      peer, "port", (int)json_integer_value(json_object_get(c, "port")),
-				      "connects", 0, "failures", 0, "errno", "bytes_in", (json_int_t)0,
-				      "bytes_out", (json_int_t)0, "connect_ms", 0.0, "connect_max_ms", 0.0,
-				      "first_ms", json_object_get(c, "start_ms"), "last_ms", 0.0);
+			e = json_pack(
+			    "{s:s, s:i, s:i, s:i, s:n, s:I, s:I, s:f, s:f, s:O, s:f}", "peer", peer,
+			    "port", (int)json_integer_value(json_object_get(c, "port")), "connects",
+			    0, "failures", 0, "errno", "bytes_in", (json_int_t)0, "bytes_out",
+			    (json_int_t)0, "connect_ms", 0.0, "connect_max_ms", 0.0, "first_ms",
+			    json_object_get(c, "start_ms"), "last_ms", 0.0);
 			json_object_set_new(net, peer, e);
 		}
-		json_object_set_new(e, "connects", json_integer(json_integer_value(json_object_get(e, "connects")) + 1));
+		json_object_set_new(
+		    e, "connects",
+		    json_integer(json_integer_value(json_object_get(e, "connects")) + 1));
 		if (ret < 0 && !pending) {
-			json_object_set_new(e, "failures", json_integer(json_integer_value(json_object_get(e, "failures")) + 1));
+			json_object_set_new(
+			    e, "failures",
+			    json_integer(json_integer_value(json_object_get(e, "failures")) + 1));
 			json_object_set_new(e, "errno", errno_json(-ret));
 		}
 		{
 			json_t *r = json_object_get(c, "ms_to_result");
-			double d = json_real_value(json_is_real(r) ? r : json_object_get(c, "dur_ms"));
+			double d =
+			    json_real_value(json_is_real(r) ? r : json_object_get(c, "dur_ms"));
 			double end = json_real_value(json_object_get(c, "start_ms")) + d;
 
-			json_object_set_new(e, "connect_ms", ms_json(json_real_value(json_object_get(e, "connect_ms")) + d));
+			json_object_set_new(
+			    e, "connect_ms",
+			    ms_json(json_real_value(json_object_get(e, "connect_ms")) + d));
 			if (d > json_real_value(json_object_get(e, "connect_max_ms")))
 				json_object_set_new(e, "connect_max_ms", ms_json(d));
 			if (end > json_real_value(json_object_get(e, "last_ms")))
@@ -1768,14 +1783,16 @@ static void snap_network(struct tracer *t, json_t *root)
 		l = clock_ns_to_ms(v.last_ns);
 		e = json_object_get(net, peer);
 		if (!e) {
-			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:f, s:f, s:o, s:o}", "peer", peer, "port",
-				      k.port, "connects", 0, "failures", 0, "errno", "connect_ms", 0.0,
-				      "connect_max_ms", 0.0, "first_ms", ms_json(f), "last_ms", ms_json(l));
+			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:f, s:f, s:o, s:o}", "peer", peer,
+				      "port", k.port, "connects", 0, "failures", 0, "errno",
+				      "connect_ms", 0.0, "connect_max_ms", 0.0, "first_ms",
+				      ms_json(f), "last_ms", ms_json(l));
 			json_object_set_new(net, peer, e);
 		}
 		json_object_set_new(e, "bytes_in", json_integer((json_int_t)v.bytes_in));
 		json_object_set_new(e, "bytes_out", json_integer((json_int_t)v.bytes_out));
-		json_object_set_new(e, "proto", json_string(k.proto == IPPROTO_UDP ? "udp" : "tcp"));
+		json_object_set_new(e, "proto",
+				    json_string(k.proto == IPPROTO_UDP ? "udp" : "tcp"));
 		json_object_set_new(e, "sends", json_integer((json_int_t)v.sends));
 		json_object_set_new(e, "recvs", json_integer((json_int_t)v.recvs));
 		json_object_set_new(e, "io_errors", json_integer((json_int_t)v.errors));
@@ -1787,23 +1804,24 @@ static void snap_network(struct tracer *t, json_t *root)
 			json_object_set_new(e, "dns_queries", json_integer((json_int_t)v.sends));
 			json_object_set_new(e, "dns_answers", json_integer((json_int_t)v.recvs));
 			json_object_set_new(e, "dns_failures", json_integer((json_int_t)v.errors));
-			json_object_set_new(e, "dns_unanswered",
-					    json_integer(v.sends > v.recvs ? (json_int_t)(v.sends - v.recvs) : 0));
+			json_object_set_new(
+			    e, "dns_unanswered",
+			    json_integer(v.sends > v.recvs ? (json_int_t)(v.sends - v.recvs) : 0));
 		}
 		if (f < json_real_value(json_object_get(e, "first_ms")))
 			json_object_set_new(e, "first_ms", ms_json(f));
 		if (l > json_real_value(json_object_get(e, "last_ms")))
 			json_object_set_new(e, "last_ms", ms_json(l));
 	}
-	json_object_foreach(net, key, e)
-	{
+	json_object_foreach (net, key, e) {
 		if (!json_object_get(e, "bytes_in")) {
 			/* connected, but nothing moved (or not over an inet socket) */
 			json_object_set_new(e, "bytes_in", json_integer(0));
 			json_object_set_new(e, "bytes_out", json_integer(0));
 			json_object_set_new(e, "proto", json_null());
 		}
-		json_object_set_new(e, "dns", json_boolean(json_integer_value(json_object_get(e, "port")) == 53));
+		json_object_set_new(
+		    e, "dns", json_boolean(json_integer_value(json_object_get(e, "port")) == 53));
 		json_array_append(list, e);
 	}
 	json_decref(net);
@@ -1845,24 +1863,25 @@ static void snap_procs(struct tracer *t, json_t *root)
 		io += s.io_wait_ns;
 		sl += s.sleep_ns;
 		rq += s.runq_ns;
-		json_array_append_new(per, json_pack("{s:i, s:O, s:I, s:I, s:I}", "pid", (int)k, "command",
-						     cmd, "page_faults", (json_int_t)s.faults, "minor_faults",
-						     (json_int_t)mi, "major_faults", (json_int_t)ma));
-		json_array_append_new(sched, json_pack("{s:i, s:O, s:o, s:o, s:o, s:I}", "pid", (int)k,
-						       "command", cmd, "io_wait_ms", ms_json(s.io_wait_ns / 1e6),
-						       "sleep_ms", ms_json(s.sleep_ns / 1e6), "runqueue_ms",
-						       ms_json(s.runq_ns / 1e6), "switches",
-						       (json_int_t)s.switches));
+		json_array_append_new(
+		    per, json_pack("{s:i, s:O, s:I, s:I, s:I}", "pid", (int)k, "command", cmd,
+				   "page_faults", (json_int_t)s.faults, "minor_faults",
+				   (json_int_t)mi, "major_faults", (json_int_t)ma));
+		json_array_append_new(
+		    sched, json_pack("{s:i, s:O, s:o, s:o, s:o, s:I}", "pid", (int)k, "command",
+				     cmd, "io_wait_ms", ms_json(s.io_wait_ns / 1e6), "sleep_ms",
+				     ms_json(s.sleep_ns / 1e6), "runqueue_ms",
+				     ms_json(s.runq_ns / 1e6), "switches", (json_int_t)s.switches));
 	}
 	json_object_set_new(mem, "page_faults", json_integer((json_int_t)faults));
 	json_object_set_new(mem, "major_faults", json_integer((json_int_t)maj));
 	json_object_set_new(mem, "minor_faults", json_integer((json_int_t)minr));
 	json_object_set_new(mem, "per_process", per);
 	json_object_set_new(root, "sched",
-			    json_pack("{s:o, s:o, s:o, s:o}", "io_wait_ms", ms_json(io / 1e6), "sleep_ms",
-				      ms_json(sl / 1e6), "runqueue_ms", ms_json(rq / 1e6), "processes",
-				      sched));
-	json_object_foreach(t->procs, key, p)
+			    json_pack("{s:o, s:o, s:o, s:o}", "io_wait_ms", ms_json(io / 1e6),
+				      "sleep_ms", ms_json(sl / 1e6), "runqueue_ms",
+				      ms_json(rq / 1e6), "processes", sched));
+	json_object_foreach (t->procs, key, p)
 		json_array_append(procs, p);
 	timeline_sort_by(procs, "pid");
 	json_object_set_new(root, "processes", procs);
@@ -1925,11 +1944,10 @@ static void snap_memory(struct tracer *t, json_t *root)
 	}
 	free(counts);
 	json_object_set_new(mem, "fault_rate",
-			    json_pack("{s:i, s:o}", "bucket_ms", (int)(TRACE_BUCKET_NS / 1000000), "counts",
-				      series));
+			    json_pack("{s:i, s:o}", "bucket_ms", (int)(TRACE_BUCKET_NS / 1000000),
+				      "counts", series));
 	files = json_object_get(root, "files");
-	json_array_foreach(files, i, f)
-	{
+	json_array_foreach (files, i, f) {
 		if (!strcmp(json_string_value(json_object_get(f, "class")), "model"))
 			model_faults += json_integer_value(json_object_get(f, "faults"));
 	}
@@ -1944,15 +1962,18 @@ static void snap_block(struct tracer *t, json_t *root, const __u64 *cnt)
 	for (__u32 i = 0; i < TRACE_HIST_SLOTS; i++) {
 		__u64 v = 0;
 
-		if (bpf_map__lookup_elem(t->skel->maps.blockhist, &i, sizeof(i), &v, sizeof(v), 0) || !v)
+		if (bpf_map__lookup_elem(t->skel->maps.blockhist, &i, sizeof(i), &v, sizeof(v),
+					 0) ||
+		    !v)
 			continue;
 		/* slot i holds latencies below 2^i us */
 		json_array_append_new(hist, json_pack("{s:I, s:I}", "lt_us", (json_int_t)1 << i,
 						      "count", (json_int_t)v));
 	}
 	json_object_set_new(root, "block",
-			    json_pack("{s:I, s:I, s:o}", "requests", (json_int_t)cnt[CNT_BLOCK_REQS],
-				      "bytes", (json_int_t)cnt[CNT_BLOCK_BYTES], "latency_hist", hist));
+			    json_pack("{s:I, s:I, s:o}", "requests",
+				      (json_int_t)cnt[CNT_BLOCK_REQS], "bytes",
+				      (json_int_t)cnt[CNT_BLOCK_BYTES], "latency_hist", hist));
 }
 
 /* [trace] requests_window is over: requests are no longer kept, so the
@@ -1970,8 +1991,7 @@ static void lighten(struct tracer *t)
 	struct bpf_program *prog;
 
 	t->skel->bss->light = 1;
-	bpf_object__for_each_program(prog, t->skel->obj)
-	{
+	bpf_object__for_each_program (prog, t->skel->obj) {
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
 		bool drop = false, linked = false, usdt;
@@ -1987,7 +2007,8 @@ static void lighten(struct tracer *t)
 			__u32 ll = sizeof(li);
 
 			memset(&li, 0, sizeof(li));
-			if (!t->links[i] || bpf_obj_get_info_by_fd(bpf_link__fd(t->links[i]), &li, &ll) ||
+			if (!t->links[i] ||
+			    bpf_obj_get_info_by_fd(bpf_link__fd(t->links[i]), &li, &ll) ||
 			    li.prog_id != pi.id)
 				continue;
 			linked = true;
@@ -2009,8 +2030,8 @@ static void lighten(struct tracer *t)
 			json_array_append_new(kept, json_string(name));
 		}
 	}
-	t->light = json_pack("{s:o, s:o, s:o}", "ms", ms_json(clock_ms()), "detached", det, "kept",
-			     kept);
+	t->light =
+	    json_pack("{s:o, s:o, s:o}", "ms", ms_json(clock_ms()), "detached", det, "kept", kept);
 }
 
 void tracer_snapshot(struct tracer *t, struct timeline *tl)
@@ -2038,12 +2059,12 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 	json_object_set_new(tr, "fallbacks", json_deep_copy(t->fallbacks));
 	json_object_set_new(tr, "tracefs", json_string(t->tracefs));
 	json_object_set_new(tr, "events_lost", json_integer((json_int_t)lost));
-	json_object_set_new(tr, "lost",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "ring_buffer",
-				      (json_int_t)cnt[CNT_RB_DROPS], "paths", (json_int_t)cnt[CNT_PATHS_FULL],
-				      "files", (json_int_t)cnt[CNT_FILES_FULL], "peers",
-				      (json_int_t)cnt[CNT_PEERS_FULL], "processes",
-				      (json_int_t)cnt[CNT_PROCS_FULL]));
+	json_object_set_new(
+	    tr, "lost",
+	    json_pack("{s:I, s:I, s:I, s:I, s:I}", "ring_buffer", (json_int_t)cnt[CNT_RB_DROPS],
+		      "paths", (json_int_t)cnt[CNT_PATHS_FULL], "files",
+		      (json_int_t)cnt[CNT_FILES_FULL], "peers", (json_int_t)cnt[CNT_PEERS_FULL],
+		      "processes", (json_int_t)cnt[CNT_PROCS_FULL]));
 	json_object_set_new(json_object_get(tr, "lost"), "failed_ops",
 			    json_integer((json_int_t)cnt[CNT_FAILOPS_FULL]));
 	json_object_set_new(json_object_get(tr, "lost"), "locks",
@@ -2065,8 +2086,10 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 			    json_pack("{s:b, s:O}", "usdt", t->usdt, "imports", t->imports));
 	json_object_set_new(root, "requests", json_deep_copy(t->requests));
 	json_object_set_new(tr, "requests_window_s",
-			    t->req_window_ms < 0 ? json_null() : json_real(t->req_window_ms / 1000));
-	json_object_set_new(tr, "requests_after_window", json_integer((json_int_t)t->req_after_window));
+			    t->req_window_ms < 0 ? json_null()
+						 : json_real(t->req_window_ms / 1000));
+	json_object_set_new(tr, "requests_after_window",
+			    json_integer((json_int_t)t->req_after_window));
 	json_object_set_new(tr, "light", t->light ? json_deep_copy(t->light) : json_null());
 	timeline_infer_phases(tl);
 }

@@ -15,10 +15,10 @@
 struct tracer;
 
 struct tracer_opts {
-	pid_t root_pid;   /* forked child, blocked before exec */
-	int listen_port;  /* the ready port; 0: the first TCP listen */
+	pid_t root_pid;	 /* forked child, blocked before exec */
+	int listen_port; /* the ready port; 0: the first TCP listen */
 	const struct config *cfg;
-	int verbose;      /* libbpf logs on stderr */
+	int verbose; /* libbpf logs on stderr */
 };
 
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen);

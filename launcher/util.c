@@ -5,10 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-double jnum(const json_t *o, const char *key)
-{
-	return json_number_value(json_object_get(o, key));
-}
+double jnum(const json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
 
 const char *jstr(const json_t *o, const char *key)
 {
@@ -20,8 +17,7 @@ json_t *json_index(const json_t *arr, const char *key, bool last)
 	json_t *idx = json_object(), *e;
 	size_t i;
 
-	json_array_foreach(arr, i, e)
-	{
+	json_array_foreach (arr, i, e) {
 		const char *k = json_string_value(json_object_get(e, key));
 
 		if (idx && k && (last || !json_object_get(idx, k)))

@@ -91,7 +91,8 @@ static int do_echo(long long k)
 	/* alternate so neither side's buffer fills */
 	while (got < k) {
 		if (sent < k) {
-			size_t n = (size_t)(k - sent) < sizeof(buf) ? (size_t)(k - sent) : sizeof(buf);
+			size_t n =
+			    (size_t)(k - sent) < sizeof(buf) ? (size_t)(k - sent) : sizeof(buf);
 			ssize_t w = send(c, buf, n, 0);
 
 			if (w < 0)
@@ -261,7 +262,8 @@ int main(int argc, char **argv)
 			if (fd < 0)
 				return fail("read", path);
 			for (left = n; left > 0;) {
-				size_t want = (size_t)left < sizeof(buf) ? (size_t)left : sizeof(buf);
+				size_t want =
+				    (size_t)left < sizeof(buf) ? (size_t)left : sizeof(buf);
 				ssize_t r = read(fd, buf, want);
 
 				if (r <= 0)
@@ -279,7 +281,8 @@ int main(int argc, char **argv)
 				return fail("write", path);
 			memset(buf, 'x', sizeof(buf));
 			for (left = n; left > 0;) {
-				size_t want = (size_t)left < sizeof(buf) ? (size_t)left : sizeof(buf);
+				size_t want =
+				    (size_t)left < sizeof(buf) ? (size_t)left : sizeof(buf);
 				ssize_t w = write(fd, buf, want);
 
 				if (w <= 0)
@@ -308,7 +311,8 @@ int main(int argc, char **argv)
 
 			if (s < 0)
 				return fail("connect", "create a socket");
-			if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != ECONNREFUSED)
+			if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 &&
+			    errno != ECONNREFUSED)
 				rc = 1;
 			close(s);
 		} else if (!strncmp(op, "listen:", 7)) {

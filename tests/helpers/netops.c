@@ -167,7 +167,8 @@ static int answer(int srv, long q)
 	if (recvfrom(srv, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl) != q)
 		return -1;
 	memset(buf, 'a', (size_t)q + 100);
-	return sendto(srv, buf, (size_t)q + 100, 0, (struct sockaddr *)&from, fl) == q + 100 ? 0 : -1;
+	return sendto(srv, buf, (size_t)q + 100, 0, (struct sockaddr *)&from, fl) == q + 100 ? 0
+											     : -1;
 }
 
 static int do_dns(long q)

@@ -75,7 +75,8 @@ int main(int argc, char **argv)
 			mem[p * psz] = 1;
 		munmap(mem, (size_t)(pages * psz));
 		while (left > 0) {
-			ssize_t w = write(c, buf, left < (long)sizeof(buf) ? (size_t)left : sizeof(buf));
+			ssize_t w =
+			    write(c, buf, left < (long)sizeof(buf) ? (size_t)left : sizeof(buf));
 
 			if (w <= 0)
 				die("write");

@@ -81,7 +81,7 @@ static void test_percentile_nearest_rank(void **state)
 	assert_true(compare_percentile(v, 100, 50) == 50);
 	assert_true(compare_percentile(v, 100, 99) == 99);
 	assert_true(compare_percentile(v, 100, 100) == 100);
-	assert_true(compare_percentile(ten, 10, 50) == 50); /* interpolation would say 55 */
+	assert_true(compare_percentile(ten, 10, 50) == 50);  /* interpolation would say 55 */
 	assert_true(compare_percentile(ten, 10, 99) == 100); /* and 99.1 here */
 	assert_true(compare_percentile(ten, 10, 90) == 90);
 	assert_true(compare_percentile(ten, 10, 91) == 100);
@@ -95,15 +95,15 @@ static void test_phases(void **state)
 {
 	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
 	json_t *ph = json_object_get(cmp, "phases");
-	static const char *names[] = {"launch", "spawn", "imports", "download:gpt.pth.incomplete",
-				      "model_load", "mlock"};
+	static const char *names[] = {
+	    "launch", "spawn", "imports", "download:gpt.pth.incomplete", "model_load", "mlock"};
 
 	(void)state;
 	/* before's order, then the phases only after has */
 	assert_int_equal(json_array_size(ph), 6);
 	for (size_t i = 0; i < 6; i++)
-		assert_string_equal(json_string_value(json_object_get(json_array_get(ph, i), "name")),
-				    names[i]);
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(ph, i), "name")), names[i]);
 	assert_row(json_array_get(ph, 0), 10, 10, 0, 1);
 	assert_row(json_array_get(ph, 1), 40, 30, -10, 0.75);
 	assert_row(json_array_get(ph, 2), 1000, 800, -200, 0.8);

@@ -118,9 +118,11 @@ static void test_set(void **state)
 	assert_true(c.settle > 1.99 && c.settle < 2.01);
 
 	assert_int_equal(config_set(&c, "app.port", err, sizeof(err)), -1);
-	assert_string_equal(err, "--set 'app.port': expected SECTION.KEY=VALUE (e.g. --set app.port=7861)");
+	assert_string_equal(
+	    err, "--set 'app.port': expected SECTION.KEY=VALUE (e.g. --set app.port=7861)");
 	assert_int_equal(config_set(&c, "app.prot=1", err, sizeof(err)), -1);
-	assert_string_equal(err, "--set: unknown key 'prot' in section [app] (did you mean 'port'?)");
+	assert_string_equal(err,
+			    "--set: unknown key 'prot' in section [app] (did you mean 'port'?)");
 	assert_int_equal(config_set(&c, "srvice.mode=daemon", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "unknown section [srvice] (did you mean 'service'?)"));
 	assert_int_equal(config_set(&c, "log.max_size=-1", err, sizeof(err)), -1);
@@ -135,8 +137,9 @@ static void test_missing_file(void **state)
 	(void)state;
 	config_defaults(&c);
 	assert_int_equal(config_load_file(&c, "/nonexistent/tts.ini", err, sizeof(err)), -1);
-	assert_string_equal(err, "/nonexistent/tts.ini: cannot read config file: No such file or "
-				 "directory (give an existing file with -c, or none for the defaults)");
+	assert_string_equal(err,
+			    "/nonexistent/tts.ini: cannot read config file: No such file or "
+			    "directory (give an existing file with -c, or none for the defaults)");
 	config_free(&c);
 }
 
@@ -152,11 +155,13 @@ static void test_not_a_config_file(void **state)
 	(void)state;
 	config_defaults(&c);
 	assert_int_equal(config_load_file(&c, "/tmp", err, sizeof(err)), -1);
-	assert_string_equal(err, "/tmp: is a directory, not a config file: give the INI file with -c "
-				 "(e.g. -c /tmp/tts-launch.ini)");
+	assert_string_equal(err,
+			    "/tmp: is a directory, not a config file: give the INI file with -c "
+			    "(e.g. -c /tmp/tts-launch.ini)");
 	assert_int_equal(config_load_file(&c, "/dev/zero", err, sizeof(err)), -1);
-	assert_string_equal(err, "/dev/zero: is not a regular file (a device, FIFO or socket): give "
-				 "the INI file with -c");
+	assert_string_equal(err,
+			    "/dev/zero: is not a regular file (a device, FIFO or socket): give "
+			    "the INI file with -c");
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, CONFIG_MAX_BYTES + 1), 0);
@@ -187,9 +192,12 @@ static void test_root_reads_only_roots_config(void **state)
 	c.euid = 0;
 	assert_int_equal(chown(path, 65534, 65534), 0);
 	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
-	snprintf(want, sizeof(want), "%s: is owned by uid 65534 (nobody), not root: as root, tts-launch "
-		 "reads only a config root owns, since it decides what root runs (chown root:root %s, "
-		 "or run tts-launch as that user)", path, path);
+	snprintf(
+	    want, sizeof(want),
+	    "%s: is owned by uid 65534 (nobody), not root: as root, tts-launch "
+	    "reads only a config root owns, since it decides what root runs (chown root:root %s, "
+	    "or run tts-launch as that user)",
+	    path, path);
 	assert_string_equal(err, want);
 	assert_int_equal(c.port, 7860);
 	c.euid = 65534; /* not root: the kernel's permission checks are enough */
@@ -200,8 +208,10 @@ static void test_root_reads_only_roots_config(void **state)
 	assert_int_equal(chown(path, 0, 0), 0);
 	assert_int_equal(chmod(path, 0666), 0);
 	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
-	snprintf(want, sizeof(want), "%s: is writable by others (mode 0666): as root, tts-launch reads "
-		 "only a config no other user can change (chmod go-w %s)", path, path);
+	snprintf(want, sizeof(want),
+		 "%s: is writable by others (mode 0666): as root, tts-launch reads "
+		 "only a config no other user can change (chmod go-w %s)",
+		 path, path);
 	assert_string_equal(err, want);
 	assert_int_equal(chmod(path, 0620), 0);
 	assert_int_equal(config_load_file(&c, path, err, sizeof(err)), -1);
@@ -314,9 +324,9 @@ static void test_sizes(void **state)
 		const char *v;
 		long long bytes; /* -1: refused */
 	} cases[] = {
-		{"4096", 4096},		{"8K", 8192},		{"10M", 10 << 20}, {"10MiB", 10 << 20},
-		{"10mb", 10 << 20},	{"1 G", 1 << 30},	{"5000B", 5000},   {"10MiBB", -1},
-		{"10MM", -1},		{"10 MiB x", -1},	{"10Bi", -1},	   {"10KiBiB", -1},
+	    {"4096", 4096},	{"8K", 8192},	  {"10M", 10 << 20}, {"10MiB", 10 << 20},
+	    {"10mb", 10 << 20}, {"1 G", 1 << 30}, {"5000B", 5000},   {"10MiBB", -1},
+	    {"10MM", -1},	{"10 MiB x", -1}, {"10Bi", -1},	     {"10KiBiB", -1},
 	};
 	struct config c;
 	char err[CONFIG_ERR_MAX], arg[64];
@@ -450,7 +460,8 @@ static void test_bad_corpus(void **state)
 		if (len < 5 || strcmp(de->d_name + len - 4, ".ini"))
 			continue;
 		snprintf(ini, sizeof(ini), CORPUS "/%s", de->d_name);
-		snprintf(expfile, sizeof(expfile), CORPUS "/%.*s.expected", (int)(len - 4), de->d_name);
+		snprintf(expfile, sizeof(expfile), CORPUS "/%.*s.expected", (int)(len - 4),
+			 de->d_name);
 		f = fopen(expfile, "r");
 		if (!f)
 			fail_msg("%s has no .expected file", ini);
@@ -481,13 +492,19 @@ static void test_bad_corpus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),   cmocka_unit_test(test_good_file),
-		cmocka_unit_test(test_set),        cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_bad_corpus), cmocka_unit_test(test_not_a_config_file),
-		cmocka_unit_test(test_root_reads_only_roots_config),
-		cmocka_unit_test(test_user_is_app_dir_owner), cmocka_unit_test(test_set_limits),
-		cmocka_unit_test(test_sizes), cmocka_unit_test(test_argv_blank_values),
-		cmocka_unit_test(test_check_app), cmocka_unit_test(test_bom),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_good_file),
+	    cmocka_unit_test(test_set),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_bad_corpus),
+	    cmocka_unit_test(test_not_a_config_file),
+	    cmocka_unit_test(test_root_reads_only_roots_config),
+	    cmocka_unit_test(test_user_is_app_dir_owner),
+	    cmocka_unit_test(test_set_limits),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_argv_blank_values),
+	    cmocka_unit_test(test_check_app),
+	    cmocka_unit_test(test_bom),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

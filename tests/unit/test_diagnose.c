@@ -61,20 +61,11 @@ static json_t *ev(json_t *f, const char *k)
 	return v;
 }
 
-static const char *ev_str(json_t *f, const char *k)
-{
-	return json_string_value(ev(f, k));
-}
+static const char *ev_str(json_t *f, const char *k) { return json_string_value(ev(f, k)); }
 
-static double ev_num(json_t *f, const char *k)
-{
-	return json_number_value(ev(f, k));
-}
+static double ev_num(json_t *f, const char *k) { return json_number_value(ev(f, k)); }
 
-static bool contains(const char *s, const char *sub)
-{
-	return s && strstr(s, sub);
-}
+static bool contains(const char *s, const char *sub) { return s && strstr(s, sub); }
 
 #define CACHE "/nonexistent/app/checkpoints/hf_cache"
 
@@ -92,7 +83,8 @@ static void test_healthy(void **state)
 static void test_missing_path_retry(void **state)
 {
 	struct timeline *tl = load("missing-path-retry");
-	json_t *f = only_finding(tl, "missing-path-retry", "error", DIAG_ERROR), *top = ev(f, "top");
+	json_t *f = only_finding(tl, "missing-path-retry", "error", DIAG_ERROR),
+	       *top = ev(f, "top");
 
 	(void)state;
 	/* the interpreter's own search path is ignored, the mount is not */
@@ -190,8 +182,9 @@ static void test_download_slow(void **state)
 	assert_float_equal(ev_num(f, "bytes"), 1048576, 1e-9);
 	assert_float_equal(ev_num(f, "seconds"), 4.0, 1e-9);
 	assert_float_equal(ev_num(f, "rate_bps"), 262144, 1e-9);
-	assert_true(contains(json_string_value(json_object_get(json_array_get(ev(f, "files"), 0), "path")),
-			     "models--facebook--w2v-bert-2.0/blobs/4f1ad.incomplete"));
+	assert_true(
+	    contains(json_string_value(json_object_get(json_array_get(ev(f, "files"), 0), "path")),
+		     "models--facebook--w2v-bert-2.0/blobs/4f1ad.incomplete"));
 	assert_true(contains(json_string_value(json_object_get(f, "fix")), "HF_ENDPOINT"));
 	timeline_free(tl);
 }
@@ -278,11 +271,12 @@ static void test_cache_dirs(void **state)
 	/* statfs of a cache not there yet: its nearest existing parent ("/") */
 	diagnose_record_cache_fs(tl);
 	assert_int_equal(json_array_size(json_object_get(tl->root, "cache_fs")), 2);
-	assert_string_equal(json_string_value(json_object_get(
-				    json_array_get(json_object_get(tl->root, "cache_fs"), 0), "statfs_path")),
-			    "/");
-	assert_true(json_is_false(json_object_get(
-		json_array_get(json_object_get(tl->root, "cache_fs"), 0), "exists")));
+	assert_string_equal(
+	    json_string_value(json_object_get(
+		json_array_get(json_object_get(tl->root, "cache_fs"), 0), "statfs_path")),
+	    "/");
+	assert_true(json_is_false(
+	    json_object_get(json_array_get(json_object_get(tl->root, "cache_fs"), 0), "exists")));
 	timeline_free(tl);
 }
 
@@ -292,8 +286,9 @@ static void test_cache_dirs_follow_the_recorded_home(void **state)
 {
 	struct timeline *tl = load("healthy");
 	json_t *vars = json_object_get(
-		json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"), "env"),
-		"vars");
+	    json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"),
+			    "env"),
+	    "vars");
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
 	int n;
 
@@ -321,10 +316,11 @@ static json_t *model(const char *text)
 
 static json_t *waiting(const char *text, double since, double now, const char *kind)
 {
-	json_t *root = model(text), *w = progress_waiting_on(root, NULL, since, now), *hit = NULL, *x;
+	json_t *root = model(text), *w = progress_waiting_on(root, NULL, since, now), *hit = NULL,
+	       *x;
 	size_t i;
 
-	json_array_foreach(w, i, x)
+	json_array_foreach (w, i, x)
 		if (!strcmp(json_string_value(json_object_get(x, "kind")), kind) && !hit)
 			hit = json_incref(x);
 	if (!hit) {
@@ -340,9 +336,10 @@ static json_t *waiting(const char *text, double since, double now, const char *k
 static void test_stall_connect(void **state)
 {
 	/* a connect still pending (no completion record for that process and port) */
-	json_t *w = waiting("{\"connects\": [{\"peer\": \"10.1.2.3:443\", \"port\": 443, \"pid\": 7,"
-			    " \"start_ms\": 1000, \"ret\": -115, \"pending\": true}]}",
-			    1000, 31000, "connect");
+	json_t *w =
+	    waiting("{\"connects\": [{\"peer\": \"10.1.2.3:443\", \"port\": 443, \"pid\": 7,"
+		    " \"start_ms\": 1000, \"ret\": -115, \"pending\": true}]}",
+		    1000, 31000, "connect");
 
 	(void)state;
 	assert_string_equal(json_string_value(json_object_get(w, "peer")), "10.1.2.3:443");
@@ -354,16 +351,18 @@ static void test_stall_connect(void **state)
 
 static void test_stall_connect_completed(void **state)
 {
-	json_t *root = model("{\"connects\": [{\"peer\": \"10.1.2.3:443\", \"port\": 443, \"pid\": 7,"
-			     " \"start_ms\": 1000, \"ret\": -115, \"pending\": true},"
-			     " {\"peer\": \"?:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
-			     " \"ret\": 0, \"pending\": false}]}");
+	json_t *root =
+	    model("{\"connects\": [{\"peer\": \"10.1.2.3:443\", \"port\": 443, \"pid\": 7,"
+		  " \"start_ms\": 1000, \"ret\": -115, \"pending\": true},"
+		  " {\"peer\": \"?:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
+		  " \"ret\": 0, \"pending\": false}]}");
 	json_t *w = progress_waiting_on(root, NULL, 1000, 31000);
 
 	(void)state;
 	/* nothing else known: "unknown", never a connect that completed */
 	assert_int_equal(json_array_size(w), 1);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "kind")), "unknown");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(w, 0), "kind")),
+			    "unknown");
 	json_decref(w);
 	json_decref(root);
 }
@@ -377,21 +376,23 @@ static void test_stall_peer_silent(void **state)
 
 	(void)state;
 	assert_string_equal(json_string_value(json_object_get(w, "peer")), "127.0.0.1:8999");
-	assert_true(contains(json_string_value(json_object_get(w, "message")),
-			     "waiting for an answer from 127.0.0.1:8999: a request was sent 3 s ago"));
+	assert_true(
+	    contains(json_string_value(json_object_get(w, "message")),
+		     "waiting for an answer from 127.0.0.1:8999: a request was sent 3 s ago"));
 	json_decref(w);
 }
 
 static void test_stall_download(void **state)
 {
 	json_t *w = waiting(
-		"{\"files\": [{\"path\": \"/c/models--funasr--campplus/blobs/e.incomplete\","
-		" \"opens\": 1, \"first_ms\": 1000, \"last_ms\": 1000, \"bytes_written\": 0}],"
-		" \"missing_paths\": [{\"path\": \"/c/models--funasr--campplus/snapshots/abc/campplus_cn_common.bin\","
-		" \"attempts\": 1, \"first_ms\": 990, \"last_ms\": 990, \"class\": \"hf_cache\"}],"
-		" \"network\": [{\"peer\": \"127.0.0.1:8999\", \"bytes_in\": 4096, \"bytes_out\": 300,"
-		" \"dns\": false, \"first_ms\": 900, \"last_ms\": 1500}]}",
-		1500, 40000, "download-stalled");
+	    "{\"files\": [{\"path\": \"/c/models--funasr--campplus/blobs/e.incomplete\","
+	    " \"opens\": 1, \"first_ms\": 1000, \"last_ms\": 1000, \"bytes_written\": 0}],"
+	    " \"missing_paths\": [{\"path\": "
+	    "\"/c/models--funasr--campplus/snapshots/abc/campplus_cn_common.bin\","
+	    " \"attempts\": 1, \"first_ms\": 990, \"last_ms\": 990, \"class\": \"hf_cache\"}],"
+	    " \"network\": [{\"peer\": \"127.0.0.1:8999\", \"bytes_in\": 4096, \"bytes_out\": 300,"
+	    " \"dns\": false, \"first_ms\": 900, \"last_ms\": 1500}]}",
+	    1500, 40000, "download-stalled");
 
 	(void)state;
 	assert_true(contains(json_string_value(json_object_get(w, "message")),
@@ -403,12 +404,14 @@ static void test_stall_download(void **state)
 
 static void test_stall_lock(void **state)
 {
-	json_t *w = waiting("{\"files\": [{\"path\": \"/c/.locks/models--a--b/e.lock\", \"opens\": 1,"
-			    " \"first_ms\": 4000, \"last_ms\": 4000}]}",
-			    4000, 34000, "lock");
+	json_t *w =
+	    waiting("{\"files\": [{\"path\": \"/c/.locks/models--a--b/e.lock\", \"opens\": 1,"
+		    " \"first_ms\": 4000, \"last_ms\": 4000}]}",
+		    4000, 34000, "lock");
 
 	(void)state;
-	assert_string_equal(json_string_value(json_object_get(w, "path")), "/c/.locks/models--a--b/e.lock");
+	assert_string_equal(json_string_value(json_object_get(w, "path")),
+			    "/c/.locks/models--a--b/e.lock");
 	assert_true(contains(json_string_value(json_object_get(w, "message")), "opened 30 s ago"));
 	json_decref(w);
 }
@@ -431,18 +434,19 @@ static void test_stall_missing_path(void **state)
 
 static void test_download_name(void **state)
 {
-	json_t *root = model(
-		"{\"missing_paths\": ["
-		" {\"path\": \"/c/models--amphion--MaskGCT/snapshots/abc/semantic_codec/model.safetensors\","
-		" \"first_ms\": 900, \"last_ms\": 2000},"
-		" {\"path\": \"/c/models--amphion--MaskGCT/snapshots/abc/other.bin\","
-		" \"first_ms\": 500, \"last_ms\": 500}]}");
+	json_t *root =
+	    model("{\"missing_paths\": ["
+		  " {\"path\": "
+		  "\"/c/models--amphion--MaskGCT/snapshots/abc/semantic_codec/model.safetensors\","
+		  " \"first_ms\": 900, \"last_ms\": 2000},"
+		  " {\"path\": \"/c/models--amphion--MaskGCT/snapshots/abc/other.bin\","
+		  " \"first_ms\": 500, \"last_ms\": 500}]}");
 	char name[300];
 
 	(void)state;
 	/* the last snapshot probe before the blob was opened names it */
-	assert_false(progress_download_name(root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete",
-					    1000, name, sizeof(name)));
+	assert_false(progress_download_name(
+	    root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete", 1000, name, sizeof(name)));
 	assert_string_equal(name, "amphion/MaskGCT/semantic_codec/model.safetensors");
 	progress_download_name(root, "/x/models/big.bin", 1000, name, sizeof(name));
 	assert_string_equal(name, "big.bin");
@@ -453,20 +457,20 @@ static void test_download_name(void **state)
  * probes suggest (a live sample may miss the probe of the right file). */
 static void test_download_name_from_the_snapshot_link(void **state)
 {
-	json_t *root = model(
-		"{\"missing_paths\": ["
-		" {\"path\": \"/c/models--facebook--w2v/snapshots/abc/config.json\","
-		" \"first_ms\": 900, \"last_ms\": 950}],"
-		" \"symlinks\": ["
-		" {\"path\": \"/c/models--facebook--w2v/snapshots/abc/config.json\","
-		" \"resolved\": \"/c/models--facebook--w2v/blobs/90aa\", \"result\": 0},"
-		" {\"path\": \"/c/models--facebook--w2v/snapshots/abc/model.safetensors\","
-		" \"resolved\": \"/c/models--facebook--w2v/blobs/4f1a\", \"result\": 0}]}");
+	json_t *root =
+	    model("{\"missing_paths\": ["
+		  " {\"path\": \"/c/models--facebook--w2v/snapshots/abc/config.json\","
+		  " \"first_ms\": 900, \"last_ms\": 950}],"
+		  " \"symlinks\": ["
+		  " {\"path\": \"/c/models--facebook--w2v/snapshots/abc/config.json\","
+		  " \"resolved\": \"/c/models--facebook--w2v/blobs/90aa\", \"result\": 0},"
+		  " {\"path\": \"/c/models--facebook--w2v/snapshots/abc/model.safetensors\","
+		  " \"resolved\": \"/c/models--facebook--w2v/blobs/4f1a\", \"result\": 0}]}");
 	char name[300];
 
 	(void)state;
-	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete", 1000,
-					   name, sizeof(name)));
+	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete",
+					   1000, name, sizeof(name)));
 	assert_string_equal(name, "facebook/w2v/model.safetensors");
 	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/90aa", 1000, name,
 					   sizeof(name)));
@@ -477,30 +481,30 @@ static void test_download_name_from_the_snapshot_link(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_healthy),
-		cmocka_unit_test(test_missing_path_retry),
-		cmocka_unit_test(test_cache_write_refused),
-		cmocka_unit_test(test_cache_lock_wait),
-		cmocka_unit_test(test_io_reread),
-		cmocka_unit_test(test_io_small_reads),
-		cmocka_unit_test(test_hub_unreachable),
-		cmocka_unit_test(test_dns_failure),
-		cmocka_unit_test(test_download_slow),
-		cmocka_unit_test(test_download_interrupted),
-		cmocka_unit_test(test_wrong_cache),
-		cmocka_unit_test(test_cache_not_persistent),
-		cmocka_unit_test(test_lazy_model_faults),
-		cmocka_unit_test(test_checks_select),
-		cmocka_unit_test(test_cache_dirs),
-		cmocka_unit_test(test_cache_dirs_follow_the_recorded_home),
-		cmocka_unit_test(test_stall_connect),
-		cmocka_unit_test(test_stall_connect_completed),
-		cmocka_unit_test(test_stall_peer_silent),
-		cmocka_unit_test(test_stall_download),
-		cmocka_unit_test(test_stall_lock),
-		cmocka_unit_test(test_stall_missing_path),
-		cmocka_unit_test(test_download_name),
-		cmocka_unit_test(test_download_name_from_the_snapshot_link),
+	    cmocka_unit_test(test_healthy),
+	    cmocka_unit_test(test_missing_path_retry),
+	    cmocka_unit_test(test_cache_write_refused),
+	    cmocka_unit_test(test_cache_lock_wait),
+	    cmocka_unit_test(test_io_reread),
+	    cmocka_unit_test(test_io_small_reads),
+	    cmocka_unit_test(test_hub_unreachable),
+	    cmocka_unit_test(test_dns_failure),
+	    cmocka_unit_test(test_download_slow),
+	    cmocka_unit_test(test_download_interrupted),
+	    cmocka_unit_test(test_wrong_cache),
+	    cmocka_unit_test(test_cache_not_persistent),
+	    cmocka_unit_test(test_lazy_model_faults),
+	    cmocka_unit_test(test_checks_select),
+	    cmocka_unit_test(test_cache_dirs),
+	    cmocka_unit_test(test_cache_dirs_follow_the_recorded_home),
+	    cmocka_unit_test(test_stall_connect),
+	    cmocka_unit_test(test_stall_connect_completed),
+	    cmocka_unit_test(test_stall_peer_silent),
+	    cmocka_unit_test(test_stall_download),
+	    cmocka_unit_test(test_stall_lock),
+	    cmocka_unit_test(test_stall_missing_path),
+	    cmocka_unit_test(test_download_name),
+	    cmocka_unit_test(test_download_name_from_the_snapshot_link),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,8 @@ static void test_rotation_keeps_lines_whole(void **state)
 	assert_int_equal(logfile_open(&l, path, NULL, 4096, 2, err, sizeof(err)), 0);
 	/* One write far larger than max_size, made of 100-byte lines. */
 	for (int i = 0; i < 200; i++)
-		off += (size_t)snprintf(chunk + off, sizeof(chunk) - off, "line %04d %089d\n", i, 0);
+		off +=
+		    (size_t)snprintf(chunk + off, sizeof(chunk) - off, "line %04d %089d\n", i, 0);
 	assert_int_equal(off, 20000);
 	assert_int_equal(logfile_write(&l, chunk, off), 0);
 	logfile_close(&l);
@@ -80,9 +81,11 @@ static void test_unwritable_path_is_an_error(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(logfile_open(&l, "/nonexistent/dir/webui.log", NULL, 0, 1, err, sizeof(err)), -1);
-	assert_string_equal(err, "failed to open log file /nonexistent/dir/webui.log: No such file or "
-				 "directory ([log] file)");
+	assert_int_equal(
+	    logfile_open(&l, "/nonexistent/dir/webui.log", NULL, 0, 1, err, sizeof(err)), -1);
+	assert_string_equal(err,
+			    "failed to open log file /nonexistent/dir/webui.log: No such file or "
+			    "directory ([log] file)");
 }
 
 /* The rotation race, made deterministic: a link to another file appears at
@@ -145,10 +148,10 @@ static void test_link_planted_between_rename_and_reopen_is_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rotation_keeps_lines_whole),
-		cmocka_unit_test(test_no_rotation_when_zero),
-		cmocka_unit_test(test_unwritable_path_is_an_error),
-		cmocka_unit_test(test_link_planted_between_rename_and_reopen_is_refused),
+	    cmocka_unit_test(test_rotation_keeps_lines_whole),
+	    cmocka_unit_test(test_no_rotation_when_zero),
+	    cmocka_unit_test(test_unwritable_path_is_an_error),
+	    cmocka_unit_test(test_link_planted_between_rename_and_reopen_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,14 +112,16 @@ static void test_describe_and_fix(void **state)
 	assert_string_equal(s, "tts-launch: mlock (all, at listen): locked 412.0 MiB in 0.31 s\n");
 	free(s);
 	s = mlock_describe(models, NULL);
-	assert_string_equal(s, "tts-launch: mlock (models, at signal): locked 16.0 MiB (3 model mappings) in 0.01 s\n");
+	assert_string_equal(s, "tts-launch: mlock (models, at signal): locked 16.0 MiB (3 model "
+			       "mappings) in 0.01 s\n");
 	free(s);
 	assert_null(mlock_fix(locked, false));
 
 	fix = mlock_fix(eperm, false);
 	assert_non_null(strstr(fix, "CAP_IPC_LOCK"));
 	s = mlock_describe(eperm, fix);
-	assert_non_null(strstr(s, "mlock (all, at listen) failed: EPERM: Operation not permitted; fix: run the service as root"));
+	assert_non_null(strstr(s, "mlock (all, at listen) failed: EPERM: Operation not permitted; "
+				  "fix: run the service as root"));
 	assert_non_null(strstr(s, "the service keeps running"));
 	free(s);
 	free(fix);
@@ -152,9 +154,10 @@ static void test_poll_into_timeline(void **state)
 	json_t *obj;
 	static const char armed[] = "{\"event\":\"armed\",\"pid\":42,\"trigger\":\"listen\","
 				    "\"mode\":\"models\",\"limit\":1000,\"cap_ipc_lock\":true}\n";
-	static const char locked[] = "{\"event\":\"locked\",\"pid\":42,\"trigger\":\"listen\","
-				     "\"mode\":\"models\",\"bytes_to_lock\":4096,\"resident\":0,"
-				     "\"mappings\":1,\"start_ns\":1,\"dur_ns\":2000000,\"vmlck\":4096}\n";
+	static const char locked[] =
+	    "{\"event\":\"locked\",\"pid\":42,\"trigger\":\"listen\","
+	    "\"mode\":\"models\",\"bytes_to_lock\":4096,\"resident\":0,"
+	    "\"mappings\":1,\"start_ns\":1,\"dur_ns\":2000000,\"vmlck\":4096}\n";
 
 	(void)state;
 	clock_init();
@@ -177,7 +180,8 @@ static void test_poll_into_timeline(void **state)
 	assert_true(send(sv[1], locked, strlen(locked), 0) == (ssize_t)strlen(locked));
 	text = mlock_poll(&m, tl);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "mlock (models, at listen): locked 4.0 KiB (1 model mapping)"));
+	assert_non_null(
+	    strstr(text, "mlock (models, at listen): locked 4.0 KiB (1 model mapping)"));
 	free(text);
 
 	obj = json_object_get(json_object_get(tl->root, "memory"), "mlock");
@@ -189,9 +193,11 @@ static void test_poll_into_timeline(void **state)
 	assert_true(json_is_null(json_object_get(obj, "fix")));
 	/* the outcome is the service's word */
 	assert_string_equal(json_string_value(json_object_get(obj, "source")), "service-report");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(obj, "reports"), "rejected")), 1);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(obj, "reports"), "rejected")), 1);
 	/* memory.mlock_calls (the tracer's traced calls) is left alone */
-	assert_true(json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock_calls")));
+	assert_true(
+	    json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock_calls")));
 	close(sv[1]);
 	mlock_free(&m);
 	timeline_free(tl);
@@ -340,8 +346,8 @@ static void test_never_loaded_warns_once(void **state)
 
 	(void)state;
 	m.mode = MLOCK_ALL;
-	m.state = json_pack("{s:s, s:b, s:s, s:[]}", "mode", "all", "loaded", 0, "status", "pending",
-			    "events");
+	m.state = json_pack("{s:s, s:b, s:s, s:[]}", "mode", "all", "loaded", 0, "status",
+			    "pending", "events");
 	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
 	m.fd = sv[0];
 	w = mlock_check_loaded(&m);
@@ -384,14 +390,14 @@ static void test_config_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_off_injects_nothing),
-		cmocka_unit_test(test_missing_shim_warns),
-		cmocka_unit_test(test_describe_and_fix),
-		cmocka_unit_test(test_poll_into_timeline),
-		cmocka_unit_test(test_never_loaded_warns_once),
-		cmocka_unit_test(test_flood_is_capped),
-		cmocka_unit_test(test_reports_validated),
-		cmocka_unit_test(test_config_keys),
+	    cmocka_unit_test(test_off_injects_nothing),
+	    cmocka_unit_test(test_missing_shim_warns),
+	    cmocka_unit_test(test_describe_and_fix),
+	    cmocka_unit_test(test_poll_into_timeline),
+	    cmocka_unit_test(test_never_loaded_warns_once),
+	    cmocka_unit_test(test_flood_is_capped),
+	    cmocka_unit_test(test_reports_validated),
+	    cmocka_unit_test(test_config_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

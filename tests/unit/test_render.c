@@ -294,7 +294,8 @@ static const char *PERFETTO_MODEL =
     " \"requests\": [{\"method\": \"POST\", \"path\": \"/tts\", \"start_ms\": 41.0,"
     "   \"end_ms\": 43.25}],"
     " \"memory\": {\"fault_rate\": {\"bucket_ms\": 10, \"counts\": [5, 0, 20]},"
-    "   \"mlock_calls\": [{\"call\": \"mlockall\", \"pid\": 200, \"start_ms\": 12.5, \"result\": 0}]},"
+    "   \"mlock_calls\": [{\"call\": \"mlockall\", \"pid\": 200, \"start_ms\": 12.5, \"result\": "
+    "0}]},"
     " \"sched\": {\"processes\": [{\"pid\": 200, \"io_wait_ms\": 1.5, \"sleep_ms\": 2,"
     "   \"runqueue_ms\": 3}]}}";
 
@@ -343,14 +344,13 @@ static json_t *one(json_t *evs, const char *ph, const char *cat, const char *nam
 	json_t *v, *found = NULL;
 	size_t i;
 
-	json_array_foreach(evs, i, v) if (!strcmp(str(v, "ph"), ph) &&
-					  !strcmp(str(v, "name"), name) &&
-					  (!cat || (str(v, "cat") && !strcmp(str(v, "cat"), cat))))
-	{
-		if (found)
-			fail_msg("two %s events named %s", ph, name);
-		found = v;
-	}
+	json_array_foreach (evs, i, v)
+		if (!strcmp(str(v, "ph"), ph) && !strcmp(str(v, "name"), name) &&
+		    (!cat || (str(v, "cat") && !strcmp(str(v, "cat"), cat)))) {
+			if (found)
+				fail_msg("two %s events named %s", ph, name);
+			found = v;
+		}
 	if (!found)
 		fail_msg("no %s event named %s", ph, name);
 	return found;
@@ -361,8 +361,9 @@ static size_t count_ph(json_t *evs, const char *ph, const char *name)
 	json_t *v;
 	size_t i, n = 0;
 
-	json_array_foreach(evs, i, v) if (!strcmp(str(v, "ph"), ph) &&
-					  (!name || !strcmp(str(v, "name"), name))) n++;
+	json_array_foreach (evs, i, v)
+		if (!strcmp(str(v, "ph"), ph) && (!name || !strcmp(str(v, "name"), name)))
+			n++;
 	return n;
 }
 
@@ -381,15 +382,14 @@ static json_t *meta_arg(json_t *evs, const char *what, int pid, int tid)
 	json_t *v;
 	size_t i;
 
-	json_array_foreach(evs, i, v) if (!strcmp(str(v, "ph"), "M") &&
-					  !strcmp(str(v, "name"), what) &&
-					  integer(v, "pid") == pid && integer(v, "tid") == tid)
-	{
-		json_t *args = json_object_get(v, "args");
+	json_array_foreach (evs, i, v)
+		if (!strcmp(str(v, "ph"), "M") && !strcmp(str(v, "name"), what) &&
+		    integer(v, "pid") == pid && integer(v, "tid") == tid) {
+			json_t *args = json_object_get(v, "args");
 
-		assert_int_equal(json_object_size(args), 1);
-		return json_object_iter_value(json_object_iter(args));
-	}
+			assert_int_equal(json_object_size(args), 1);
+			return json_object_iter_value(json_object_iter(args));
+		}
 	fail_msg("no %s for %d/%d", what, pid, tid);
 	return NULL;
 }
@@ -480,13 +480,12 @@ static size_t counter_points(json_t *evs, const char *name, const char *key, jso
 	json_t *v;
 	size_t i, n = 0;
 
-	json_array_foreach(evs, i,
-			   v) if (!strcmp(str(v, "ph"), "C") && !strcmp(str(v, "name"), name))
-	{
-		assert_true(n < max);
-		ts[n] = integer(v, "ts");
-		val[n++] = arg(v, key);
-	}
+	json_array_foreach (evs, i, v)
+		if (!strcmp(str(v, "ph"), "C") && !strcmp(str(v, "name"), name)) {
+			assert_true(n < max);
+			ts[n] = integer(v, "ts");
+			val[n++] = arg(v, key);
+		}
 	return n;
 }
 
@@ -523,14 +522,13 @@ static void test_perfetto_counters(void **state)
 	assert_float_equal(val[0], 0, 1e-9);
 	assert_int_equal(ts[1], 50000);
 	assert_float_equal(val[1], 1.5, 1e-9);
-	json_array_foreach(evs, i, v) if (!strcmp(str(v, "ph"), "C") &&
-					  !strcmp(str(v, "name"), "off-CPU ms") &&
-					  integer(v, "ts") == 50000)
-	{
-		assert_float_equal(arg(v, "sleep"), 2, 1e-9);
-		assert_float_equal(arg(v, "runqueue"), 3, 1e-9);
-		assert_int_equal(integer(v, "pid"), 200);
-	}
+	json_array_foreach (evs, i, v)
+		if (!strcmp(str(v, "ph"), "C") && !strcmp(str(v, "name"), "off-CPU ms") &&
+		    integer(v, "ts") == 50000) {
+			assert_float_equal(arg(v, "sleep"), 2, 1e-9);
+			assert_float_equal(arg(v, "runqueue"), 3, 1e-9);
+			assert_int_equal(integer(v, "pid"), 200);
+		}
 	json_decref(doc);
 }
 
@@ -546,8 +544,7 @@ static void test_perfetto_events_are_sorted_and_deterministic(void **state)
 	assert_string_equal(a, b);
 	doc = json_loads(a, 0, NULL);
 	assert_non_null(doc);
-	json_array_foreach(json_object_get(doc, "traceEvents"), i, v)
-	{
+	json_array_foreach (json_object_get(doc, "traceEvents"), i, v) {
 		if (!strcmp(str(v, "ph"), "M")) {
 			assert_false(seen_timed); /* metadata first */
 			continue;

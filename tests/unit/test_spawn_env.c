@@ -71,8 +71,8 @@ static void test_env_overrides_inherited(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pythonpath_order),
-		cmocka_unit_test(test_env_overrides_inherited),
+	    cmocka_unit_test(test_pythonpath_order),
+	    cmocka_unit_test(test_env_overrides_inherited),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -168,12 +168,12 @@ static void test_owner_rules(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_matches_interpreter_running_script),
-		cmocka_unit_test(test_never_matches_mere_arguments),
-		cmocka_unit_test(test_scope_app_vs_any),
-		cmocka_unit_test(test_direct_execution),
-		cmocka_unit_test(test_symlinked_script_in_another_checkout),
-		cmocka_unit_test(test_owner_rules),
+	    cmocka_unit_test(test_matches_interpreter_running_script),
+	    cmocka_unit_test(test_never_matches_mere_arguments),
+	    cmocka_unit_test(test_scope_app_vs_any),
+	    cmocka_unit_test(test_direct_execution),
+	    cmocka_unit_test(test_symlinked_script_in_another_checkout),
+	    cmocka_unit_test(test_owner_rules),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

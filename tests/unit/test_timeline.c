@@ -30,19 +30,22 @@ static struct timeline *new_tl(void)
 
 static void test_new_has_every_key(void **state)
 {
-	static const char *keys[] = {"schema", "launcher", "host", "tracing", "process",
-				     "marks", "phases", "files", "missing_paths", "network",
-				     "downloads", "memory", "sched", "requests", "findings",
-				     "python", "processes", "block"};
+	static const char *keys[] = {"schema",	  "launcher",  "host",	"tracing",	 "process",
+				     "marks",	  "phases",    "files", "missing_paths", "network",
+				     "downloads", "memory",    "sched", "requests",	 "findings",
+				     "python",	  "processes", "block"};
 	struct timeline *tl = new_tl();
 
 	(void)state;
 	assert_non_null(tl);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		assert_non_null(json_object_get(tl->root, keys[i]));
-	assert_string_equal(json_string_value(json_object_get(tl->root, "schema")), TIMELINE_SCHEMA);
-	assert_true(json_is_false(json_object_get(json_object_get(tl->root, "tracing"), "enabled")));
-	assert_true(json_is_object(json_object_get(json_object_get(tl->root, "launcher"), "config")));
+	assert_string_equal(json_string_value(json_object_get(tl->root, "schema")),
+			    TIMELINE_SCHEMA);
+	assert_true(
+	    json_is_false(json_object_get(json_object_get(tl->root, "tracing"), "enabled")));
+	assert_true(
+	    json_is_object(json_object_get(json_object_get(tl->root, "launcher"), "config")));
 	timeline_free(tl);
 }
 
@@ -84,7 +87,9 @@ static void test_write_is_atomic_and_loads(void **state)
 	unlink(strcat(strcpy(err, dir), "/t.json"));
 	assert_int_equal(system(path), 0);
 	/* a directory that does not exist: an error naming the file */
-	assert_int_equal(timeline_write(tl, "/nonexistent/dir/t.json", (uid_t)-1, (gid_t)-1, err, sizeof(err)), -1);
+	assert_int_equal(
+	    timeline_write(tl, "/nonexistent/dir/t.json", (uid_t)-1, (gid_t)-1, err, sizeof(err)),
+	    -1);
 	assert_non_null(strstr(err, "/nonexistent/dir/t.json"));
 	timeline_free(tl);
 }
@@ -108,18 +113,19 @@ static void test_file_classes(void **state)
 	const char *caches[] = {"/root/.cache/huggingface", NULL};
 
 	(void)state;
-	assert_string_equal(timeline_file_class("/root/.cache/huggingface/hub/blobs/ab.incomplete", caches),
-			    "download");
+	assert_string_equal(
+	    timeline_file_class("/root/.cache/huggingface/hub/blobs/ab.incomplete", caches),
+	    "download");
 	assert_string_equal(timeline_file_class("/app/checkpoints/gpt.pth", caches), "model");
 	assert_string_equal(
-		timeline_file_class("/usr/lib/python3/dist-packages/distutils-precedence.pth", caches),
-		"python");
-	assert_string_equal(timeline_file_class("/root/.cache/huggingface/hub/models--a--b/refs/main",
-						caches),
-			    "hf_cache");
-	assert_string_equal(timeline_file_class("/root/.cache/huggingface/hub/x/model.safetensors",
-						caches),
-			    "model");
+	    timeline_file_class("/usr/lib/python3/dist-packages/distutils-precedence.pth", caches),
+	    "python");
+	assert_string_equal(
+	    timeline_file_class("/root/.cache/huggingface/hub/models--a--b/refs/main", caches),
+	    "hf_cache");
+	assert_string_equal(
+	    timeline_file_class("/root/.cache/huggingface/hub/x/model.safetensors", caches),
+	    "model");
 	assert_string_equal(timeline_file_class("/etc/ld.so.cache", caches), "library");
 	assert_string_equal(timeline_file_class("checkpoints/config.yaml", caches), "config");
 	assert_string_equal(timeline_file_class("/etc/hostname", caches), "system");
@@ -128,7 +134,8 @@ static void test_file_classes(void **state)
 
 static json_t *file(const char *path, const char *cls, double a, double b)
 {
-	return json_pack("{s:s, s:s, s:f, s:f}", "path", path, "class", cls, "first_ms", a, "last_ms", b);
+	return json_pack("{s:s, s:s, s:f, s:f}", "path", path, "class", cls, "first_ms", a,
+			 "last_ms", b);
 }
 
 static double phase(struct timeline *tl, const char *name, const char *what)
@@ -136,8 +143,7 @@ static double phase(struct timeline *tl, const char *name, const char *what)
 	size_t i;
 	json_t *p;
 
-	json_array_foreach(json_object_get(tl->root, "phases"), i, p)
-	{
+	json_array_foreach (json_object_get(tl->root, "phases"), i, p) {
 		if (!strcmp(json_string_value(json_object_get(p, "name")), name))
 			return json_number_value(json_object_get(p, what));
 	}
@@ -155,14 +161,14 @@ static void test_infer_phases(void **state)
 	timeline_mark(tl, "exec", 10);
 	timeline_mark(tl, "ready", 100);
 	timeline_phase(tl, "stale_kill", 0.5, 1.5);
-	json_array_append_new(imports, json_pack("{s:s, s:f, s:f}", "name", "torch", "start_ms", 20.0,
-						 "end_ms", 40.0));
+	json_array_append_new(imports, json_pack("{s:s, s:f, s:f}", "name", "torch", "start_ms",
+						 20.0, "end_ms", 40.0));
 	json_array_append_new(files, file("checkpoints/config.yaml", "config", 41, 42));
 	json_array_append_new(files, file("/m/gpt.pth", "model", 45, 80));
 	json_array_append_new(files, file("/m/s2mel.pth", "model", 81, 90));
 	json_array_append_new(json_object_get(tl->root, "downloads"),
-			      json_pack("{s:s, s:f, s:f}", "path", "/c/blobs/e1.incomplete", "first_ms",
-					50.0, "last_ms", 60.0));
+			      json_pack("{s:s, s:f, s:f}", "path", "/c/blobs/e1.incomplete",
+					"first_ms", 50.0, "last_ms", 60.0));
 	timeline_infer_phases(tl);
 	timeline_infer_phases(tl); /* again: no duplicates */
 	assert_true(phase(tl, "launch", "end_ms") == 2);
@@ -192,8 +198,8 @@ static void test_summary(void **state)
 	timeline_mark(tl, "ready", 1500);
 	timeline_phase(tl, "stale_kill", 0, 5);
 	json_array_append_new(json_object_get(tl->root, "missing_paths"),
-			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path", "/no/such", "attempts", 4,
-					"errno", "ENOENT", "first_ms", 1.0, "last_ms", 2.0));
+			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path", "/no/such", "attempts",
+					4, "errno", "ENOENT", "first_ms", 1.0, "last_ms", 2.0));
 	timeline_print_summary(tl, f);
 	fclose(f);
 	assert_non_null(strstr(buf, "ready at 1.500s"));
@@ -217,8 +223,9 @@ static void test_summary_requests(void **state)
 	(void)state;
 	timeline_set_tracing(tl, true, NULL);
 	for (int i = 20; i >= 1; i--) /* out of order on purpose */
-		json_array_append_new(reqs, json_pack("{s:f, s:i, s:i}", "latency_ms", (double)i,
-						      "faults", 100, "major_faults", i == 20 ? 20 : 0));
+		json_array_append_new(reqs,
+				      json_pack("{s:f, s:i, s:i}", "latency_ms", (double)i,
+						"faults", 100, "major_faults", i == 20 ? 20 : 0));
 	timeline_print_summary(tl, f);
 	fclose(f);
 	assert_non_null(strstr(buf, "requests: 20, latency p50 10.0ms, p90 18.0ms, p99 20.0ms; "
