@@ -44,11 +44,6 @@
 #define TASK_RUNNING_	      0
 #define TASK_UNINTERRUPTIBLE_ 2
 #define PF_EXITING_	      0x4
-#define TCP_ESTABLISHED_      1
-#define TCP_SYN_SENT_	      2
-#define TCP_FIN_WAIT1_	      4
-#define TCP_CLOSE_	      7
-#define TCP_LAST_ACK_	      9
 #define AT_FDCWD_	      -100
 #define AT_REMOVEDIR_	      0x200
 #define EAGAIN_		      11
@@ -137,14 +132,17 @@ static __always_inline void *ring_reserve(__u64 size)
 	return e;
 }
 
-/* The head tl_event and tl_import_event share: now, this thread. */
+/* What tl_event and tl_import_event begin with: the record head, then the
+ * thread; ev_head fills it in (now, this thread). */
 struct ev_head {
-	__u64 ts_ns;
-	__u64 dur_ns;
-	__u32 type;
-	__u32 pid;
+	struct tl_head h;
 	__u32 tid;
 };
+_Static_assert(__builtin_offsetof(struct tl_event, tid) == __builtin_offsetof(struct ev_head, tid),
+	       "tl_event's thread is not after its head");
+_Static_assert(__builtin_offsetof(struct tl_import_event, tid) ==
+		   __builtin_offsetof(struct ev_head, tid),
+	       "tl_import_event's thread is not after its head");
 
 static __always_inline void *ev_head(__u64 size, __u32 type, __u32 tgid)
 {
@@ -152,10 +150,10 @@ static __always_inline void *ev_head(__u64 size, __u32 type, __u32 tgid)
 
 	if (!h)
 		return NULL;
-	h->ts_ns = bpf_ktime_get_ns();
-	h->dur_ns = 0;
-	h->type = type;
-	h->pid = tgid;
+	h->h.ts_ns = bpf_ktime_get_ns();
+	h->h.dur_ns = 0;
+	h->h.type = type;
+	h->h.pid = tgid;
 	h->tid = (__u32)bpf_get_current_pid_tgid();
 	return h;
 }

@@ -101,10 +101,17 @@ TL_MAP struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* created fast, filled as the tree runs */
 } procstat SEC(".maps");
 
+/* why a thread of the tree is off CPU (sched.bpf.c) */
+enum offcpu_reason {
+	OFFCPU_RUNQ = 0, /* preempted, or yielded runnable: waiting for a CPU */
+	OFFCPU_IO,	 /* D state: uninterruptible, mostly I/O */
+	OFFCPU_SLEEP,	 /* S state: sleeping, waiting for an event */
+};
+
 struct offcpu {
 	__u64 ts;
 	__u32 tgid;
-	__u32 reason; /* 0 runqueue, 1 io wait, 2 sleep */
+	__u32 reason; /* enum offcpu_reason */
 };
 
 TL_MAP struct {
@@ -164,15 +171,23 @@ TL_MAP struct {
 	__type(value, __u8);
 } listen_ports SEC(".maps");
 
+/* A process's fault counters at one moment (req_faults_now, net.bpf.c): a
+ * request's faults are the difference of two. */
+struct req_faults {
+	__u64 faults;
+	__u64 major;
+	__u64 model;
+	__u64 model_major;
+};
+
 struct req_state {
 	__u64 start_ns;
 	__u64 last_out_ns;
 	__u64 bytes_in;
 	__u64 bytes_out;
 	__u64 writes;
-	__u64 faults0, maj0;	      /* process counters at accept */
-	__u64 faults1, maj1;	      /* ... at the last write */
-	__u64 mf0, mmaj0, mf1, mmaj1; /* the same for faults in model-file mappings */
+	struct req_faults at_accept; /* the process's fault counters at accept */
+	struct req_faults at_write;  /* ... at the last write (at the close if none) */
 	__u32 tgid;
 	__u32 tid;
 	__u32 port;

@@ -98,13 +98,25 @@ static __always_inline void conn_bytes(struct sock *sk, long n, bool out)
 		__sync_fetch_and_add(&p->bytes_in, n);
 }
 
+/* The fault counters of process tgid now, into f (kept if it has none). */
+static __always_inline void req_faults_now(struct req_faults *f, __u32 tgid)
+{
+	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);
+
+	if (!s)
+		return;
+	f->faults = s->faults;
+	f->major = s->major_faults;
+	f->model = s->model_faults;
+	f->model_major = s->model_major_faults;
+}
+
 /* A connection accepted on a listened port: count what moves, and sample
  * the process's fault counters at each write (the last one ends the request). */
 static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 now)
 {
 	__u64 key = (__u64)sk;
 	struct req_state *r = bpf_map_lookup_elem(&reqs, &key);
-	struct proc_stat *s;
 
 	if (!r)
 		return;
@@ -117,13 +129,7 @@ static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 n
 	r->last_out_ns = now;
 	/* in the writer's syscall: its own faults counted up to now */
 	flt_sync_current(bpf_get_current_pid_tgid() >> 32, now);
-	s = bpf_map_lookup_elem(&procstat, &r->tgid);
-	if (s) {
-		r->faults1 = s->faults;
-		r->maj1 = s->major_faults;
-		r->mf1 = s->model_faults;
-		r->mmaj1 = s->model_major_faults;
-	}
+	req_faults_now(&r->at_write, r->tgid);
 }
 
 /* Bytes moved through fd: regular files by inode, inet sockets by peer.
@@ -218,7 +224,7 @@ static __always_inline void conn_done(struct conn_val *p, const struct sock *sk)
 	e->arg2 = (__u64)sk;
 	if (sock_peer((struct sock *)sk, &pk)) {
 		/* the peer moves to arg/aux; the family is in flags' upper half */
-		e->flags |= (__u32)pk.family << 16;
+		e->flags |= (__u32)pk.family << CONN_FAMILY_SHIFT;
 		e->arg = pk.port;
 		__builtin_memcpy(e->aux, pk.addr, sizeof(pk.addr));
 	}
@@ -250,7 +256,7 @@ static __always_inline void on_connect(struct inflight *in, long ret, __u32 tgid
 		e->arg = len;
 		e->arg2 = key;
 		/* the outcome follows in an EV_CONNECT_DONE */
-		e->flags = p && ret < 0 ? 1 : 0;
+		e->flags = p && ret < 0 ? CONNECT_FOLLOWS : 0;
 		/* the whole buffer covers sockaddr_un; near the end of a page only
 		 * the inet part may be readable */
 		if (bpf_probe_read_user(e->aux, sizeof(e->aux), (void *)in->a1))
@@ -309,7 +315,6 @@ static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
 {
 	struct file *f = fd_file(fd);
 	struct req_state r = {};
-	struct proc_stat *s;
 	struct sock *sk;
 	__u16 port;
 	__u64 key;
@@ -327,13 +332,8 @@ static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
 	r.tid = (__u32)bpf_get_current_pid_tgid();
 	r.port = port;
 	flt_sync_current(tgid, now);
-	s = bpf_map_lookup_elem(&procstat, &tgid);
-	if (s) {
-		r.faults0 = r.faults1 = s->faults;
-		r.maj0 = r.maj1 = s->major_faults;
-		r.mf0 = r.mf1 = s->model_faults;
-		r.mmaj0 = r.mmaj1 = s->model_major_faults;
-	}
+	req_faults_now(&r.at_accept, tgid);
+	r.at_write = r.at_accept;
 	key = (__u64)sk;
 	bpf_map_update_elem(&reqs, &key, &r, BPF_ANY);
 }
@@ -411,20 +411,11 @@ SYS_HANDLER(sx_net)
 static __always_inline void req_end(struct req_state *r, __u64 now)
 {
 	struct tl_req_event *e = ring_reserve(sizeof(*e));
-	struct proc_stat *s;
 
 	if (!e)
 		return;
-	if (!r->bytes_out) {
-		/* nothing written: the request lasted until the close */
-		s = bpf_map_lookup_elem(&procstat, &r->tgid);
-		if (s) {
-			r->faults1 = s->faults;
-			r->maj1 = s->major_faults;
-			r->mf1 = s->model_faults;
-			r->mmaj1 = s->model_major_faults;
-		}
-	}
+	if (!r->bytes_out) /* nothing written: the request lasted until the close */
+		req_faults_now(&r->at_write, r->tgid);
 	e->ts_ns = r->start_ns;
 	e->dur_ns = (r->bytes_out ? r->last_out_ns : now) - r->start_ns;
 	e->type = EV_REQUEST;
@@ -435,10 +426,10 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 	e->bytes_in = r->bytes_in;
 	e->bytes_out = r->bytes_out;
 	e->writes = r->writes;
-	e->faults = r->faults1 - r->faults0;
-	e->major_faults = r->maj1 - r->maj0;
-	e->model_faults = r->mf1 - r->mf0;
-	e->model_major_faults = r->mmaj1 - r->mmaj0;
+	e->faults = r->at_write.faults - r->at_accept.faults;
+	e->major_faults = r->at_write.major - r->at_accept.major;
+	e->model_faults = r->at_write.model - r->at_accept.model;
+	e->model_major_faults = r->at_write.model_major - r->at_accept.model_major;
 	ev_submit_lazy(e);
 }
 
@@ -450,7 +441,8 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 
 	/* the server closed an accepted connection (or it was reset): the
 	 * request is over */
-	if (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_ || newstate == TCP_CLOSE_) {
+	if (newstate == TL_TCP_FIN_WAIT1 || newstate == TL_TCP_LAST_ACK ||
+	    newstate == TL_TCP_CLOSE) {
 		struct req_state *r = bpf_map_lookup_elem(&reqs, &key);
 
 		if (r) {
@@ -459,7 +451,7 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 			return 0;
 		}
 	}
-	if (newstate == TCP_SYN_SENT_) {
+	if (newstate == TL_TCP_SYN_SENT) {
 		/* connect(2) runs in the caller's context */
 		__u32 tgid;
 		struct conn_val init = {};
@@ -476,10 +468,10 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 	p = bpf_map_lookup_elem(&conns, &key);
 	if (!p)
 		return 0;
-	if (oldstate == TCP_SYN_SENT_) {
+	if (oldstate == TL_TCP_SYN_SENT) {
 		p->done = 1;
 		p->done_ns = bpf_ktime_get_ns();
-		if (newstate == TCP_ESTABLISHED_) {
+		if (newstate == TL_TCP_ESTABLISHED) {
 			p->ret = 0;
 		} else {
 			/* tcp_reset/tcp_write_err set sk_err before tcp_done: a
@@ -497,7 +489,8 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 		return 0;
 	}
 	if (p->done && !p->closed &&
-	    (newstate == TCP_FIN_WAIT1_ || newstate == TCP_LAST_ACK_ || newstate == TCP_CLOSE_)) {
+	    (newstate == TL_TCP_FIN_WAIT1 || newstate == TL_TCP_LAST_ACK ||
+	     newstate == TL_TCP_CLOSE)) {
 		struct tl_conn_event *c = ring_reserve(sizeof(*c));
 
 		if (c) {

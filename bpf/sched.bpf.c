@@ -29,11 +29,11 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		o.ts = now;
 		o.tgid = ptgid;
 		if (preempt || prev_state == TASK_RUNNING_)
-			o.reason = 0;
+			o.reason = OFFCPU_RUNQ;
 		else if (prev_state & TASK_UNINTERRUPTIBLE_)
-			o.reason = 1;
+			o.reason = OFFCPU_IO;
 		else
-			o.reason = 2;
+			o.reason = OFFCPU_SLEEP;
 		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
 		flt_sync(prev, ptgid, now);
 	}
@@ -52,9 +52,9 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		if (!s)
 			s = map_add(&procstat, &ntgid, &init, CNT_MAX);
 		if (s) {
-			if (o->reason == 1)
+			if (o->reason == OFFCPU_IO)
 				__sync_fetch_and_add(&s->io_wait_ns, d);
-			else if (o->reason == 2)
+			else if (o->reason == OFFCPU_SLEEP)
 				__sync_fetch_and_add(&s->sleep_ns, d);
 			else
 				__sync_fetch_and_add(&s->runq_ns, d);
