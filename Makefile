@@ -34,10 +34,26 @@ LDFLAGS  += $(SANFLAGS)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
+# One BPF object from many files (STYLE.md 15): each bpf/X.bpf.c (a domain)
+# compiles to build/bpf/X.bpf.o; `bpftool gen object` links them into
+# build/trace.bpf.o, whose skeleton (trace.skel.h) and min-BTF the tracer embeds.
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
-BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
-SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-MINBTFS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.minbtf.h,$(BPF_SRCS))
+# The link order: maps.bpf.o first (it defines the maps the others declare
+# extern: bpftool 7.1, libbpf 1.1, leaves a relocation against an extern map
+# unresolved when the extern comes before the definition), then the domains
+# in the order their programs are attached (sys_enter, sys_exit first, as in
+# the timeline's probe list). A new bpf/X.bpf.c not named here links last.
+BPF_ORDER := maps syscalls tree faults sched block net python files
+BPF_PARTS := $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)) \
+             $(filter-out $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)), \
+                          $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS)))
+BPF_OBJS  := $(BUILD)/trace.bpf.o
+SKELS     := $(BUILD)/trace.skel.h
+MINBTFS   := $(BUILD)/trace.minbtf.h
+MINBTF_RAW := $(BUILD)/trace.min.btf
+# Every C file clang-format checks (make format, make format-check).
+FORMAT_SRCS = $(wildcard launcher/*.c launcher/*.h bpf/*.c bpf/*.h hooks/*.c hooks/*.h tests/unit/*.c \
+              tests/unit/*.h tests/helpers/*.c tests/fuzz/*.c tests/fuzz/*.h)
 SRCS      := $(wildcard launcher/*.c)
 OBJS      := $(patsubst launcher/%.c,$(BUILD)/launcher/%.o,$(SRCS))
 LIB_OBJS  := $(filter-out $(BUILD)/launcher/main.o,$(OBJS))
@@ -66,28 +82,33 @@ FUZZ_TIME       ?= 180
 FUZZ_SMOKE_TIME ?= 10
 
 .DELETE_ON_ERROR:
-# Kept between runs: without this, a fresh build deletes the skeleton as an
-# intermediate file and the next make rebuilds every object.
-.SECONDARY: $(BPF_OBJS) $(SKELS) $(MINBTFS)
-.PHONY: all install check unit e2e demo bench setup clean format unit-asan fuzzers fuzz-build \
-	fuzz fuzz-smoke npm-hub
+# Generated BPF artefacts are kept between runs: as make intermediates they
+# would be deleted after the first build, and the next make in a fresh clone
+# would rebuild BPF, the skeleton and (through -MMD) the tracer.
+.SECONDARY: $(BPF_PARTS) $(BPF_OBJS) $(SKELS) $(MINBTFS) $(MINBTF_RAW)
+.PHONY: all install check unit e2e demo bench setup clean format format-check unit-asan fuzzers \
+	fuzz-build fuzz fuzz-smoke npm-hub
 
 all: $(BUILD)/tts-launch $(HOOKS)
 
-$(BUILD) $(BUILD)/launcher $(BUILD)/hooks $(BUILD)/tests/unit $(BUILD)/tests/helpers $(BUILD)/tests/fuzz:
+$(BUILD) $(BUILD)/bpf $(BUILD)/launcher $(BUILD)/hooks $(BUILD)/tests/unit $(BUILD)/tests/helpers $(BUILD)/tests/fuzz:
 	$(Q)mkdir -p $@
 
 $(BUILD)/vmlinux.h: | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h | $(BUILD)
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h | $(BUILD)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+$(BUILD)/trace.bpf.o: $(BPF_PARTS)
+	$(call msg,BPFLINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(BUILD)/trace.skel.h: $(BUILD)/trace.bpf.o
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name trace_bpf > $@
 
 # BTFGen (bpftool gen min_core_btf): only the kernel types X.bpf.o relocates
 # against, embedded with the identity of the kernel it came from. On that
@@ -104,8 +125,10 @@ $(BUILD)/%.minbtf.h: $(BUILD)/%.min.btf
 	  printf '};\nstatic const char $*_min_btf_kernel[] = "%s|%s|%s";\n' \
 	    "$$(uname -r)" "$$(uname -v)" "$$(stat -c %s /sys/kernel/btf/vmlinux)"; } > $@
 
-# Every launcher object may include a skeleton; -MMD records which.
-$(BUILD)/launcher/%.o: launcher/%.c $(SKELS) $(MINBTFS) | $(BUILD)/launcher
+# The skeleton and min-BTF header exist before any object compiles (order-only);
+# only the objects that include them (tracer's, as -MMD records) rebuild when
+# they change.
+$(BUILD)/launcher/%.o: launcher/%.c | $(SKELS) $(MINBTFS) $(BUILD)/launcher
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
@@ -177,6 +200,7 @@ fuzz-smoke: fuzz-build
 	$(Q)$(SAN_ENV) tests/fuzz/run --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_TIME)
 
 check: setup
+	$(Q)$(MAKE) --no-print-directory format-check
 	$(Q)$(MAKE) --no-print-directory all $(UNITS) $(HELPERS)
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory unit-asan
@@ -192,10 +216,13 @@ bench: setup
 	$(Q)scripts/bench/run-all
 
 format:
-	clang-format -i launcher/*.c launcher/*.h bpf/*.c bpf/*.h hooks/*.c tests/unit/*.c tests/helpers/*.c \
-		tests/fuzz/*.c tests/fuzz/*.h
+	clang-format -i $(FORMAT_SRCS)
+
+# The tree stays as .clang-format writes it (part of make check).
+format-check:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
--include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/*.bpf.d $(BUILD)/tests/unit/*.d $(BUILD)/tests/fuzz/*.d)
+-include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/bpf/*.bpf.d $(BUILD)/tests/unit/*.d $(BUILD)/tests/fuzz/*.d)

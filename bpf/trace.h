@@ -1,6 +1,10 @@
-/* trace: structs and constants shared by bpf/trace.bpf.c (kernel) and
- * launcher/tracer.c (user). Fixed-width fields only, no pointers; each
- * shared struct's size is pinned with a _Static_assert so both sides agree.
+/* trace.h: the contract between the kernel side (bpf/) and user space
+ * (launcher/): the ring records, the map keys and values user space
+ * reads, and the flags and states in them. Nothing else belongs here (the
+ * kernel side's private state is in bpf/maps.bpf.h). Fixed-width fields only,
+ * no pointers; each shared struct's size is pinned with a _Static_assert, and
+ * every ring record starts with struct tl_head (offsetof asserts), so both
+ * sides agree.
  *
  * What crosses the ring buffer: rare, significant events (exec, fork, exit,
  * connect, listen, mlock, python imports, chdir, rename, symlink, one record
@@ -43,11 +47,31 @@ enum trace_event_type {
 };
 
 /* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
- * so user space joins a connect's outcome to its attempt. EV_CONNECT_DONE:
- * ret = 0 (established) or -sk_err at the SYN_SENT -> CLOSE transition
- * (0 there: the caller closed the socket first), flags = CONN_CLOSED when
- * the handshake ended in CLOSE. */
-#define CONN_CLOSED 1u
+ * so user space joins a connect's outcome to its attempt.
+ * EV_CONNECT: arg = the sockaddr's length, aux = the raw sockaddr; flags =
+ * CONNECT_FOLLOWS when an EV_CONNECT_DONE will report the outcome (a TCP
+ * handshake still under way when connect(2) returned an error, EINPROGRESS).
+ * EV_CONNECT_DONE: ret = 0 (established) or -sk_err at the SYN_SENT -> CLOSE
+ * transition (0 there: the caller closed the socket first); flags =
+ * CONN_CLOSED when the handshake ended in CLOSE, and in the upper half
+ * (CONN_FAMILY_SHIFT) the peer's family, whose port is in arg and address in
+ * aux (as struct peer_key's addr). */
+enum trace_connect_flag {
+	CONNECT_FOLLOWS = 1u, /* EV_CONNECT */
+	CONN_CLOSED = 1u,     /* EV_CONNECT_DONE */
+};
+#define CONN_FAMILY_SHIFT 16
+
+/* TCP states (the kernel's enum, include/net/tcp_states.h) that the kernel
+ * side follows in inet_sock_set_state; tl_conn_event.ended_by is one of the
+ * last three. */
+enum trace_tcp_state {
+	TL_TCP_ESTABLISHED = 1,
+	TL_TCP_SYN_SENT = 2,
+	TL_TCP_FIN_WAIT1 = 4, /* this side closed first */
+	TL_TCP_CLOSE = 7,     /* reset, or both closed */
+	TL_TCP_LAST_ACK = 9,  /* the peer closed first */
+};
 
 /* failed path operations (failops map) */
 enum trace_failop {
@@ -62,37 +86,65 @@ enum trace_mlock_call {
 	MLOCK_CALL_MLOCKALL,
 };
 
-/* pid-tree map value */
-#define PROC_EXECED                                                                                \
-	1u /* the process (or an ancestor it forked from) has exec'd:                              \
-	    * events before the first exec are the launcher's own                                  \
-	    * set-up of the child and are not recorded */
+/* procs map (the traced tree, key: tgid): the value's flags */
+enum trace_proc_flag {
+	/* the process (or an ancestor it forked from) has exec'd: events
+	 * before the first exec are the launcher's own set-up of the child and
+	 * are not recorded */
+	PROC_EXECED = 1u,
+};
+
+/* The head of every ring record: user space reads type (and the size it
+ * needs) through it before it picks the record's struct. */
+#define TL_HEAD_FIELDS                                                                             \
+	__u64 ts_ns;  /* CLOCK_MONOTONIC */                                                        \
+	__u64 dur_ns; /* connect, mlock, rename, a request, a connection; else 0 */                \
+	__u32 type;   /* enum trace_event_type */                                                  \
+	__u32 pid     /* tgid */
+struct tl_head {
+	TL_HEAD_FIELDS;
+};
+_Static_assert(sizeof(struct tl_head) == 24, "tl_head layout changed");
+
+/* A record embeds the head twice over: as head (for code that takes a
+ * struct tl_head) and as its fields (e->ts_ns), one memory. */
+#define TL_HEAD                                                                                    \
+	union {                                                                                    \
+		struct tl_head head;                                                               \
+		struct {                                                                           \
+			TL_HEAD_FIELDS;                                                            \
+		};                                                                                 \
+	}
+
+/* rec starts with the head: where user space reads it through struct tl_head */
+#define TL_OFF(t, m) __builtin_offsetof(struct t, m)
+#define TL_HEAD_ASSERT(rec)                                                                        \
+	_Static_assert(TL_OFF(rec, head) == 0 && TL_OFF(rec, ts_ns) == TL_OFF(tl_head, ts_ns) &&   \
+			   TL_OFF(rec, dur_ns) == TL_OFF(tl_head, dur_ns) &&                       \
+			   TL_OFF(rec, type) == TL_OFF(tl_head, type) &&                           \
+			   TL_OFF(rec, pid) == TL_OFF(tl_head, pid),                               \
+		       #rec " does not start with struct tl_head")
 
 struct tl_event {
-	__u64 ts_ns;  /* CLOCK_MONOTONIC */
-	__u64 dur_ns; /* connect, mlock */
-	__u32 type;
-	__u32 pid; /* tgid */
+	TL_HEAD;
 	__u32 tid;
 	__u32 ppid;  /* EV_FORK, EV_EXEC */
 	__s32 ret;   /* syscall result, exit code (wait status) */
-	__u32 flags; /* mlock flags, open flags, import "found" */
-	__u64 arg;   /* mlock length, listen port, sockaddr length */
-	__u64 arg2;  /* mlock call kind, socket family */
+	__u32 flags; /* mlock flags; EV_CONNECT*: enum trace_connect_flag */
+	__u64 arg;   /* mlock length, listen port, sockaddr length, peer port, cwd dev */
+	__u64 arg2;  /* mlock call kind, socket family, socket cookie, cwd inode */
 	char comm[TRACE_COMM_MAX];
 	char str[TRACE_STR_MAX]; /* exec filename, chdir path */
 	char aux[TRACE_AUX_MAX]; /* exec args, raw sockaddr */
 };
 _Static_assert(sizeof(struct tl_event) == 456, "tl_event layout changed");
+TL_HEAD_ASSERT(tl_event);
 
 /* Two paths of one syscall (rename, symlink). A relative path comes with the
  * directory it is relative to (the cwd, or the dirfd of a *at call) as
- * dev/ino, which the launcher maps back to a path. Same head as tl_event. */
+ * dev/ino, which the launcher maps back to a path. */
 struct tl_path2_event {
-	__u64 ts_ns;
-	__u64 dur_ns;
-	__u32 type;
-	__u32 pid;
+	TL_HEAD;
 	__s32 ret;
 	__u32 pad;
 	__u64 old_dev, old_ino; /* base of a relative old path; 0 if absolute */
@@ -101,16 +153,15 @@ struct tl_path2_event {
 	char new[TRACE_PATH_MAX];
 };
 _Static_assert(sizeof(struct tl_path2_event) == 576, "tl_path2_event layout changed");
+TL_HEAD_ASSERT(tl_path2_event);
 
 /* One connection the tree accepted on a port it listens on: accept(2)
  * returned -> the server closed it. Faults are the process's (all threads,
  * as far as flt_count has counted them: the accepting and writing thread up
  * to its syscall) between accept and the last byte written. */
 struct tl_req_event {
-	__u64 ts_ns;  /* accept returned */
-	__u64 dur_ns; /* to the last byte written (to the close if none was) */
-	__u32 type;
-	__u32 pid;
+	TL_HEAD;    /* ts_ns: accept returned; dur_ns: to the last byte written (to the
+		     * close if none was) */
 	__u32 tid;  /* the accepting thread */
 	__u32 port; /* local (listening) port */
 	__u64 close_ns;
@@ -123,21 +174,20 @@ struct tl_req_event {
 	__u64 model_major_faults;
 };
 _Static_assert(sizeof(struct tl_req_event) == 96, "tl_req_event layout changed");
+TL_HEAD_ASSERT(tl_req_event);
 
 /* An outbound TCP connection of the tree, established, then ended (either
  * side closed it, or it was reset): what moved over it. */
 struct tl_conn_event {
-	__u64 ts_ns;  /* established */
-	__u64 dur_ns; /* to its end (FIN_WAIT1, LAST_ACK or CLOSE) */
-	__u32 type;
-	__u32 pid;
+	TL_HEAD;      /* ts_ns: established; dur_ns: to its end (FIN_WAIT1, LAST_ACK or CLOSE) */
 	__u64 cookie; /* struct sock *, as in EV_CONNECT */
 	__u64 bytes_in;
 	__u64 bytes_out;
-	__u32 ended_by; /* the new TCP state */
+	__u32 ended_by; /* the new TCP state: TL_TCP_FIN_WAIT1, TL_TCP_LAST_ACK, TL_TCP_CLOSE */
 	__u32 pad;
 };
 _Static_assert(sizeof(struct tl_conn_event) == 56, "tl_conn_event layout changed");
+TL_HEAD_ASSERT(tl_conn_event);
 
 /* EV_IMPORT_START / EV_IMPORT_DONE: a Python module import began or ended
  * in thread tid. Imports nest per thread, so the launcher pairs a done with
@@ -145,15 +195,13 @@ _Static_assert(sizeof(struct tl_conn_event) == 56, "tl_conn_event layout changed
  * is a trap, and reading user memory is the costly part of the program). */
 #define TRACE_MODULE_MAX 128
 struct tl_import_event {
-	__u64 ts_ns;
-	__u64 dur_ns; /* 0 */
-	__u32 type;
-	__u32 pid;
+	TL_HEAD; /* dur_ns: 0 */
 	__u32 tid;
 	__u32 found;		     /* done: the module was found */
 	char name[TRACE_MODULE_MAX]; /* start only */
 };
 _Static_assert(sizeof(struct tl_import_event) == 160, "tl_import_event layout changed");
+TL_HEAD_ASSERT(tl_import_event);
 
 /* inflight map (key: tid): a syscall of the tree between enter and exit */
 struct inflight {
@@ -206,7 +254,8 @@ struct path_val {
 };
 _Static_assert(sizeof(struct path_val) == 80, "path_val layout changed");
 
-/* fileio map: bytes per regular file, keyed by inode */
+/* files map: bytes, mappings and faults per regular file, keyed by inode
+ * (also the key of the locks map and of a model mapping) */
 struct file_key {
 	__u64 dev;
 	__u64 ino;
@@ -286,7 +335,7 @@ struct lock_val {
 };
 _Static_assert(sizeof(struct lock_val) == 120, "lock_val layout changed");
 
-/* netio map: bytes per peer */
+/* peers map: bytes per peer */
 struct peer_key {
 	__u16 family; /* AF_INET / AF_INET6 */
 	__u16 port;   /* host order */

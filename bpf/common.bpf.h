@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+/* common.bpf.h: what every domain file of the kernel side shares: includes,
+ * constants, the maps (maps.bpf.h) and the small inline helpers.
+ *
+ * The kernel side of tts-launch's start-up tracing, in one object linked from
+ * one file per domain (tree, syscalls, files, net, faults, sched, block,
+ * python; maps.bpf.c defines the shared state; the Makefile links them with
+ * `bpftool gen object` into build/trace.bpf.o, one skeleton). The helpers
+ * here are static inline, compiled into each file that calls them; a helper
+ * meant to be verified once is a global function defined in one domain file
+ * and declared here (flt_count, the sx_* handlers).
+ *
+ * Scope: see tree.bpf.c.
+ *
+ * Probes: raw_tp only (sys_enter/sys_exit dispatched on the syscall number,
+ * and sched, exceptions, block, sock tracepoints), USDT for Python imports.
+ * raw_tp needs neither tracefs nor the kernel's BTF ids at load (tp_btf would
+ * make libbpf parse all of vmlinux BTF: ~40 ms here); a tracepoint the kernel
+ * lacks fails its own attach and becomes a fallback.
+ *
+ * Per-event work is kept small: the syscall number is checked before any map
+ * lookup, then the pid-tree lookup; high-rate data goes into hash maps. */
+#ifndef TTS_COMMON_BPF_H
+#define TTS_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <asm/unistd.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "trace.h"
+
+/* after trace.h: the maps hold its records */
+#include "maps.bpf.h"
+
+#define EINPROGRESS_	      115
+#define MAP_ANONYMOUS_	      0x20
+#define S_IFMT_		      0170000
+#define S_IFREG_	      0100000
+#define S_IFSOCK_	      0140000
+#define AF_INET_	      2
+#define AF_INET6_	      10
+#define TASK_RUNNING_	      0
+#define TASK_UNINTERRUPTIBLE_ 2
+#define PF_EXITING_	      0x4
+#define AT_FDCWD_	      -100
+#define AT_REMOVEDIR_	      0x200
+#define EAGAIN_		      11
+#define EINTR_		      4
+#define EEXIST_		      17
+#define ENOENT_		      2
+#define EACCES_		      13
+#define LOCK_SH_	      1
+#define LOCK_EX_	      2
+#define LOCK_NB_	      4
+#define F_SETLK_	      6
+#define F_SETLKW_	      7
+#define F_OFD_SETLK_	      37
+#define F_OFD_SETLKW_	      38
+#define F_UNLCK_	      2
+#define MMSG_MAX	      8 /* sendmmsg/recvmmsg: messages whose lengths are added up */
+
+/* ---- helpers ---- */
+
+static __always_inline void count(__u32 which, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += n;
+}
+
+/* After a lookup of key missed: add init under it and return the entry;
+ * NULL when the map is full, counted under full (CNT_MAX: not counted). */
+static __always_inline void *map_add(void *map, const void *key, const void *init, __u32 full)
+{
+	void *v;
+
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v && full != CNT_MAX)
+		count(full, 1);
+	return v;
+}
+
+/* The tgid of current when it is in the traced tree and has exec'd. */
+static __always_inline bool traced_now(__u32 *tgid)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u32 *flags = bpf_map_lookup_elem(&procs, &pid);
+
+	if (!flags || !(*flags & PROC_EXECED))
+		return false;
+	*tgid = pid;
+	return true;
+}
+
+/* The tree's process tgid, counted on: its procstat entry (made with its
+ * procs entry, at fork or by the launcher for the root). An entry left by
+ * an exited process is not counted on again. */
+static __always_inline struct proc_stat *fault_proc(__u32 tgid)
+{
+	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);
+
+	return s && !s->exited ? s : NULL;
+}
+
+/* The thread's faults since they were last counted, added to its process
+ * (faults.bpf.c: a global function, verified once). */
+int flt_count(__u64 task, __u32 tgid, __u64 now, bool exited);
+
+/* flt_count for thread t of the tree's running process tgid */
+static __always_inline void flt_sync(struct task_struct *t, __u32 tgid, __u64 now)
+{
+	flt_count((__u64)t, tgid, now, false);
+}
+
+/* flt_sync for the current thread, in its syscall (a request's edges) */
+static __always_inline void flt_sync_current(__u32 tgid, __u64 now)
+{
+	flt_sync((struct task_struct *)bpf_get_current_task(), tgid, now);
+}
+
+/* A ring record of size bytes (a constant); a full ring is counted. */
+static __always_inline void *ring_reserve(__u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e)
+		count(CNT_RB_DROPS, 1);
+	return e;
+}
+
+/* What tl_event and tl_import_event begin with: the record head, then the
+ * thread; ev_head fills it in (now, this thread). */
+struct ev_head {
+	struct tl_head h;
+	__u32 tid;
+};
+_Static_assert(__builtin_offsetof(struct tl_event, tid) == __builtin_offsetof(struct ev_head, tid),
+	       "tl_event's thread is not after its head");
+_Static_assert(__builtin_offsetof(struct tl_import_event, tid) ==
+		   __builtin_offsetof(struct ev_head, tid),
+	       "tl_import_event's thread is not after its head");
+
+static __always_inline void *ev_head(__u64 size, __u32 type, __u32 tgid)
+{
+	struct ev_head *h = ring_reserve(size);
+
+	if (!h)
+		return NULL;
+	h->h.ts_ns = bpf_ktime_get_ns();
+	h->h.dur_ns = 0;
+	h->h.type = type;
+	h->h.pid = tgid;
+	h->tid = (__u32)bpf_get_current_pid_tgid();
+	return h;
+}
+
+static __always_inline struct tl_event *ev_reserve(__u32 type, __u32 tgid)
+{
+	struct tl_event *e = ev_head(sizeof(*e), type, tgid);
+
+	if (!e)
+		return NULL;
+	e->ppid = 0;
+	e->ret = 0;
+	e->flags = 0;
+	e->arg = 0;
+	e->arg2 = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->str[0] = 0;
+	e->aux[0] = 0;
+	return e;
+}
+
+/* Frequent events (imports, forks, renames, requests) are submitted without
+ * waking the launcher, which drains the ring on its 100 ms tick and whenever
+ * an urgent event (exec, exit, listen, mlock) wakes it: a wakeup per import
+ * cost more than the import's own probe. */
+static __always_inline void ev_submit_lazy(void *e) { bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); }
+
+/* Forced: an adaptive wakeup is skipped while lazy events wait unread. */
+static __always_inline void ev_submit_urgent(void *e)
+{
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+static __always_inline struct file *fd_file(long fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+static __always_inline void file_id(struct file *f, struct file_key *k, __u32 *mode)
+{
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+
+	k->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	k->ino = BPF_CORE_READ(ino, i_ino);
+	*mode = BPF_CORE_READ(ino, i_mode);
+}
+
+/* A name ending like model weights (.pth .pt .bin .ckpt .onnx .gguf .npz
+ * .h5 .safetensors): its last 8 bytes, gathered in one bounded pass. The
+ * launcher's own classes (docs/timeline.md) are finer; this only decides
+ * which faults count as model faults in requests. */
+static __always_inline __u32 model_name(const char *name)
+{
+	__u64 t = 0;
+
+	for (int i = 0; i < TRACE_NAME_MAX; i++) {
+		if (!name[i])
+			break;
+		t = (t << 8) | (__u8)name[i];
+	}
+#define SUF4(a, b, c, d) (((__u64)(a) << 24) | ((__u64)(b) << 16) | ((__u64)(c) << 8) | (d))
+	return (t & 0xffffffff) == SUF4('.', 'p', 't', 'h') ||
+	       (t & 0xffffff) == SUF4(0, '.', 'p', 't') ||
+	       (t & 0xffffffff) == SUF4('.', 'b', 'i', 'n') ||
+	       (t & 0xffffffff) == SUF4('.', 'n', 'p', 'z') ||
+	       (t & 0xffffff) == SUF4(0, '.', 'h', '5') ||
+	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('c', 'k', 'p', 't')) ||
+	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('o', 'n', 'n', 'x')) ||
+	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('g', 'g', 'u', 'f')) ||
+	       t == (SUF4('e', 't', 'e', 'n') << 32 | SUF4('s', 'o', 'r', 's'));
+#undef SUF4
+}
+
+static __always_inline struct file_val *file_entry(struct file *f, struct file_key *k, __u64 now)
+{
+	struct file_val *v = bpf_map_lookup_elem(&files, k);
+	struct file_val init = {};
+
+	if (v)
+		return v;
+	init.first_ns = now;
+	init.size = BPF_CORE_READ(f, f_inode, i_size);
+	bpf_probe_read_kernel_str(init.name, sizeof(init.name),
+				  BPF_CORE_READ(f, f_path.dentry, d_name.name));
+	init.model = model_name(init.name);
+	return map_add(&files, k, &init, CNT_FILES_FULL);
+}
+
+static __always_inline struct sock *file_sock(struct file *f)
+{
+	struct socket *s = BPF_CORE_READ(f, private_data);
+
+	return s ? BPF_CORE_READ(s, sk) : NULL;
+}
+
+/* One followed syscall at its exit: what the handlers below need. */
+struct sys_call {
+	struct inflight in; /* nr, arguments; ts: entry time when saved at sys_enter */
+	__s64 ret;
+	__u64 now;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* The handlers are global functions: the verifier checks each once, not
+ * once per call site inlined into sys_exit (that took ~30 ms of every
+ * start). c is never NULL; the checks are for the verifier. */
+#define SYS_HANDLER(name) __attribute__((noinline)) int name(struct sys_call *c)
+
+/* The handlers sys_exit dispatches to, each in its domain's file. */
+int sx_path(struct sys_call *c);
+int sx_dirop(struct sys_call *c);
+int sx_mmap(struct sys_call *c);
+int sx_other(struct sys_call *c);
+int sx_bytes(struct sys_call *c);
+int sx_net(struct sys_call *c);
+int sx_mlock(struct sys_call *c);
+
+#endif

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/* files: the file system as the tree uses it: path lookups and opens
+ * folded per directory and name (paths), failed mkdir/unlink/rmdir (failops),
+ * locks, the cwd, renames and symlinks, and the model files a process maps
+ * (mranges, for the fault probes). Called from sys_exit (syscalls.bpf.c). */
+#include "common.bpf.h"
+
+static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, __u64 now)
+{
+	struct file *f = fd_file(fd);
+	struct file_key k;
+	struct file_val *v;
+	__u32 mode;
+
+	if (!f)
+		return;
+	file_id(f, &k, &mode);
+	if ((mode & S_IFMT_) != S_IFREG_)
+		return;
+	v = file_entry(f, &k, now);
+	if (!v)
+		return;
+	v->last_ns = now;
+	__sync_fetch_and_add(&v->mmaps, 1);
+	__sync_fetch_and_add(&v->mmap_bytes, len);
+	if (v->model) {
+		struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
+		__u32 slot;
+
+		if (!r) {
+			/* too large for the stack: a zeroed global is the template */
+			r = map_add(&mranges, &tgid, &zero_ranges, CNT_MAX);
+			if (!r)
+				return;
+		}
+		slot = r->n % MODEL_RANGES;
+		r->start[slot] = addr;
+		r->end[slot] = addr + len;
+		r->key[slot] = k;
+		r->n++;
+		if (!model_mapped)
+			model_mapped = 1;
+	}
+}
+
+/* The directory a relative path is relative to: the dirfd's, or the cwd. */
+static __always_inline void path_base(const char *path, long dirfd, __u64 *dev, __u64 *ino)
+{
+	struct inode *i;
+
+	*dev = *ino = 0;
+	if (path[0] == '/')
+		return;
+	if ((int)dirfd == AT_FDCWD_) {
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		i = BPF_CORE_READ(task, fs, pwd.dentry, d_inode);
+	} else {
+		struct file *f = fd_file((int)dirfd);
+
+		if (!f)
+			return;
+		i = BPF_CORE_READ(f, f_inode);
+	}
+	if (!i)
+		return;
+	*dev = BPF_CORE_READ(i, i_sb, s_dev);
+	*ino = BPF_CORE_READ(i, i_ino);
+}
+
+/* One path operation (open or a stat-like probe) folded into the paths map. */
+static __always_inline void path_op(const char *upath, long dirfd, long ret, bool is_open,
+				    __u32 oflags, __u32 tgid, __u64 now)
+{
+	__u32 zero = 0;
+	struct path_key *k = bpf_map_lookup_elem(&scratch, &zero);
+	struct path_val *v, init = {};
+
+	if (!k)
+		return;
+	/* the key is hashed over all its bytes: clear what a shorter path leaves */
+	__builtin_memset(k, 0, sizeof(*k));
+	if (bpf_probe_read_user_str(k->path, sizeof(k->path), upath) <= 1)
+		return;
+	path_base(k->path, dirfd, &k->base_dev, &k->base_ino);
+	v = bpf_map_lookup_elem(&paths, k);
+	if (!v) {
+		init.first_ns = now;
+		init.first_pid = tgid;
+		v = map_add(&paths, k, &init, CNT_PATHS_FULL);
+		if (!v)
+			return;
+	}
+	v->last_ns = now;
+	if (ret < 0) {
+		if (!v->fail_first_ns)
+			v->fail_first_ns = now;
+		v->fail_last_ns = now;
+		if (is_open) {
+			__sync_fetch_and_add(&v->open_fails, 1);
+			v->open_errno = -ret;
+		} else {
+			__sync_fetch_and_add(&v->probe_fails, 1);
+			v->probe_errno = -ret;
+		}
+		return;
+	}
+	if (is_open) {
+		struct file *f = fd_file(ret);
+
+		__sync_fetch_and_add(&v->opens, 1);
+		v->open_flags |= oflags & (03 | 0100 | 01000); /* O_ACCMODE|O_CREAT|O_TRUNC */
+		if (f) {
+			struct file_key fk;
+			__u32 mode;
+
+			file_id(f, &fk, &mode);
+			v->dev = fk.dev;
+			v->ino = fk.ino;
+		}
+	}
+}
+
+/* A failed mkdir/unlink/rmdir, folded per operation and path. */
+static __always_inline void failop(__u32 op, const char *upath, long dirfd, long ret, __u32 tgid,
+				   __u64 now)
+{
+	__u32 zero = 0;
+	struct failop_key *k = bpf_map_lookup_elem(&fscratch, &zero);
+	struct failop_val *v, init = {};
+
+	if (!k)
+		return;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->op = op;
+	if (bpf_probe_read_user_str(k->p.path, sizeof(k->p.path), upath) <= 1)
+		return;
+	path_base(k->p.path, dirfd, &k->p.base_dev, &k->p.base_ino);
+	v = bpf_map_lookup_elem(&failops, k);
+	if (!v) {
+		init.first_ns = now;
+		init.pid = tgid;
+		v = map_add(&failops, k, &init, CNT_FAILOPS_FULL);
+		if (!v)
+			return;
+	}
+	v->last_ns = now;
+	v->err = -ret;
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+/* flock / fcntl record lock: a0 fd, a1 op or cmd, a2 blocking */
+static __always_inline void on_lock(struct inflight *in, long ret, __u32 tgid, __u64 now)
+{
+	struct file *f = fd_file(in->a0);
+	struct lock_val *v, init = {};
+	struct file_key k;
+	__u32 mode;
+
+	if (!f)
+		return;
+	file_id(f, &k, &mode);
+	v = bpf_map_lookup_elem(&locks, &k);
+	if (!v) {
+		init.first_ns = in->ts;
+		init.pid = tgid;
+		bpf_probe_read_kernel_str(init.name, sizeof(init.name),
+					  BPF_CORE_READ(f, f_path.dentry, d_name.name));
+		v = map_add(&locks, &k, &init, CNT_LOCKS_FULL);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->calls, 1);
+	v->last_ns = now;
+	if (in->a2) {
+		__u64 d = now - in->ts;
+
+		__sync_fetch_and_add(&v->blocking, 1);
+		__sync_fetch_and_add(&v->wait_ns, d);
+		if (d > v->max_wait_ns)
+			v->max_wait_ns = d;
+	}
+	if (ret < 0) {
+		__sync_fetch_and_add(&v->failures, 1);
+		v->err = -ret;
+		if (!v->first_fail_ns)
+			v->first_fail_ns = in->ts;
+	} else {
+		v->acquired_ns = now;
+	}
+}
+
+/* chdir/fchdir: the new cwd's inode, so relative paths can be resolved */
+static __always_inline void on_chdir(struct inflight *in, long ret, __u32 tgid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct inode *i = BPF_CORE_READ(task, fs, pwd.dentry, d_inode);
+	struct tl_event *e;
+
+	if (ret < 0 || !i)
+		return;
+	e = ev_reserve(EV_CHDIR, tgid);
+	if (!e)
+		return;
+	e->arg = BPF_CORE_READ(i, i_sb, s_dev);
+	e->arg2 = BPF_CORE_READ(i, i_ino);
+	if (in->nr != __NR_fchdir)
+		bpf_probe_read_user_str(e->str, sizeof(e->str), (void *)in->a0);
+	/* the launcher reads the new cwd from /proc while it lasts */
+	ev_submit_urgent(e);
+}
+
+/* rename/symlink: both paths, with the directories relative ones start from */
+static __always_inline void on_path2(struct inflight *in, long ret, __u32 tgid, __u64 now)
+{
+	struct tl_path2_event *e = ring_reserve(sizeof(*e));
+	bool link = in->nr == __NR_symlinkat;
+
+#ifdef __NR_symlink
+	link |= in->nr == __NR_symlink;
+#endif
+	if (!e)
+		return;
+	e->ts_ns = in->ts;
+	e->dur_ns = now - in->ts;
+	e->type = link ? EV_SYMLINK : EV_RENAME;
+	e->pid = tgid;
+	e->ret = ret;
+	e->pad = 0;
+	e->old[0] = e->new[0] = 0;
+	bpf_probe_read_user_str(e->old, sizeof(e->old), (void *)in->a0);
+	bpf_probe_read_user_str(e->new, sizeof(e->new), (void *)in->a1);
+	if (link)
+		e->old_dev = e->old_ino = 0;
+	else
+		path_base(e->old, in->a2, &e->old_dev, &e->old_ino);
+	path_base(e->new, in->a3, &e->new_dev, &e->new_ino);
+	ev_submit_lazy(e);
+}
+
+SYS_HANDLER(sx_path)
+{
+	bool is_open;
+	__u64 fl = 0;
+
+	if (!c)
+		return 0;
+	/* the others are failed probes: a missing path tried again and again */
+	is_open = c->in.nr == __NR_openat || c->in.nr == __NR_openat2;
+#ifdef __NR_open
+	is_open |= c->in.nr == __NR_open;
+#endif
+	if (c->in.nr == __NR_openat2)
+		bpf_probe_read_user(&fl, sizeof(fl), (void *)c->in.a1); /* open_how.flags */
+	else if (is_open)
+		fl = c->in.a1;
+	path_op((const char *)c->in.a0, c->in.a2, c->ret, is_open, fl, c->tgid, c->now);
+	return 0;
+}
+
+SYS_HANDLER(sx_dirop)
+{
+	bool dir;
+
+	if (!c)
+		return 0;
+	switch (c->in.nr) {
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+#endif
+	case __NR_mkdirat:
+		if (c->ret != -EEXIST_)
+			failop(FOP_MKDIR, (const char *)c->in.a0, c->in.a2, c->ret, c->tgid,
+			       c->now);
+		return 0;
+	}
+	if (c->ret == -ENOENT_)
+		return 0;
+	dir = c->in.nr == __NR_unlinkat ? (c->in.a1 & AT_REMOVEDIR_) != 0 : false;
+#ifdef __NR_rmdir
+	dir |= c->in.nr == __NR_rmdir;
+#endif
+	failop(dir ? FOP_RMDIR : FOP_UNLINK, (const char *)c->in.a0, c->in.a2, c->ret, c->tgid,
+	       c->now);
+	return 0;
+}
+
+SYS_HANDLER(sx_mmap)
+{
+	if (c && (c->ret >= 0 || c->ret < -4095))
+		fd_mmap(c->in.a0, c->in.a1, (__u64)c->ret, c->tgid, c->now);
+	return 0;
+}
+
+/* the rest: the cwd, locks, rename/symlink */
+SYS_HANDLER(sx_other)
+{
+	if (!c)
+		return 0;
+	switch (c->in.nr) {
+	case __NR_chdir:
+	case __NR_fchdir:
+		on_chdir(&c->in, c->ret, c->tgid);
+		break;
+	case __NR_flock:
+	case __NR_fcntl:
+		on_lock(&c->in, c->ret, c->tgid, c->now);
+		break;
+	default:
+		/* rename, symlink */
+		on_path2(&c->in, c->ret, c->tgid, c->now);
+	}
+	return 0;
+}

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+/* sched: off-CPU time of the tree's threads (run queue, I/O wait, sleep). */
+#include "common.bpf.h"
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 ptgid = BPF_CORE_READ(prev, tgid);
+	__u32 ntgid = BPF_CORE_READ(next, tgid);
+	/* a thread of the tree leaving the CPU; not an exiting one: its faults
+	 * were counted at its exit (thread_exit), and it will not come back on
+	 * a CPU to end an off-CPU span */
+	bool leaving =
+	    bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
+	__u64 now = 0;
+
+	/* after the requests window: the faults of a thread leaving, no off-CPU time */
+	if (light) {
+		if (leaving)
+			flt_sync(prev, ptgid, 0);
+		return 0;
+	}
+	if (leaving) {
+		__u32 tid = BPF_CORE_READ(prev, pid);
+		struct offcpu o = {};
+
+		now = bpf_ktime_get_ns();
+		o.ts = now;
+		o.tgid = ptgid;
+		if (preempt || prev_state == TASK_RUNNING_)
+			o.reason = OFFCPU_RUNQ;
+		else if (prev_state & TASK_UNINTERRUPTIBLE_)
+			o.reason = OFFCPU_IO;
+		else
+			o.reason = OFFCPU_SLEEP;
+		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
+		flt_sync(prev, ptgid, now);
+	}
+	if (bpf_map_lookup_elem(&procs, &ntgid)) {
+		__u32 tid = BPF_CORE_READ(next, pid);
+		struct offcpu *o = bpf_map_lookup_elem(&offcpu, &tid);
+		struct proc_stat *s, init = {};
+		__u64 d;
+
+		if (!o)
+			return 0;
+		if (!now)
+			now = bpf_ktime_get_ns();
+		d = now - o->ts;
+		s = bpf_map_lookup_elem(&procstat, &ntgid);
+		if (!s)
+			s = map_add(&procstat, &ntgid, &init, CNT_MAX);
+		if (s) {
+			if (o->reason == OFFCPU_IO)
+				__sync_fetch_and_add(&s->io_wait_ns, d);
+			else if (o->reason == OFFCPU_SLEEP)
+				__sync_fetch_and_add(&s->sleep_ns, d);
+			else
+				__sync_fetch_and_add(&s->runq_ns, d);
+			__sync_fetch_and_add(&s->switches, 1);
+		}
+		bpf_map_delete_elem(&offcpu, &tid);
+	}
+	return 0;
+}

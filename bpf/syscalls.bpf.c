@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+/* syscalls: sys_enter and sys_exit, dispatched on the syscall number.
+ *
+ * The syscall number is checked before any map lookup, then the pid-tree
+ * lookup. sys_enter saves the arguments of the calls whose record needs their
+ * start (inflight); sys_exit takes the others from the registers and hands
+ * each call to its domain's handler (files.bpf.c, net.bpf.c, faults.bpf.c). */
+#include "common.bpf.h"
+
+/* The syscall number of the call whose registers these are: at sys_exit the
+ * kernel still holds the number and the arguments as the caller passed
+ * them (only the return register changed), so most calls are handled at
+ * exit alone, without an inflight entry per call. */
+#if defined(__TARGET_ARCH_x86)
+#define SYSCALL_NR(regs) BPF_CORE_READ((struct pt_regs *)(regs), orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define SYSCALL_NR(regs) BPF_CORE_READ((struct pt_regs *)(regs), syscallno)
+#else
+#error "SYSCALL_NR: add this architecture's syscall number register"
+#endif
+
+#define P1(r) PT_REGS_PARM1_CORE_SYSCALL(r)
+#define P2(r) PT_REGS_PARM2_CORE_SYSCALL(r)
+#define P3(r) PT_REGS_PARM3_CORE_SYSCALL(r)
+#define P4(r) PT_REGS_PARM4_CORE_SYSCALL(r)
+#define P5(r) PT_REGS_PARM5_CORE_SYSCALL(r)
+
+static __always_inline bool set_args(struct inflight *in, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+{
+	in->a0 = a0;
+	in->a1 = a1;
+	in->a2 = a2;
+	in->a3 = a3;
+	return true;
+}
+
+static __always_inline bool is_mlock(long id)
+{
+	return id == __NR_mlock || id == __NR_mlock2 || id == __NR_mlockall;
+}
+
+/* Calls whose record needs the time they started (a duration: connect,
+ * lock waits, mlock, rename/symlink) or their arguments as they were at
+ * entry: saved in inflight at sys_enter. Everything else is read from the
+ * registers at sys_exit. */
+static __always_inline bool entry_args(long id, struct pt_regs *regs, struct inflight *in)
+{
+	switch (id) {
+		/* two paths: a0 old, a1 new, a2 old dirfd, a3 new dirfd */
+#ifdef __NR_rename
+	case __NR_rename:
+	case __NR_symlink:
+		return set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, (__u64)AT_FDCWD_);
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+		return set_args(in, P2(regs), P4(regs), P1(regs), P3(regs));
+	case __NR_symlinkat:
+		/* the target is link content, relative to the link's directory */
+		return set_args(in, P1(regs), P3(regs), (__u64)AT_FDCWD_, P2(regs));
+	/* locks: a0 fd, a1 op/cmd, a2 blocking */
+	case __NR_flock: {
+		__u64 op = P2(regs);
+
+		if (!(op & (LOCK_SH_ | LOCK_EX_)))
+			return false;
+		return set_args(in, P1(regs), op, !(op & LOCK_NB_), 0);
+	}
+	case __NR_fcntl: {
+		__u64 cmd = P2(regs);
+		short type = F_UNLCK_;
+
+		if (cmd != F_SETLK_ && cmd != F_SETLKW_ && cmd != F_OFD_SETLK_ &&
+		    cmd != F_OFD_SETLKW_)
+			return false;
+		/* struct flock starts with l_type */
+		bpf_probe_read_user(&type, sizeof(type), (void *)P3(regs));
+		if (type == F_UNLCK_)
+			return false;
+		return set_args(in, P1(regs), cmd, cmd == F_SETLKW_ || cmd == F_OFD_SETLKW_, 0);
+	}
+	case __NR_connect:
+		return set_args(in, P1(regs), P2(regs), P3(regs), 0);
+	case __NR_mlockall:
+		return set_args(in, P1(regs), 0, 0, 0);
+	case __NR_mlock:
+		return set_args(in, P1(regs), P2(regs), 0, 0);
+	case __NR_mlock2:
+		return set_args(in, P1(regs), P2(regs), P3(regs), 0);
+	}
+	return false;
+}
+
+/* entry_args' calls: sys_exit looks for a saved entry only for these */
+static __always_inline bool entry_call(long id)
+{
+	switch (id) {
+#ifdef __NR_rename
+	case __NR_rename:
+	case __NR_symlink:
+#endif
+	case __NR_renameat:
+	case __NR_renameat2:
+	case __NR_symlinkat:
+	case __NR_flock:
+	case __NR_fcntl:
+	case __NR_connect:
+	case __NR_mlockall:
+	case __NR_mlock:
+	case __NR_mlock2:
+		return true;
+	}
+	return false;
+}
+
+/* The other calls followed, from the registers at exit (the same argument
+ * layout in struct inflight). ret lets the cheap rejections go first: a
+ * successful stat is not recorded, nor is an anonymous mapping. */
+static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, struct inflight *in)
+{
+	switch (id) {
+		/* paths: a0 path, a1 flags, a2 dirfd */
+#ifdef __NR_open
+	case __NR_open:
+		return set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, 0);
+#endif
+	case __NR_openat:
+	case __NR_openat2:
+		/* openat2: a1 is struct open_how *, its flags read by the caller */
+		return set_args(in, P2(regs), P3(regs), P1(regs), 0);
+#ifdef __NR_stat
+	case __NR_stat:
+	case __NR_lstat:
+	case __NR_access:
+	case __NR_readlink:
+		/* only failures matter: a missing path probed again and again */
+		return ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
+#endif
+	case __NR_newfstatat:
+	case __NR_statx:
+	case __NR_faccessat:
+	case __NR_faccessat2:
+	case __NR_readlinkat:
+		return ret < 0 && set_args(in, P2(regs), 0, P1(regs), 0);
+	case __NR_chdir:
+		return ret >= 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
+		/* failed directory operations: a0 path, a1 flags, a2 dirfd */
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+	case __NR_rmdir:
+	case __NR_unlink:
+		return ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
+#endif
+	case __NR_mkdirat:
+	case __NR_unlinkat:
+		return ret < 0 && set_args(in, P2(regs), P3(regs), P1(regs), 0);
+	/* datagrams: a1 the address (sendto, recvfrom), the msghdr (sendmsg,
+	 * recvmsg) or the mmsghdr vector (sendmmsg, recvmmsg) */
+	case __NR_sendto:
+	case __NR_recvfrom:
+		return set_args(in, P1(regs), P5(regs), 0, 0);
+	case __NR_sendmsg:
+	case __NR_recvmsg:
+	case __NR_sendmmsg:
+	case __NR_recvmmsg:
+		return set_args(in, P1(regs), P2(regs), 0, 0);
+	case __NR_fchdir:
+	case __NR_accept:
+	case __NR_accept4:
+	case __NR_listen:
+		return ret >= 0 && set_args(in, P1(regs), 0, 0, 0);
+	case __NR_read:
+	case __NR_pread64:
+	case __NR_readv:
+	case __NR_preadv:
+	case __NR_preadv2:
+	case __NR_write:
+	case __NR_pwrite64:
+	case __NR_writev:
+	case __NR_pwritev:
+	case __NR_pwritev2:
+		return set_args(in, P1(regs), 0, 0, 0);
+	case __NR_mmap: {
+		long fd = P5(regs);
+
+		if (fd < 0 || (P4(regs) & MAP_ANONYMOUS_))
+			return false;
+		return set_args(in, fd, P2(regs), 0, 0);
+	}
+	}
+	return false;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	__u32 tgid, tid;
+	struct inflight in = {};
+
+	/* after the requests window only mlock calls are still wanted */
+	if (light && !is_mlock(id))
+		return 0;
+	if (!entry_args(id, regs, &in) || !traced_now(&tgid))
+		return 0;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	in.ts = bpf_ktime_get_ns();
+	in.nr = id;
+	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	long id = SYSCALL_NR(regs);
+	struct sys_call c = {};
+	struct inflight *in;
+	bool saved = false;
+
+	/* After the requests window (light) only the calls saved at entry are
+	 * finished: mlock, and those that began before (their entries must go). */
+	if (!light && exit_args(id, ret, regs, &c.in)) {
+		if (!traced_now(&c.tgid))
+			return 0;
+		c.in.nr = id;
+	} else if (entry_call(id)) {
+		/* saved at sys_enter when traced */
+		in = bpf_map_lookup_elem(&inflight, &tid);
+		if (!in)
+			return 0;
+		c.in = *in;
+		c.tgid = bpf_get_current_pid_tgid() >> 32;
+		saved = true;
+	} else {
+		return 0;
+	}
+	c.ret = ret;
+	c.now = bpf_ktime_get_ns();
+	switch (id) {
+#ifdef __NR_open
+	case __NR_open:
+	case __NR_stat:
+	case __NR_lstat:
+	case __NR_access:
+	case __NR_readlink:
+#endif
+	case __NR_openat:
+	case __NR_openat2:
+	case __NR_newfstatat:
+	case __NR_statx:
+	case __NR_faccessat:
+	case __NR_faccessat2:
+	case __NR_readlinkat:
+		sx_path(&c);
+		break;
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+	case __NR_unlink:
+	case __NR_rmdir:
+#endif
+	case __NR_mkdirat:
+	case __NR_unlinkat:
+		sx_dirop(&c);
+		break;
+	case __NR_read:
+	case __NR_pread64:
+	case __NR_readv:
+	case __NR_preadv:
+	case __NR_preadv2:
+	case __NR_write:
+	case __NR_pwrite64:
+	case __NR_writev:
+	case __NR_pwritev:
+	case __NR_pwritev2:
+	case __NR_recvfrom:
+	case __NR_sendto:
+	case __NR_recvmsg:
+	case __NR_sendmsg:
+	case __NR_recvmmsg:
+	case __NR_sendmmsg:
+		sx_bytes(&c);
+		break;
+	case __NR_mmap:
+		sx_mmap(&c);
+		break;
+	case __NR_accept:
+	case __NR_accept4:
+	case __NR_connect:
+	case __NR_listen:
+		sx_net(&c);
+		break;
+	case __NR_mlock:
+	case __NR_mlock2:
+	case __NR_mlockall:
+		sx_mlock(&c);
+		break;
+	default:
+		sx_other(&c);
+	}
+	if (saved)
+		bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
