@@ -330,6 +330,42 @@ static void test_checks_select(void **state)
 	timeline_free(tl);
 }
 
+/* Each rule is a row of its group's table: selected with its check alone,
+ * silent without it, and its findings name that check. */
+static void test_rule_table_groups(void **state)
+{
+	static const struct {
+		const char *id, *check;
+		unsigned flag;
+	} rows[] = {
+	    {"missing-path-retry", "io", DIAG_IO},
+	    {"cache-write-refused", "io", DIAG_IO},
+	    {"cache-lock-wait", "io", DIAG_IO},
+	    {"io-reread", "io", DIAG_IO},
+	    {"io-small-reads", "io", DIAG_IO},
+	    {"cache-not-persistent", "io", DIAG_IO},
+	    {"hub-unreachable", "download", DIAG_DOWNLOAD},
+	    {"dns-failure", "download", DIAG_DOWNLOAD},
+	    {"download-slow", "download", DIAG_DOWNLOAD},
+	    {"download-interrupted", "download", DIAG_DOWNLOAD},
+	    {"wrong-cache", "download", DIAG_DOWNLOAD},
+	    {"lazy-model-faults", "memory", DIAG_MEMORY},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct timeline *tl = load(rows[i].id);
+		json_t *f;
+
+		assert_int_equal(diagnose_run(tl, DIAG_ALL & ~rows[i].flag), DIAG_CLEAN);
+		assert_int_not_equal(diagnose_run(tl, rows[i].flag), DIAG_CLEAN);
+		f = json_array_get(json_object_get(tl->root, "findings"), 0);
+		assert_string_equal(json_string_value(json_object_get(f, "id")), rows[i].id);
+		assert_string_equal(json_string_value(json_object_get(f, "check")), rows[i].check);
+		timeline_free(tl);
+	}
+}
+
 /* ---- the caches' file systems ---- */
 
 static void test_cache_dirs(void **state)
@@ -572,6 +608,7 @@ int main(void)
 	    cmocka_unit_test(test_cache_not_persistent),
 	    cmocka_unit_test(test_lazy_model_faults),
 	    cmocka_unit_test(test_checks_select),
+	    cmocka_unit_test(test_rule_table_groups),
 	    cmocka_unit_test(test_cache_dirs),
 	    cmocka_unit_test(test_cache_dirs_follow_the_recorded_home),
 	    cmocka_unit_test(test_stall_connect),
