@@ -1,13 +1,19 @@
-/* diagnose: rules over the timeline model (docs/diagnose.md). They read only
- * the model (plus, for downloads left behind, whether the .incomplete file
- * is still on disk), so they run the same at start-up and on a saved
- * timeline. Each finding: id, severity, title, message, evidence, fix. */
+/* diagnose: rules over the timeline model (docs/diagnose.md), run by an
+ * engine over a rule table (diagnose.c; the rules in diagnose_io.c,
+ * diagnose_download.c, diagnose_memory.c). They read only the model, so
+ * they give the same answer at start-up and on a saved timeline anywhere:
+ * what they need from the machine is recorded into the model when it is
+ * written (diagnose_record_cache_fs). Each finding: id, severity, title,
+ * message, evidence, fix. Also the download facts the live display
+ * (progress.c) and the stall explanation (stall.c) share with the rules. */
 #ifndef TTS_DIAGNOSE_H
 #define TTS_DIAGNOSE_H
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include <jansson.h>
 
 #include "hfcache.h"
 #include "timeline.h"
@@ -40,8 +46,22 @@ int diagnose_command(const char *path, unsigned checks, const char *format);
 int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir);
 
 /* statfs of each cache directory (or the nearest existing parent): file
- * system type, read-only, persistent; into the model's "cache_fs". Done on
- * this machine when the timeline is written; the rules read it back. */
+ * system type, read-only, persistent; and the *.incomplete files the trace
+ * saw that are still on disk under it, with their size; into the model's
+ * "cache_fs". Done on this machine when the timeline is written; the rules
+ * read it back and never look at the disk themselves. */
 void diagnose_record_cache_fs(struct timeline *tl);
+
+/* A path whose failed look-ups are normal, not a problem: the interpreter's
+ * and libc's search paths (class system, python, library), ~/.netrc. The
+ * one definition: the rules, the stall explanation. */
+bool diagnose_benign_missing(const char *path, const char *cls);
+
+/* The trace saw path (a *.incomplete) renamed to its blob: downloaded. */
+bool diagnose_download_done(const json_t *root, const char *path);
+
+/* Downloads in flight: absolute *.incomplete files opened and not renamed
+ * yet; how many, and in *last the one opened last (NULL when none). */
+int diagnose_downloads_in_flight(const json_t *root, const json_t **last);
 
 #endif

@@ -47,15 +47,6 @@ void progress_timeline(struct progress *p, json_t *root);
 /* The supervisor measures each tracer snapshot and reports its cost here. */
 void progress_snapshot_cost(struct progress *p, double ms);
 
-/* What a stalled service waits on, from the model: an array of
- * {kind, message, ...evidence}; kinds "connect", "peer-silent",
- * "download-stalled", "lock", "missing-path", "unknown". since_ms: the last
- * progress; now_ms: now. peers: what earlier samples saw of each peer,
- * {PEER: {in, out, t_in, t_out}} (bytes, and when each last grew), or NULL
- * to take it from the model alone (bytes_in 0 = never answered). */
-json_t *progress_waiting_on(const json_t *root, const json_t *peers, double since_ms,
-			    double now_ms);
-
 /* "<org>/<repo>/<file>" for a blob being downloaded: from the snapshot's
  * link to it once made (returns true: exact), else from the snapshot path
  * the service probed just before opening it (a guess), else the path

@@ -1,7 +1,7 @@
 /* diagnose rules over the hand-made timelines in
  * tests/fixtures/timelines-diagnose/ (one per rule, and a healthy one with
  * none): each fires alone, with its severity and evidence. And what a
- * stalled start-up waits on (progress.h), over small inline models. Run
+ * stalled start-up waits on (stall.h), over small inline models. Run
  * from the top of the tree (make unit). Their [app] dir does not exist, so
  * nothing is looked up on this machine. */
 #include <setjmp.h>
@@ -15,6 +15,7 @@
 
 #include "diagnose.h"
 #include "progress.h"
+#include "stall.h"
 #include "timeline.h"
 
 #define FIXTURES "tests/fixtures/timelines-diagnose/"
@@ -203,6 +204,81 @@ static void test_download_interrupted(void **state)
 	timeline_free(tl);
 }
 
+/* Whether a .incomplete is still there comes from what was recorded when
+ * the timeline was written (cache_fs[].incomplete), never from this disk. */
+static void test_download_interrupted_from_the_record(void **state)
+{
+	struct timeline *tl = load("download-interrupted");
+	json_t *d = json_array_get(json_object_get(tl->root, "downloads"), 0);
+	json_t *fs = json_array_get(json_object_get(tl->root, "cache_fs"), 0), *f;
+
+	(void)state;
+	/* no rename record: the disk as recorded decides */
+	json_object_del(d, "complete");
+	json_object_del(d, "completed");
+	json_object_set_new(fs, "incomplete",
+			    json_pack("[{s:s, s:i}]", "path",
+				      json_string_value(json_object_get(d, "path")), "size", 4096));
+	f = only_finding(tl, "download-interrupted", "error", DIAG_ERROR);
+	assert_float_equal(ev_num(f, "size_on_disk"), 4096, 1e-9);
+	/* recorded as gone: nothing left behind */
+	json_object_set_new(fs, "incomplete", json_array());
+	assert_int_equal(diagnose_run(tl, DIAG_ALL), DIAG_CLEAN);
+	timeline_free(tl);
+}
+
+/* diagnose on a saved timeline elsewhere: recorded on a machine where the
+ * cache exists, diagnosed after it is gone, the findings are the same. */
+static void test_same_findings_when_the_cache_is_gone(void **state)
+{
+	char tmp[] = "/tmp/tts-diag-XXXXXX", dir[512], blob[600], cmd[700];
+	struct timeline *tl = load("download-interrupted");
+	json_t *d = json_array_get(json_object_get(tl->root, "downloads"), 0);
+	json_t *f = json_array_get(json_object_get(tl->root, "files"), 0), *before, *after;
+	FILE *w;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmp));
+	snprintf(dir, sizeof(dir), "%s/app/checkpoints/hf_cache/models--a--b/blobs", tmp);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(blob, sizeof(blob), "%s/e1.incomplete", dir);
+	w = fopen(blob, "w");
+	assert_non_null(w);
+	for (int i = 0; i < 1000; i++)
+		fputc('x', w);
+	fclose(w);
+	snprintf(dir, sizeof(dir), "%s/app", tmp);
+	json_object_set_new(
+	    json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"),
+			    "app"),
+	    "dir", json_string(dir));
+	json_object_set_new(f, "path", json_string(blob));
+	json_object_set_new(d, "path", json_string(blob));
+	json_object_del(d, "complete");
+	json_object_del(d, "completed");
+	json_object_del(tl->root, "cache_fs");
+
+	/* written: recorded with the file on disk */
+	diagnose_record_cache_fs(tl);
+	diagnose_run(tl, DIAG_ALL);
+	before = json_deep_copy(json_object_get(tl->root, "findings"));
+	assert_int_equal(json_array_size(before), 1);
+	assert_float_equal(
+	    json_number_value(json_object_get(
+		json_object_get(json_array_get(before, 0), "evidence"), "size_on_disk")),
+	    1000, 1e-9);
+
+	/* read later, elsewhere: nothing of it on this disk any more */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	assert_int_equal(system(cmd), 0);
+	diagnose_run(tl, DIAG_ALL);
+	after = json_object_get(tl->root, "findings");
+	assert_true(json_equal(before, after));
+	json_decref(before);
+	timeline_free(tl);
+}
+
 static void test_wrong_cache(void **state)
 {
 	struct timeline *tl = load("wrong-cache");
@@ -254,6 +330,42 @@ static void test_checks_select(void **state)
 	timeline_free(tl);
 }
 
+/* Each rule is a row of its group's table: selected with its check alone,
+ * silent without it, and its findings name that check. */
+static void test_rule_table_groups(void **state)
+{
+	static const struct {
+		const char *id, *check;
+		unsigned flag;
+	} rows[] = {
+	    {"missing-path-retry", "io", DIAG_IO},
+	    {"cache-write-refused", "io", DIAG_IO},
+	    {"cache-lock-wait", "io", DIAG_IO},
+	    {"io-reread", "io", DIAG_IO},
+	    {"io-small-reads", "io", DIAG_IO},
+	    {"cache-not-persistent", "io", DIAG_IO},
+	    {"hub-unreachable", "download", DIAG_DOWNLOAD},
+	    {"dns-failure", "download", DIAG_DOWNLOAD},
+	    {"download-slow", "download", DIAG_DOWNLOAD},
+	    {"download-interrupted", "download", DIAG_DOWNLOAD},
+	    {"wrong-cache", "download", DIAG_DOWNLOAD},
+	    {"lazy-model-faults", "memory", DIAG_MEMORY},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct timeline *tl = load(rows[i].id);
+		json_t *f;
+
+		assert_int_equal(diagnose_run(tl, DIAG_ALL & ~rows[i].flag), DIAG_CLEAN);
+		assert_int_not_equal(diagnose_run(tl, rows[i].flag), DIAG_CLEAN);
+		f = json_array_get(json_object_get(tl->root, "findings"), 0);
+		assert_string_equal(json_string_value(json_object_get(f, "id")), rows[i].id);
+		assert_string_equal(json_string_value(json_object_get(f, "check")), rows[i].check);
+		timeline_free(tl);
+	}
+}
+
 /* ---- the caches' file systems ---- */
 
 static void test_cache_dirs(void **state)
@@ -302,7 +414,7 @@ static void test_cache_dirs_follow_the_recorded_home(void **state)
 	timeline_free(tl);
 }
 
-/* ---- what a stall waits on (progress.h) ---- */
+/* ---- what a stall waits on (stall.h) ---- */
 
 static json_t *model(const char *text)
 {
@@ -316,8 +428,7 @@ static json_t *model(const char *text)
 
 static json_t *waiting(const char *text, double since, double now, const char *kind)
 {
-	json_t *root = model(text), *w = progress_waiting_on(root, NULL, since, now), *hit = NULL,
-	       *x;
+	json_t *root = model(text), *w = stall_waiting_on(root, NULL, since, now), *hit = NULL, *x;
 	size_t i;
 
 	json_array_foreach (w, i, x)
@@ -356,7 +467,7 @@ static void test_stall_connect_completed(void **state)
 		  " \"start_ms\": 1000, \"ret\": -115, \"pending\": true},"
 		  " {\"peer\": \"?:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
 		  " \"ret\": 0, \"pending\": false}]}");
-	json_t *w = progress_waiting_on(root, NULL, 1000, 31000);
+	json_t *w = stall_waiting_on(root, NULL, 1000, 31000);
 
 	(void)state;
 	/* nothing else known: "unknown", never a connect that completed */
@@ -491,10 +602,13 @@ int main(void)
 	    cmocka_unit_test(test_dns_failure),
 	    cmocka_unit_test(test_download_slow),
 	    cmocka_unit_test(test_download_interrupted),
+	    cmocka_unit_test(test_download_interrupted_from_the_record),
+	    cmocka_unit_test(test_same_findings_when_the_cache_is_gone),
 	    cmocka_unit_test(test_wrong_cache),
 	    cmocka_unit_test(test_cache_not_persistent),
 	    cmocka_unit_test(test_lazy_model_faults),
 	    cmocka_unit_test(test_checks_select),
+	    cmocka_unit_test(test_rule_table_groups),
 	    cmocka_unit_test(test_cache_dirs),
 	    cmocka_unit_test(test_cache_dirs_follow_the_recorded_home),
 	    cmocka_unit_test(test_stall_connect),

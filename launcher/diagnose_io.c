@@ -1,0 +1,351 @@
+/* diagnose_io: the --check-io rules (docs/diagnose.md): retry loops on a
+ * missing path, a cache that refuses writes or is not kept, waits for a
+ * cache lock, model files read several times or in small pieces. Rows at
+ * the end; the engine is diagnose.c. */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "diagnose_rules.h"
+#include "util.h"
+
+/* Thresholds (docs/diagnose.md explains each). */
+#define RETRY_MIN_ATTEMPTS    5
+#define RETRY_MIN_SPAN_MS     2000.0
+#define LOCK_MIN_WAIT_MS      1000.0
+#define REREAD_FACTOR	      3.0
+#define REREAD_MIN_EXTRA      (4.0 * 1024 * 1024)
+#define SMALL_READS_MIN	      256
+#define SMALL_READ_MAX	      (16.0 * 1024)
+#define SMALL_READS_MIN_BYTES (1024.0 * 1024)
+
+static void rule_missing_retry(struct diag_ctx *c)
+{
+	json_t *list = json_array(), *m, *top = NULL;
+	double span_top = 0;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "missing_paths"), i, m) {
+		const char *path = jstr(m, "path");
+		double span = jnum(m, "last_ms") - jnum(m, "first_ms");
+		char abs[PATH_MAX];
+
+		if (!path || diagnose_benign_missing(path, jstr(m, "class")))
+			continue;
+		if (json_integer_value(json_object_get(m, "attempts")) < RETRY_MIN_ATTEMPTS ||
+		    span < RETRY_MIN_SPAN_MS)
+			continue;
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
+		json_array_append_new(
+		    list,
+		    json_pack("{s:s, s:I, s:O, s:f, s:f, s:f}", "path", abs, "attempts",
+			      json_integer_value(json_object_get(m, "attempts")), "errno",
+			      json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
+			      "last_ms", jnum(m, "last_ms"), "seconds", diag_round3(span / 1000)));
+		if (span > span_top) {
+			span_top = span;
+			top = json_array_get(list, json_array_size(list) - 1);
+		}
+	}
+	if (!top) {
+		json_decref(list);
+		return;
+	}
+	diag_add(
+	    c, c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING,
+	    "retry loop on a missing path", json_pack("{s:O, s:o}", "top", top, "paths", list),
+	    span_top / 1000,
+	    "the path never appeared: check that the volume or directory it lives on is mounted "
+	    "(a container mount missing, a cache directory on an unmounted disk) or fix the "
+	    "setting "
+	    "that names it (HF_HUB_CACHE, HF_HOME, [app] model_dir)",
+	    "%s was looked up %lld times over %.1f s and never existed (%s)%s", jstr(top, "path"),
+	    (long long)json_integer_value(json_object_get(top, "attempts")), span_top / 1000,
+	    jstr(top, "errno") ?: "failed",
+	    json_array_size(list) > 1 ? "; other paths in the loop below" : "");
+}
+
+/* Paths whose failures matter for the cache: under the app, a cache, HF_HOME. */
+static bool cache_related(struct diag_ctx *c, const char *abs, const char *cls)
+{
+	if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download") || !strcmp(cls, "model")))
+		return true;
+	for (int i = 0; i < c->n_caches; i++)
+		if (path_under(abs, c->caches[i]))
+			return true;
+	return path_under(abs, c->hf_home) || strstr(abs, "/models--") ||
+	       path_under(abs, c->app_dir);
+}
+
+static void rule_write_refused(struct diag_ctx *c)
+{
+	static const struct {
+		const char *err, *why, *fix;
+	} kinds[] = {
+	    {"EROFS", "is on a read-only file system",
+	     "mount the cache read-write, or point HF_HUB_CACHE (or HF_HOME) at a writable "
+	     "directory in [env] of tts-launch.ini; a read-only cache works only with every file "
+	     "present and HF_HUB_OFFLINE=1"},
+	    {"EACCES", "refuses access (permissions)",
+	     "give the service's user write access to the cache (chown -R USER DIR), or point "
+	     "HF_HUB_CACHE at a directory it owns; [service] user must own the cache"},
+	    {"EPERM", "refuses the operation",
+	     "check the directory's owner, immutable flags (lsattr) and the security policy; or "
+	     "point HF_HUB_CACHE at another directory"},
+	    {"ENOSPC", "is full",
+	     "free space on the file system holding the cache (df -h DIR), or move the cache "
+	     "(HF_HUB_CACHE) to a larger disk; remove leftover *.incomplete files"},
+	    {"EDQUOT", "is over quota", "raise the quota or move the cache (HF_HUB_CACHE)"},
+	};
+	const char *sections[] = {"files", "missing_paths"};
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		json_t *paths = json_array(), *e;
+		double first = -1;
+		size_t i;
+
+		for (size_t s = 0; s < 2; s++) {
+			json_array_foreach (json_object_get(c->root, sections[s]), i, e) {
+				const char *path = jstr(e, "path"), *err = jstr(e, "errno");
+				char abs[PATH_MAX];
+
+				if (!path || !err || strcmp(err, kinds[k].err))
+					continue;
+				path_resolve(c->app_dir, path, abs, sizeof(abs));
+				if (!cache_related(c, abs, jstr(e, "class")))
+					continue;
+				json_array_append_new(paths, json_string(abs));
+				if (first < 0 || jnum(e, "first_ms") < first)
+					first = jnum(e, "first_ms");
+			}
+		}
+		if (!json_array_size(paths)) {
+			json_decref(paths);
+			continue;
+		}
+		diag_add(c, DIAG_ERROR, "the cache refuses writes",
+			 json_pack("{s:s, s:o, s:f}", "errno", kinds[k].err, "paths", paths,
+				   "first_ms", first),
+			 -1, kinds[k].fix, "%s %s (%s, %zu path%s, first at %.1f s)",
+			 json_string_value(json_array_get(paths, 0)), kinds[k].why, kinds[k].err,
+			 json_array_size(paths), json_array_size(paths) > 1 ? "s" : "",
+			 first / 1000);
+	}
+}
+
+/* A cache the service used (a file, a failed probe or a download under it)
+ * on a file system that does not keep it: tmpfs, a container's layer. */
+static void rule_not_persistent(struct diag_ctx *c)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e) {
+		const char *dir = jstr(e, "dir");
+		const char *sections[] = {"files", "missing_paths"};
+		double written = 0;
+		int used = 0;
+		char b[32], fix[PATH_MAX + 600];
+
+		if (!dir || !json_is_false(json_object_get(e, "persistent")))
+			continue;
+		for (size_t s = 0; s < 2; s++) {
+			json_t *f;
+			size_t j;
+
+			json_array_foreach (json_object_get(c->root, sections[s]), j, f) {
+				char abs[PATH_MAX];
+
+				if (!jstr(f, "path"))
+					continue;
+				path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+				if (!path_under(abs, dir))
+					continue;
+				used++;
+				written += jnum(f, "bytes_written");
+			}
+		}
+		if (!used)
+			continue;
+		fmt_bytes(b, sizeof(b), written);
+		if (!strcmp(jstr(e, "fs_type") ?: "", "tmpfs") ||
+		    !strcmp(jstr(e, "fs_type") ?: "", "ramfs"))
+			snprintf(
+			    fix, sizeof(fix),
+			    "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
+			    "(any directory on a persistent file system) in tts-launch.ini, or "
+			    "mount "
+			    "a disk at %s; otherwise every reboot downloads the models again",
+			    dir);
+		else
+			snprintf(
+			    fix, sizeof(fix),
+			    "mount a volume at %s (docker run -v hf-cache:%s, a Kubernetes "
+			    "persistentVolumeClaim) or point HF_HUB_CACHE at a mounted volume; "
+			    "otherwise every new container downloads the models again",
+			    dir, dir);
+		diag_add(
+		    c, DIAG_WARNING, "cache on a file system that is not kept",
+		    json_pack("{s:s, s:O, s:O, s:O, s:O, s:i, s:f}", "dir", dir, "role",
+			      json_object_get(e, "role"), "fs_type", json_object_get(e, "fs_type"),
+			      "read_only", json_object_get(e, "read_only"), "statfs_path",
+			      json_object_get(e, "statfs_path"), "paths_used", used,
+			      "bytes_written", written),
+		    -1, fix,
+		    "the cache %s (%s) is on %s, %s; %d path%s used there, %s written this run",
+		    dir, jstr(e, "role"), jstr(e, "fs_type"), jstr(e, "lost") ?: "not kept", used,
+		    used == 1 ? "" : "s", b);
+	}
+}
+
+/* The models--ORG--NAME folder a cache path belongs to, copied to out. */
+static bool repo_folder(const char *path, char *out, size_t len)
+{
+	const char *p = strstr(path, "/models--"), *e;
+
+	if (!p)
+		return false;
+	p++;
+	e = strchr(p, '/');
+	snprintf(out, len, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+	return true;
+}
+
+static void rule_lock_wait(struct diag_ctx *c)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		const char *path = jstr(f, "path");
+		double t = jnum(f, "first_ms"), next = -1, wait;
+		char repo[PATH_MAX], needle[PATH_MAX + 4], abs[PATH_MAX];
+		const char *sections[] = {"files", "missing_paths"};
+		bool stuck;
+
+		if (!path || !strstr(path, "/.locks/") || !str_ends_with(path, ".lock") ||
+		    !repo_folder(path, repo, sizeof(repo)))
+			continue;
+		/* huggingface_hub opens the lock, flock()s it, then goes on in the
+		 * repo's folder: the gap to its next step there is the wait */
+		snprintf(needle, sizeof(needle), "/%s/", repo);
+		for (size_t s = 0; s < 2; s++) {
+			json_t *e;
+			size_t j;
+
+			json_array_foreach (json_object_get(c->root, sections[s]), j, e) {
+				const char *p = jstr(e, "path");
+
+				if (!p || strstr(p, "/.locks/") || !strstr(p, needle))
+					continue;
+				if (jnum(e, "first_ms") > t &&
+				    (next < 0 || jnum(e, "first_ms") < next))
+					next = jnum(e, "first_ms");
+				/* a path opened earlier may be touched again after the wait */
+				if (jnum(e, "last_ms") > t && jnum(e, "first_ms") <= t &&
+				    (next < 0 || jnum(e, "last_ms") < next))
+					next = jnum(e, "last_ms");
+			}
+		}
+		stuck = next < 0;
+		wait = (stuck ? c->end : next) - t;
+		if (wait < LOCK_MIN_WAIT_MS)
+			continue;
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
+		diag_add(
+		    c, stuck && c->ready < 0 ? DIAG_ERROR : DIAG_WARNING,
+		    "waiting for a lock on the cache",
+		    json_pack("{s:s, s:s, s:f, s:f, s:b}", "lock", abs, "repo", repo,
+			      "locked_at_ms", t, "seconds", diag_round3(wait / 1000),
+			      "still_waiting", stuck),
+		    wait / 1000,
+		    "another process holds the lock (another IndexTTS2 instance, or a download "
+		    "sharing this cache): let it finish or stop it (fuser -v LOCKFILE shows the "
+		    "holder); the kernel drops the lock of a dead process, so a wait that never "
+		    "ends "
+		    "means a live holder",
+		    "%s %s %.1f s for %s", base_name(abs),
+		    stuck ? "was still awaited after" : "was awaited", wait / 1000, abs);
+	}
+}
+
+/* A model file read, and its size as the trace saw it: the files the two
+ * read-amplification rules look at. */
+static bool model_read(const json_t *f, double *size, double *rd, double *reads)
+{
+	const char *cls = jstr(f, "class");
+
+	*size = jnum(f, "size");
+	*rd = jnum(f, "bytes_read");
+	*reads = jnum(f, "reads");
+	return jstr(f, "path") && cls && !strcmp(cls, "model") && *rd > 0;
+}
+
+static bool reread(double size, double rd)
+{
+	return size > 0 && rd >= REREAD_FACTOR * size && rd - size >= REREAD_MIN_EXTRA;
+}
+
+static void rule_io_reread(struct diag_ctx *c)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		double size, rd, reads;
+		char abs[PATH_MAX], a[32], b[32];
+
+		if (!model_read(f, &size, &rd, &reads) || !reread(size, rd))
+			continue;
+		path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+		fmt_bytes(a, sizeof(a), rd);
+		fmt_bytes(b, sizeof(b), size);
+		diag_add(
+		    c, DIAG_WARNING, "model file read several times",
+		    json_pack("{s:s, s:f, s:f, s:f, s:f}", "path", abs, "bytes_read", rd, "size",
+			      size, "factor", diag_round3(rd / size), "reads", reads),
+		    -1,
+		    "load the file once and share it (cache the loaded object), or mmap it "
+		    "(safetensors) so the page cache serves the re-reads; check that no loader "
+		    "is called twice for the same file",
+		    "%s: %s read for a %s file (%.1fx)", abs, a, b, rd / size);
+	}
+}
+
+/* Small reads of a file not already said to be read several times. */
+static void rule_io_small_reads(struct diag_ctx *c)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		double size, rd, reads;
+		char abs[PATH_MAX], a[32], avg[32];
+
+		if (!model_read(f, &size, &rd, &reads) || reread(size, rd) ||
+		    reads < SMALL_READS_MIN || rd < SMALL_READS_MIN_BYTES ||
+		    rd / reads >= SMALL_READ_MAX)
+			continue;
+		path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+		fmt_bytes(a, sizeof(a), rd);
+		fmt_bytes(avg, sizeof(avg), rd / reads);
+		diag_add(c, DIAG_WARNING, "model file read in many small pieces",
+			 json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes_read", rd, "reads",
+				   reads, "avg_read", diag_round3(rd / reads)),
+			 -1,
+			 "read with a large buffer (open(path, 'rb', buffering=16 << 20)) or mmap "
+			 "the file; each small read is a system call",
+			 "%s: %.0f reads of %s on average (%s in all)", abs, reads, avg, a);
+	}
+}
+
+const struct diag_rule diag_io_rules[] = {
+    {"missing-path-retry", DIAG_IO, rule_missing_retry},
+    {"cache-write-refused", DIAG_IO, rule_write_refused},
+    {"cache-not-persistent", DIAG_IO, rule_not_persistent},
+    {"cache-lock-wait", DIAG_IO, rule_lock_wait},
+    {"io-reread", DIAG_IO, rule_io_reread},
+    {"io-small-reads", DIAG_IO, rule_io_small_reads},
+    {NULL, 0, NULL},
+};

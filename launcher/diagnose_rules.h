@@ -1,0 +1,63 @@
+/* diagnose_rules: what the diagnose engine (diagnose.c) shares with its
+ * rule groups (diagnose_io.c, diagnose_download.c, diagnose_memory.c);
+ * internal to those four files. A rule is a row {id, check, fn} in its
+ * group's table; the engine runs the rows of the selected checks in table
+ * order and fn adds findings through diag_add, which takes the id and check
+ * from the row. Rules read only the context and the model: never the
+ * machine diagnose runs on (docs/diagnose.md). */
+#ifndef TTS_DIAGNOSE_RULES_H
+#define TTS_DIAGNOSE_RULES_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+
+#include "diagnose.h"
+
+#define DIAG_MAX_CACHES 4
+
+struct diag_rule;
+
+/* What every rule needs, decoded once from the model by the engine. */
+struct diag_ctx {
+	json_t *root;
+	json_t *findings;
+	const struct diag_rule *rule; /* the row running: its id and check go into findings */
+	char app_dir[PATH_MAX];
+	char caches[DIAG_MAX_CACHES][PATH_MAX]; /* where downloads are expected */
+	int n_caches;
+	char hf_home[PATH_MAX];
+	const char *endpoint; /* HF_ENDPOINT, or NULL */
+	char ep_peer[300];    /* "host:port" of the endpoint */
+	double ready;	      /* ms, <0: never ready */
+	double end;	      /* ms: exit, or the last thing seen */
+	bool failed;	      /* exited non-zero or by a signal before ready */
+	const char *mlock;    /* configured mlock mode */
+	json_t *dls; /* downloads: {path, bytes, first_ms, last_ms} (diag_find_downloads) */
+};
+
+struct diag_rule {
+	const char *id; /* the finding's id (docs/diagnose.md) */
+	enum diag_check check;
+	void (*fn)(struct diag_ctx *c);
+};
+
+/* Each group's rows, ended by a row with a NULL id. */
+extern const struct diag_rule diag_io_rules[];
+extern const struct diag_rule diag_download_rules[];
+extern const struct diag_rule diag_memory_rules[];
+
+/* Adds one finding of the running rule; evidence is stolen. seconds_lost < 0:
+ * unknown (null). */
+void diag_add(struct diag_ctx *c, int severity, const char *title, json_t *evidence,
+	      double seconds_lost, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+double diag_round3(double v);
+int diag_cmp_double(const void *x, const void *y);
+
+/* c->dls: the run's downloads (diagnose_download.c); the engine calls it
+ * once before the rules. */
+void diag_find_downloads(struct diag_ctx *c);
+
+#endif
