@@ -1,19 +1,18 @@
 #include "doctor.h"
 
-#include <bpf/bpf.h>
 #include <errno.h>
-#include <linux/bpf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "hostprobe.h"
 #include "procfs.h"
+#include "tracer.h"
 
 static int fails;
 
@@ -32,33 +31,6 @@ static void line(const char *status, const char *what, const char *fmt, ...)
 	putchar('\n');
 }
 
-static int read_first_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return -1;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-static bool has_cap(cap_value_t v)
-{
-	cap_t caps = cap_get_proc();
-	cap_flag_value_t f = CAP_CLEAR;
-
-	if (caps) {
-		cap_get_flag(caps, v, CAP_EFFECTIVE, &f);
-		cap_free(caps);
-	}
-	return f == CAP_SET;
-}
-
 static void check_kernel(void)
 {
 	struct utsname u;
@@ -75,7 +47,7 @@ static void check_kernel(void)
 
 static void check_btf(void)
 {
-	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+	if (hostprobe_btf() == 0)
 		line("OK", "BTF", "/sys/kernel/btf/vmlinux present");
 	else
 		line("FAIL", "BTF",
@@ -87,8 +59,8 @@ static void check_tracefs(void)
 {
 	/* The tracer attaches raw tracepoints (bpf/trace.bpf.c), which need no
 	 * tracefs; libbpf's legacy uprobe attach does, and tts-launch mounts it
-	 * when it starts tracing (tracer.c ensure_tracefs). */
-	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+	 * when it starts tracing (hostprobe_tracefs_ensure). */
+	if (hostprobe_tracefs())
 		line("OK", "tracefs", "mounted at /sys/kernel/tracing");
 	else
 		line("OK", "tracefs",
@@ -99,8 +71,8 @@ static void check_tracefs(void)
 
 static void check_caps(void)
 {
-	bool bpf = has_cap(CAP_BPF) || has_cap(CAP_SYS_ADMIN);
-	bool perf = has_cap(CAP_PERFMON) || has_cap(CAP_SYS_ADMIN);
+	bool bpf = hostprobe_has_cap(CAP_BPF) || hostprobe_has_cap(CAP_SYS_ADMIN);
+	bool perf = hostprobe_has_cap(CAP_PERFMON) || hostprobe_has_cap(CAP_SYS_ADMIN);
 
 	if (bpf && perf)
 		line("OK", "BPF capabilities", "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) held");
@@ -115,7 +87,7 @@ static void check_unpriv(void)
 {
 	char v[32];
 
-	if (read_first_line("/proc/sys/kernel/unprivileged_bpf_disabled", v, sizeof(v)) < 0)
+	if (hostprobe_unpriv_bpf(v, sizeof(v)) < 0)
 		line("WARN", "unprivileged BPF",
 		     "cannot read /proc/sys/kernel/unprivileged_bpf_disabled");
 	else
@@ -128,7 +100,7 @@ static void check_lockdown(void)
 {
 	char v[128];
 
-	if (read_first_line("/sys/kernel/security/lockdown", v, sizeof(v)) < 0) {
+	if (hostprobe_lockdown_line(v, sizeof(v)) < 0) {
 		line("OK", "lockdown", "no lockdown LSM interface (not locked down)");
 		return;
 	}
@@ -145,7 +117,10 @@ static void check_memlock(void)
 {
 	struct rlimit r;
 
-	getrlimit(RLIMIT_MEMLOCK, &r);
+	if (hostprobe_memlock(&r)) {
+		line("WARN", "RLIMIT_MEMLOCK", "getrlimit: %s", strerror(errno));
+		return;
+	}
 	if (r.rlim_cur == RLIM_INFINITY)
 		line("OK", "RLIMIT_MEMLOCK", "unlimited");
 	else
@@ -160,20 +135,14 @@ static void check_memlock(void)
 
 static void check_bpf_load(void)
 {
-	/* r0 = 0; exit: the smallest program, to prove the kernel takes one. */
-	struct bpf_insn prog[] = {
-	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
-	    {.code = BPF_JMP | BPF_EXIT},
-	};
-	int fd = bpf_prog_load(BPF_PROG_TYPE_TRACEPOINT, "doctor", "GPL", prog, 2, NULL);
+	char why[512];
 
-	if (fd >= 0) {
-		line("OK", "BPF program load", "a tracepoint program loads");
-		close(fd);
-	} else {
-		line("FAIL", "BPF program load", "refused: %s; the service would start untraced",
-		     strerror(errno));
-	}
+	/* the object tts-launch traces with, opened and loaded (every program
+	 * the kernel offers the hooks for), then freed: nothing is attached */
+	if (tracer_test_load(why, sizeof(why)) == 0)
+		line("OK", "BPF program load", "%s", why);
+	else
+		line("FAIL", "BPF program load", "%s; the service would start untraced", why);
 }
 
 static bool in_path(const char *prog, char *found, size_t len)

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "mlock.h"
 #include "pidfile.h"
+#include "pipeline.h"
 #include "procfs.h"
 #include "progress.h"
 #include "redact.h"
@@ -147,6 +148,20 @@ static void progress_emit(void *arg, const char *line, bool terminal)
 		emit(s, line, strlen(line), false);
 }
 
+/* The one caller of the pipeline: the model brought up to date, up to a
+ * stage (progress sampling, a /metrics scrape, the final write). */
+static int refresh_model(struct session *s, enum pipeline_upto upto, char *err, size_t errlen)
+{
+	struct pipeline_in in = {.tracer = s->tracer,
+				 .mlock = &s->mlock,
+				 .progress = s->progress,
+				 .path = s->timeline_path,
+				 .uid = s->timeline_uid,
+				 .gid = s->timeline_gid};
+
+	return pipeline_run(&in, s->tl, upto, err, errlen);
+}
+
 /* About once a second until ready (+ settle): what the trace saw so far,
  * for download progress and stall detection. */
 static void progress_tick(struct session *s, double now)
@@ -165,7 +180,7 @@ static void progress_tick(struct session *s, double now)
 	s->last_activity = act;
 	s->last_progress_ms = now;
 	t = clock_ms();
-	tracer_snapshot(s->tracer, s->tl);
+	refresh_model(s, PIPE_TRACE, NULL, 0);
 	t = clock_ms() - t;
 	progress_snapshot_cost(s->progress, t);
 	/* a snapshot walks every BPF map (tens of ms with thousands of
@@ -189,19 +204,11 @@ static int write_pidfile(struct session *s, char *err, size_t errlen)
 static void write_timeline(struct session *s)
 {
 	char err[512];
+	int rc = refresh_model(s, PIPE_WRITE, err, sizeof(err));
 
-	if (s->tracer) {
-		tracer_poll(s->tracer);
-		tracer_snapshot(s->tracer, s->tl);
-	}
-	mlock_timeline(&s->mlock, s->tl);	     /* memory.mlock */
-	progress_timeline(s->progress, s->tl->root); /* progress: stalls said */
-	diagnose_record_cache_fs(s->tl);	     /* cache_fs: statfs of the caches */
-	diagnose_run(s->tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (!*s->timeline_path)
 		return;
-	s->timeline_written = timeline_write(s->tl, s->timeline_path, s->timeline_uid,
-					     s->timeline_gid, err, sizeof(err)) == 0;
+	s->timeline_written = rc == 0;
 	if (!s->timeline_written)
 		say(s, "tts-launch: warning: %s\n", err);
 }
@@ -552,11 +559,7 @@ static void refresh_for_metrics(void *arg)
 {
 	struct session *s = arg;
 
-	if (s->tracer) {
-		tracer_poll(s->tracer);
-		tracer_snapshot(s->tracer, s->tl);
-	}
-	mlock_timeline(&s->mlock, s->tl);
+	refresh_model(s, PIPE_MEMORY, NULL, 0);
 }
 
 static int loop(struct session *s)

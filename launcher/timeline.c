@@ -9,14 +9,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomicfile.h"
 #include "clock.h"
+#include "hostprobe.h"
 #include "redact.h"
 #include "timeline.h"
 #include "util.h"
@@ -31,32 +30,6 @@ static json_t *ms_real(double ms) { return json_real(round(ms * 1000.0) / 1000.0
 static json_t *str_or_null(const char *s) { return s ? json_text(s) : json_null(); }
 
 static json_t *config_json(const struct config *c) { return c ? config_to_json(c) : json_object(); }
-
-static json_t *host_json(void)
-{
-	struct utsname u;
-	json_t *caps = json_array();
-	cap_t cp = cap_get_proc();
-
-	for (cap_value_t v = 0; cp && v <= CAP_LAST_CAP; v++) {
-		cap_flag_value_t on = CAP_CLEAR;
-		char *name;
-
-		if (cap_get_flag(cp, v, CAP_EFFECTIVE, &on) || on != CAP_SET)
-			continue;
-		name = cap_to_name(v);
-		if (name)
-			json_array_append_new(caps, json_string(name));
-		cap_free(name);
-	}
-	if (cp)
-		cap_free(cp);
-	if (uname(&u))
-		memset(&u, 0, sizeof(u));
-	return json_pack("{s:s, s:s, s:b, s:i, s:o}", "kernel", u.release, "machine", u.machine,
-			 "btf", access("/sys/kernel/btf/vmlinux", R_OK) == 0, "uid", (int)geteuid(),
-			 "capabilities", caps);
-}
 
 struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 {
@@ -82,13 +55,13 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 	    "schema", TIMELINE_SCHEMA, "launcher", "version", TTS_LAUNCH_VERSION, "argv", av,
 	    "config", config_json(c), "start", "wall", iso, "wall_epoch",
 	    (double)w.tv_sec + (double)(w.tv_nsec / 1000000) / 1e3, "monotonic_ns",
-	    (json_int_t)clock_t0_ns(), "host", host_json(), "tracing", "enabled", 0, "reason",
-	    "probes", "fallbacks", "events_lost", 0, "process", "pid", "command", "exit", "marks",
-	    "phases", "files", "missing_paths", "network", "downloads", "memory", "page_faults", 0,
-	    "major_faults", 0, "minor_faults", 0, "fault_rate", "bucket_ms", 100, "counts",
-	    "per_process", "model_file_faults", 0, "mlock_calls", "sched", "io_wait_ms", 0.0,
-	    "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes", "block", "requests", 0, "bytes", 0,
-	    "latency_hist", "python", "usdt", 0, "imports", "processes", "connects", "listens",
+	    (json_int_t)clock_t0_ns(), "host", hostprobe_host_json(), "tracing", "enabled", 0,
+	    "reason", "probes", "fallbacks", "events_lost", 0, "process", "pid", "command", "exit",
+	    "marks", "phases", "files", "missing_paths", "network", "downloads", "memory",
+	    "page_faults", 0, "major_faults", 0, "minor_faults", 0, "fault_rate", "bucket_ms", 100,
+	    "counts", "per_process", "model_file_faults", 0, "mlock_calls", "sched", "io_wait_ms",
+	    0.0, "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes", "block", "requests", 0, "bytes",
+	    0, "latency_hist", "python", "usdt", 0, "imports", "processes", "connects", "listens",
 	    "requests", "findings");
 	if (!tl->root) {
 		free(tl);
@@ -149,6 +122,13 @@ void timeline_phase(struct timeline *tl, const char *name, double start_ms, doub
 {
 	if (tl)
 		phase_set(tl, name, start_ms, end_ms, "launcher");
+}
+
+void timeline_phase_from(struct timeline *tl, const char *name, double start_ms, double end_ms,
+			 const char *source)
+{
+	if (tl)
+		phase_set(tl, name, start_ms, end_ms, source);
 }
 
 void timeline_set_process(struct timeline *tl, pid_t pid, char *const *argv)
@@ -598,127 +578,7 @@ void timeline_sort_by(json_t *array, const char *key)
 
 /* ---- phases ---- */
 
-struct span {
-	double a, b;
-	bool set;
-};
-
-static void span_add(struct span *s, double a, double b)
-{
-	if (!s->set || a < s->a)
-		s->a = a;
-	if (!s->set || b > s->b)
-		s->b = b;
-	s->set = true;
-}
-
 static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
-
-void timeline_infer_phases(struct timeline *tl)
-{
-	json_t *root, *phases, *p, *files, *imports, *cfg;
-	struct span imp = {0}, pyfiles = {0}, conf = {0}, cache = {0}, model = {0}, lock = {0};
-	const char *app_dir, *model_dir;
-	double spawn, exec, ready, last_work = -1;
-	size_t i;
-
-	if (!tl)
-		return;
-	root = tl->root;
-	phases = json_object_get(root, "phases");
-	/* drop earlier inferences: snapshots repeat */
-	for (i = json_array_size(phases); i-- > 0;) {
-		const char *src =
-		    json_string_value(json_object_get(json_array_get(phases, i), "source"));
-
-		if (src && !strcmp(src, "trace"))
-			json_array_remove(phases, i);
-	}
-	cfg = json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
-	app_dir = json_string_value(json_object_get(cfg, "dir"));
-	model_dir = json_string_value(json_object_get(cfg, "model_dir"));
-	spawn = timeline_mark_ms(tl, "spawn");
-	exec = timeline_mark_ms(tl, "exec");
-	ready = timeline_mark_ms(tl, "ready");
-
-	if (spawn >= 0)
-		phase_set(tl, "launch", 0, spawn, "trace");
-	if (spawn >= 0 && exec >= 0)
-		phase_set(tl, "spawn", spawn, exec, "trace");
-
-	imports = json_object_get(json_object_get(root, "python"), "imports");
-	json_array_foreach (imports, i, p)
-		span_add(&imp, num(p, "start_ms"), num(p, "end_ms"));
-
-	files = json_object_get(root, "files");
-	json_array_foreach (files, i, p) {
-		const char *cls = json_string_value(json_object_get(p, "class"));
-		const char *path = json_string_value(json_object_get(p, "path"));
-		double a = num(p, "first_ms"), b = num(p, "last_ms");
-
-		if (!cls || !path)
-			continue;
-		if (!strcmp(cls, "python"))
-			span_add(&pyfiles, a, b);
-		else if (!strcmp(cls, "model"))
-			span_add(&model, a, b);
-		else if (!strcmp(cls, "hf_cache"))
-			span_add(&cache, a, b);
-		else if (!strcmp(cls, "config") && (path[0] != '/' || path_under(path, app_dir) ||
-						    path_under(path, model_dir)))
-			span_add(&conf, a, b);
-	}
-	json_array_foreach (json_object_get(root, "missing_paths"), i, p) {
-		const char *cls = json_string_value(json_object_get(p, "class"));
-
-		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
-			span_add(&cache, num(p, "first_ms"), num(p, "last_ms"));
-	}
-	/* libraries mlock a page or two for their own reasons (glibc, OpenSSL):
-	 * only mlockall and large ranges are "locking the model" */
-	json_array_foreach (json_object_get(json_object_get(root, "memory"), "mlock_calls"), i, p)
-		if (!strcmp(json_string_value(json_object_get(p, "call")) ?: "", "mlockall") ||
-		    num(p, "len") >= 1 << 20)
-			span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
-
-	if (!imp.set)
-		imp = pyfiles; /* no USDT: Python's own files stand for its imports */
-	if (exec >= 0 && imp.set)
-		phase_set(tl, "interpreter_start", exec, imp.a, "trace");
-	if (imp.set)
-		phase_set(tl, "imports", imp.a, imp.b, "trace");
-	if (conf.set)
-		phase_set(tl, "config_read", conf.a, conf.b, "trace");
-	if (cache.set)
-		phase_set(tl, "cache_probe", cache.a, cache.b, "trace");
-	json_array_foreach (json_object_get(root, "downloads"), i, p) {
-		char name[PATH_MAX + 16];
-		const char *path = json_string_value(json_object_get(p, "path"));
-		const char *base = path ? strrchr(path, '/') : NULL;
-
-		snprintf(name, sizeof(name), "download:%s", base ? base + 1 : path ? path : "?");
-		phase_set(tl, name, num(p, "first_ms"), num(p, "last_ms"), "trace");
-		if (num(p, "last_ms") > last_work)
-			last_work = num(p, "last_ms");
-	}
-	if (model.set)
-		phase_set(tl, "model_load", model.a, model.b, "trace");
-	if (lock.set)
-		phase_set(tl, "mlock", lock.a, lock.b, "trace");
-	if (ready >= 0) {
-		/* from the end of the last work seen before ready to ready: building
-		 * the UI and binding the port */
-		struct span *all[] = {&imp, &conf, &cache, &model, &lock};
-
-		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
-			if (all[k]->set && all[k]->b <= ready && all[k]->b > last_work)
-				last_work = all[k]->b;
-		if (last_work < 0 || last_work > ready)
-			last_work = exec >= 0 ? exec : 0;
-		phase_set(tl, "ready", last_work, ready, "trace");
-	}
-	timeline_sort_by(phases, "start_ms");
-}
 
 /* ---- summary ---- */
 

@@ -55,10 +55,10 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
 /* The end-of-start-up summary (systemd-analyze blame style). */
 void timeline_print_summary(const struct timeline *tl, FILE *out);
 
-/* Phases derived from marks, files, imports, downloads and mlock calls
- * (docs/timeline.md); replaces earlier inferred phases, keeps the
- * launcher's own. Works on a loaded timeline too. */
-void timeline_infer_phases(struct timeline *tl);
+/* A phase with its source ("launcher", "trace"): replaces one of that name
+ * (phases.c infers the "trace" ones). */
+void timeline_phase_from(struct timeline *tl, const char *name, double start_ms, double end_ms,
+			 const char *source);
 
 /* Class of a file by its path: "download", "model", "hf_cache", "config",
  * "python", "library", "system" or "other". cache_dirs: NULL-terminated

@@ -1,7 +1,10 @@
-/* tracer: loads and attaches the BPF programs for the process tree rooted at
- * one pid, before that pid execs; collects events and map aggregates into the
- * timeline model. Tracing never stops the service from starting: any failure
- * gives NULL and a reason, and the service runs untraced. */
+/* tracer: opens, probes, configures, loads and attaches the BPF programs
+ * for the process tree rooted at one pid, before that pid execs (a probe
+ * table says which are required, which are heavy), and lightens them when
+ * the requests window ends. What the programs report is gathered by the
+ * collector (collector.h) and turned into the model by timeline_build.
+ * Tracing never stops the service from starting: any failure gives NULL
+ * and a reason, and the service runs untraced. */
 #ifndef TTS_TRACER_H
 #define TTS_TRACER_H
 
@@ -10,7 +13,8 @@
 #include <sys/types.h>
 
 #include "config.h"
-#include "timeline.h"
+
+struct collector;
 
 struct tracer;
 
@@ -21,6 +25,26 @@ struct tracer_opts {
 	int verbose; /* libbpf logs on stderr */
 };
 
+/* What the tracer attached, what fell back, and how it lightened: plain
+ * data for the model's tracing section (timeline_build). */
+struct tracer_fallback {
+	char probe[64];
+	char reason[256];
+};
+
+struct tracer_status {
+	char **probes; /* attached, by name ("python_imports:PATH" per interpreter) */
+	size_t n_probes;
+	struct tracer_fallback *fallbacks;
+	size_t n_fallbacks;
+	bool usdt;	   /* python import probes attached */
+	char tracefs[160]; /* "present", "mounted" or "unavailable: why" */
+	bool light;	   /* lightened (the requests window ended) */
+	double light_ms;
+	char **detached, **kept;
+	size_t n_detached, n_kept;
+};
+
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen);
 /* An fd for epoll (readable when events wait). */
 int tracer_fd(const struct tracer *t);
@@ -28,11 +52,19 @@ int tracer_fd(const struct tracer *t);
 int tracer_poll(struct tracer *t);
 /* True once the service listened on the port; *ms is when. */
 bool tracer_ready(const struct tracer *t, double *ms);
-/* Copy everything collected so far into the model (may be called again). */
-void tracer_snapshot(struct tracer *t, struct timeline *tl);
+/* What the ring buffer and the maps hold, for timeline_build. */
+struct collector *tracer_collector(struct tracer *t);
+const struct tracer_status *tracer_status(const struct tracer *t);
 /* Bytes written to files and received from peers so far: changes while a
  * download moves. Read from mapped memory, so cheap enough for every tick. */
 unsigned long long tracer_activity(const struct tracer *t);
 void tracer_free(struct tracer *t);
+/* [trace] requests_window is over (ready + window): detach the heavy probes
+ * and narrow the rest (tracing.light). The tracer's own decision, asked for
+ * by the pipeline before a snapshot; true when it lightened now. */
+bool tracer_lighten_due(struct tracer *t);
+/* doctor: open and load the real BPF object (nothing attached), then free
+ * it. 0 with what loaded in why, or -1 with the reason. */
+int tracer_test_load(char *why, size_t whylen);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "phases.h"
 #include "timeline.h"
 #include "util.h"
 
@@ -169,8 +170,8 @@ static void test_infer_phases(void **state)
 	json_array_append_new(json_object_get(tl->root, "downloads"),
 			      json_pack("{s:s, s:f, s:f}", "path", "/c/blobs/e1.incomplete",
 					"first_ms", 50.0, "last_ms", 60.0));
-	timeline_infer_phases(tl);
-	timeline_infer_phases(tl); /* again: no duplicates */
+	phases_infer(tl);
+	phases_infer(tl); /* again: no duplicates */
 	assert_true(phase(tl, "launch", "end_ms") == 2);
 	assert_true(phase(tl, "spawn", "dur_ms") == 8);
 	assert_true(phase(tl, "interpreter_start", "end_ms") == 20);

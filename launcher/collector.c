@@ -1,0 +1,505 @@
+/* collector: ring buffer records and map reads, gathered for the
+ * timeline; see collector.h. */
+#include "collector.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "clock.h"
+#include "redact.h"
+#include "trace.skel.h"
+#include "util.h"
+
+int collector_init(struct collector *c, pid_t root, int listen_port, const struct config *cfg,
+		   double req_window_ms)
+{
+	memset(c, 0, sizeof(*c));
+	c->root = root;
+	c->listen_port = listen_port;
+	c->cfg = cfg;
+	c->exec_ms = -1;
+	c->ready_ms = -1;
+	c->req_window_ms = req_window_ms;
+	c->procs = json_object();
+	c->connects = json_array();
+	c->listens = json_array();
+	c->mlocks = json_array();
+	c->imports = json_array();
+	c->import_stack = json_object();
+	c->requests = json_array();
+	if (!c->procs || !c->connects || !c->listens || !c->mlocks || !c->imports ||
+	    !c->import_stack || !c->requests)
+		return -1;
+	/* the service starts in [app] dir: its relative paths start there */
+	if (cfg && cfg->app_dir)
+		paths_dir_add_path(&c->dirs, cfg->app_dir, NULL, NULL);
+	return 0;
+}
+
+void collector_free(struct collector *c)
+{
+	json_decref(c->procs);
+	json_decref(c->connects);
+	free(c->conn_cookie);
+	json_decref(c->listens);
+	json_decref(c->mlocks);
+	json_decref(c->imports);
+	json_decref(c->import_stack);
+	json_decref(c->requests);
+	paths_dirs_free(&c->dirs);
+	free(c->path2);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- ring buffer records ---- */
+
+json_t *collector_proc(struct collector *t, pid_t pid)
+{
+	char k[16];
+	json_t *p;
+
+	snprintf(k, sizeof(k), "%d", pid);
+	p = json_object_get(t->procs, k);
+	if (!p) {
+		p = json_pack("{s:i, s:n, s:n, s:n, s:n, s:n, s:n, s:n}", "pid", pid, "ppid",
+			      "command", "argv", "fork_ms", "exec_ms", "exit_ms", "exit");
+		json_object_set_new(t->procs, k, p);
+	}
+	return p;
+}
+
+static json_t *argv_json(const char *buf, size_t len)
+{
+	json_t *a = json_array();
+	size_t i = 0;
+
+	while (i < len && buf[i]) {
+		size_t n = strnlen(buf + i, len - i);
+
+		if (i + n == len) {
+			/* cut at the BPF side's limit: a URL's userinfo may lack its '@' */
+			char *part = strndup(buf + i, n), *r = part ? redact_text_cut(part) : NULL;
+
+			json_array_append_new(a, r ? json_text(r) : json_string(REDACTED));
+			free(part);
+			free(r);
+		} else {
+			json_array_append_new(a, json_bytes(buf + i, n));
+		}
+		i += n + 1;
+	}
+	redact_json(a); /* an exec'd --token abc is no more readable than ours */
+	return a;
+}
+
+void collector_peer_string(int family, const __u8 *addr, int port, char *out, size_t len)
+{
+	char a[64] = "?";
+
+	if (family == AF_INET)
+		inet_ntop(AF_INET, addr, a, sizeof(a));
+	else if (family == AF_INET6)
+		inet_ntop(AF_INET6, addr, a, sizeof(a));
+	if (family == AF_INET6)
+		snprintf(out, len, "[%s]:%d", a, port);
+	else
+		snprintf(out, len, "%s:%d", a, port);
+}
+
+/* Decode the raw sockaddr a connect(2) was given. */
+static bool sockaddr_peer(const struct tl_event *e, char *out, size_t len, int *family, int *port)
+{
+	struct sockaddr_storage ss;
+	size_t n = e->arg < sizeof(e->aux) ? e->arg : sizeof(e->aux);
+
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, e->aux, n < sizeof(ss) ? n : sizeof(ss));
+	*family = ss.ss_family;
+	*port = 0;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&ss;
+
+		*port = ntohs(in->sin_port);
+		collector_peer_string(AF_INET, (const __u8 *)&in->sin_addr, *port, out, len);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)&ss;
+
+		*port = ntohs(in6->sin6_port);
+		collector_peer_string(AF_INET6, (const __u8 *)&in6->sin6_addr, *port, out, len);
+	} else if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const void *)&ss;
+		size_t pl = n > offsetof(struct sockaddr_un, sun_path)
+				? n - offsetof(struct sockaddr_un, sun_path)
+				: 0;
+
+		if (pl && !un->sun_path[0])
+			snprintf(out, len, "unix:@%.*s", (int)strnlen(un->sun_path + 1, pl - 1),
+				 un->sun_path + 1);
+		else
+			snprintf(out, len, "unix:%.*s", (int)strnlen(un->sun_path, pl),
+				 un->sun_path);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static void on_import(struct collector *t, const struct tl_import_event *e)
+{
+	double ms = clock_ns_to_ms(e->ts_ns);
+	char k[16];
+	json_t *stack, *frame;
+	size_t n;
+
+	snprintf(k, sizeof(k), "%u", e->tid);
+	stack = json_object_get(t->import_stack, k);
+	if (e->type == EV_IMPORT_START) {
+		if (!stack) {
+			stack = json_array();
+			json_object_set_new(t->import_stack, k, stack);
+		}
+		json_array_append_new(stack,
+				      json_pack("{s:o, s:f}", "name",
+						json_bytes(e->name, sizeof(e->name)), "start", ms));
+		return;
+	}
+	n = stack ? json_array_size(stack) : 0;
+	if (!n)
+		return;
+	/* imports nest: done closes the innermost open import */
+	frame = json_array_get(stack, n - 1);
+	json_array_append_new(
+	    t->imports, json_pack("{s:O, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
+				  json_object_get(frame, "name"), "pid", (int)e->pid, "start_ms",
+				  ms_json(json_real_value(json_object_get(frame, "start"))),
+				  "end_ms", ms_json(ms), "dur_ms",
+				  ms_json(ms - json_real_value(json_object_get(frame, "start"))),
+				  "depth", (int)(n - 1), "found", e->found != 0));
+	json_array_remove(stack, n - 1);
+}
+
+/* ---- relative paths ---- */
+
+static void keep_path2(struct collector *t, const struct tl_path2_event *e)
+{
+	if (t->n_path2 == t->cap_path2) {
+		size_t cap = t->cap_path2 ? t->cap_path2 * 2 : 64;
+		struct tl_path2_event *n = realloc(t->path2, cap * sizeof(*n));
+
+		if (!n) {
+			t->user_lost++;
+			return;
+		}
+		t->path2 = n;
+		t->cap_path2 = cap;
+	}
+	t->path2[t->n_path2] = *e;
+	t->path2[t->n_path2].old[TRACE_PATH_MAX - 1] = 0;
+	t->path2[t->n_path2++].new[TRACE_PATH_MAX - 1] = 0;
+}
+
+/* How a connect ended, from its errno (0: connected). */
+static const char *connect_result(int err, bool closed)
+{
+	switch (err) {
+	case 0:
+		return closed ? "closed-by-caller" : "connected";
+	case ECONNREFUSED:
+		return "refused";
+	case ETIMEDOUT:
+		return "timeout";
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return "unreachable";
+	case EINPROGRESS:
+		return "pending";
+	default:
+		return "error";
+	}
+}
+
+json_t *collector_connect(struct collector *t, __u64 cookie)
+{
+	for (size_t i = json_array_size(t->connects); cookie && i-- > 0;)
+		if (i < t->cap_cookie && t->conn_cookie[i] == cookie)
+			return json_array_get(t->connects, i);
+	return NULL;
+}
+
+static void set_outcome(json_t *c, int ret, bool closed, double ms_to_result)
+{
+	json_object_set_new(c, "ret", json_integer(ret));
+	json_object_set_new(c, "pending", json_false());
+	json_object_set_new(c, "result", json_string(connect_result(-ret, closed)));
+	json_object_set_new(c, "errno",
+			    ret < 0 ? json_string(strerrorname_np(-ret) ?: "?") : json_null());
+	json_object_set_new(c, "ms_to_result", ms_json(ms_to_result));
+}
+
+static void on_connect_rec(struct collector *t, const struct tl_event *e, double ms, double end_ms)
+{
+	char peer[160];
+	int family, port;
+	bool follows = e->flags & 1; /* the handshake's outcome comes later */
+	size_t n;
+	json_t *c;
+
+	if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port))
+		return;
+	c = json_pack("{s:o, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:n, s:n, s:n, s:n, s:n, "
+		      "s:n, s:n}",
+		      "peer", json_text(peer), "family", family, "port", port, "pid", (int)e->pid,
+		      "start_ms", ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret,
+		      "syscall_ret", e->ret, "pending", follows || e->ret == -EINPROGRESS, "result",
+		      "pending", "errno", "ms_to_result", "bytes_in", "bytes_out", "established_ms",
+		      "closed_ms", "open_ms");
+	if (!follows && e->ret != -EINPROGRESS) {
+		set_outcome(c, e->ret, false, end_ms - ms);
+		if (e->ret == 0)
+			json_object_set_new(c, "established_ms", ms_json(end_ms));
+	}
+	json_array_append_new(t->connects, c);
+	n = json_array_size(t->connects);
+	if (n > t->cap_cookie) {
+		size_t cap = t->cap_cookie ? t->cap_cookie * 2 : 64;
+		__u64 *nc = realloc(t->conn_cookie, cap * sizeof(*nc));
+
+		if (!nc)
+			return;
+		memset(nc + t->cap_cookie, 0, (cap - t->cap_cookie) * sizeof(*nc));
+		t->conn_cookie = nc;
+		t->cap_cookie = cap;
+	}
+	t->conn_cookie[n - 1] = e->arg2;
+}
+
+/* The handshake connect(2) did not wait for ended: complete its record. */
+static void on_connect_done(struct collector *t, const struct tl_event *e, double ms, double end_ms)
+{
+	json_t *c = collector_connect(t, e->arg2);
+
+	if (!c || !json_is_true(json_object_get(c, "pending")))
+		return;
+	/* from the connect(2) call (the kernel's ts is SYN_SENT) */
+	(void)ms;
+	set_outcome(c, e->ret, e->flags & CONN_CLOSED,
+		    end_ms - json_real_value(json_object_get(c, "start_ms")));
+	if (e->ret == 0 && !(e->flags & CONN_CLOSED))
+		json_object_set_new(c, "established_ms", ms_json(end_ms));
+}
+
+/* An established connection ended: what moved over it, and for how long. */
+static void on_conn_end(struct collector *t, const struct tl_conn_event *e)
+{
+	json_t *c = collector_connect(t, e->cookie);
+	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
+	const char *by = e->ended_by == 4   ? "local-close"
+			 : e->ended_by == 9 ? "remote-close"
+					    : "reset";
+
+	if (!c || !json_is_null(json_object_get(c, "closed_ms")))
+		return;
+	json_object_set_new(c, "bytes_in", json_integer((json_int_t)e->bytes_in));
+	json_object_set_new(c, "bytes_out", json_integer((json_int_t)e->bytes_out));
+	json_object_set_new(c, "established_ms", ms_json(a));
+	json_object_set_new(c, "closed_ms", ms_json(b));
+	json_object_set_new(c, "open_ms", ms_json(b - a));
+	json_object_set_new(c, "ended_by", json_string(by));
+}
+
+static void on_request(struct collector *t, const struct tl_req_event *e)
+{
+	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
+	json_t *r;
+
+	if (t->req_window_ms >= 0 && t->ready_ms >= 0 && a > t->ready_ms + t->req_window_ms) {
+		t->req_after_window++;
+		return;
+	}
+	json_array_append_new(
+	    t->requests,
+	    json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}", "start_ms",
+		      ms_json(a), "end_ms", ms_json(b), "latency_ms", ms_json(b - a), "close_ms",
+		      ms_json(clock_ns_to_ms(e->close_ns)), "faults", (json_int_t)e->faults,
+		      "major_faults", (json_int_t)e->major_faults, "bytes_out",
+		      (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "writes",
+		      (json_int_t)e->writes, "pid", (int)e->pid, "tid", (int)e->tid, "port",
+		      (int)e->port));
+	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
+			    "model_faults", json_integer((json_int_t)e->model_faults));
+	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
+			    "model_major_faults", json_integer((json_int_t)e->model_major_faults));
+	/* the names the renderers and diagnose rules read too */
+	r = json_array_get(t->requests, json_array_size(t->requests) - 1);
+	json_object_set(r, "dur_ms", json_object_get(r, "latency_ms"));
+	json_object_set(r, "page_faults", json_object_get(r, "faults"));
+}
+
+int collector_on_event(void *ctx, void *data, size_t size)
+{
+	struct collector *t = ctx;
+	const struct tl_event *e = data;
+	double ms, end_ms;
+	json_t *p;
+
+	/* every record starts like tl_event: ts, dur, type */
+	if (size >= offsetof(struct tl_event, pid) &&
+	    (e->type == EV_RENAME || e->type == EV_SYMLINK)) {
+		if (size >= sizeof(struct tl_path2_event))
+			keep_path2(t, data);
+		return 0;
+	}
+	if (size >= offsetof(struct tl_event, pid) && e->type == EV_REQUEST) {
+		if (size >= sizeof(struct tl_req_event))
+			on_request(t, data);
+		return 0;
+	}
+	if (size >= offsetof(struct tl_event, pid) &&
+	    (e->type == EV_IMPORT_START || e->type == EV_IMPORT_DONE)) {
+		if (size >= sizeof(struct tl_import_event))
+			on_import(t, data);
+		return 0;
+	}
+	if (size >= offsetof(struct tl_event, pid) && e->type == EV_CONN_END) {
+		if (size >= sizeof(struct tl_conn_event))
+			on_conn_end(t, data);
+		return 0;
+	}
+	if (size < sizeof(*e))
+		return 0;
+	ms = clock_ns_to_ms(e->ts_ns);
+	end_ms = clock_ns_to_ms(e->ts_ns + e->dur_ns);
+	switch (e->type) {
+	case EV_EXEC:
+		p = collector_proc(t, e->pid);
+		if (json_is_null(json_object_get(p, "exec_ms")))
+			json_object_set_new(p, "exec_ms", ms_json(ms));
+		json_object_set_new(p, "command", json_bytes(e->str, sizeof(e->str)));
+		json_object_set_new(p, "argv", argv_json(e->aux, e->arg));
+		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
+		if (json_is_null(json_object_get(p, "ppid")))
+			json_object_set_new(p, "ppid", json_integer(e->ppid));
+		json_object_set_new(
+		    p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
+		if ((pid_t)e->pid == t->root && t->exec_ms < 0)
+			t->exec_ms = ms;
+		/* where its relative paths start (exec keeps the cwd) */
+		paths_dir_add_cwd(&t->dirs, (pid_t)e->pid, 0, 0, NULL);
+		break;
+	case EV_CHDIR:
+		paths_dir_add_cwd(&t->dirs, (pid_t)e->pid, e->arg, e->arg2, e->str);
+		break;
+	case EV_FORK:
+		p = collector_proc(t, e->pid);
+		json_object_set_new(p, "ppid", json_integer(e->ppid));
+		json_object_set_new(p, "fork_ms", ms_json(ms));
+		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
+		break;
+	case EV_EXIT: {
+		int st = e->ret;
+
+		p = collector_proc(t, e->pid);
+		json_object_set_new(p, "exit_ms", ms_json(ms));
+		if (st & 0x7f)
+			json_object_set_new(p, "exit",
+					    json_pack("{s:n, s:i}", "code", "signal", st & 0x7f));
+		else
+			json_object_set_new(
+			    p, "exit", json_pack("{s:i, s:n}", "code", (st >> 8) & 0xff, "signal"));
+		break;
+	}
+	case EV_CONNECT:
+		on_connect_rec(t, e, ms, end_ms);
+		break;
+	case EV_CONNECT_DONE:
+		on_connect_done(t, e, ms, end_ms);
+		break;
+	case EV_LISTEN:
+		json_array_append_new(t->listens,
+				      json_pack("{s:i, s:i, s:o}", "pid", (int)e->pid, "port",
+						(int)e->arg, "ms", ms_json(ms)));
+		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true))
+			t->ready_ms = ms;
+		break;
+	case EV_MLOCK: {
+		static const char *calls[] = {"?", "mlock", "mlock2", "mlockall"};
+
+		json_array_append_new(
+		    t->mlocks,
+		    json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", (int)e->pid,
+			      "call", calls[e->arg2 < 4 ? e->arg2 : 0], "len", (json_int_t)e->arg,
+			      "flags", (int)e->flags, "result", e->ret < 0 ? -1 : e->ret, "errno",
+			      e->ret < 0 ? strerrorname_np(-e->ret) : NULL, "start_ms", ms_json(ms),
+			      "dur_ms", ms_json(end_ms - ms)));
+		break;
+	}
+	}
+	return 0;
+}
+
+/* ---- map reads ---- */
+
+void collector_counters(struct collector *t, __u64 out[CNT_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *vals;
+
+	memset(out, 0, CNT_MAX * sizeof(out[0]));
+	if (ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (__u32 k = 0; k < CNT_MAX; k++) {
+		if (bpf_map__lookup_elem(t->skel->maps.counters, &k, sizeof(k), vals,
+					 (size_t)ncpu * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+#define FAULT_CHUNK 512
+
+int collector_fault_series(struct collector *t, __u64 *counts)
+{
+	int fd = bpf_map__fd(t->skel->maps.faultrate), ncpu = libbpf_num_possible_cpus();
+	__u32 keys[FAULT_CHUNK], next = 0, n;
+	__u64 *vals;
+	bool more = true;
+	int err = 0;
+
+	if (ncpu <= 0)
+		return -1;
+	vals = calloc((size_t)FAULT_CHUNK * ncpu, sizeof(*vals));
+	if (!vals)
+		return -1;
+	for (__u32 first = 0; more; first = next) {
+		n = FAULT_CHUNK;
+		/* the batch token: what the kernel returned, passed back as is */
+		if (bpf_map_lookup_batch(fd, first ? &first : NULL, &next, keys, vals, &n, NULL)) {
+			if (errno != ENOENT) {
+				err = -1;
+				break;
+			}
+			more = false;
+		}
+		for (__u32 i = 0; i < n; i++)
+			for (int c = 0; c < ncpu; c++)
+				if (keys[i] < TRACE_BUCKETS)
+					counts[keys[i]] += vals[(size_t)i * ncpu + c];
+		if (!n)
+			break;
+	}
+	free(vals);
+	return err;
+}

@@ -1,0 +1,58 @@
+/* hostprobe: the one module that asks the running kernel what it offers for
+ * tracing (BTF, lockdown, tracefs, capabilities, unprivileged BPF,
+ * RLIMIT_MEMLOCK, the kernel's identity for the minimal BTF) and a
+ * filesystem's type and space. Used by doctor and the tracer; the pipeline
+ * stores its answers in the model (host, tracing.tracefs), so readers of a
+ * saved timeline never probe the machine they run on. */
+#ifndef TTS_HOSTPROBE_H
+#define TTS_HOSTPROBE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+
+#define HOSTPROBE_BTF	  "/sys/kernel/btf/vmlinux"
+#define HOSTPROBE_TRACEFS "/sys/kernel/tracing"
+
+/* 0 when the kernel's BTF is readable, else the errno of access(2). */
+int hostprobe_btf(void);
+/* "release|version|BTF size": what the Makefile's minimal BTF records of the
+ * kernel it was generated on. 0, or -1 when uname or the BTF is missing. */
+int hostprobe_kernel_id(char *buf, size_t len);
+/* The lockdown LSM's line ("none [integrity] confidentiality"); -1 when the
+ * kernel has no lockdown interface. */
+int hostprobe_lockdown_line(char *buf, size_t len);
+/* The active lockdown mode when it is not "none", else NULL (in buf). */
+const char *hostprobe_lockdown(char *buf, size_t len);
+/* tracefs mounted on HOSTPROBE_TRACEFS. */
+bool hostprobe_tracefs(void);
+/* tracefs present, else mounted there: "present", "mounted", or
+ * "unavailable: why" in out. The one probe that changes the host (as a
+ * fresh boot leaves tracefs unmounted). */
+void hostprobe_tracefs_ensure(char *out, size_t len);
+/* The effective set holds capability cap (CAP_*). */
+bool hostprobe_has_cap(int cap);
+/* /proc/sys/kernel/unprivileged_bpf_disabled, or -1 when unreadable. */
+int hostprobe_unpriv_bpf(char *buf, size_t len);
+/* RLIMIT_MEMLOCK; 0, or -1. */
+int hostprobe_memlock(struct rlimit *r);
+
+/* The filesystem a directory is (or, not created yet, will be) on: what
+ * the model's cache_fs records (statfs + statvfs of the nearest existing
+ * ancestor). */
+struct hostprobe_fs {
+	char statfs_path[4096]; /* the directory, or its nearest existing ancestor */
+	bool exists;		/* the directory itself exists */
+	unsigned long magic;	/* statfs f_type */
+	const char *type;	/* "ext4", "tmpfs"...; NULL when unknown */
+	const char *lost;	/* why writes there do not last; NULL: persistent */
+	bool read_only;
+};
+/* 0, or -1 with errno. */
+int hostprobe_fs(const char *dir, struct hostprobe_fs *out);
+
+/* The model's "host" section: kernel, machine, btf, uid, capabilities. */
+json_t *hostprobe_host_json(void);
+
+#endif

@@ -1,0 +1,131 @@
+/* phases: the start-up phases inferred from the model (marks, files,
+ * imports, downloads, mlock calls; docs/timeline.md). Runs over the model
+ * only, so a loaded timeline gets the same phases as the live one. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "phases.h"
+#include "util.h"
+
+struct span {
+	double a, b;
+	bool set;
+};
+
+static void span_add(struct span *s, double a, double b)
+{
+	if (!s->set || a < s->a)
+		s->a = a;
+	if (!s->set || b > s->b)
+		s->b = b;
+	s->set = true;
+}
+
+static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+void phases_infer(struct timeline *tl)
+{
+	json_t *root, *phases, *p, *files, *imports, *cfg;
+	struct span imp = {0}, pyfiles = {0}, conf = {0}, cache = {0}, model = {0}, lock = {0};
+	const char *app_dir, *model_dir;
+	double spawn, exec, ready, last_work = -1;
+	size_t i;
+
+	if (!tl)
+		return;
+	root = tl->root;
+	phases = json_object_get(root, "phases");
+	/* drop earlier inferences: snapshots repeat */
+	for (i = json_array_size(phases); i-- > 0;) {
+		const char *src =
+		    json_string_value(json_object_get(json_array_get(phases, i), "source"));
+
+		if (src && !strcmp(src, "trace"))
+			json_array_remove(phases, i);
+	}
+	cfg = json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
+	app_dir = json_string_value(json_object_get(cfg, "dir"));
+	model_dir = json_string_value(json_object_get(cfg, "model_dir"));
+	spawn = timeline_mark_ms(tl, "spawn");
+	exec = timeline_mark_ms(tl, "exec");
+	ready = timeline_mark_ms(tl, "ready");
+
+	if (spawn >= 0)
+		timeline_phase_from(tl, "launch", 0, spawn, "trace");
+	if (spawn >= 0 && exec >= 0)
+		timeline_phase_from(tl, "spawn", spawn, exec, "trace");
+
+	imports = json_object_get(json_object_get(root, "python"), "imports");
+	json_array_foreach (imports, i, p)
+		span_add(&imp, num(p, "start_ms"), num(p, "end_ms"));
+
+	files = json_object_get(root, "files");
+	json_array_foreach (files, i, p) {
+		const char *cls = json_string_value(json_object_get(p, "class"));
+		const char *path = json_string_value(json_object_get(p, "path"));
+		double a = num(p, "first_ms"), b = num(p, "last_ms");
+
+		if (!cls || !path)
+			continue;
+		if (!strcmp(cls, "python"))
+			span_add(&pyfiles, a, b);
+		else if (!strcmp(cls, "model"))
+			span_add(&model, a, b);
+		else if (!strcmp(cls, "hf_cache"))
+			span_add(&cache, a, b);
+		else if (!strcmp(cls, "config") && (path[0] != '/' || path_under(path, app_dir) ||
+						    path_under(path, model_dir)))
+			span_add(&conf, a, b);
+	}
+	json_array_foreach (json_object_get(root, "missing_paths"), i, p) {
+		const char *cls = json_string_value(json_object_get(p, "class"));
+
+		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
+			span_add(&cache, num(p, "first_ms"), num(p, "last_ms"));
+	}
+	/* libraries mlock a page or two for their own reasons (glibc, OpenSSL):
+	 * only mlockall and large ranges are "locking the model" */
+	json_array_foreach (json_object_get(json_object_get(root, "memory"), "mlock_calls"), i, p)
+		if (!strcmp(json_string_value(json_object_get(p, "call")) ?: "", "mlockall") ||
+		    num(p, "len") >= 1 << 20)
+			span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
+
+	if (!imp.set)
+		imp = pyfiles; /* no USDT: Python's own files stand for its imports */
+	if (exec >= 0 && imp.set)
+		timeline_phase_from(tl, "interpreter_start", exec, imp.a, "trace");
+	if (imp.set)
+		timeline_phase_from(tl, "imports", imp.a, imp.b, "trace");
+	if (conf.set)
+		timeline_phase_from(tl, "config_read", conf.a, conf.b, "trace");
+	if (cache.set)
+		timeline_phase_from(tl, "cache_probe", cache.a, cache.b, "trace");
+	json_array_foreach (json_object_get(root, "downloads"), i, p) {
+		char name[PATH_MAX + 16];
+		const char *path = json_string_value(json_object_get(p, "path"));
+		const char *base = path ? strrchr(path, '/') : NULL;
+
+		snprintf(name, sizeof(name), "download:%s", base ? base + 1 : path ? path : "?");
+		timeline_phase_from(tl, name, num(p, "first_ms"), num(p, "last_ms"), "trace");
+		if (num(p, "last_ms") > last_work)
+			last_work = num(p, "last_ms");
+	}
+	if (model.set)
+		timeline_phase_from(tl, "model_load", model.a, model.b, "trace");
+	if (lock.set)
+		timeline_phase_from(tl, "mlock", lock.a, lock.b, "trace");
+	if (ready >= 0) {
+		/* from the end of the last work seen before ready to ready: building
+		 * the UI and binding the port */
+		struct span *all[] = {&imp, &conf, &cache, &model, &lock};
+
+		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			if (all[k]->set && all[k]->b <= ready && all[k]->b > last_work)
+				last_work = all[k]->b;
+		if (last_work < 0 || last_work > ready)
+			last_work = exec >= 0 ? exec : 0;
+		timeline_phase_from(tl, "ready", last_work, ready, "trace");
+	}
+	timeline_sort_by(phases, "start_ms");
+}

@@ -1,0 +1,40 @@
+/* pipeline: the order of the stages that turn the trace into the model;
+ * see pipeline.h. The tracer's own decisions (lightening after the
+ * requests window) are asked for here, before the snapshot, so taking a
+ * snapshot has no side effect on what is traced. */
+#include "pipeline.h"
+
+#include <stdio.h>
+
+#include "diagnose.h"
+#include "mlock.h"
+#include "phases.h"
+#include "progress.h"
+#include "timeline_build.h"
+#include "tracer.h"
+
+int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipeline_upto upto,
+		 char *err, size_t errlen)
+{
+	if (!tl)
+		return 0;
+	/* collect -> build -> phases */
+	if (in->tracer) {
+		tracer_lighten_due(in->tracer);
+		tracer_poll(in->tracer); /* what waits in the ring buffer belongs here */
+		timeline_build(tl, tracer_collector(in->tracer), tracer_status(in->tracer));
+		phases_infer(tl);
+	}
+	if (upto < PIPE_MEMORY)
+		return 0;
+	if (in->mlock)
+		mlock_timeline(in->mlock, tl); /* memory.mlock */
+	if (upto < PIPE_FINDINGS)
+		return 0;
+	progress_timeline(in->progress, tl->root); /* progress: stalls said */
+	diagnose_record_cache_fs(tl);		   /* cache_fs: statfs of the caches */
+	diagnose_run(tl, DIAG_ALL);		   /* findings: stored, printed with the summary */
+	if (upto < PIPE_WRITE || !in->path || !*in->path)
+		return 0;
+	return timeline_write(tl, in->path, in->uid, in->gid, err, errlen);
+}
