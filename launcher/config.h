@@ -107,9 +107,10 @@ void config_defaults(struct config *c);
  * section and key and what is expected. FILE must be a regular text file of
  * at most CONFIG_MAX_BYTES, without duplicate keys; as root (c->euid == 0)
  * it must be owned by root and not writable by group or others. */
+int config_load_file(struct config *c, const char *file, char *err, size_t errlen);
+
 /* "app, env, ...": the sections, for messages. */
 const char *config_sections(void);
-int config_load_file(struct config *c, const char *file, char *err, size_t errlen);
 
 /* Apply one "section.key=value" override (--set). */
 int config_set(struct config *c, const char *assignment, char *err, size_t errlen);
