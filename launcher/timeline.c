@@ -227,6 +227,13 @@ int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t
 	return 0;
 }
 
+int timeline_dump(const struct timeline *tl, FILE *out)
+{
+	if (json_dumpf(tl->root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+		return -1;
+	return fputc('\n', out) == EOF ? -1 : 0;
+}
+
 /* ---- loading: bounded, validated ---- */
 
 /* Read at most max bytes of path; more is an error. */

@@ -35,6 +35,8 @@ void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason)
 /* Atomic write (temp file in the same directory, fsync, rename). */
 int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t gid, char *err,
 		   size_t errlen);
+/* The model as indented JSON on out (`report --format json`); 0, or -1. */
+int timeline_dump(const struct timeline *tl, FILE *out);
 /* What a loaded timeline may hold (docs/timeline.md, "Limits"): every
  * renderer, diagnose and compare then do bounded work on it. */
 #define TIMELINE_MAX_FILE  (256u << 20) /* bytes of JSON */
