@@ -311,6 +311,40 @@ fail:
 	return NULL;
 }
 
+/* The versions a saved timeline may carry, newest first: the current one,
+ * then every earlier one this build still reads (docs/timeline.md,
+ * "Versions"). A change to a section bumps TIMELINE_SCHEMA and adds the old
+ * string here, with what reading it takes, so `compare before.json
+ * after.json` works across an upgrade. */
+const char *const timeline_schemas[] = {
+    TIMELINE_SCHEMA, /* "tts-launch.timeline/1": the first; every version reads it */
+};
+const size_t timeline_n_schemas = sizeof(timeline_schemas) / sizeof(timeline_schemas[0]);
+
+bool timeline_schema_loadable(const char *schema)
+{
+	for (size_t i = 0; schema && i < timeline_n_schemas; i++)
+		if (!strcmp(schema, timeline_schemas[i]))
+			return true;
+	return false;
+}
+
+void timeline_schema_list(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; i < timeline_n_schemas && used < len; i++) {
+		int n =
+		    snprintf(buf + used, len - used, "%s%s", i ? " or " : "", timeline_schemas[i]);
+
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+}
+
 enum vkind { V_NUM, V_TIME, V_SIZE };
 
 /* How a member is checked, by its name (docs/timeline.md, "Limits"). */
@@ -449,10 +483,12 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
 		snprintf(err, errlen, "failed to load timeline %s: not a JSON object", c.name);
 		return -1;
 	}
-	if (!schema || strcmp(schema, TIMELINE_SCHEMA)) {
+	if (!timeline_schema_loadable(schema)) {
+		char want[256];
+
+		timeline_schema_list(want, sizeof(want));
 		snprintf(err, errlen, "failed to load timeline %s: schema is %s, expected %s",
-			 c.name, schema ? text_esc(schema, esc, sizeof(esc)) : "(missing)",
-			 TIMELINE_SCHEMA);
+			 c.name, schema ? text_esc(schema, esc, sizeof(esc)) : "(missing)", want);
 		return -1;
 	}
 	for (size_t s = 0; s < sizeof(list_shapes) / sizeof(list_shapes[0]); s++) {

@@ -12,7 +12,15 @@
 
 #include "config.h"
 
+/* The version this build writes. */
 #define TIMELINE_SCHEMA "tts-launch.timeline/1"
+/* The versions it loads, TIMELINE_SCHEMA first (timeline.c). */
+extern const char *const timeline_schemas[];
+extern const size_t timeline_n_schemas;
+/* Is schema one of timeline_schemas? */
+bool timeline_schema_loadable(const char *schema);
+/* "tts-launch.timeline/1[ or ...]" into buf, for messages. */
+void timeline_schema_list(char *buf, size_t len);
 
 struct timeline {
 	json_t *root;

@@ -108,6 +108,52 @@ static void test_load_rejects_other_schema(void **state)
 	unlink(path);
 }
 
+/* Every version in the list loads; the saved timelines of the first
+ * version (the fixtures, written before any upgrade) load; anything else is
+ * refused with the versions this build reads named. */
+static void test_load_accepts_the_listed_versions(void **state)
+{
+	static const char *const saved[] = {
+	    "tests/fixtures/timelines/cold.json",  "tests/fixtures/timelines/untraced.json",
+	    "tests/fixtures/compare/before.json",  "tests/fixtures/compare/after.json",
+	    "tests/fixtures/compare/minimal.json",
+	};
+	char err[512], body[256], want[256];
+
+	(void)state;
+	assert_true(timeline_n_schemas >= 1);
+	assert_string_equal(timeline_schemas[0], TIMELINE_SCHEMA);
+	assert_true(timeline_schema_loadable("tts-launch.timeline/1"));
+	assert_false(timeline_schema_loadable("tts-launch.timeline/0"));
+	assert_false(timeline_schema_loadable(NULL));
+	for (size_t i = 0; i < timeline_n_schemas; i++) {
+		char path[] = "/tmp/tts-timeline-ver-XXXXXX";
+		int fd = mkstemp(path);
+		int n = snprintf(body, sizeof(body), "{\"schema\": \"%s\"}", timeline_schemas[i]);
+		struct timeline *tl;
+
+		assert_true(fd >= 0);
+		assert_true(write(fd, body, (size_t)n) == n);
+		close(fd);
+		tl = timeline_load(path, err, sizeof(err));
+		if (!tl)
+			fail_msg("%s: %s", timeline_schemas[i], err);
+		timeline_free(tl);
+		unlink(path);
+	}
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++) {
+		struct timeline *tl = timeline_load(saved[i], err, sizeof(err));
+
+		if (!tl)
+			fail_msg("%s: %s", saved[i], err);
+		timeline_free(tl);
+	}
+	timeline_schema_list(want, sizeof(want));
+	assert_non_null(strstr(want, "tts-launch.timeline/1"));
+	assert_null(timeline_load("tests/fixtures/compare/badschema.json", err, sizeof(err)));
+	assert_non_null(strstr(err, want));
+}
+
 static void test_file_classes(void **state)
 {
 	const char *caches[] = {"/root/.cache/huggingface", NULL};
@@ -423,6 +469,7 @@ int main(void)
 	    cmocka_unit_test(test_marks_and_phases_replace),
 	    cmocka_unit_test(test_write_is_atomic_and_loads),
 	    cmocka_unit_test(test_load_rejects_other_schema),
+	    cmocka_unit_test(test_load_accepts_the_listed_versions),
 	    cmocka_unit_test(test_file_classes),
 	    cmocka_unit_test(test_infer_phases),
 	    cmocka_unit_test(test_summary),
