@@ -13,6 +13,7 @@
 
 #include "compare.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -496,7 +497,7 @@ int compare_command(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	cmp = compare_build(tl[0]->root, tl[1]->root, files[0], files[1]);
+	cmp = compare_build(timeline_json(tl[0]), timeline_json(tl[1]), files[0], files[1]);
 	if (!cmp) {
 		fprintf(stderr, "tts-launch: compare: failed to build the comparison: %s\n",
 			strerror(ENOMEM));

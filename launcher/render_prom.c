@@ -9,6 +9,7 @@
 
 #include "redact.h"
 #include "render_prom.h"
+#include "timeline_internal.h"
 
 const double prom_request_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 				       1,     2.5,  5,	   10,	 30,  60};
@@ -168,7 +169,7 @@ static void download_file(const char *path, char *buf, size_t len)
 
 int render_prom(const struct timeline *tl, FILE *out)
 {
-	const json_t *root = tl->root;
+	const json_t *root = timeline_json(tl);
 	json_t *marks = json_object_get(root, "marks"), *mem = json_object_get(root, "memory");
 	json_t *tr = json_object_get(root, "tracing"), *sched = json_object_get(root, "sched"), *v;
 	double ready = num(marks, "ready"), launch = num(marks, "launch");

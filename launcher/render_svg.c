@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "render_svg.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 #define WIDTH	  1400
@@ -218,7 +219,7 @@ static void text(FILE *out, double x, double y, const char *anchor, const char *
 
 int render_svg(const struct timeline *tl, FILE *out)
 {
-	const json_t *root = tl->root;
+	const json_t *root = timeline_json(tl);
 	json_t *phases = json_object_get(root, "phases"), *marks = json_object_get(root, "marks");
 	json_t *mem = json_object_get(root, "memory"), *fr = json_object_get(mem, "fault_rate");
 	json_t *v, *counts = json_object_get(fr, "counts"), *by_base = downloads_by_base(root);
@@ -555,7 +556,7 @@ static void td_str(FILE *out, const json_t *o, const char *key)
 
 int render_html(const struct timeline *tl, FILE *out)
 {
-	json_t *root = tl->root, *v, *rows[HTML_MAX_ROWS];
+	json_t *root = timeline_json(tl), *v, *rows[HTML_MAX_ROWS];
 	json_t *files = json_object_get(root, "files"),
 	       *missing = json_object_get(root, "missing_paths");
 	json_t *findings = json_object_get(root, "findings");

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "redact.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 #ifndef TTS_LAUNCH_VERSION
@@ -56,6 +57,24 @@ static json_t *host_json(void)
 	return json_pack("{s:s, s:s, s:b, s:i, s:o}", "kernel", u.release, "machine", u.machine,
 			 "btf", access("/sys/kernel/btf/vmlinux", R_OK) == 0, "uid", (int)geteuid(),
 			 "capabilities", caps);
+}
+
+struct timeline {
+	json_t *root;
+};
+
+json_t *timeline_json(const struct timeline *tl) { return tl ? tl->root : NULL; }
+
+struct timeline *timeline_wrap(json_t *root)
+{
+	struct timeline *tl = root ? calloc(1, sizeof(*tl)) : NULL;
+
+	if (!tl) {
+		json_decref(root);
+		return NULL;
+	}
+	tl->root = root;
+	return tl;
 }
 
 struct timeline *timeline_new(const struct config *c, int argc, char **argv)

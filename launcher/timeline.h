@@ -1,11 +1,11 @@
 /* timeline: the model of one start-up, in the versioned JSON format of
- * docs/timeline.md ("tts-launch.timeline/1"). Renderers, diagnose rules and
- * compare read only this model, so they also work on a saved file. The model
- * is a jansson tree; helpers below keep its shape in one place. */
+ * docs/timeline.md ("tts-launch.timeline/1"). The model is opaque: renderers
+ * and compare read it through the typed views of timeline_view.h, so they
+ * also work on a saved file; modules that still build the tree use
+ * timeline_internal.h. */
 #ifndef TTS_TIMELINE_H
 #define TTS_TIMELINE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -22,9 +22,7 @@ bool timeline_schema_loadable(const char *schema);
 /* "tts-launch.timeline/1[ or ...]" into buf, for messages. */
 void timeline_schema_list(char *buf, size_t len);
 
-struct timeline {
-	json_t *root;
-};
+struct timeline;
 
 /* A new model with every top-level key present (empty lists/objects). */
 struct timeline *timeline_new(const struct config *c, int argc, char **argv);
@@ -58,9 +56,6 @@ int timeline_dump(const struct timeline *tl, FILE *out);
  * the members renderers rely on of the right type; NULL with the field
  * named in err (e.g. "phases[3].end_ms = 1.7e+308 is not a time") else. */
 struct timeline *timeline_load(const char *path, char *err, size_t errlen);
-/* The checks of timeline_load on a parsed tree (name: for messages); 0, or
- * -1 with err. */
-int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen);
 
 /* The end-of-start-up summary (systemd-analyze blame style). */
 void timeline_print_summary(const struct timeline *tl, FILE *out);
@@ -74,8 +69,5 @@ void timeline_infer_phases(struct timeline *tl);
  * "python", "library", "system" or "other". cache_dirs: NULL-terminated
  * Hugging Face cache roots. */
 const char *timeline_file_class(const char *path, const char *const *cache_dirs);
-
-/* Sort an array of objects by a numeric member (stable). */
-void timeline_sort_by(json_t *array, const char *key);
 
 #endif

@@ -33,6 +33,7 @@
 #include "hfcache.h"
 #include "procfs.h"
 #include "redact.h"
+#include "timeline_internal.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -2044,7 +2045,7 @@ void tracer_snapshot(struct tracer *t, struct timeline *tl)
 		return;
 	/* what is still waiting in the ring buffer belongs to this snapshot */
 	tracer_poll(t);
-	root = tl->root;
+	root = timeline_json(tl);
 	if (!t->light && t->req_window_ms >= 0 && t->ready_ms >= 0 &&
 	    clock_ms() >= t->ready_ms + t->req_window_ms)
 		lighten(t);

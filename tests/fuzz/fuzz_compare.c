@@ -11,6 +11,7 @@
 #include "compare.h"
 #include "fuzz.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FUZZ_MAX_INPUT (256 << 10)
 
@@ -35,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		}
 	}
-	cmp = compare_build(before->root, after ? after->root : before->root, "before.json",
+	cmp = compare_build(timeline_json(before),
+			    after ? timeline_json(after) : timeline_json(before), "before.json",
 			    "after.json");
 	if (cmp) {
 		compare_print_text(cmp, fuzz_out());

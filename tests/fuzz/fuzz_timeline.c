@@ -12,6 +12,7 @@
 #include "fuzz.h"
 #include "render.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FUZZ_MAX_INPUT (256 << 10)
 
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		renderers[i].render(tl, out);
 	diagnose_run(tl, DIAG_ALL);
 	diagnose_print(tl, out);
-	json_dumpf(json_object_get(tl->root, "findings"), out,
+	json_dumpf(json_object_get(timeline_json(tl), "findings"), out,
 		   JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 	timeline_free(tl);
 	return 0;

@@ -13,6 +13,7 @@
 
 #include "compare.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FIXTURES "tests/fixtures/compare/"
 
@@ -24,7 +25,7 @@ static json_t *load(const char *name)
 
 	if (!tl)
 		fail_msg("%s", err);
-	root = json_incref(tl->root);
+	root = json_incref(timeline_json(tl));
 	timeline_free(tl);
 	return root;
 }

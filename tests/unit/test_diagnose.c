@@ -16,6 +16,7 @@
 #include "diagnose.h"
 #include "progress.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FIXTURES "tests/fixtures/timelines-diagnose/"
 
@@ -38,7 +39,7 @@ static json_t *only_finding(struct timeline *tl, const char *id, const char *sev
 	json_t *fs, *f;
 
 	assert_int_equal(diagnose_run(tl, DIAG_ALL), want_level);
-	fs = json_object_get(tl->root, "findings");
+	fs = json_object_get(timeline_json(tl), "findings");
 	if (json_array_size(fs) != 1) {
 		char *d = json_dumps(fs, JSON_INDENT(1));
 
@@ -75,7 +76,7 @@ static void test_healthy(void **state)
 
 	(void)state;
 	assert_int_equal(diagnose_run(tl, DIAG_ALL), DIAG_CLEAN);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "findings")), 0);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "findings")), 0);
 	assert_int_equal(diagnose_level(tl), DIAG_CLEAN);
 	timeline_free(tl);
 }
@@ -260,7 +261,7 @@ static void test_cache_dirs(void **state)
 {
 	struct timeline *tl = load("healthy");
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
-	int n = diagnose_cache_dirs(tl->root, d, HF_MAX_CACHE_DIRS, true);
+	int n = diagnose_cache_dirs(timeline_json(tl), d, HF_MAX_CACHE_DIRS, true);
 
 	(void)state;
 	assert_int_equal(n, 3);
@@ -270,13 +271,13 @@ static void test_cache_dirs(void **state)
 	assert_string_equal(d[2].path, "/nonexistent/app/checkpoints");
 	/* statfs of a cache not there yet: its nearest existing parent ("/") */
 	diagnose_record_cache_fs(tl);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "cache_fs")), 2);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "cache_fs")), 2);
 	assert_string_equal(
 	    json_string_value(json_object_get(
-		json_array_get(json_object_get(tl->root, "cache_fs"), 0), "statfs_path")),
+		json_array_get(json_object_get(timeline_json(tl), "cache_fs"), 0), "statfs_path")),
 	    "/");
-	assert_true(json_is_false(
-	    json_object_get(json_array_get(json_object_get(tl->root, "cache_fs"), 0), "exists")));
+	assert_true(json_is_false(json_object_get(
+	    json_array_get(json_object_get(timeline_json(tl), "cache_fs"), 0), "exists")));
 	timeline_free(tl);
 }
 
@@ -286,8 +287,8 @@ static void test_cache_dirs_follow_the_recorded_home(void **state)
 {
 	struct timeline *tl = load("healthy");
 	json_t *vars = json_object_get(
-	    json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"),
-			    "env"),
+	    json_object_get(
+		json_object_get(json_object_get(timeline_json(tl), "launcher"), "config"), "env"),
 	    "vars");
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
 	int n;
@@ -295,7 +296,7 @@ static void test_cache_dirs_follow_the_recorded_home(void **state)
 	(void)state;
 	json_object_del(vars, "HF_HOME");
 	json_object_set_new(vars, "HOME", json_string("/srv/tts"));
-	n = diagnose_cache_dirs(tl->root, d, HF_MAX_CACHE_DIRS, false);
+	n = diagnose_cache_dirs(timeline_json(tl), d, HF_MAX_CACHE_DIRS, false);
 	assert_int_equal(n, 2);
 	assert_string_equal(d[1].role, "HF_HOME/hub");
 	assert_string_equal(d[1].path, "/srv/tts/.cache/huggingface/hub");

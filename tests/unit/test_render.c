@@ -16,6 +16,7 @@
 #include "render_prom.h"
 #include "render_svg.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define LANE_TID (1 << 22)
 
@@ -36,15 +37,17 @@ typedef int (*render_fn)(const struct timeline *, FILE *);
 /* The renderer's output for root, NUL-terminated (caller frees). */
 static char *render(render_fn fn, json_t *root)
 {
-	struct timeline tl = {root};
+	struct timeline *tl = timeline_wrap(json_incref(root));
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
 
+	assert_non_null(tl);
 	assert_non_null(out);
-	assert_int_equal(fn(&tl, out), 0);
+	assert_int_equal(fn(tl, out), 0);
 	assert_int_equal(fclose(out), 0);
 	assert_non_null(buf);
+	timeline_free(tl);
 	return buf;
 }
 

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "config.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 static struct timeline *new_tl(void)
@@ -39,20 +40,20 @@ static void test_new_has_every_key(void **state)
 	(void)state;
 	assert_non_null(tl);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		assert_non_null(json_object_get(tl->root, keys[i]));
-	assert_string_equal(json_string_value(json_object_get(tl->root, "schema")),
+		assert_non_null(json_object_get(timeline_json(tl), keys[i]));
+	assert_string_equal(json_string_value(json_object_get(timeline_json(tl), "schema")),
 			    TIMELINE_SCHEMA);
-	assert_true(
-	    json_is_false(json_object_get(json_object_get(tl->root, "tracing"), "enabled")));
-	assert_true(
-	    json_is_object(json_object_get(json_object_get(tl->root, "launcher"), "config")));
+	assert_true(json_is_false(
+	    json_object_get(json_object_get(timeline_json(tl), "tracing"), "enabled")));
+	assert_true(json_is_object(
+	    json_object_get(json_object_get(timeline_json(tl), "launcher"), "config")));
 	timeline_free(tl);
 }
 
 static void test_marks_and_phases_replace(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *phases = json_object_get(tl->root, "phases");
+	json_t *phases = json_object_get(timeline_json(tl), "phases");
 
 	(void)state;
 	assert_true(timeline_mark_ms(tl, "ready") < 0);
@@ -80,7 +81,7 @@ static void test_write_is_atomic_and_loads(void **state)
 	back = timeline_load(path, err, sizeof(err));
 	assert_non_null(back);
 	assert_true(timeline_mark_ms(back, "spawn") == 1.5);
-	assert_true(json_equal(back->root, tl->root));
+	assert_true(json_equal(timeline_json(back), timeline_json(tl)));
 	timeline_free(back);
 	/* no temp file left beside it */
 	snprintf(path, sizeof(path), "rmdir %s 2>/dev/null || ls %s >&2", dir, dir);
@@ -189,7 +190,7 @@ static double phase(struct timeline *tl, const char *name, const char *what)
 	size_t i;
 	json_t *p;
 
-	json_array_foreach (json_object_get(tl->root, "phases"), i, p) {
+	json_array_foreach (json_object_get(timeline_json(tl), "phases"), i, p) {
 		if (!strcmp(json_string_value(json_object_get(p, "name")), name))
 			return json_number_value(json_object_get(p, what));
 	}
@@ -199,8 +200,8 @@ static double phase(struct timeline *tl, const char *name, const char *what)
 static void test_infer_phases(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *files = json_object_get(tl->root, "files");
-	json_t *imports = json_object_get(json_object_get(tl->root, "python"), "imports");
+	json_t *files = json_object_get(timeline_json(tl), "files");
+	json_t *imports = json_object_get(json_object_get(timeline_json(tl), "python"), "imports");
 
 	(void)state;
 	timeline_mark(tl, "spawn", 2);
@@ -212,7 +213,7 @@ static void test_infer_phases(void **state)
 	json_array_append_new(files, file("checkpoints/config.yaml", "config", 41, 42));
 	json_array_append_new(files, file("/m/gpt.pth", "model", 45, 80));
 	json_array_append_new(files, file("/m/s2mel.pth", "model", 81, 90));
-	json_array_append_new(json_object_get(tl->root, "downloads"),
+	json_array_append_new(json_object_get(timeline_json(tl), "downloads"),
 			      json_pack("{s:s, s:f, s:f}", "path", "/c/blobs/e1.incomplete",
 					"first_ms", 50.0, "last_ms", 60.0));
 	timeline_infer_phases(tl);
@@ -227,7 +228,7 @@ static void test_infer_phases(void **state)
 	assert_true(phase(tl, "download:e1.incomplete", "dur_ms") == 10);
 	assert_true(phase(tl, "ready", "start_ms") == 90);
 	assert_true(phase(tl, "stale_kill", "start_ms") == 0.5);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "phases")), 9);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "phases")), 9);
 	timeline_free(tl);
 }
 
@@ -243,7 +244,7 @@ static void test_summary(void **state)
 	timeline_mark(tl, "exec", 10);
 	timeline_mark(tl, "ready", 1500);
 	timeline_phase(tl, "stale_kill", 0, 5);
-	json_array_append_new(json_object_get(tl->root, "missing_paths"),
+	json_array_append_new(json_object_get(timeline_json(tl), "missing_paths"),
 			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path", "/no/such", "attempts",
 					4, "errno", "ENOENT", "first_ms", 1.0, "last_ms", 2.0));
 	timeline_print_summary(tl, f);
@@ -261,7 +262,7 @@ static void test_summary(void **state)
 static void test_summary_requests(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *reqs = json_object_get(tl->root, "requests");
+	json_t *reqs = json_object_get(timeline_json(tl), "requests");
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -446,7 +447,7 @@ static void test_summary_escapes_terminal_controls(void **state)
 	(void)state;
 	timeline_set_tracing(tl, true, NULL);
 	timeline_phase(tl, "evil\x1b]0;title\x07", 0, 5);
-	json_array_append_new(json_object_get(tl->root, "missing_paths"),
+	json_array_append_new(json_object_get(timeline_json(tl), "missing_paths"),
 			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path",
 					"/no/\x1b[2Jsuch\xc2\x9b", "attempts", 4, "errno",
 					"ENOENT\x07", "first_ms", 1.0, "last_ms", 2.0));
