@@ -175,6 +175,16 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 	struct tl_mlock_call *calls;
 	size_t i;
 
+	const json_t *fr = json_object_get(mem, "fault_rate"), *counts;
+	double *series;
+
+	m->fault_rate.bucket_ms = num(fr, "bucket_ms");
+	counts = json_object_get(fr, "counts");
+	if (LIST(counts, series, m->fault_rate.n) < 0)
+		return -1;
+	json_array_foreach (counts, i, e)
+		series[i] = json_is_number(e) ? json_number_value(e) : TL_NONE;
+	m->fault_rate.counts = series;
 	m->page_faults = num(mem, "page_faults");
 	m->major_faults = num(mem, "major_faults");
 	m->model_file_faults = num(mem, "model_file_faults");
@@ -211,10 +221,24 @@ static int decode_tracing(const json_t *root, struct tl_view *v)
 	return 0;
 }
 
+static int decode_process(const json_t *root, struct tl_view *v)
+{
+	const json_t *cmd = json_object_get(json_object_get(root, "process"), "command"), *e;
+	const char **words;
+	size_t i;
+
+	if (LIST(cmd, words, v->process.n_command) < 0)
+		return -1;
+	json_array_foreach (cmd, i, e)
+		words[i] = json_string_value(e);
+	v->process.command = words;
+	return 0;
+}
+
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
     decode_marks,     decode_phases,  decode_files,    decode_missing,
     decode_downloads, decode_network, decode_requests, decode_findings,
-    decode_memory,    decode_sched,   decode_tracing,
+    decode_memory,    decode_sched,   decode_tracing,  decode_process,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
@@ -245,6 +269,8 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->requests);
 	free((void *)v->findings);
 	free((void *)v->memory.mlock_calls);
+	free((void *)v->memory.fault_rate.counts);
+	free((void *)v->process.command);
 	free(v);
 }
 

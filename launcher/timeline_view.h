@@ -63,8 +63,16 @@ struct tl_mlock_call {
 	bool ok; /* result is the integer 0 */
 };
 
+/* memory.fault_rate: page faults per bucket_ms from time 0 */
+struct tl_series {
+	double bucket_ms;
+	const double *counts;
+	size_t n;
+};
+
 struct tl_memory {
 	double page_faults, major_faults, model_file_faults;
+	struct tl_series fault_rate;
 	const struct tl_mlock_call *mlock_calls;
 	size_t n_mlock_calls;
 	const char *mlock_status; /* the shim's word (docs/mlock.md), NULL without one */
@@ -73,6 +81,11 @@ struct tl_memory {
 
 struct tl_sched {
 	double io_wait_ms, sleep_ms, runqueue_ms;
+};
+
+struct tl_process {
+	const char *const *command; /* its words; NULL for one that is not a string */
+	size_t n_command;
 };
 
 struct tl_tracing {
@@ -105,6 +118,7 @@ struct tl_view {
 	struct tl_memory memory;
 	struct tl_sched sched;
 	struct tl_tracing tracing;
+	struct tl_process process;
 };
 
 /* The views of tl; NULL when out of memory. Free with tl_view_free. */
