@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "render.h"
 #include "render_perfetto.h"
 #include "render_prom.h"
 #include "render_svg.h"
@@ -1322,6 +1323,28 @@ static void test_html_caps_tables_at_200_rows(void **state)
 	free(out);
 }
 
+/* The renderer table: every format once, found by name; the synopsis and
+ * the message choices are made from it. */
+static void test_renderer_table(void **state)
+{
+	char choices[256];
+
+	(void)state;
+	assert_string_equal(RENDER_FORMATS, "text|json|perfetto|svg|html|prom");
+	assert_int_equal(n_renderers, 6);
+	for (size_t i = 0; i < n_renderers; i++) {
+		assert_ptr_equal(render_find(renderers[i].name), &renderers[i]);
+		assert_non_null(renderers[i].render);
+	}
+	assert_null(render_find("pdf"));
+	assert_null(render_find(NULL));
+	assert_ptr_equal(render_find("prom")->render, render_prom);
+	render_format_choices(choices, sizeof(choices));
+	assert_string_equal(choices, "text, json, perfetto, svg, html or prom");
+	render_format_choices(choices, 8); /* cut, still terminated */
+	assert_true(strlen(choices) < 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1352,6 +1375,7 @@ int main(void)
 	    cmocka_unit_test(test_svg_long_and_multibyte_names_stay_utf8),
 	    cmocka_unit_test(test_html_one_row_per_file_and_finding),
 	    cmocka_unit_test(test_html_caps_tables_at_200_rows),
+	    cmocka_unit_test(test_renderer_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

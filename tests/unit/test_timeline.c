@@ -14,6 +14,7 @@
 #include "config.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "timeline_view.h"
 #include "util.h"
 
 static struct timeline *new_tl(void)
@@ -463,6 +464,69 @@ static void test_summary_escapes_terminal_controls(void **state)
 	timeline_free(tl);
 }
 
+/* The views: one rule for a missing field (absent, null or mistyped: none,
+ * NULL, false, empty), the model's order kept, strings borrowed. */
+static void test_views_one_missing_rule(void **state)
+{
+	json_error_t e;
+	json_t *root = json_loads(
+	    "{\"schema\": \"tts-launch.timeline/1\","
+	    " \"marks\": {\"launch\": 0, \"spawn\": 1.5, \"bad\": \"x\", \"ready\": 900},"
+	    " \"phases\": [{\"name\": \"a\", \"start_ms\": 1, \"end_ms\": 2}, 7,"
+	    "   {\"name\": 3, \"start_ms\": null}],"
+	    " \"files\": [{\"path\": \"/m.bin\", \"bytes_read\": 10, \"opens\": \"2\"}],"
+	    " \"downloads\": [{\"path\": \"/d\", \"completed\": 1}],"
+	    " \"memory\": {\"page_faults\": 5, \"fault_rate\": {\"bucket_ms\": 100,"
+	    "   \"counts\": [1, null, 3]}, \"mlock_calls\": [{\"call\": \"mlockall\","
+	    "   \"result\": 0}, {\"result\": -1}, {\"result\": 0.0}]},"
+	    " \"tracing\": {\"enabled\": true},"
+	    " \"process\": {\"command\": [\"py\", 4, \"x\"]},"
+	    " \"requests\": {}}",
+	    0, &e);
+	struct timeline *tl;
+	struct tl_view *v;
+
+	(void)state;
+	assert_non_null(root);
+	tl = timeline_wrap(root);
+	v = tl_view_decode(tl);
+	assert_non_null(v);
+	assert_int_equal(v->n_marks, 3); /* "bad" is not a time */
+	assert_string_equal(v->marks[1].name, "spawn");
+	assert_true(tl_view_mark(v, "ready") == 900);
+	assert_false(tl_has(tl_view_mark(v, "bad")));
+	assert_false(tl_has(tl_view_mark(v, "exit")));
+	assert_int_equal(v->n_phases, 3); /* positions kept */
+	assert_string_equal(v->phases[0].name, "a");
+	assert_null(v->phases[1].name);
+	assert_false(tl_has(v->phases[1].start_ms));
+	assert_null(v->phases[2].name);
+	assert_false(tl_has(v->phases[2].start_ms));
+	assert_true(v->files[0].bytes_read == 10);
+	assert_false(tl_has(v->files[0].opens)); /* a string is not a number */
+	assert_true(tl_or0(v->files[0].opens) == 0);
+	assert_false(tl_has(v->files[0].bytes_written));
+	assert_false(v->downloads[0].completed); /* only true is true */
+	assert_true(v->memory.page_faults == 5);
+	assert_false(tl_has(v->memory.major_faults));
+	assert_int_equal(v->memory.fault_rate.n, 3);
+	assert_false(tl_has(v->memory.fault_rate.counts[1]));
+	assert_int_equal(v->memory.n_mlock_calls, 3);
+	assert_true(v->memory.mlock_calls[0].ok);
+	assert_false(v->memory.mlock_calls[1].ok);
+	assert_false(v->memory.mlock_calls[2].ok); /* a real is not the integer 0 */
+	assert_null(v->memory.mlock_status);
+	assert_true(v->tracing.enabled);
+	assert_false(tl_has(v->tracing.events_lost));
+	assert_int_equal(v->process.n_command, 3);
+	assert_null(v->process.command[1]);
+	assert_int_equal(v->n_requests, 0); /* not a list: empty */
+	assert_int_equal(v->n_network, 0);
+	assert_false(tl_has(v->sched.io_wait_ms));
+	tl_view_free(v);
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +535,7 @@ int main(void)
 	    cmocka_unit_test(test_write_is_atomic_and_loads),
 	    cmocka_unit_test(test_load_rejects_other_schema),
 	    cmocka_unit_test(test_load_accepts_the_listed_versions),
+	    cmocka_unit_test(test_views_one_missing_rule),
 	    cmocka_unit_test(test_file_classes),
 	    cmocka_unit_test(test_infer_phases),
 	    cmocka_unit_test(test_summary),
