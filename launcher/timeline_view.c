@@ -60,7 +60,8 @@ static int decode_phases(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_phases) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_phase){str(e, "name"), num(e, "start_ms"), num(e, "end_ms")};
+		out[i] = (struct tl_phase){str(e, "name"), num(e, "start_ms"), num(e, "end_ms"),
+					   num(e, "dur_ms")};
 	v->phases = out;
 	return 0;
 }
@@ -146,10 +147,17 @@ static int decode_requests(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_requests) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_request){num(e, "start_ms"),    num(e, "end_ms"),
-					     num(e, "dur_ms"),	    num(e, "latency_ms"),
-					     num(e, "page_faults"), num(e, "major_faults")};
+		out[i] = (struct tl_request){
+		    .start_ms = num(e, "start_ms"),
+		    .end_ms = num(e, "end_ms"),
+		    .dur_ms = num(e, "dur_ms"),
+		    .latency_ms = num(e, "latency_ms"),
+		    .faults = num(e, "faults"),
+		    .page_faults = num(e, "page_faults"),
+		    .major_faults = num(e, "major_faults"),
+		};
 	v->requests = out;
+	v->has_requests = json_is_array(arr);
 	return 0;
 }
 
@@ -189,9 +197,12 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 	m->major_faults = num(mem, "major_faults");
 	m->model_file_faults = num(mem, "model_file_faults");
 	shim = json_object_get(mem, "mlock");
+	m->has_mlock = json_is_object(shim);
+	m->mlock_mode = str(shim, "mode");
 	m->mlock_status = str(shim, "status");
 	m->mlock_bytes_locked = num(shim, "bytes_locked");
 	arr = json_object_get(mem, "mlock_calls");
+	m->has_mlock_calls = json_is_array(arr);
 	if (LIST(arr, calls, m->n_mlock_calls) < 0)
 		return -1;
 	json_array_foreach (arr, i, e) {
@@ -232,6 +243,9 @@ static int decode_process(const json_t *root, struct tl_view *v)
 	json_array_foreach (cmd, i, e)
 		words[i] = json_string_value(e);
 	v->process.command = words;
+	v->config_mlock_mode = str(
+	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "mlock"),
+	    "mode");
 	return 0;
 }
 

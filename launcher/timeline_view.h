@@ -28,7 +28,7 @@ struct tl_mark {
 
 struct tl_phase {
 	const char *name;
-	double start_ms, end_ms;
+	double start_ms, end_ms, dur_ms; /* dur_ms: only hand-made timelines have it */
 };
 
 struct tl_file {
@@ -55,7 +55,7 @@ struct tl_peer {
 
 struct tl_request {
 	double start_ms, end_ms, dur_ms, latency_ms;
-	double page_faults, major_faults;
+	double faults, page_faults, major_faults;
 };
 
 struct tl_mlock_call {
@@ -75,6 +75,9 @@ struct tl_memory {
 	struct tl_series fault_rate;
 	const struct tl_mlock_call *mlock_calls;
 	size_t n_mlock_calls;
+	bool has_mlock_calls;	  /* mlock_calls is a list (a traced run) */
+	bool has_mlock;		  /* memory.mlock: the shim's outcome is there */
+	const char *mlock_mode;	  /* its mode */
 	const char *mlock_status; /* the shim's word (docs/mlock.md), NULL without one */
 	double mlock_bytes_locked;
 };
@@ -113,12 +116,14 @@ struct tl_view {
 	size_t n_network;
 	const struct tl_request *requests;
 	size_t n_requests;
+	bool has_requests; /* requests is a list (maybe empty) */
 	const struct tl_finding *findings;
 	size_t n_findings;
 	struct tl_memory memory;
 	struct tl_sched sched;
 	struct tl_tracing tracing;
 	struct tl_process process;
+	const char *config_mlock_mode; /* launcher.config.mlock.mode */
 };
 
 /* The views of tl; NULL when out of memory. Free with tl_view_free. */

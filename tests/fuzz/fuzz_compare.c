@@ -36,9 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		}
 	}
-	cmp = compare_build(timeline_json(before),
-			    after ? timeline_json(after) : timeline_json(before), "before.json",
-			    "after.json");
+	cmp = compare_build(before, after ? after : before, "before.json", "after.json");
 	if (cmp) {
 		compare_print_text(cmp, fuzz_out());
 		json_dumpf(cmp, fuzz_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(12));
