@@ -57,7 +57,7 @@ int timeline_dump(const struct timeline *tl, FILE *out);
  * named in err (e.g. "phases[3].end_ms = 1.7e+308 is not a time") else. */
 struct timeline *timeline_load(const char *path, char *err, size_t errlen);
 
-/* The end-of-start-up summary (systemd-analyze blame style). */
+/* The end-of-start-up summary (systemd-analyze blame style; render_text.c). */
 void timeline_print_summary(const struct timeline *tl, FILE *out);
 
 /* Phases derived from marks, files, imports, downloads and mlock calls
