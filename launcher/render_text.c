@@ -1,18 +1,13 @@
 /* render_text: the end-of-start-up summary (systemd-analyze blame style),
- * `report --format text` and what `run` prints at ready. Still on the raw
- * tree (timeline_internal.h), with the summary's own rule for a missing
- * number (0, as jansson's json_number_value reads it); to move to the
- * typed views next. */
+ * `report --format text` and what `run` prints at ready. Reads the typed
+ * views only; a missing number counts as 0 here (tl_or0). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "timeline.h"
-#include "timeline_internal.h"
+#include "timeline_view.h"
 #include "util.h"
-
-static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
-
-static const char *sort_key;
 
 static void fmt_ms(char *buf, size_t len, double ms)
 {
@@ -35,31 +30,40 @@ static void fmt_size(char *buf, size_t len, double b)
 	snprintf(buf, len, i ? "%.1f%s" : "%.0f%s", b, u[i]);
 }
 
+/* Indices of the n largest of key[0..m) (stable for ties: glibc's qsort
+ * is a merge sort, and the index breaks ties anyway). */
+struct ranked {
+	double key;
+	size_t at;
+};
+
 static int by_desc_key(const void *a, const void *b)
 {
-	double x = json_number_value(json_object_get(*(json_t *const *)a, sort_key));
-	double y = json_number_value(json_object_get(*(json_t *const *)b, sort_key));
+	const struct ranked *x = a, *y = b;
 
-	return x > y ? -1 : x < y;
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* The n largest entries of an array by a numeric key (borrowed refs). */
-static size_t top_n(json_t *arr, const char *key, json_t **out, size_t n)
+static size_t top_n(const double *key, size_t m, size_t *out, size_t n)
 {
-	size_t m = json_array_size(arr), k = 0;
-	json_t **v = m ? malloc(m * sizeof(*v)) : NULL;
+	struct ranked *r = m ? malloc(m * sizeof(*r)) : NULL;
+	size_t k = 0;
 
-	if (!v)
+	if (!r)
 		return 0;
 	for (size_t i = 0; i < m; i++)
-		v[i] = json_array_get(arr, i);
-	sort_key = key;
-	qsort(v, m, sizeof(*v), by_desc_key);
+		r[i] = (struct ranked){key[i], i};
+	qsort(r, m, sizeof(*r), by_desc_key);
 	for (; k < n && k < m; k++)
-		out[k] = v[k];
-	free(v);
+		out[k] = r[k].at;
+	free(r);
 	return k;
 }
+
+/* a count for "%lld": 0 for none, in range for any loaded value */
+static long long count_ll(double v) { return tl_has(v) && fabs(v) < 9e18 ? (long long)v : 0; }
 
 static int dbl_cmp(const void *a, const void *b)
 {
@@ -117,154 +121,172 @@ static const char *esc(const char *s)
 	return text_esc(s, ring[next++ % 8], sizeof(ring[0]));
 }
 
+/* the heaviest files: what the summary lists of one */
+struct heavy {
+	const char *path, *class;
+	double bytes, span;
+	bool mapped;
+};
+
 void timeline_print_summary(const struct timeline *tl, FILE *out)
 {
-	json_t *root, *tr, *top[8], *mem, *arr, *p;
+	struct tl_view *v;
+	const struct tl_memory *mem;
 	const char *app_dir;
 	char a[32], b[32], c[32], sp[512];
-	size_t n, i;
-	double ready, exec;
+	size_t top[8], n, i, m;
+	double ready, exec, *key;
 
-	if (!tl || !out)
+	if (!tl || !out || !(v = tl_view_decode(tl)))
 		return;
-	root = timeline_json(tl);
-	tr = json_object_get(root, "tracing");
-	app_dir = json_string_value(json_object_get(
-	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app"),
-	    "dir"));
+	m = v->n_phases > v->n_files ? v->n_phases : v->n_files;
+	if (v->n_missing > m)
+		m = v->n_missing;
+	if (v->n_network > m)
+		m = v->n_network;
+	key = malloc((m ? m : 1) * sizeof(*key));
+	if (!key) {
+		tl_view_free(v);
+		return;
+	}
+	mem = &v->memory;
+	app_dir = v->config_app_dir;
 	ready = timeline_mark_ms(tl, "ready");
 	exec = timeline_mark_ms(tl, "exec");
 	fmt_ms(a, sizeof(a), ready);
 	fmt_ms(b, sizeof(b), exec);
 	fprintf(out, "tts-launch: start-up: exec at %s, ready %s%s\n", exec >= 0 ? b : "?",
 		ready >= 0 ? "at " : "", ready >= 0 ? a : "not reached");
-	if (!json_is_true(json_object_get(tr, "enabled"))) {
-		fprintf(out, "  tracing: off (%s)\n",
-			esc(json_string_value(json_object_get(tr, "reason")) ?: "disabled"));
-		return;
+	if (!v->tracing.enabled) {
+		fprintf(out, "  tracing: off (%s)\n", esc(v->tracing.reason ?: "disabled"));
+		goto done;
 	}
 
 	/* blame: phases by duration, with when they started */
-	arr = json_object_get(root, "phases");
-	n = top_n(arr, "dur_ms", top, 8);
+	for (i = 0; i < v->n_phases; i++)
+		key[i] = tl_or0(v->phases[i].dur_ms);
+	n = top_n(key, v->n_phases, top, 8);
 	if (n)
 		fprintf(out, "  phases (longest first):\n");
 	for (i = 0; i < n; i++) {
-		fmt_ms(a, sizeof(a), num(top[i], "dur_ms"));
-		fmt_ms(b, sizeof(b), num(top[i], "start_ms"));
-		fprintf(out, "    %10s  %-28s @%s\n", a,
-			esc(json_string_value(json_object_get(top[i], "name"))), b);
+		const struct tl_phase *p = &v->phases[top[i]];
+
+		fmt_ms(a, sizeof(a), tl_or0(p->dur_ms));
+		fmt_ms(b, sizeof(b), tl_or0(p->start_ms));
+		fprintf(out, "    %10s  %-28s @%s\n", a, esc(p->name), b);
 	}
 
 	/* files by what they cost: bytes read, written and mapped; model and
 	 * cache files only when there are any (a /sys file touched early and
 	 * late is no cost) */
-	arr = json_array();
-	for (int pass = 0; pass < 2 && !json_array_size(arr); pass++) {
-		json_array_foreach (json_object_get(root, "files"), i, p) {
-			const char *cls = json_string_value(json_object_get(p, "class"));
-			double bytes =
-			    num(p, "bytes_read") + num(p, "bytes_written") + num(p, "mmap_bytes");
+	{
+		struct heavy *h = calloc(v->n_files ? v->n_files : 1, sizeof(*h));
+		size_t nh = 0;
 
-			if (!cls || bytes <= 0 ||
-			    !strcmp(cls, "download") /* listed under downloads */ ||
-			    (pass == 0 && strcmp(cls, "model") && strcmp(cls, "hf_cache")))
-				continue;
-			json_array_append_new(arr, json_pack("{s:O, s:s, s:f, s:f, s:b}", "path",
-							     json_object_get(p, "path"), "class",
-							     cls, "bytes", bytes, "span",
-							     num(p, "last_ms") - num(p, "first_ms"),
-							     "mapped", num(p, "mmap_bytes") > 0));
+		for (int pass = 0; h && pass < 2 && !nh; pass++) {
+			for (i = 0; i < v->n_files; i++) {
+				const struct tl_file *f = &v->files[i];
+				const char *cls = f->class;
+				double bytes = tl_or0(f->bytes_read) + tl_or0(f->bytes_written) +
+					       tl_or0(f->mmap_bytes);
+
+				if (!cls || bytes <= 0 ||
+				    !strcmp(cls, "download") /* listed under downloads */ ||
+				    (pass == 0 && strcmp(cls, "model") && strcmp(cls, "hf_cache")))
+					continue;
+				h[nh++] = (struct heavy){f->path, cls, bytes,
+							 tl_or0(f->last_ms) - tl_or0(f->first_ms),
+							 tl_or0(f->mmap_bytes) > 0};
+			}
 		}
+		for (i = 0; i < nh; i++)
+			key[i] = h[i].bytes;
+		n = top_n(key, nh, top, 5);
+		if (n)
+			fprintf(
+			    out,
+			    "  heaviest files (bytes read/written/mapped, open to last use):\n");
+		for (i = 0; i < n; i++) {
+			const struct heavy *f = &h[top[i]];
+
+			fmt_size(a, sizeof(a), f->bytes);
+			fmt_ms(b, sizeof(b), f->span);
+			fprintf(out, "    %9s %-6s %9s  %-8s %s\n", a, f->mapped ? "mapped" : "", b,
+				esc(f->class), esc(short_path(f->path, app_dir, sp, sizeof(sp))));
+		}
+		free(h);
 	}
-	n = top_n(arr, "bytes", top, 5);
+
+	for (i = 0; i < v->n_missing; i++)
+		key[i] = tl_or0(v->missing[i].attempts);
+	n = top_n(key, v->n_missing, top, 5);
 	if (n)
-		fprintf(out, "  heaviest files (bytes read/written/mapped, open to last use):\n");
+		fprintf(out, "  missing paths (%zu, most tried first):\n", v->n_missing);
 	for (i = 0; i < n; i++) {
-		fmt_size(a, sizeof(a), num(top[i], "bytes"));
-		fmt_ms(b, sizeof(b), num(top[i], "span"));
-		fprintf(out, "    %9s %-6s %9s  %-8s %s\n", a,
-			json_is_true(json_object_get(top[i], "mapped")) ? "mapped" : "", b,
-			esc(json_string_value(json_object_get(top[i], "class"))),
-			esc(short_path(json_string_value(json_object_get(top[i], "path")), app_dir,
-				       sp, sizeof(sp))));
+		const struct tl_missing *mp = &v->missing[top[i]];
+
+		fprintf(out, "    %6lld x  %-8s %s\n", count_ll(mp->attempts),
+			esc(mp->errno_name ?: ""), esc(mp->path));
 	}
-	json_decref(arr);
 
-	arr = json_object_get(root, "missing_paths");
-	n = top_n(arr, "attempts", top, 5);
-	if (n)
-		fprintf(out, "  missing paths (%zu, most tried first):\n", json_array_size(arr));
-	for (i = 0; i < n; i++)
-		fprintf(out, "    %6lld x  %-8s %s\n",
-			(long long)json_integer_value(json_object_get(top[i], "attempts")),
-			esc(json_string_value(json_object_get(top[i], "errno")) ?: ""),
-			esc(json_string_value(json_object_get(top[i], "path"))));
-
-	arr = json_object_get(root, "network");
-	n = top_n(arr, "connect_ms", top, 5);
+	for (i = 0; i < v->n_network; i++)
+		key[i] = tl_or0(v->network[i].connect_ms);
+	n = top_n(key, v->n_network, top, 5);
 	if (n)
 		fprintf(out, "  network peers:\n");
 	for (i = 0; i < n; i++) {
-		fmt_size(a, sizeof(a), num(top[i], "bytes_in"));
-		fmt_size(b, sizeof(b), num(top[i], "bytes_out"));
-		fmt_ms(c, sizeof(c), num(top[i], "connect_ms"));
+		const struct tl_peer *p = &v->network[top[i]];
+
+		fmt_size(a, sizeof(a), tl_or0(p->bytes_in));
+		fmt_size(b, sizeof(b), tl_or0(p->bytes_out));
+		fmt_ms(c, sizeof(c), tl_or0(p->connect_ms));
 		fprintf(out,
 			"    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
-			esc(json_string_value(json_object_get(top[i], "peer"))),
-			(long long)json_integer_value(json_object_get(top[i], "connects")),
-			(long long)json_integer_value(json_object_get(top[i], "failures")),
-			json_is_string(json_object_get(top[i], "errno")) ? " " : "",
-			esc(json_string_value(json_object_get(top[i], "errno")) ?: ""), a, b, c);
+			esc(p->peer), count_ll(p->connects), count_ll(p->failures),
+			p->errno_name ? " " : "", esc(p->errno_name ?: ""), a, b, c);
 	}
 
-	arr = json_object_get(root, "downloads");
-	if (json_array_size(arr)) {
+	if (v->n_downloads) {
 		double total = 0;
 		size_t done = 0;
 
-		json_array_foreach (arr, i, p) {
-			total += num(p, "bytes");
-			done += json_is_true(json_object_get(p, "complete")) ||
-				json_is_true(json_object_get(p, "completed"));
+		for (i = 0; i < v->n_downloads; i++) {
+			total += tl_or0(v->downloads[i].bytes);
+			done += v->downloads[i].complete || v->downloads[i].completed;
 		}
 		fmt_size(a, sizeof(a), total);
-		fprintf(out, "  downloads (%zu, %s, %zu complete):\n", json_array_size(arr), a,
-			done);
+		fprintf(out, "  downloads (%zu, %s, %zu complete):\n", v->n_downloads, a, done);
 	}
-	json_array_foreach (arr, i, p) {
-		const char *name = json_string_value(json_object_get(p, "link"));
-		double d = num(p, "last_ms") - num(p, "first_ms");
+	for (i = 0; i < v->n_downloads; i++) {
+		const struct tl_download *p = &v->downloads[i];
+		const char *name = p->link;
+		double d = tl_or0(p->last_ms) - tl_or0(p->first_ms);
 
 		if (!name)
-			name = json_string_value(json_object_get(p, "final_path"));
+			name = p->final_path;
 		if (!name)
-			name = json_string_value(json_object_get(p, "path"));
-		fmt_size(a, sizeof(a), num(p, "bytes"));
+			name = p->path;
+		fmt_size(a, sizeof(a), tl_or0(p->bytes));
 		fmt_ms(b, sizeof(b), d);
 		if (d > 0)
-			snprintf(c, sizeof(c), "%.1fMB/s", num(p, "bytes") / 1e3 / d);
+			snprintf(c, sizeof(c), "%.1fMB/s", tl_or0(p->bytes) / 1e3 / d);
 		else
 			snprintf(c, sizeof(c), "-");
 		fprintf(out, "    %9s in %9s %11s  %-10s %s\n", a, b, c,
-			json_is_true(json_object_get(p, "complete")) ||
-				json_is_true(json_object_get(p, "completed"))
-			    ? "complete"
-			    : "INCOMPLETE",
+			p->complete || p->completed ? "complete" : "INCOMPLETE",
 			esc(short_path(name ? name : "?", app_dir, sp, sizeof(sp))));
 	}
 
 	/* requests after ready */
-	arr = json_object_get(root, "requests");
-	if (json_array_size(arr)) {
-		size_t nr = json_array_size(arr);
+	if (v->n_requests) {
+		size_t nr = v->n_requests;
 		double *lat = malloc(nr * sizeof(*lat)), faults = 0, major = 0;
 
-		json_array_foreach (arr, i, p) {
+		for (i = 0; i < nr; i++) {
 			if (lat)
-				lat[i] = num(p, "latency_ms");
-			faults += num(p, "faults");
-			major += num(p, "major_faults");
+				lat[i] = tl_or0(v->requests[i].latency_ms);
+			faults += tl_or0(v->requests[i].faults);
+			major += tl_or0(v->requests[i].major_faults);
 		}
 		if (lat) {
 			qsort(lat, nr, sizeof(*lat), dbl_cmp);
@@ -280,36 +302,30 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		free(lat);
 	}
 
-	mem = json_object_get(root, "memory");
 	fprintf(out, "  page faults: %lld (%lld major, %lld in model files)\n",
-		(long long)json_integer_value(json_object_get(mem, "page_faults")),
-		(long long)json_integer_value(json_object_get(mem, "major_faults")),
-		(long long)json_integer_value(json_object_get(mem, "model_file_faults")));
-	p = json_object_get(mem, "mlock");
-	if (json_is_object(p)) {
+		count_ll(mem->page_faults), count_ll(mem->major_faults),
+		count_ll(mem->model_file_faults));
+	if (mem->has_mlock) {
 		/* the shim's outcome (docs/mlock.md) */
-		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
+		fmt_ms(a, sizeof(a), tl_or0(mem->mlock_dur_ms));
 		fprintf(out, "  mlock shim (%s, at %s): %s, %.1f MiB locked in %s%s%s\n",
-			esc(json_string_value(json_object_get(p, "mode")) ?: "?"),
-			esc(json_string_value(json_object_get(p, "trigger")) ?: "?"),
-			esc(json_string_value(json_object_get(p, "status")) ?: "?"),
-			num(p, "bytes_locked") / 1048576.0, a,
-			json_string_value(json_object_get(p, "fix")) ? "; fix: " : "",
-			esc(json_string_value(json_object_get(p, "fix")) ?: ""));
+			esc(mem->mlock_mode ?: "?"), esc(mem->mlock_trigger ?: "?"),
+			esc(mem->mlock_status ?: "?"), tl_or0(mem->mlock_bytes_locked) / 1048576.0,
+			a, mem->mlock_fix ? "; fix: " : "", esc(mem->mlock_fix ?: ""));
 	}
-	json_array_foreach (json_object_get(mem, "mlock_calls"), i, p) {
-		fmt_ms(a, sizeof(a), num(p, "dur_ms"));
-		fprintf(out, "  %s: %s in %s\n", esc(json_string_value(json_object_get(p, "call"))),
-			json_integer_value(json_object_get(p, "result")) < 0
-			    ? esc(json_string_value(json_object_get(p, "errno")) ?: "failed")
-			    : "ok",
-			a);
+	for (i = 0; i < mem->n_mlock_calls; i++) {
+		const struct tl_mlock_call *mc = &mem->mlock_calls[i];
+
+		fmt_ms(a, sizeof(a), tl_or0(mc->dur_ms));
+		fprintf(out, "  %s: %s in %s\n", esc(mc->call),
+			mc->failed ? esc(mc->errno_name ?: "failed") : "ok", a);
 	}
-	p = json_object_get(root, "sched");
-	fmt_ms(a, sizeof(a), num(p, "io_wait_ms"));
-	fmt_ms(b, sizeof(b), num(p, "sleep_ms"));
-	fmt_ms(c, sizeof(c), num(p, "runqueue_ms"));
+	fmt_ms(a, sizeof(a), tl_or0(v->sched.io_wait_ms));
+	fmt_ms(b, sizeof(b), tl_or0(v->sched.sleep_ms));
+	fmt_ms(c, sizeof(c), tl_or0(v->sched.runqueue_ms));
 	fprintf(out, "  off-CPU: %s I/O wait, %s sleeping, %s waiting for a CPU\n", a, b, c);
-	fprintf(out, "  events lost: %lld\n",
-		(long long)json_integer_value(json_object_get(tr, "events_lost")));
+	fprintf(out, "  events lost: %lld\n", count_ll(v->tracing.events_lost));
+done:
+	free(key);
+	tl_view_free(v);
 }

@@ -116,9 +116,17 @@ static int decode_downloads(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_downloads) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_download){str(e, "path"),	   num(e, "bytes"),
-					      num(e, "first_ms"),  num(e, "last_ms"),
-					      num(e, "rate_mb_s"), flag(e, "completed")};
+		out[i] = (struct tl_download){
+		    .path = str(e, "path"),
+		    .bytes = num(e, "bytes"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .rate_mb_s = num(e, "rate_mb_s"),
+		    .completed = flag(e, "completed"),
+		    .complete = flag(e, "complete"),
+		    .final_path = str(e, "final_path"),
+		    .link = str(e, "link"),
+		};
 	v->downloads = out;
 	return 0;
 }
@@ -132,8 +140,15 @@ static int decode_network(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_network) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_peer){str(e, "peer"), num(e, "connects"), num(e, "failures"),
-					  num(e, "bytes_in"), num(e, "bytes_out")};
+		out[i] = (struct tl_peer){
+		    .peer = str(e, "peer"),
+		    .errno_name = str(e, "errno"),
+		    .connects = num(e, "connects"),
+		    .failures = num(e, "failures"),
+		    .bytes_in = num(e, "bytes_in"),
+		    .bytes_out = num(e, "bytes_out"),
+		    .connect_ms = num(e, "connect_ms"),
+		};
 	v->network = out;
 	return 0;
 }
@@ -200,6 +215,9 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 	m->has_mlock = json_is_object(shim);
 	m->mlock_mode = str(shim, "mode");
 	m->mlock_status = str(shim, "status");
+	m->mlock_trigger = str(shim, "trigger");
+	m->mlock_fix = str(shim, "fix");
+	m->mlock_dur_ms = num(shim, "dur_ms");
 	m->mlock_bytes_locked = num(shim, "bytes_locked");
 	arr = json_object_get(mem, "mlock_calls");
 	m->has_mlock_calls = json_is_array(arr);
@@ -208,8 +226,13 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 	json_array_foreach (arr, i, e) {
 		json_t *r = json_object_get(e, "result");
 
-		calls[i] = (struct tl_mlock_call){str(e, "call"),
-						  json_is_integer(r) && !json_integer_value(r)};
+		calls[i] = (struct tl_mlock_call){
+		    .call = str(e, "call"),
+		    .errno_name = str(e, "errno"),
+		    .ok = json_is_integer(r) && !json_integer_value(r),
+		    .failed = json_is_integer(r) && json_integer_value(r) < 0,
+		    .dur_ms = num(e, "dur_ms"),
+		};
 	}
 	m->mlock_calls = calls;
 	return 0;
@@ -228,7 +251,8 @@ static int decode_tracing(const json_t *root, struct tl_view *v)
 {
 	const json_t *t = json_object_get(root, "tracing");
 
-	v->tracing = (struct tl_tracing){flag(t, "enabled"), num(t, "events_lost")};
+	v->tracing =
+	    (struct tl_tracing){flag(t, "enabled"), str(t, "reason"), num(t, "events_lost")};
 	return 0;
 }
 
@@ -243,16 +267,22 @@ static int decode_process(const json_t *root, struct tl_view *v)
 	json_array_foreach (cmd, i, e)
 		words[i] = json_string_value(e);
 	v->process.command = words;
-	v->config_mlock_mode = str(
-	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "mlock"),
-	    "mode");
+	return 0;
+}
+
+static int decode_launcher(const json_t *root, struct tl_view *v)
+{
+	const json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
+
+	v->config_mlock_mode = str(json_object_get(cfg, "mlock"), "mode");
+	v->config_app_dir = str(json_object_get(cfg, "app"), "dir");
 	return 0;
 }
 
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
-    decode_marks,     decode_phases,  decode_files,    decode_missing,
-    decode_downloads, decode_network, decode_requests, decode_findings,
-    decode_memory,    decode_sched,   decode_tracing,  decode_process,
+    decode_marks,   decode_phases,   decode_files,    decode_missing, decode_downloads,
+    decode_network, decode_requests, decode_findings, decode_memory,  decode_sched,
+    decode_tracing, decode_process,  decode_launcher,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)

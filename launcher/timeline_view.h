@@ -46,11 +46,13 @@ struct tl_download {
 	const char *path;
 	double bytes, first_ms, last_ms, rate_mb_s;
 	bool completed;
+	bool complete;		       /* renamed to its final name while traced */
+	const char *final_path, *link; /* where it ended, the snapshot link to it */
 };
 
 struct tl_peer {
-	const char *peer;
-	double connects, failures, bytes_in, bytes_out;
+	const char *peer, *errno_name;
+	double connects, failures, bytes_in, bytes_out, connect_ms;
 };
 
 struct tl_request {
@@ -59,8 +61,10 @@ struct tl_request {
 };
 
 struct tl_mlock_call {
-	const char *call;
-	bool ok; /* result is the integer 0 */
+	const char *call, *errno_name;
+	bool ok;     /* result is the integer 0 */
+	bool failed; /* result is a negative integer */
+	double dur_ms;
 };
 
 /* memory.fault_rate: page faults per bucket_ms from time 0 */
@@ -79,7 +83,8 @@ struct tl_memory {
 	bool has_mlock;		  /* memory.mlock: the shim's outcome is there */
 	const char *mlock_mode;	  /* its mode */
 	const char *mlock_status; /* the shim's word (docs/mlock.md), NULL without one */
-	double mlock_bytes_locked;
+	const char *mlock_trigger, *mlock_fix;
+	double mlock_bytes_locked, mlock_dur_ms;
 };
 
 struct tl_sched {
@@ -93,6 +98,7 @@ struct tl_process {
 
 struct tl_tracing {
 	bool enabled;
+	const char *reason; /* why not, when not */
 	double events_lost;
 };
 
@@ -124,6 +130,7 @@ struct tl_view {
 	struct tl_tracing tracing;
 	struct tl_process process;
 	const char *config_mlock_mode; /* launcher.config.mlock.mode */
+	const char *config_app_dir;    /* launcher.config.app.dir */
 };
 
 /* The views of tl; NULL when out of memory. Free with tl_view_free. */
