@@ -8,23 +8,19 @@
  * (null when before is 0). */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compare.h"
 #include "timeline.h"
+#include "timeline_view.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
 
-/* ---- reading the model defensively: a wrong type counts as missing ---- */
-
-static double num(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
+/* The model is read through its typed views (timeline_view.h: a wrong
+ * type counts as missing); the comparison itself is built as JSON. */
 
 /* integral values as JSON integers (counts stay 10, not 10.0) */
 static json_t *num_json(double v)
@@ -36,7 +32,12 @@ static json_t *num_json(double v)
 	return json_real(v);
 }
 
-static double val(const json_t *row, const char *key) { return num(row, key); }
+static double val(const json_t *row, const char *key)
+{
+	const json_t *v = json_object_get(row, key);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
 
 /* {"before", "after", "diff", "ratio"} */
 static json_t *row(double b, double a)
@@ -62,11 +63,9 @@ double compare_percentile(const double *sorted, size_t n, double p)
 }
 
 /* Duration of a phase entry: dur_ms, else end_ms - start_ms. */
-static double phase_dur(const json_t *p)
+static double phase_dur(const struct tl_phase *p)
 {
-	double d = num(p, "dur_ms");
-
-	return isfinite(d) ? d : num(p, "end_ms") - num(p, "start_ms");
+	return isfinite(p->dur_ms) ? p->dur_ms : p->end_ms - p->start_ms;
 }
 
 /* Phase names are unique in a timeline tts-launch wrote; a hand-made one may
@@ -76,30 +75,45 @@ struct phase_total {
 	double total[2];  /* before, after; NAN: not on that side */
 };
 
-/* Adds side s's phases into t (n so far, the order of first appearance),
- * with index (name -> position in t): one pass, so 20,000 phases cost
- * 20,000 lookups, not 20,000 squared. */
-static size_t phase_totals(const json_t *root, int s, struct phase_total *t, size_t n,
-			   json_t *index)
+/* name -> position in the totals: open addressing by FNV-1a, positions + 1
+ * (0: empty), nslot a power of two over twice the names */
+struct name_index {
+	size_t *slot, nslot;
+};
+
+static size_t *name_slot(const struct name_index *x, const struct phase_total *t, const char *name)
 {
-	const json_t *p;
+	uint64_t h = 1469598103934665603ull;
 	size_t i;
 
-	json_array_foreach (json_object_get(root, "phases"), i, p) {
-		const char *name = json_string_value(json_object_get(p, "name"));
-		json_t *at;
-		double d = phase_dur(p);
-		size_t k;
+	for (const char *c = name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (i = (size_t)h & (x->nslot - 1); x->slot[i] && strcmp(t[x->slot[i] - 1].name, name);
+	     i = (i + 1) & (x->nslot - 1))
+		;
+	return &x->slot[i];
+}
 
-		if (!name)
+/* Adds side s's phases into t (n so far, the order of first appearance),
+ * with index x: one pass, so 20,000 phases cost 20,000 lookups, not 20,000
+ * squared. */
+static size_t phase_totals(const struct tl_view *v, int s, struct phase_total *t, size_t n,
+			   struct name_index *x)
+{
+	for (size_t i = 0; i < v->n_phases; i++) {
+		const struct tl_phase *p = &v->phases[i];
+		double d = phase_dur(p);
+		size_t *at, k;
+
+		if (!p->name)
 			continue;
-		at = json_object_get(index, name);
-		if (at) {
-			k = (size_t)json_integer_value(at);
+		at = name_slot(x, t, p->name);
+		if (*at) {
+			k = *at - 1;
 		} else {
 			k = n++;
-			t[k] = (struct phase_total){name, {NAN, NAN}};
-			json_object_set_new(index, name, json_integer((json_int_t)k));
+			t[k] = (struct phase_total){p->name, {NAN, NAN}};
+			*at = n;
 		}
 		if (isfinite(d))
 			t[k].total[s] = isfinite(t[k].total[s]) ? t[k].total[s] + d : d;
@@ -108,49 +122,51 @@ static size_t phase_totals(const json_t *root, int s, struct phase_total *t, siz
 }
 
 /* One row per phase name: before's in before's order, then after's own. */
-static json_t *phases(const json_t *before, const json_t *after)
+static json_t *phases(const struct tl_view *before, const struct tl_view *after)
 {
-	size_t cap = json_array_size(json_object_get(before, "phases")) +
-		     json_array_size(json_object_get(after, "phases"));
+	size_t cap = before->n_phases + after->n_phases, nslot = 16;
 	struct phase_total *t = calloc(cap ? cap : 1, sizeof(*t));
-	json_t *out = json_array(), *index = json_object();
+	json_t *out = json_array();
+	struct name_index x;
 	size_t n = 0;
 
-	if (!t || !out || !index) {
+	while (nslot < cap * 2)
+		nslot *= 2;
+	x = (struct name_index){calloc(nslot, sizeof(size_t)), nslot};
+	if (!t || !out || !x.slot) {
 		free(t);
-		json_decref(index);
+		free(x.slot);
 		json_decref(out);
 		return NULL;
 	}
-	n = phase_totals(before, 0, t, n, index);
-	n = phase_totals(after, 1, t, n, index);
+	n = phase_totals(before, 0, t, n, &x);
+	n = phase_totals(after, 1, t, n, &x);
 	for (size_t k = 0; k < n; k++) {
 		json_t *r = row(t[k].total[0], t[k].total[1]);
 
 		json_object_set_new(r, "name", json_string(t[k].name));
 		json_array_append_new(out, r);
 	}
-	json_decref(index);
+	free(x.slot);
 	free(t);
 	return out;
 }
 
 /* Start-up: launch to the ready mark, else to the exit mark (a command that
  * never listened). *mark names which one. */
-static double startup(const json_t *root, const char **mark)
+static double startup(const struct tl_view *tl, const char **mark)
 {
-	const json_t *marks = json_object_get(root, "marks");
-	double v = num(marks, "ready");
+	double v = tl_view_mark(tl, "ready");
 
 	*mark = "ready";
 	if (!isfinite(v)) {
-		v = num(marks, "exit");
+		v = tl_view_mark(tl, "exit");
 		*mark = isfinite(v) ? "exit" : NULL;
 	}
 	return v;
 }
 
-static json_t *startup_row(const json_t *before, const json_t *after)
+static json_t *startup_row(const struct tl_view *before, const struct tl_view *after)
 {
 	const char *mb, *ma;
 	double b = startup(before, &mb), a = startup(after, &ma);
@@ -174,37 +190,37 @@ struct req_stats {
 
 /* Latency of a request: latency_ms, else dur_ms, else end_ms - start_ms (the
  * shapes the tracer wrote, or writes, for requests[]). */
-static double req_latency(const json_t *r)
+static double req_latency(const struct tl_request *r)
 {
-	double v = num(r, "latency_ms");
+	double v = r->latency_ms;
 
 	if (!isfinite(v))
-		v = num(r, "dur_ms");
+		v = r->dur_ms;
 	if (!isfinite(v))
-		v = num(r, "end_ms") - num(r, "start_ms");
+		v = r->end_ms - r->start_ms;
 	return v;
 }
 
-static void req_stats(const json_t *root, struct req_stats *s)
+static void req_stats(const struct tl_view *tl, struct req_stats *s)
 {
-	const json_t *reqs = json_object_get(root, "requests"), *r;
-	size_t n = json_array_size(reqs), nl = 0, nf = 0, nm = 0, i;
+	size_t n = tl->n_requests, nl = 0, nf = 0, nm = 0;
 	double *lat = n ? calloc(n, sizeof(*lat)) : NULL, first_start = INFINITY;
 	double faults = 0, major = 0;
 
-	*s = (struct req_stats){.count = json_is_array(reqs) ? (double)n : NAN,
+	*s = (struct req_stats){.count = tl->has_requests ? (double)n : NAN,
 				.first = NAN,
 				.p50 = NAN,
 				.p99 = NAN,
 				.spread = NAN,
 				.faults = NAN,
 				.major = NAN};
-	json_array_foreach (reqs, i, r) {
-		double l = req_latency(r), f = num(r, "faults"), m = num(r, "major_faults");
-		double st = num(r, "start_ms");
+	for (size_t i = 0; i < n; i++) {
+		const struct tl_request *r = &tl->requests[i];
+		double l = req_latency(r), f = r->faults, m = r->major_faults;
+		double st = r->start_ms;
 
 		if (!isfinite(f))
-			f = num(r, "page_faults");
+			f = r->page_faults;
 		if (isfinite(l) && lat) {
 			lat[nl++] = l;
 			/* first request: the earliest start, else the first listed */
@@ -231,7 +247,7 @@ static void req_stats(const json_t *root, struct req_stats *s)
 	free(lat);
 }
 
-static json_t *requests(const json_t *before, const json_t *after)
+static json_t *requests(const struct tl_view *before, const struct tl_view *after)
 {
 	struct req_stats b, a;
 
@@ -244,32 +260,21 @@ static json_t *requests(const json_t *before, const json_t *after)
 			 row(b.major, a.major));
 }
 
-static json_t *str_or_null(const json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-
-	return s ? json_string(s) : json_null();
-}
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 /* The shim's outcome (memory.mlock) and the traced calls (memory.mlock_calls).
  * Without the shim, the mode the launcher was configured with. */
-static json_t *mlock_side(const json_t *root)
+static json_t *mlock_side(const struct tl_view *tl)
 {
-	const json_t *mem = json_object_get(root, "memory");
-	const json_t *o = json_object_get(mem, "mlock");
-	const json_t *calls = json_object_get(mem, "mlock_calls");
+	const struct tl_memory *m = &tl->memory;
 	json_t *out;
 
-	if (!json_is_object(o))
-		o = NULL;
 	out = json_pack(
-	    "{s:o, s:o, s:o, s:o}", "mode", str_or_null(o, "mode"), "status",
-	    str_or_null(o, "status"), "bytes_locked", num_json(num(o, "bytes_locked")), "calls",
-	    json_is_array(calls) ? json_integer((json_int_t)json_array_size(calls)) : json_null());
-	if (!o) {
-		const json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
-		const char *mode =
-		    json_string_value(json_object_get(json_object_get(cfg, "mlock"), "mode"));
+	    "{s:o, s:o, s:o, s:o}", "mode", str_or_null(m->mlock_mode), "status",
+	    str_or_null(m->mlock_status), "bytes_locked", num_json(m->mlock_bytes_locked), "calls",
+	    m->has_mlock_calls ? json_integer((json_int_t)m->n_mlock_calls) : json_null());
+	if (!m->has_mlock) {
+		const char *mode = tl->config_mlock_mode;
 
 		if (mode) {
 			json_object_set_new(out, "mode", json_string(mode));
@@ -280,22 +285,31 @@ static json_t *mlock_side(const json_t *root)
 	return out;
 }
 
-json_t *compare_build(const json_t *before, const json_t *after, const char *before_name,
-		      const char *after_name)
+static json_t *compare_views(const struct tl_view *before, const struct tl_view *after,
+			     const char *before_name, const char *after_name)
 {
-	const json_t *mb = json_object_get(before, "memory"),
-		     *ma = json_object_get(after, "memory");
 	json_t *mlock_b = mlock_side(before), *mlock_a = mlock_side(after);
 
-	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}}", "schema",
-			 "tts-launch.compare/1", "before", before_name ? before_name : "before",
-			 "after", after_name ? after_name : "after", "phases",
-			 phases(before, after), "startup_ms", startup_row(before, after),
-			 "page_faults", row(num(mb, "page_faults"), num(ma, "page_faults")),
-			 "major_faults", row(num(mb, "major_faults"), num(ma, "major_faults")),
-			 "requests", requests(before, after), "mlock", "before", mlock_b, "after",
-			 mlock_a, "bytes_locked",
-			 row(num(mlock_b, "bytes_locked"), num(mlock_a, "bytes_locked")));
+	return json_pack(
+	    "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}}", "schema",
+	    "tts-launch.compare/1", "before", before_name ? before_name : "before", "after",
+	    after_name ? after_name : "after", "phases", phases(before, after), "startup_ms",
+	    startup_row(before, after), "page_faults",
+	    row(before->memory.page_faults, after->memory.page_faults), "major_faults",
+	    row(before->memory.major_faults, after->memory.major_faults), "requests",
+	    requests(before, after), "mlock", "before", mlock_b, "after", mlock_a, "bytes_locked",
+	    row(val(mlock_b, "bytes_locked"), val(mlock_a, "bytes_locked")));
+}
+
+json_t *compare_build(const struct timeline *before, const struct timeline *after,
+		      const char *before_name, const char *after_name)
+{
+	struct tl_view *b = tl_view_decode(before), *a = tl_view_decode(after);
+	json_t *cmp = b && a ? compare_views(b, a, before_name, after_name) : NULL;
+
+	tl_view_free(a);
+	tl_view_free(b);
+	return cmp;
 }
 
 /* ---- the text table ---- */
@@ -496,7 +510,7 @@ int compare_command(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	cmp = compare_build(tl[0]->root, tl[1]->root, files[0], files[1]);
+	cmp = compare_build(tl[0], tl[1], files[0], files[1]);
 	if (!cmp) {
 		fprintf(stderr, "tts-launch: compare: failed to build the comparison: %s\n",
 			strerror(ENOMEM));

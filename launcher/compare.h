@@ -9,14 +9,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "timeline.h"
+
 /* Nearest-rank percentile of n values sorted ascending: the value of rank
  * ceil(p/100 * n) (1-based, at least 1). NAN when n is 0. */
 double compare_percentile(const double *sorted, size_t n, double p);
 
 /* Every figure of the comparison as a new JSON object (the `--format json`
- * output). before/after: timeline roots; the names are only echoed. */
-json_t *compare_build(const json_t *before, const json_t *after, const char *before_name,
-		      const char *after_name);
+ * output), from the typed views of the two timelines; the names are only
+ * echoed. NULL when out of memory. */
+json_t *compare_build(const struct timeline *before, const struct timeline *after,
+		      const char *before_name, const char *after_name);
 
 /* The plain aligned table of what compare_build returned. */
 void compare_print_text(const json_t *cmp, FILE *out);

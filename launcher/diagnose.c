@@ -21,6 +21,7 @@
 #include "diagnose.h"
 #include "diagnose_rules.h"
 #include "hfcache.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 /* The rule table: each group's rows, in this order (findings come out in
@@ -109,7 +110,7 @@ static const char *timeline_env(const void *root, const char *name)
 
 static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 {
-	json_t *root = tl->root, *cfg, *app, *exit_o, *v;
+	json_t *root = timeline_json(tl), *cfg, *app, *exit_o, *v;
 	const char *dir;
 	size_t i;
 
@@ -250,9 +251,9 @@ void diagnose_record_cache_fs(struct timeline *tl)
 	json_t *list = json_array();
 	int n;
 
-	if (!tl || !tl->root)
+	if (!tl || !timeline_json(tl))
 		return;
-	n = diagnose_cache_dirs(tl->root, dirs, HF_MAX_CACHE_DIRS, false);
+	n = diagnose_cache_dirs(timeline_json(tl), dirs, HF_MAX_CACHE_DIRS, false);
 	for (int i = 0; i < n; i++) {
 		char at[PATH_MAX], magic[32];
 		const char *name = NULL, *lost = NULL;
@@ -288,9 +289,9 @@ void diagnose_record_cache_fs(struct timeline *tl)
 			      dirs[i].path, "role", dirs[i].role, "exists", exists, "statfs_path",
 			      at, "fs_type", name ? name : magic, "fs_magic", magic, "read_only",
 			      (sv.f_flag & ST_RDONLY) != 0, "persistent", lost == NULL, "lost",
-			      lost, "incomplete", incomplete_on_disk(tl->root, dirs, i)));
+			      lost, "incomplete", incomplete_on_disk(timeline_json(tl), dirs, i)));
 	}
-	json_object_set_new(tl->root, "cache_fs", list);
+	json_object_set_new(timeline_json(tl), "cache_fs", list);
 }
 
 /* ---- entry points ---- */
@@ -316,7 +317,7 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 {
 	struct diag_ctx c;
 
-	if (!tl || !tl->root)
+	if (!tl || !timeline_json(tl))
 		return DIAG_CLEAN;
 	ctx_init(&c, tl);
 	diag_find_downloads(&c);
@@ -326,19 +327,19 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 		for (c.rule = groups[g].rows; c.rule->id; c.rule++)
 			c.rule->fn(&c);
 	}
-	json_object_set_new(tl->root, "findings", c.findings);
+	json_object_set_new(timeline_json(tl), "findings", c.findings);
 	json_decref(c.dls);
 	return level_of(c.findings);
 }
 
 int diagnose_level(const struct timeline *tl)
 {
-	return tl ? level_of(json_object_get(tl->root, "findings")) : DIAG_CLEAN;
+	return tl ? level_of(json_object_get(timeline_json(tl), "findings")) : DIAG_CLEAN;
 }
 
 void diagnose_print(const struct timeline *tl, FILE *out)
 {
-	json_t *findings = tl ? json_object_get(tl->root, "findings") : NULL, *f;
+	json_t *findings = tl ? json_object_get(timeline_json(tl), "findings") : NULL, *f;
 	size_t i;
 
 	if (!json_array_size(findings))
@@ -382,7 +383,7 @@ int diagnose_command(const char *path, unsigned checks, const char *format)
 				      lvl == DIAG_ERROR ? "error"
 				      : lvl		? "warning"
 							: "clean",
-				      "findings", json_object_get(tl->root, "findings"));
+				      "findings", json_object_get(timeline_json(tl), "findings"));
 
 		json_dumpf(o, stdout,
 			   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));

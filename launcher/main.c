@@ -21,9 +21,8 @@
 #include "doctor.h"
 #include "mlock.h"
 #include "redact.h"
-#include "render_perfetto.h"
-#include "render_prom.h"
-#include "render_svg.h"
+#include "render.h"
+#include "report.h"
 #include "spawn.h"
 #include "supervise.h"
 #include "timeline.h"
@@ -81,7 +80,7 @@ static const struct opt_def {
      "(secret\nvalues as ***, unless --print-env=secrets)"},
     {OPT_VERBOSE, "verbose", no_argument, NULL, "more detail (libbpf's own messages)"},
     {OPT_FORMAT, "format", required_argument, "FORMAT",
-     "report: text, json, perfetto, svg, html, prom;\ndiagnose, compare: text, json"},
+     "the output format: one of those in the\ncommand's synopsis above"},
     {OPT_OUTPUT, "output", required_argument, "FILE", "write FILE atomically instead of stdout"},
     {OPT_CHECK_IO, "check-io", no_argument, NULL, "only the file and disk rules"},
     {OPT_CHECK_DOWNLOAD, "check-download", no_argument, NULL, "only the download rules"},
@@ -175,7 +174,7 @@ static const struct verb {
      1,
      1,
      false,
-     "text|json|perfetto|svg|html|prom",
+     RENDER_FORMATS,
      {OPT_FORMAT, OPT_OUTPUT, OPT_HELP},
      "a saved timeline as: text (the summary), json, perfetto (Chrome\n"
      "trace-event JSON for ui.perfetto.dev), svg (a plot), html (the plot\n"
@@ -472,86 +471,6 @@ static int print_env(const struct config *c, bool secrets)
 	return 0;
 }
 
-/* report formats; text and json come with the timeline model */
-static int render_text(const struct timeline *tl, FILE *out)
-{
-	timeline_print_summary(tl, out);
-	return ferror(out) ? -1 : 0;
-}
-
-static int render_json(const struct timeline *tl, FILE *out)
-{
-	if (json_dumpf(tl->root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
-		return -1;
-	return fputc('\n', out) == EOF ? -1 : 0;
-}
-
-static const struct {
-	const char *name;
-	int (*render)(const struct timeline *tl, FILE *out);
-} report_formats[] = {
-    {"text", render_text}, {"json", render_json}, {"perfetto", render_perfetto},
-    {"svg", render_svg},   {"html", render_html}, {"prom", render_prom},
-};
-
-/* -o FILE: a temp file in the same directory, renamed over FILE once
- * complete, so a reader (node_exporter's textfile collector) never sees
- * half a file; a device or FIFO there is written in place (safefile.h). */
-static int report(const char *path, const char *format, const char *output)
-{
-	struct atomic_file a = ATOMIC_FILE_INIT;
-	char err[512];
-	struct timeline *tl;
-	FILE *out = stdout;
-	size_t f;
-	int rc = 0;
-
-	if (!path)
-		return usage_error("%s", "report needs a TIMELINE.json");
-	for (f = 0; f < sizeof(report_formats) / sizeof(report_formats[0]); f++)
-		if (!strcmp(format, report_formats[f].name))
-			break;
-	if (f == sizeof(report_formats) / sizeof(report_formats[0]))
-		return usage_error(
-		    "unknown --format '%s': expected text, json, perfetto, svg, html or prom",
-		    format);
-	tl = timeline_load(path, err, sizeof(err));
-	if (!tl) {
-		fprintf(stderr, "tts-launch: %s\n", err);
-		return EXIT_USAGE;
-	}
-	if (output &&
-	    (atomic_begin(&a, output, err, sizeof(err)) < 0 || !(out = atomic_stream(&a)))) {
-		fprintf(stderr, "tts-launch: cannot write the report: %s\n",
-			a.path ? strerror(errno) : err);
-		atomic_abort(&a); /* nothing half-written stays behind */
-		timeline_free(tl);
-		return 1;
-	}
-	errno = 0;
-	if (report_formats[f].render(tl, out) < 0 || fflush(out) == EOF || ferror(out)) {
-		fprintf(stderr, "tts-launch: failed to write the %s report to %s: %s\n", format,
-			output ? output : "stdout", strerror(errno ? errno : EIO));
-		rc = 1;
-	}
-	if (output) {
-		if (fclose(out) == EOF && !rc) {
-			fprintf(stderr, "tts-launch: failed to write %s: %s\n", output,
-				strerror(errno));
-			rc = 1;
-		}
-		/* node_exporter reads textfiles as its own user: 0644 like any
-		 * report, set on the open descriptor */
-		if (!rc && atomic_commit(&a, 0644, (uid_t)-1, (gid_t)-1, err, sizeof(err)) < 0) {
-			fprintf(stderr, "tts-launch: %s\n", err);
-			rc = 1;
-		}
-		atomic_abort(&a);
-	}
-	timeline_free(tl);
-	return rc;
-}
-
 /* The config for verbs that need one: defaults < file < --set < flags,
  * fully validated (exit 2 before anything is killed or started). */
 static int build_config(struct cmdline *cl, struct config *c)
@@ -644,7 +563,18 @@ static int verb_config(struct cmdline *cl)
 
 static int verb_report(struct cmdline *cl)
 {
-	return report(cl->args[0], cl->format ? cl->format : "text", cl->output);
+	const char *format = cl->format ? cl->format : "text";
+	const struct renderer *r = render_find(format);
+	char choices[256], msg[320];
+
+	if (!cl->args[0])
+		return usage_error("%s", "report needs a TIMELINE.json");
+	if (!r) {
+		render_format_choices(choices, sizeof(choices));
+		snprintf(msg, sizeof(msg), "unknown --format '%%s': expected %s", choices);
+		return usage_error(msg, format);
+	}
+	return report_write(cl->args[0], r, cl->output);
 }
 
 static int verb_diagnose(struct cmdline *cl)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 #define SHIM_NAME "mlock_shim.so"
@@ -564,9 +565,9 @@ void mlock_timeline(struct mlock_ctl *m, struct timeline *tl)
 {
 	json_t *mem, *copy;
 
-	if (!tl || !tl->root)
+	if (!tl || !timeline_json(tl))
 		return;
-	mem = json_object_get(tl->root, "memory");
+	mem = json_object_get(timeline_json(tl), "memory");
 	if (!json_is_object(mem))
 		return;
 	/* memory.mlock: what the shim reported, null when it was not used

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "phases.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 struct span {
@@ -34,7 +35,7 @@ void phases_infer(struct timeline *tl)
 
 	if (!tl)
 		return;
-	root = tl->root;
+	root = timeline_json(tl);
 	phases = json_object_get(root, "phases");
 	/* drop earlier inferences: snapshots repeat */
 	for (i = json_array_size(phases); i-- > 0;) {

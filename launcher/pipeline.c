@@ -11,6 +11,7 @@
 #include "phases.h"
 #include "progress.h"
 #include "timeline_build.h"
+#include "timeline_internal.h"
 #include "tracer.h"
 
 int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipeline_upto upto,
@@ -31,9 +32,9 @@ int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipelin
 		mlock_timeline(in->mlock, tl); /* memory.mlock */
 	if (upto < PIPE_FINDINGS)
 		return 0;
-	progress_timeline(in->progress, tl->root); /* progress: stalls said */
-	diagnose_record_cache_fs(tl);		   /* cache_fs: statfs of the caches */
-	diagnose_run(tl, DIAG_ALL);		   /* findings: stored, printed with the summary */
+	progress_timeline(in->progress, timeline_json(tl)); /* progress: stalls said */
+	diagnose_record_cache_fs(tl);			    /* cache_fs: statfs of the caches */
+	diagnose_run(tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (upto < PIPE_WRITE || !in->path || !*in->path)
 		return 0;
 	return timeline_write(tl, in->path, in->uid, in->gid, err, errlen);

@@ -1,6 +1,7 @@
 /* redact: what counts as a secret and how it is hidden; the rule is
  * documented in redact.h, README.md and docs/timeline.md. */
 #include <ctype.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

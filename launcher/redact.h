@@ -21,7 +21,6 @@
 #ifndef TTS_REDACT_H
 #define TTS_REDACT_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -57,10 +56,13 @@ void redact_argv_free(char **argv);
 /* In place, any JSON value: every string through redact_text, the string
  * value of every member with a secret name, and in an array the string
  * after a separate secret option. Idempotent. */
-void redact_json(json_t *v);
+/* (struct json_t is jansson's json_t: declared so that modules compiled
+ * without jansson, the renderers, may include this for redact_text) */
+struct json_t;
+void redact_json(struct json_t *v);
 
 /* A timeline model (docs/timeline.md), at construction or after loading an
  * older file: redact_json over the whole tree. */
-void redact_timeline(json_t *root);
+void redact_timeline(struct json_t *root);
 
 #endif

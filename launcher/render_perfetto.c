@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "render_perfetto.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 /* Extra lanes get thread ids above any real one (pid_max is at most 2^22,
@@ -338,7 +339,7 @@ static size_t rates_upto(const struct rate_at *r, size_t n, double t)
 
 int render_perfetto(const struct timeline *tl, FILE *out)
 {
-	const json_t *root = tl->root, *v;
+	const json_t *root = timeline_json(tl), *v;
 	json_t *procs = json_object_get(root, "processes"), *mem = json_object_get(root, "memory");
 	json_t *marks = json_object_get(root, "marks"), *trace = NULL, *arr;
 	struct events e = {.next_lane_tid = LANE_TID_BASE};

@@ -4,30 +4,18 @@
  * TYPE per family, before its samples; a label set appears once per family). */
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "redact.h"
 #include "render_prom.h"
+#include "timeline_view.h"
 
 const double prom_request_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 				       1,     2.5,  5,	   10,	 30,  60};
 const size_t prom_n_request_buckets =
     sizeof(prom_request_buckets) / sizeof(prom_request_buckets[0]);
-
-static double num(const json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static double num0(const json_t *o, const char *key)
-{
-	double v = num(o, key);
-
-	return isnan(v) ? 0 : v;
-}
 
 void prom_header(FILE *out, const char *name, const char *type, const char *help)
 {
@@ -100,24 +88,60 @@ static void single(FILE *out, const char *name, const char *type, const char *he
 }
 
 /* Label values once each: a repeated one (two phases or downloads of one
- * name) adds to the first. idx (label -> position) keeps that linear in the
- * number of labels on any input. */
+ * name) adds to the first. slot (an open-addressing table of positions + 1,
+ * by the label's FNV-1a hash) keeps that linear in the number of labels on
+ * any input. */
 struct lv {
 	char **label;
 	double *v;
 	size_t n, cap;
-	json_t *idx;
+	size_t *slot, nslot; /* nslot: a power of two, over twice n */
 };
+
+static size_t lv_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* the slot of label: where it is, or the empty one where it goes */
+static size_t *lv_find(struct lv *l, const char *label)
+{
+	size_t m = l->nslot - 1, i = lv_hash(label) & m;
+
+	while (l->slot[i] && strcmp(l->label[l->slot[i] - 1], label))
+		i = (i + 1) & m;
+	return &l->slot[i];
+}
+
+static int lv_grow(struct lv *l)
+{
+	size_t nslot = l->nslot ? l->nslot * 2 : 64, *old = l->slot, oldn = l->nslot;
+
+	if (!(l->slot = calloc(nslot, sizeof(*l->slot)))) {
+		l->slot = old;
+		return -1;
+	}
+	l->nslot = nslot;
+	for (size_t i = 0; i < oldn; i++)
+		if (old[i])
+			*lv_find(l, l->label[old[i] - 1]) = old[i];
+	free(old);
+	return 0;
+}
 
 static void lv_add(struct lv *l, const char *label, double v)
 {
-	json_t *at;
+	size_t *at;
 
-	if (!l->idx && !(l->idx = json_object()))
+	if ((l->n + 1) * 2 > l->nslot && lv_grow(l) < 0)
 		return;
-	at = json_object_get(l->idx, label);
-	if (at) {
-		l->v[json_integer_value(at)] += v;
+	at = lv_find(l, label);
+	if (*at) {
+		l->v[*at - 1] += v;
 		return;
 	}
 	if (l->n == l->cap) {
@@ -137,8 +161,8 @@ static void lv_add(struct lv *l, const char *label, double v)
 	l->label[l->n] = strdup(label);
 	if (!l->label[l->n])
 		return;
-	json_object_set_new(l->idx, label, json_integer((json_int_t)l->n));
 	l->v[l->n++] = v;
+	*at = l->n;
 }
 
 static void lv_write(FILE *out, struct lv *l, const char *name, const char *type, const char *help,
@@ -151,7 +175,7 @@ static void lv_write(FILE *out, struct lv *l, const char *name, const char *type
 	}
 	free(l->label);
 	free(l->v);
-	json_decref(l->idx);
+	free(l->slot);
 	*l = (struct lv){0};
 }
 
@@ -168,38 +192,37 @@ static void download_file(const char *path, char *buf, size_t len)
 
 int render_prom(const struct timeline *tl, FILE *out)
 {
-	const json_t *root = tl->root;
-	json_t *marks = json_object_get(root, "marks"), *mem = json_object_get(root, "memory");
-	json_t *tr = json_object_get(root, "tracing"), *sched = json_object_get(root, "sched"), *v;
-	double ready = num(marks, "ready"), launch = num(marks, "launch");
+	struct tl_view *v = tl_view_decode(tl);
+	const struct tl_memory *mem;
+	double ready, launch;
 	struct lv l = {0};
-	const char *key;
-	size_t i;
 	int ok = 0, ok_all = 0, failed = 0;
 
-	if (isnan(launch))
-		launch = 0;
+	if (!v)
+		return -1;
+	mem = &v->memory;
+	ready = tl_view_mark(v, "ready");
+	launch = tl_or0(tl_view_mark(v, "launch"));
 
 	/* start-up */
 	single(out, "indextts2_ready", "gauge",
 	       "1 when the service became ready (listened on its port) during the trace, else 0.",
-	       isnan(ready) ? 0 : 1);
-	if (!isnan(ready))
+	       tl_has(ready) ? 1 : 0);
+	if (tl_has(ready))
 		single(out, "indextts2_startup_seconds", "gauge",
 		       "Seconds from tts-launch's start to the service being ready.",
 		       (ready - launch) / 1e3);
-	json_object_foreach (marks, key, v)
-		if (json_is_number(v))
-			lv_add(&l, key, json_number_value(v) / 1e3);
+	for (size_t i = 0; i < v->n_marks; i++)
+		lv_add(&l, v->marks[i].name, v->marks[i].ms / 1e3);
 	lv_write(out, &l, "indextts2_mark_seconds", "gauge",
 		 "When each mark of the timeline happened, seconds since tts-launch started.",
 		 "mark");
-	json_array_foreach (json_object_get(root, "phases"), i, v) {
-		const char *name = json_string_value(json_object_get(v, "name"));
-		double d = num(v, "end_ms") - num(v, "start_ms");
+	for (size_t i = 0; i < v->n_phases; i++) {
+		const struct tl_phase *p = &v->phases[i];
+		double d = p->end_ms - p->start_ms;
 
-		if (name && !isnan(d))
-			lv_add(&l, name, d / 1e3);
+		if (p->name && tl_has(d))
+			lv_add(&l, p->name, d / 1e3);
 	}
 	lv_write(out, &l, "indextts2_phase_seconds", "gauge",
 		 "Duration of each start-up phase in seconds (phases may nest).", "phase");
@@ -207,18 +230,16 @@ int render_prom(const struct timeline *tl, FILE *out)
 	/* memory */
 	single(out, "indextts2_page_faults_total", "counter",
 	       "Page faults taken by the service's process tree during the trace.",
-	       num0(mem, "page_faults"));
+	       tl_or0(mem->page_faults));
 	single(out, "indextts2_major_page_faults_total", "counter",
-	       "Major page faults (that needed I/O) during the trace.", num0(mem, "major_faults"));
+	       "Major page faults (that needed I/O) during the trace.", tl_or0(mem->major_faults));
 	single(out, "indextts2_model_file_page_faults_total", "counter",
 	       "Page faults on mappings of model files during the trace.",
-	       num0(mem, "model_file_faults"));
-	json_array_foreach (json_object_get(mem, "mlock_calls"), i, v) {
-		if (json_is_integer(json_object_get(v, "result")) &&
-		    json_integer_value(json_object_get(v, "result")) == 0) {
+	       tl_or0(mem->model_file_faults));
+	for (size_t i = 0; i < mem->n_mlock_calls; i++) {
+		if (mem->mlock_calls[i].ok) {
 			ok++;
-			if (!strcmp(json_string_value(json_object_get(v, "call")) ?: "",
-				    "mlockall"))
+			if (!strcmp(mem->mlock_calls[i].call ?: "", "mlockall"))
 				ok_all++;
 		} else {
 			failed++;
@@ -229,8 +250,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 	sample(out, "indextts2_mlock_calls_total", "result", "ok", ok);
 	sample(out, "indextts2_mlock_calls_total", "result", "failed", failed);
 	{
-		json_t *shim = json_object_get(mem, "mlock");
-		const char *st = json_string_value(json_object_get(shim, "status"));
+		const char *st = mem->mlock_status;
 		/* the shim's word; else an mlockall that worked (libraries mlock
 		 * a page or two for themselves: that is not the model) */
 		bool locked = st ? !strcmp(st, "locked") : ok_all > 0;
@@ -246,7 +266,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 			    "The mlock shim's state (docs/mlock.md): 1 for the current one.");
 			sample(out, "indextts2_mlock_shim_status", "status", st, 1);
 			single(out, "indextts2_mlock_locked_bytes", "gauge",
-			       "Bytes the mlock shim locked.", num0(shim, "bytes_locked"));
+			       "Bytes the mlock shim locked.", tl_or0(mem->mlock_bytes_locked));
 		}
 	}
 
@@ -254,36 +274,37 @@ int render_prom(const struct timeline *tl, FILE *out)
 	{
 		double attempts = 0, read = 0, failures = 0;
 
-		json_array_foreach (json_object_get(root, "missing_paths"), i, v)
-			attempts += num0(v, "attempts");
-		json_array_foreach (json_object_get(root, "files"), i, v)
-			read += num0(v, "bytes_read");
-		json_array_foreach (json_object_get(root, "network"), i, v)
-			failures += num0(v, "failures");
+		for (size_t i = 0; i < v->n_missing; i++)
+			attempts += tl_or0(v->missing[i].attempts);
+		for (size_t i = 0; i < v->n_files; i++)
+			read += tl_or0(v->files[i].bytes_read);
+		for (size_t i = 0; i < v->n_network; i++)
+			failures += tl_or0(v->network[i].failures);
 		single(out, "indextts2_missing_path_attempts_total", "counter",
 		       "Failed attempts to open or stat paths that do not exist.", attempts);
 		single(out, "indextts2_missing_paths", "gauge", "Distinct paths found missing.",
-		       (double)json_array_size(json_object_get(root, "missing_paths")));
+		       (double)v->n_missing);
 		single(out, "indextts2_files", "gauge", "Distinct files opened or read.",
-		       (double)json_array_size(json_object_get(root, "files")));
+		       (double)v->n_files);
 		single(out, "indextts2_file_read_bytes_total", "counter",
 		       "Bytes read from files with read(2) and friends (mmap not included).", read);
 		single(out, "indextts2_connect_failures_total", "counter",
 		       "Failed connect(2) calls, all peers.", failures);
 	}
-	json_array_foreach (json_object_get(root, "downloads"), i, v) {
+	for (size_t i = 0; i < v->n_downloads; i++) {
 		char file[4096];
 
-		download_file(json_string_value(json_object_get(v, "path")), file, sizeof(file));
-		lv_add(&l, file, num0(v, "bytes"));
+		download_file(v->downloads[i].path, file, sizeof(file));
+		lv_add(&l, file, tl_or0(v->downloads[i].bytes));
 	}
 	lv_write(out, &l, "indextts2_download_bytes_total", "counter",
 		 "Bytes written to each downloaded file during the trace.", "file");
-	json_array_foreach (json_object_get(root, "downloads"), i, v) {
+	for (size_t i = 0; i < v->n_downloads; i++) {
+		const struct tl_download *d = &v->downloads[i];
 		char file[4096];
 
-		download_file(json_string_value(json_object_get(v, "path")), file, sizeof(file));
-		lv_add(&l, file, (num0(v, "last_ms") - num0(v, "first_ms")) / 1e3);
+		download_file(d->path, file, sizeof(file));
+		lv_add(&l, file, (tl_or0(d->last_ms) - tl_or0(d->first_ms)) / 1e3);
 	}
 	lv_write(out, &l, "indextts2_download_seconds", "gauge",
 		 "Seconds from the first to the last write of each downloaded file.", "file");
@@ -292,26 +313,26 @@ int render_prom(const struct timeline *tl, FILE *out)
 	prom_header(out, "indextts2_offcpu_seconds_total", "counter",
 		    "Time the service's threads spent off CPU during the trace, by reason.");
 	sample(out, "indextts2_offcpu_seconds_total", "reason", "io_wait",
-	       num0(sched, "io_wait_ms") / 1e3);
+	       tl_or0(v->sched.io_wait_ms) / 1e3);
 	sample(out, "indextts2_offcpu_seconds_total", "reason", "sleep",
-	       num0(sched, "sleep_ms") / 1e3);
+	       tl_or0(v->sched.sleep_ms) / 1e3);
 	sample(out, "indextts2_offcpu_seconds_total", "reason", "runqueue",
-	       num0(sched, "runqueue_ms") / 1e3);
+	       tl_or0(v->sched.runqueue_ms) / 1e3);
 
 	/* requests after ready */
 	{
-		json_t *reqs = json_object_get(root, "requests");
 		size_t nb = prom_n_request_buckets, *count = calloc(nb, sizeof(size_t)), n = 0;
 		double sum = 0, faults = 0, major = 0;
 
-		json_array_foreach (reqs, i, v) {
-			double d = num(v, "dur_ms");
+		for (size_t i = 0; i < v->n_requests; i++) {
+			const struct tl_request *r = &v->requests[i];
+			double d = r->dur_ms;
 
-			if (isnan(d))
-				d = num(v, "end_ms") - num(v, "start_ms");
-			faults += num0(v, "page_faults");
-			major += num0(v, "major_faults");
-			if (isnan(d))
+			if (!tl_has(d))
+				d = r->end_ms - r->start_ms;
+			faults += tl_or0(r->page_faults);
+			major += tl_or0(r->major_faults);
+			if (!tl_has(d))
 				continue;
 			d /= 1e3;
 			n++;
@@ -342,12 +363,12 @@ int render_prom(const struct timeline *tl, FILE *out)
 	/* the tracing itself */
 	single(out, "tts_launch_tracing_enabled", "gauge",
 	       "1 when the start-up was traced, 0 when it ran untraced.",
-	       json_is_true(json_object_get(tr, "enabled")) ? 1 : 0);
+	       v->tracing.enabled ? 1 : 0);
 	single(out, "tts_launch_events_lost_total", "counter",
 	       "Trace events or records dropped (ring buffer full, maps full).",
-	       num0(tr, "events_lost"));
+	       tl_or0(v->tracing.events_lost));
 	single(out, "tts_launch_findings", "gauge",
-	       "Findings of the diagnosis rules in the timeline.",
-	       (double)json_array_size(json_object_get(root, "findings")));
+	       "Findings of the diagnosis rules in the timeline.", (double)v->n_findings);
+	tl_view_free(v);
 	return ferror(out) ? -1 : 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "render_svg.h"
+#include "timeline_view.h"
 #include "util.h"
 
 #define WIDTH	  1400
@@ -24,13 +25,6 @@
 #define MARK_ROWS 3
 #define FAULT_H	  120
 #define TITLE_H	  56
-
-static double num(const json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
 
 void svg_escape(FILE *out, const char *s)
 {
@@ -85,7 +79,7 @@ void svg_escape(FILE *out, const char *s)
  * label cut in the middle of a character is not valid XML). */
 static int utf8_prefix(const char *s, size_t max) { return (int)utf8_prefix_len(s, max); }
 
-static void fmt_dur(char *buf, size_t len, double ms)
+void svg_fmt_dur(char *buf, size_t len, double ms)
 {
 	if (ms >= 1000)
 		snprintf(buf, len, "%.2f s", ms / 1e3);
@@ -126,33 +120,61 @@ static const struct category *category_of(const char *phase)
 }
 
 /* downloads[] by the base name of their path (the first of equal ones), for
- * the "download:BASENAME" phases: built once, so many phases and many
- * downloads cost a lookup each, not one scan each. */
-static json_t *downloads_by_base(const json_t *root)
+ * the "download:BASENAME" phases: sorted once, so many phases and many
+ * downloads cost a binary search each, not one scan each. */
+struct by_base {
+	const char *base;
+	const struct tl_download *d;
+	size_t at; /* position in downloads[]: equal names keep their order */
+};
+
+static int by_base_cmp(const void *x, const void *y)
 {
-	json_t *idx = json_object(), *d;
-	size_t i;
+	const struct by_base *a = x, *b = y;
+	int c = strcmp(a->base, b->base);
 
-	json_array_foreach (json_object_get(root, "downloads"), i, d) {
-		const char *p = json_string_value(json_object_get(d, "path"));
-		const char *b = p ? strrchr(p, '/') : NULL;
+	return c ? c : a->at < b->at ? -1 : a->at > b->at;
+}
 
-		if (idx && p && !json_object_get(idx, b ? b + 1 : p))
-			json_object_set(idx, b ? b + 1 : p, d);
+static struct by_base *downloads_by_base(const struct tl_view *v, size_t *n)
+{
+	struct by_base *idx = calloc(v->n_downloads ? v->n_downloads : 1, sizeof(*idx));
+
+	*n = 0;
+	for (size_t i = 0; idx && i < v->n_downloads; i++) {
+		const char *p = v->downloads[i].path, *b = p ? strrchr(p, '/') : NULL;
+
+		if (p)
+			idx[(*n)++] = (struct by_base){b ? b + 1 : p, &v->downloads[i], i};
 	}
+	if (idx)
+		qsort(idx, *n, sizeof(*idx), by_base_cmp);
 	return idx;
 }
 
-/* The downloads[] entry behind a "download:BASENAME" phase, if any. */
-static json_t *download_of(const json_t *by_base, const char *phase)
+/* The downloads[] entry behind a "download:BASENAME" phase, if any: the
+ * first of that name. */
+static const struct tl_download *download_of(const struct by_base *idx, size_t n, const char *phase)
 {
-	return strncmp(phase, "download:", 9) ? NULL : json_object_get(by_base, phase + 9);
+	size_t lo = 0, hi = n;
+
+	if (strncmp(phase, "download:", 9))
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(idx[mid].base, phase + 9) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !strcmp(idx[lo].base, phase + 9) ? idx[lo].d : NULL;
 }
 
 /* "org/repo 108f71ed… (65.8 MiB, 38.7 MB/s)" for a hub cache blob. */
-static void download_label(const json_t *d, char *buf, size_t len)
+static void download_label(const struct tl_download *d, char *buf, size_t len)
 {
-	const char *path = json_string_value(json_object_get(d, "path"));
+	const char *path = d->path;
 	const char *m = path ? strstr(path, "models--") : NULL;
 	const char *base = path ? strrchr(path, '/') : NULL;
 	char repo[160] = "", size[32], rate[32] = "";
@@ -171,11 +193,11 @@ static void download_label(const json_t *d, char *buf, size_t len)
 			memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
 		}
 	}
-	fmt_bytes(size, sizeof(size), num(d, "bytes"));
-	if (num(d, "rate_mb_s") >= 0.1)
-		snprintf(rate, sizeof(rate), ", %.1f MB/s", num(d, "rate_mb_s"));
-	else if (num(d, "rate_mb_s") >= 0)
-		snprintf(rate, sizeof(rate), ", %.1f kB/s", num(d, "rate_mb_s") * 1e3);
+	fmt_bytes(size, sizeof(size), d->bytes);
+	if (d->rate_mb_s >= 0.1)
+		snprintf(rate, sizeof(rate), ", %.1f MB/s", d->rate_mb_s);
+	else if (d->rate_mb_s >= 0)
+		snprintf(rate, sizeof(rate), ", %.1f kB/s", d->rate_mb_s * 1e3);
 	snprintf(buf, len, "download %s%.*s%s (%s%s)", repo, utf8_prefix(base, 12), base,
 		 strlen(base) > 12 ? "…" : "", size, rate);
 	utf8_trim(buf); /* cut to len: at a character boundary */
@@ -216,26 +238,36 @@ static void text(FILE *out, double x, double y, const char *anchor, const char *
 	fputs("</text>\n", out);
 }
 
+/* A count for "%lld": as jansson's json_integer_value read it before, 0 for
+ * none; in range for any loaded value (they are bounded by 1e19). */
+static long long count_ll(double v) { return tl_has(v) && fabs(v) < 9e18 ? (long long)v : 0; }
+
 int render_svg(const struct timeline *tl, FILE *out)
 {
-	const json_t *root = tl->root;
-	json_t *phases = json_object_get(root, "phases"), *marks = json_object_get(root, "marks");
-	json_t *mem = json_object_get(root, "memory"), *fr = json_object_get(mem, "fault_rate");
-	json_t *v, *counts = json_object_get(fr, "counts"), *by_base = downloads_by_base(root);
-	size_t i, n = json_array_size(phases);
-	double ready = num(marks, "ready"), bucket = num(fr, "bucket_ms"), step, y, top, bottom;
+	struct tl_view *v = tl_view_decode(tl);
+	const struct tl_series *fr;
+	struct by_base *by_base;
+	size_t i, n, n_base;
+	double ready, bucket, step, y, top, bottom;
 	double fmax = 0;
 	struct plot p = {MARGIN, WIDTH - MARGIN, 0};
 	double mark_end[MARK_ROWS];
-	const char *key;
 	char buf[512], dur[32];
 	int height;
 
+	if (!v)
+		return -1;
+	by_base = downloads_by_base(v, &n_base);
+	fr = &v->memory.fault_rate;
+	n = v->n_phases;
+	ready = tl_view_mark(v, "ready");
+	bucket = fr->bucket_ms;
+
 	/* time span: up to the end of the last phase or ready (not the exit:
 	 * a service runs long after its start-up) */
-	json_array_foreach (phases, i, v)
-		if (num(v, "end_ms") > p.tmax)
-			p.tmax = num(v, "end_ms");
+	for (i = 0; i < n; i++)
+		if (v->phases[i].end_ms > p.tmax)
+			p.tmax = v->phases[i].end_ms;
 	if (ready > p.tmax)
 		p.tmax = ready;
 	if (p.tmax <= 0)
@@ -272,33 +304,27 @@ int render_svg(const struct timeline *tl, FILE *out)
 
 	/* title: the command and the headline figures */
 	{
-		json_t *cmd = json_object_get(json_object_get(root, "process"), "command");
 		size_t off = 0;
 
 		buf[0] = 0;
-		json_array_foreach (cmd, i, v)
+		for (i = 0; i < v->process.n_command; i++)
 			off +=
 			    (size_t)snprintf(buf + off, off < sizeof(buf) ? sizeof(buf) - off : 0,
-					     "%s%s", i ? " " : "", json_string_value(v) ?: "");
+					     "%s%s", i ? " " : "", v->process.command[i] ?: "");
 		if (off >= sizeof(buf))
 			strcpy(buf + utf8_prefix(buf, sizeof(buf) - 4), "...");
 		fputs("<text x=\"20\" y=\"24\" class=\"title\">tts-launch start-up: ", out);
 		svg_escape(out, buf[0] ? buf : "(no command)");
 		fputs("</text>\n", out);
 		if (!isnan(ready))
-			fmt_dur(dur, sizeof(dur), ready);
+			svg_fmt_dur(dur, sizeof(dur), ready);
 		snprintf(
 		    buf, sizeof(buf),
 		    "ready %s%s · %lld page faults (%lld major) · %zu downloads · %zu missing paths"
 		    " · tracing %s",
 		    isnan(ready) ? "not reached" : "at ", isnan(ready) ? "" : dur,
-		    (long long)json_integer_value(json_object_get(mem, "page_faults")),
-		    (long long)json_integer_value(json_object_get(mem, "major_faults")),
-		    json_array_size(json_object_get(root, "downloads")),
-		    json_array_size(json_object_get(root, "missing_paths")),
-		    json_is_true(json_object_get(json_object_get(root, "tracing"), "enabled"))
-			? "on"
-			: "off");
+		    count_ll(v->memory.page_faults), count_ll(v->memory.major_faults),
+		    v->n_downloads, v->n_missing, v->tracing.enabled ? "on" : "off");
 		text(out, 20, 44, "start", "sub", buf);
 	}
 
@@ -311,7 +337,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 			"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
 			x, top - 4, x, bottom + 20 + FAULT_H);
 		if (t > 0)
-			fmt_dur(dur, sizeof(dur), t);
+			svg_fmt_dur(dur, sizeof(dur), t);
 		else
 			snprintf(dur, sizeof(dur), "0");
 		if (x + 2 + text_w(dur) <= WIDTH)
@@ -321,11 +347,11 @@ int render_svg(const struct timeline *tl, FILE *out)
 	}
 
 	/* phase rows */
-	json_array_foreach (phases, i, v) {
-		const char *name = json_string_value(json_object_get(v, "name")) ?: "?";
+	for (i = 0; i < n; i++) {
+		const char *name = v->phases[i].name ?: "?";
 		const struct category *c = category_of(name);
-		json_t *d = download_of(by_base, name);
-		double a = num(v, "start_ms"), b = num(v, "end_ms");
+		const struct tl_download *d = download_of(by_base, n_base, name);
+		double a = v->phases[i].start_ms, b = v->phases[i].end_ms;
 		double xa, xb, w, tw, ry = top + (double)i * ROW_H;
 
 		if (isnan(a))
@@ -335,7 +361,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		xa = px(&p, a);
 		xb = px(&p, b);
 		w = xb - xa < 1 ? 1 : xb - xa; /* a zero-length phase stays visible */
-		fmt_dur(dur, sizeof(dur), b - a);
+		svg_fmt_dur(dur, sizeof(dur), b - a);
 		if (d) {
 			download_label(d, buf, sizeof(buf) - 40);
 			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "  %s", dur);
@@ -369,25 +395,25 @@ int render_svg(const struct timeline *tl, FILE *out)
 		double at[64];
 		size_t nm = 0;
 
-		json_object_foreach (marks, key, v) {
+		for (size_t k = 0; k < v->n_marks; k++) {
+			const struct tl_mark *m = &v->marks[k];
 			size_t j;
 
-			if (!json_is_number(v) || nm == 64 || !strcmp(key, "ready") ||
-			    json_number_value(v) > p.tmax)
+			if (nm == 64 || !strcmp(m->name, "ready") || m->ms > p.tmax)
 				continue;
-			for (j = nm; j > 0 && at[j - 1] > json_number_value(v); j--) {
+			for (j = nm; j > 0 && at[j - 1] > m->ms; j--) {
 				at[j] = at[j - 1];
 				names[j] = names[j - 1];
 			}
-			at[j] = json_number_value(v);
-			names[j] = key;
+			at[j] = m->ms;
+			names[j] = m->name;
 			nm++;
 		}
 		for (size_t j = 0; j < nm; j++) {
 			double x = px(&p, at[j]);
 			int r;
 
-			fmt_dur(dur, sizeof(dur), at[j]);
+			svg_fmt_dur(dur, sizeof(dur), at[j]);
 			snprintf(buf, sizeof(buf), "%.*s %s", utf8_prefix(names[j], 200), names[j],
 				 dur);
 			for (r = 0; r < MARK_ROWS - 1 && mark_end[r] > x - 6; r++)
@@ -403,9 +429,9 @@ int render_svg(const struct timeline *tl, FILE *out)
 
 	/* page faults per second under the rows */
 	y = bottom + 20;
-	json_array_foreach (counts, i, v)
-		if (json_number_value(v) > fmax)
-			fmax = json_number_value(v);
+	for (i = 0; i < fr->n; i++)
+		if (tl_or0(fr->counts[i]) > fmax)
+			fmax = tl_or0(fr->counts[i]);
 	fprintf(out,
 		"<rect class=\"panel\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
 		"fill=\"#f7f7f7\"/>\n",
@@ -417,17 +443,16 @@ int render_svg(const struct timeline *tl, FILE *out)
 			"<path class=\"faults\" fill=\"#4a7fc1\" fill-opacity=\"0.55\" "
 			"stroke=\"#2a5a9a\" stroke-width=\"1\" d=\"M%.1f %.1f",
 			px(&p, 0), y + FAULT_H);
-		json_array_foreach (counts, i, v) {
+		for (i = 0; i < fr->n; i++) {
 			double t0 = (double)i * bucket,
-			       yy = y + FAULT_H - json_number_value(v) * scale;
+			       yy = y + FAULT_H - tl_or0(fr->counts[i]) * scale;
 
 			if (t0 > p.tmax)
 				break;
 			fprintf(out, " L%.1f %.1f L%.1f %.1f", px(&p, t0), yy, px(&p, t0 + bucket),
 				yy);
 		}
-		fprintf(out, " L%.1f %.1f Z\"/>\n",
-			px(&p, fmin((double)json_array_size(counts) * bucket, p.tmax)),
+		fprintf(out, " L%.1f %.1f Z\"/>\n", px(&p, fmin((double)fr->n * bucket, p.tmax)),
 			y + FAULT_H);
 		snprintf(buf, sizeof(buf), "page faults per %.0f ms (max %.0f, %.0f/s)", bucket,
 			 fmax, fmax * 1000 / bucket);
@@ -440,7 +465,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 	if (!isnan(ready)) {
 		double x = px(&p, ready);
 
-		fmt_dur(dur, sizeof(dur), ready);
+		svg_fmt_dur(dur, sizeof(dur), ready);
 		snprintf(buf, sizeof(buf), "ready %s", dur);
 		fprintf(out,
 			"<line class=\"ready\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
@@ -465,203 +490,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		}
 	}
 	fputs("</svg>\n", out);
-	json_decref(by_base);
-	return ferror(out) ? -1 : 0;
-}
-
-static double sort_key_bytes(const json_t *f)
-{
-	double a = num(f, "bytes_read"), b = num(f, "mmap_bytes"), c = num(f, "bytes_written");
-
-	return (isnan(a) ? 0 : a) + (isnan(b) ? 0 : b) + (isnan(c) ? 0 : c);
-}
-
-static const json_t *sort_root;
-static const char *sort_field;
-
-static int cmp_desc(const void *x, const void *y)
-{
-	const json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
-	double p = sort_field ? num(a, sort_field) : sort_key_bytes(a);
-	double q = sort_field ? num(b, sort_field) : sort_key_bytes(b);
-
-	(void)sort_root;
-	if (isnan(p))
-		p = 0;
-	if (isnan(q))
-		q = 0;
-	return p > q ? -1 : p < q;
-}
-
-/* The first max elements of arr, largest first by field (NULL: bytes). */
-static size_t top_n(json_t *arr, const char *field, json_t **out, size_t max)
-{
-	size_t n = json_array_size(arr), i;
-	json_t **all = calloc(n ? n : 1, sizeof(*all));
-
-	if (!all)
-		return 0;
-	for (i = 0; i < n; i++)
-		all[i] = json_array_get(arr, i);
-	sort_field = field;
-	qsort(all, n, sizeof(*all), cmp_desc);
-	if (n > max)
-		n = max;
-	memcpy(out, all, n * sizeof(*out));
-	free(all);
-	return n;
-}
-
-static void td(FILE *out, const char *s)
-{
-	fputs("<td>", out);
-	svg_escape(out, s);
-	fputs("</td>", out);
-}
-
-static void td_num(FILE *out, const json_t *o, const char *key, int bytes)
-{
-	char buf[64];
-	double v = num(o, key);
-
-	if (isnan(v))
-		snprintf(buf, sizeof(buf), "-");
-	else if (bytes)
-		fmt_bytes(buf, sizeof(buf), v);
-	else if (v == floor(v))
-		snprintf(buf, sizeof(buf), "%.0f", v);
-	else
-		snprintf(buf, sizeof(buf), "%.1f", v);
-	fprintf(out, "<td class=\"n\">%s</td>", buf);
-}
-
-static void td_str(FILE *out, const json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (json_is_string(v))
-		td(out, json_string_value(v));
-	else if (!v || json_is_null(v))
-		td(out, "");
-	else {
-		char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-
-		td(out, s ? s : "?");
-		free(s);
-	}
-}
-
-#define HTML_MAX_ROWS 200
-
-int render_html(const struct timeline *tl, FILE *out)
-{
-	json_t *root = tl->root, *v, *rows[HTML_MAX_ROWS];
-	json_t *files = json_object_get(root, "files"),
-	       *missing = json_object_get(root, "missing_paths");
-	json_t *findings = json_object_get(root, "findings");
-	size_t i, n;
-	char dur[32];
-
-	fputs(
-	    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	    "<title>tts-launch start-up timeline</title>\n<style>\n"
-	    "body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 13px; margin: 16px; "
-	    "color: #222; }\n"
-	    "h2 { font-size: 15px; margin: 22px 0 6px; }\n"
-	    "table { border-collapse: collapse; }\n"
-	    "td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: left; "
-	    "vertical-align: top; }\n"
-	    "th { background: #f0f0f0; }\n"
-	    "td.n { text-align: right; font-variant-numeric: tabular-nums; }\n"
-	    "p.note { color: #666; }\n"
-	    "</style></head><body>\n",
-	    out);
-	if (render_svg(tl, out) < 0)
-		return -1;
-
-	/* findings first: they are the point of a diagnosis */
-	fprintf(out, "<h2 id=\"findings\">Findings (%zu)</h2>\n", json_array_size(findings));
-	if (!json_array_size(findings)) {
-		fputs("<p class=\"note\">None recorded in this timeline.</p>\n", out);
-	} else {
-		fputs("<table class=\"findings\"><tr><th>severity</th><th>rule</th><th>finding</th>"
-		      "<th>fix</th></tr>\n",
-		      out);
-		json_array_foreach (findings, i, v) {
-			fputs("<tr>", out);
-			td_str(out, v, "severity");
-			td_str(out, v, json_object_get(v, "rule") ? "rule" : "id");
-			td_str(out, v, json_object_get(v, "message") ? "message" : "title");
-			td_str(out, v, "fix");
-			fputs("</tr>\n", out);
-		}
-		fputs("</table>\n", out);
-	}
-
-	fputs("<h2 id=\"phases\">Phases</h2>\n<table class=\"phases\"><tr><th>phase</th>"
-	      "<th>start</th><th>duration</th></tr>\n",
-	      out);
-	json_array_foreach (json_object_get(root, "phases"), i, v) {
-		fputs("<tr>", out);
-		td_str(out, v, "name");
-		fmt_dur(dur, sizeof(dur), num(v, "start_ms"));
-		fprintf(out, "<td class=\"n\">%s</td>", dur);
-		fmt_dur(dur, sizeof(dur), num(v, "end_ms") - num(v, "start_ms"));
-		fprintf(out, "<td class=\"n\">%s</td></tr>\n", dur);
-	}
-	fputs("</table>\n", out);
-
-	if (json_array_size(json_object_get(root, "downloads"))) {
-		fputs("<h2 id=\"downloads\">Downloads</h2>\n<table class=\"downloads\"><tr>"
-		      "<th>file</th><th>bytes</th><th>MB/s</th><th>completed</th></tr>\n",
-		      out);
-		json_array_foreach (json_object_get(root, "downloads"), i, v) {
-			fputs("<tr>", out);
-			td_str(out, v, "path");
-			td_num(out, v, "bytes", 1);
-			td_num(out, v, "rate_mb_s", 0);
-			td(out, json_is_true(json_object_get(v, "completed")) ? "yes" : "no");
-			fputs("</tr>\n", out);
-		}
-		fputs("</table>\n", out);
-	}
-
-	n = top_n(files, NULL, rows, HTML_MAX_ROWS);
-	fprintf(out, "<h2 id=\"files\">Files (%zu; the %zu with the most bytes)</h2>\n",
-		json_array_size(files), n);
-	fputs("<table class=\"files\"><tr><th>path</th><th>class</th><th>opens</th><th>read</th>"
-	      "<th>mapped</th><th>written</th><th>faults</th><th>first ms</th><th>last "
-	      "ms</th></tr>\n",
-	      out);
-	for (i = 0; i < n; i++) {
-		fputs("<tr>", out);
-		td_str(out, rows[i], "path");
-		td_str(out, rows[i], "class");
-		td_num(out, rows[i], "opens", 0);
-		td_num(out, rows[i], "bytes_read", 1);
-		td_num(out, rows[i], "mmap_bytes", 1);
-		td_num(out, rows[i], "bytes_written", 1);
-		td_num(out, rows[i], "faults", 0);
-		td_num(out, rows[i], "first_ms", 0);
-		td_num(out, rows[i], "last_ms", 0);
-		fputs("</tr>\n", out);
-	}
-	fputs("</table>\n", out);
-
-	n = top_n(missing, "attempts", rows, HTML_MAX_ROWS);
-	fprintf(out, "<h2 id=\"missing\">Missing paths (%zu; the %zu tried most)</h2>\n",
-		json_array_size(missing), n);
-	fputs("<table class=\"missing\"><tr><th>path</th><th>attempts</th><th>errno</th>"
-	      "<th>first ms</th></tr>\n",
-	      out);
-	for (i = 0; i < n; i++) {
-		fputs("<tr>", out);
-		td_str(out, rows[i], "path");
-		td_num(out, rows[i], "attempts", 0);
-		td_str(out, rows[i], "errno");
-		td_num(out, rows[i], "first_ms", 0);
-		fputs("</tr>\n", out);
-	}
-	fputs("</table>\n</body></html>\n", out);
+	free(by_base);
+	tl_view_free(v);
 	return ferror(out) ? -1 : 0;
 }

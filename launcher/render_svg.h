@@ -13,6 +13,9 @@
 int render_svg(const struct timeline *tl, FILE *out);
 int render_html(const struct timeline *tl, FILE *out);
 
+/* "1.25 s", "40 ms", "2.5 ms": a duration for a label (render_html too). */
+void svg_fmt_dur(char *buf, size_t len, double ms);
+
 /* XML-escape s (& < > " ') onto out. */
 void svg_escape(FILE *out, const char *s);
 

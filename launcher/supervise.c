@@ -31,6 +31,7 @@
 #include "spawn.h"
 #include "stale.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 #include "tracer.h"
 
 extern char **environ;
@@ -188,7 +189,7 @@ static void progress_tick(struct session *s, double now)
 	 * least every 3 s while a download moves */
 	s->next_progress = now + (t * 20 < 1000 ? 1000 : t * 20 > 3000 ? 3000 : t * 20);
 	if (!s->ready)
-		progress_sample(s->progress, s->tl->root, clock_ms());
+		progress_sample(s->progress, timeline_json(s->tl), clock_ms());
 }
 
 static int write_pidfile(struct session *s, char *err, size_t errlen)
@@ -223,7 +224,7 @@ static struct timeline *new_findings(struct session *s)
 
 	if (!s->said)
 		s->said = json_object();
-	json_array_foreach (json_object_get(s->tl->root, "findings"), i, f) {
+	json_array_foreach (json_object_get(timeline_json(s->tl), "findings"), i, f) {
 		char key[1024];
 
 		snprintf(key, sizeof(key), "%s|%s",
@@ -234,11 +235,7 @@ static struct timeline *new_findings(struct session *s)
 		json_object_set_new(s->said, key, json_true());
 		json_array_append(fresh, f);
 	}
-	t = calloc(1, sizeof(*t));
-	if (t)
-		t->root = json_pack("{s:o}", "findings", fresh);
-	else
-		json_decref(fresh);
+	t = timeline_wrap(json_pack("{s:o}", "findings", fresh));
 	return t;
 }
 

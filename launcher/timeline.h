@@ -1,22 +1,28 @@
 /* timeline: the model of one start-up, in the versioned JSON format of
- * docs/timeline.md ("tts-launch.timeline/1"). Renderers, diagnose rules and
- * compare read only this model, so they also work on a saved file. The model
- * is a jansson tree; helpers below keep its shape in one place. */
+ * docs/timeline.md ("tts-launch.timeline/1"). The model is opaque: renderers
+ * and compare read it through the typed views of timeline_view.h, so they
+ * also work on a saved file; modules that still build the tree use
+ * timeline_internal.h. */
 #ifndef TTS_TIMELINE_H
 #define TTS_TIMELINE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
 #include "config.h"
 
+/* The version this build writes. */
 #define TIMELINE_SCHEMA "tts-launch.timeline/1"
+/* The versions it loads, TIMELINE_SCHEMA first (timeline.c). */
+extern const char *const timeline_schemas[];
+extern const size_t timeline_n_schemas;
+/* Is schema one of timeline_schemas? */
+bool timeline_schema_loadable(const char *schema);
+/* "tts-launch.timeline/1[ or ...]" into buf, for messages. */
+void timeline_schema_list(char *buf, size_t len);
 
-struct timeline {
-	json_t *root;
-};
+struct timeline;
 
 /* A new model with every top-level key present (empty lists/objects). */
 struct timeline *timeline_new(const struct config *c, int argc, char **argv);
@@ -35,6 +41,8 @@ void timeline_set_tracing(struct timeline *tl, bool enabled, const char *reason)
 /* Atomic write (temp file in the same directory, fsync, rename). */
 int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t gid, char *err,
 		   size_t errlen);
+/* The model as indented JSON on out (`report --format json`); 0, or -1. */
+int timeline_dump(const struct timeline *tl, FILE *out);
 /* What a loaded timeline may hold (docs/timeline.md, "Limits"): every
  * renderer, diagnose and compare then do bounded work on it. */
 #define TIMELINE_MAX_FILE  (256u << 20) /* bytes of JSON */
@@ -48,11 +56,8 @@ int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t
  * the members renderers rely on of the right type; NULL with the field
  * named in err (e.g. "phases[3].end_ms = 1.7e+308 is not a time") else. */
 struct timeline *timeline_load(const char *path, char *err, size_t errlen);
-/* The checks of timeline_load on a parsed tree (name: for messages); 0, or
- * -1 with err. */
-int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen);
 
-/* The end-of-start-up summary (systemd-analyze blame style). */
+/* The end-of-start-up summary (systemd-analyze blame style; render_text.c). */
 void timeline_print_summary(const struct timeline *tl, FILE *out);
 
 /* A phase with its source ("launcher", "trace"): replaces one of that name
@@ -64,8 +69,5 @@ void timeline_phase_from(struct timeline *tl, const char *name, double start_ms,
  * "python", "library", "system" or "other". cache_dirs: NULL-terminated
  * Hugging Face cache roots. */
 const char *timeline_file_class(const char *path, const char *const *cache_dirs);
-
-/* Sort an array of objects by a numeric member (stable). */
-void timeline_sort_by(json_t *array, const char *key);
 
 #endif

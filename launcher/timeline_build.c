@@ -24,6 +24,7 @@
 #include "hfcache.h"
 #include "procfs.h"
 #include "redact.h"
+#include "timeline_internal.h"
 #include "trace.skel.h"
 #include "util.h"
 
@@ -882,7 +883,7 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 
 	if (!t || !st || !tl)
 		return;
-	root = tl->root;
+	root = timeline_json(tl);
 	collector_counters(t, cnt);
 	lost = cnt[CNT_RB_DROPS] + cnt[CNT_PATHS_FULL] + cnt[CNT_FILES_FULL] + cnt[CNT_PEERS_FULL] +
 	       cnt[CNT_PROCS_FULL] + cnt[CNT_FAILOPS_FULL] + cnt[CNT_LOCKS_FULL] +

@@ -11,6 +11,7 @@
 #include "compare.h"
 #include "fuzz.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FUZZ_MAX_INPUT (256 << 10)
 
@@ -35,8 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		}
 	}
-	cmp = compare_build(before->root, after ? after->root : before->root, "before.json",
-			    "after.json");
+	cmp = compare_build(before, after ? after : before, "before.json", "after.json");
 	if (cmp) {
 		compare_print_text(cmp, fuzz_out());
 		json_dumpf(cmp, fuzz_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(12));

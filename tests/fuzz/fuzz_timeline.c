@@ -1,7 +1,7 @@
 /* Fuzz target: a saved timeline, as `report`, `diagnose` and the HTML view
  * read it. The input is the timeline file: timeline_load, then every report
- * format of launcher/main.c's report_formats[] (text, json, perfetto, svg,
- * html, prom), then the diagnose rules and their text and JSON output. Each
+ * format of the renderer table (launcher/render.c: text, json, perfetto,
+ * svg, html, prom), then the diagnose rules and their text and JSON output. Each
  * must take any input without a crash, a sanitizer report or unbounded work. */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,29 +10,11 @@
 
 #include "diagnose.h"
 #include "fuzz.h"
-#include "render_perfetto.h"
-#include "render_prom.h"
-#include "render_svg.h"
+#include "render.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FUZZ_MAX_INPUT (256 << 10)
-
-/* text and json as main.c's render_text and render_json do them; keep this
- * list in step with report_formats[] there */
-static int render_text(const struct timeline *tl, FILE *out)
-{
-	timeline_print_summary(tl, out);
-	return ferror(out) ? -1 : 0;
-}
-
-static int render_json(const struct timeline *tl, FILE *out)
-{
-	return json_dumpf(tl->root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-}
-
-static int (*const renderers[])(const struct timeline *, FILE *) = {
-    render_text, render_json, render_perfetto, render_svg, render_html, render_prom,
-};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -46,11 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!tl)
 		return 0;
 	out = fuzz_out();
-	for (size_t i = 0; i < sizeof(renderers) / sizeof(renderers[0]); i++)
-		renderers[i](tl, out);
+	for (size_t i = 0; i < n_renderers; i++)
+		renderers[i].render(tl, out);
 	diagnose_run(tl, DIAG_ALL);
 	diagnose_print(tl, out);
-	json_dumpf(json_object_get(tl->root, "findings"), out,
+	json_dumpf(json_object_get(timeline_json(tl), "findings"), out,
 		   JSON_INDENT(2) | JSON_REAL_PRECISION(12));
 	timeline_free(tl);
 	return 0;

@@ -13,6 +13,7 @@
 
 #include "compare.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FIXTURES "tests/fixtures/compare/"
 
@@ -24,15 +25,30 @@ static json_t *load(const char *name)
 
 	if (!tl)
 		fail_msg("%s", err);
-	root = json_incref(tl->root);
+	root = json_incref(timeline_json(tl));
 	timeline_free(tl);
 	return root;
+}
+
+/* compare_build over two raw trees (borrowed) */
+static json_t *build_json(json_t *before, json_t *after, const char *bn, const char *an)
+{
+	struct timeline *b = timeline_wrap(json_incref(before)),
+			*a = timeline_wrap(json_incref(after));
+	json_t *cmp;
+
+	assert_non_null(b);
+	assert_non_null(a);
+	cmp = compare_build(b, a, bn, an);
+	timeline_free(a);
+	timeline_free(b);
+	return cmp;
 }
 
 static json_t *build(const char *before, const char *after)
 {
 	json_t *b = load(before), *a = load(after);
-	json_t *cmp = compare_build(b, a, before, after);
+	json_t *cmp = build_json(b, a, before, after);
 
 	json_decref(b);
 	json_decref(a);
@@ -123,7 +139,7 @@ static void test_phases_repeated_and_many(void **state)
 			      "name", "x", "dur_ms", 4.0);
 	json_t *a = json_pack(f, "phases", "name", "z", "dur_ms", 8.0, "name", "x", "dur_ms", 16.0,
 			      "name", "z", "dur_ms", 32.0);
-	json_t *cmp = compare_build(b, a, "b", "a"), *ph = json_object_get(cmp, "phases"), *big;
+	json_t *cmp = build_json(b, a, "b", "a"), *ph = json_object_get(cmp, "phases"), *big;
 	const size_t n = 20000;
 
 	(void)state;
@@ -146,7 +162,7 @@ static void test_phases_repeated_and_many(void **state)
 		json_array_append_new(json_object_get(big, "phases"),
 				      json_pack("{s:s, s:f}", "name", name, "dur_ms", (double)i));
 	}
-	cmp = compare_build(big, big, "b", "a");
+	cmp = build_json(big, big, "b", "a");
 	ph = json_object_get(cmp, "phases");
 	assert_int_equal(json_array_size(ph), n);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(ph, n - 1), "name")),

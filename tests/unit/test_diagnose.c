@@ -17,6 +17,7 @@
 #include "progress.h"
 #include "stall.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define FIXTURES "tests/fixtures/timelines-diagnose/"
 
@@ -39,7 +40,7 @@ static json_t *only_finding(struct timeline *tl, const char *id, const char *sev
 	json_t *fs, *f;
 
 	assert_int_equal(diagnose_run(tl, DIAG_ALL), want_level);
-	fs = json_object_get(tl->root, "findings");
+	fs = json_object_get(timeline_json(tl), "findings");
 	if (json_array_size(fs) != 1) {
 		char *d = json_dumps(fs, JSON_INDENT(1));
 
@@ -76,7 +77,7 @@ static void test_healthy(void **state)
 
 	(void)state;
 	assert_int_equal(diagnose_run(tl, DIAG_ALL), DIAG_CLEAN);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "findings")), 0);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "findings")), 0);
 	assert_int_equal(diagnose_level(tl), DIAG_CLEAN);
 	timeline_free(tl);
 }
@@ -209,8 +210,8 @@ static void test_download_interrupted(void **state)
 static void test_download_interrupted_from_the_record(void **state)
 {
 	struct timeline *tl = load("download-interrupted");
-	json_t *d = json_array_get(json_object_get(tl->root, "downloads"), 0);
-	json_t *fs = json_array_get(json_object_get(tl->root, "cache_fs"), 0), *f;
+	json_t *d = json_array_get(json_object_get(timeline_json(tl), "downloads"), 0);
+	json_t *fs = json_array_get(json_object_get(timeline_json(tl), "cache_fs"), 0), *f;
 
 	(void)state;
 	/* no rename record: the disk as recorded decides */
@@ -233,8 +234,8 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 {
 	char tmp[] = "/tmp/tts-diag-XXXXXX", dir[512], blob[600], cmd[700];
 	struct timeline *tl = load("download-interrupted");
-	json_t *d = json_array_get(json_object_get(tl->root, "downloads"), 0);
-	json_t *f = json_array_get(json_object_get(tl->root, "files"), 0), *before, *after;
+	json_t *d = json_array_get(json_object_get(timeline_json(tl), "downloads"), 0);
+	json_t *f = json_array_get(json_object_get(timeline_json(tl), "files"), 0), *before, *after;
 	FILE *w;
 
 	(void)state;
@@ -250,19 +251,19 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 	fclose(w);
 	snprintf(dir, sizeof(dir), "%s/app", tmp);
 	json_object_set_new(
-	    json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"),
-			    "app"),
+	    json_object_get(
+		json_object_get(json_object_get(timeline_json(tl), "launcher"), "config"), "app"),
 	    "dir", json_string(dir));
 	json_object_set_new(f, "path", json_string(blob));
 	json_object_set_new(d, "path", json_string(blob));
 	json_object_del(d, "complete");
 	json_object_del(d, "completed");
-	json_object_del(tl->root, "cache_fs");
+	json_object_del(timeline_json(tl), "cache_fs");
 
 	/* written: recorded with the file on disk */
 	diagnose_record_cache_fs(tl);
 	diagnose_run(tl, DIAG_ALL);
-	before = json_deep_copy(json_object_get(tl->root, "findings"));
+	before = json_deep_copy(json_object_get(timeline_json(tl), "findings"));
 	assert_int_equal(json_array_size(before), 1);
 	assert_float_equal(
 	    json_number_value(json_object_get(
@@ -273,7 +274,7 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	assert_int_equal(system(cmd), 0);
 	diagnose_run(tl, DIAG_ALL);
-	after = json_object_get(tl->root, "findings");
+	after = json_object_get(timeline_json(tl), "findings");
 	assert_true(json_equal(before, after));
 	json_decref(before);
 	timeline_free(tl);
@@ -359,7 +360,7 @@ static void test_rule_table_groups(void **state)
 
 		assert_int_equal(diagnose_run(tl, DIAG_ALL & ~rows[i].flag), DIAG_CLEAN);
 		assert_int_not_equal(diagnose_run(tl, rows[i].flag), DIAG_CLEAN);
-		f = json_array_get(json_object_get(tl->root, "findings"), 0);
+		f = json_array_get(json_object_get(timeline_json(tl), "findings"), 0);
 		assert_string_equal(json_string_value(json_object_get(f, "id")), rows[i].id);
 		assert_string_equal(json_string_value(json_object_get(f, "check")), rows[i].check);
 		timeline_free(tl);
@@ -372,7 +373,7 @@ static void test_cache_dirs(void **state)
 {
 	struct timeline *tl = load("healthy");
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
-	int n = diagnose_cache_dirs(tl->root, d, HF_MAX_CACHE_DIRS, true);
+	int n = diagnose_cache_dirs(timeline_json(tl), d, HF_MAX_CACHE_DIRS, true);
 
 	(void)state;
 	assert_int_equal(n, 3);
@@ -382,13 +383,13 @@ static void test_cache_dirs(void **state)
 	assert_string_equal(d[2].path, "/nonexistent/app/checkpoints");
 	/* statfs of a cache not there yet: its nearest existing parent ("/") */
 	diagnose_record_cache_fs(tl);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "cache_fs")), 2);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "cache_fs")), 2);
 	assert_string_equal(
 	    json_string_value(json_object_get(
-		json_array_get(json_object_get(tl->root, "cache_fs"), 0), "statfs_path")),
+		json_array_get(json_object_get(timeline_json(tl), "cache_fs"), 0), "statfs_path")),
 	    "/");
-	assert_true(json_is_false(
-	    json_object_get(json_array_get(json_object_get(tl->root, "cache_fs"), 0), "exists")));
+	assert_true(json_is_false(json_object_get(
+	    json_array_get(json_object_get(timeline_json(tl), "cache_fs"), 0), "exists")));
 	timeline_free(tl);
 }
 
@@ -398,8 +399,8 @@ static void test_cache_dirs_follow_the_recorded_home(void **state)
 {
 	struct timeline *tl = load("healthy");
 	json_t *vars = json_object_get(
-	    json_object_get(json_object_get(json_object_get(tl->root, "launcher"), "config"),
-			    "env"),
+	    json_object_get(
+		json_object_get(json_object_get(timeline_json(tl), "launcher"), "config"), "env"),
 	    "vars");
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
 	int n;
@@ -407,7 +408,7 @@ static void test_cache_dirs_follow_the_recorded_home(void **state)
 	(void)state;
 	json_object_del(vars, "HF_HOME");
 	json_object_set_new(vars, "HOME", json_string("/srv/tts"));
-	n = diagnose_cache_dirs(tl->root, d, HF_MAX_CACHE_DIRS, false);
+	n = diagnose_cache_dirs(timeline_json(tl), d, HF_MAX_CACHE_DIRS, false);
 	assert_int_equal(n, 2);
 	assert_string_equal(d[1].role, "HF_HOME/hub");
 	assert_string_equal(d[1].path, "/srv/tts/.cache/huggingface/hub");

@@ -16,6 +16,7 @@
 #include "mlock.h"
 #include "spawn.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 static const char *get(char **envp, const char *name)
 {
@@ -184,7 +185,7 @@ static void test_poll_into_timeline(void **state)
 	    strstr(text, "mlock (models, at listen): locked 4.0 KiB (1 model mapping)"));
 	free(text);
 
-	obj = json_object_get(json_object_get(tl->root, "memory"), "mlock");
+	obj = json_object_get(json_object_get(timeline_json(tl), "memory"), "mlock");
 	assert_string_equal(json_string_value(json_object_get(obj, "status")), "locked");
 	assert_true(json_is_true(json_object_get(obj, "loaded")));
 	assert_int_equal(json_integer_value(json_object_get(obj, "bytes_locked")), 4096);
@@ -196,8 +197,8 @@ static void test_poll_into_timeline(void **state)
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(obj, "reports"), "rejected")), 1);
 	/* memory.mlock_calls (the tracer's traced calls) is left alone */
-	assert_true(
-	    json_is_array(json_object_get(json_object_get(tl->root, "memory"), "mlock_calls")));
+	assert_true(json_is_array(
+	    json_object_get(json_object_get(timeline_json(tl), "memory"), "mlock_calls")));
 	close(sv[1]);
 	mlock_free(&m);
 	timeline_free(tl);
@@ -206,7 +207,7 @@ static void test_poll_into_timeline(void **state)
 
 static json_t *mlock_of(struct timeline *tl)
 {
-	return json_object_get(json_object_get(tl->root, "memory"), "mlock");
+	return json_object_get(json_object_get(timeline_json(tl), "memory"), "mlock");
 }
 
 static long long report_count(struct timeline *tl, const char *k)

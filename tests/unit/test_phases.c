@@ -14,6 +14,7 @@
 #include "config.h"
 #include "phases.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 static struct timeline *new_tl(void)
 {
@@ -33,7 +34,7 @@ static json_t *phase_of(struct timeline *tl, const char *name)
 	size_t i;
 	json_t *p;
 
-	json_array_foreach (json_object_get(tl->root, "phases"), i, p)
+	json_array_foreach (json_object_get(timeline_json(tl), "phases"), i, p)
 		if (!strcmp(json_string_value(json_object_get(p, "name")), name))
 			return p;
 	return NULL;
@@ -49,7 +50,7 @@ static double at(struct timeline *tl, const char *name, const char *what)
 static void test_cache_probe_mlock_and_sources(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *root = tl->root, *mem = json_object_get(root, "memory");
+	json_t *root = timeline_json(tl), *mem = json_object_get(root, "memory");
 
 	(void)state;
 	json_object_set_new(mem, "mlock_calls", json_array());
@@ -88,7 +89,7 @@ static void test_nothing_traced(void **state)
 	(void)state;
 	/* no marks, no files: no phase invented */
 	phases_infer(tl);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "phases")), 0);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "phases")), 0);
 	phases_infer(NULL);
 	timeline_free(tl);
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "pipeline.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 static struct timeline *new_tl(void)
 {
@@ -41,16 +42,16 @@ static void test_untraced_stages(void **state)
 	timeline_mark(tl, "spawn", 1);
 	timeline_mark(tl, "exec", 5);
 	assert_int_equal(pipeline_run(&in, tl, PIPE_TRACE, err, sizeof(err)), 0);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "phases")), 0);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "phases")), 0);
 	/* up to the findings: cache_fs recorded, still no file */
 	assert_int_equal(pipeline_run(&in, tl, PIPE_FINDINGS, err, sizeof(err)), 0);
-	assert_true(json_is_array(json_object_get(tl->root, "cache_fs")));
+	assert_true(json_is_array(json_object_get(timeline_json(tl), "cache_fs")));
 	assert_int_not_equal(access(path, F_OK), 0);
 	/* written: and it loads back */
 	assert_int_equal(pipeline_run(&in, tl, PIPE_WRITE, err, sizeof(err)), 0);
 	back = timeline_load(path, err, sizeof(err));
 	assert_non_null(back);
-	assert_true(json_is_array(json_object_get(back->root, "findings")));
+	assert_true(json_is_array(json_object_get(timeline_json(back), "findings")));
 	timeline_free(back);
 	unlink(path);
 	rmdir(dir);

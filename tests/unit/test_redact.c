@@ -16,6 +16,7 @@
 #include "render_prom.h"
 #include "spawn.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 static bool secret(const char *name) { return redact_is_secret_name(name, strlen(name)); }
 
@@ -240,8 +241,8 @@ static void test_timeline_built(void **state)
 	tl = timeline_new(&c, 7, argv);
 	assert_non_null(tl);
 	timeline_set_process(tl, 42, cmd);
-	assert_no_secret(tl->root);
-	cfg = json_object_get(json_object_get(tl->root, "launcher"), "config");
+	assert_no_secret(timeline_json(tl));
+	cfg = json_object_get(json_object_get(timeline_json(tl), "launcher"), "config");
 	assert_string_equal(json_string_value(json_object_get(
 				json_object_get(json_object_get(cfg, "env"), "vars"), "HF_TOKEN")),
 			    "***");
@@ -256,7 +257,7 @@ static void test_timeline_built(void **state)
 	    "us");
 	assert_string_equal(
 	    json_string_value(json_array_get(
-		json_object_get(json_object_get(tl->root, "process"), "command"), 4)),
+		json_object_get(json_object_get(timeline_json(tl), "process"), "command"), 4)),
 	    "***");
 	/* the service still gets the real values */
 	envp = spawn_build_env(&c, (char *[]){NULL});
@@ -298,7 +299,7 @@ static void test_timeline_loaded(void **state)
 	tl = timeline_load(path, err, sizeof(err));
 	unlink(path);
 	assert_non_null(tl);
-	assert_no_secret(tl->root);
+	assert_no_secret(timeline_json(tl));
 	timeline_free(tl);
 }
 

@@ -12,10 +12,12 @@
 
 #include <cmocka.h>
 
+#include "render.h"
 #include "render_perfetto.h"
 #include "render_prom.h"
 #include "render_svg.h"
 #include "timeline.h"
+#include "timeline_internal.h"
 
 #define LANE_TID (1 << 22)
 
@@ -36,15 +38,17 @@ typedef int (*render_fn)(const struct timeline *, FILE *);
 /* The renderer's output for root, NUL-terminated (caller frees). */
 static char *render(render_fn fn, json_t *root)
 {
-	struct timeline tl = {root};
+	struct timeline *tl = timeline_wrap(json_incref(root));
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
 
+	assert_non_null(tl);
 	assert_non_null(out);
-	assert_int_equal(fn(&tl, out), 0);
+	assert_int_equal(fn(tl, out), 0);
 	assert_int_equal(fclose(out), 0);
 	assert_non_null(buf);
+	timeline_free(tl);
 	return buf;
 }
 
@@ -1319,6 +1323,28 @@ static void test_html_caps_tables_at_200_rows(void **state)
 	free(out);
 }
 
+/* The renderer table: every format once, found by name; the synopsis and
+ * the message choices are made from it. */
+static void test_renderer_table(void **state)
+{
+	char choices[256];
+
+	(void)state;
+	assert_string_equal(RENDER_FORMATS, "text|json|perfetto|svg|html|prom");
+	assert_int_equal(n_renderers, 6);
+	for (size_t i = 0; i < n_renderers; i++) {
+		assert_ptr_equal(render_find(renderers[i].name), &renderers[i]);
+		assert_non_null(renderers[i].render);
+	}
+	assert_null(render_find("pdf"));
+	assert_null(render_find(NULL));
+	assert_ptr_equal(render_find("prom")->render, render_prom);
+	render_format_choices(choices, sizeof(choices));
+	assert_string_equal(choices, "text, json, perfetto, svg, html or prom");
+	render_format_choices(choices, 8); /* cut, still terminated */
+	assert_true(strlen(choices) < 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1349,6 +1375,7 @@ int main(void)
 	    cmocka_unit_test(test_svg_long_and_multibyte_names_stay_utf8),
 	    cmocka_unit_test(test_html_one_row_per_file_and_finding),
 	    cmocka_unit_test(test_html_caps_tables_at_200_rows),
+	    cmocka_unit_test(test_renderer_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

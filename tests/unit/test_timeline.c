@@ -14,6 +14,8 @@
 #include "config.h"
 #include "phases.h"
 #include "timeline.h"
+#include "timeline_internal.h"
+#include "timeline_view.h"
 #include "util.h"
 
 static struct timeline *new_tl(void)
@@ -40,20 +42,20 @@ static void test_new_has_every_key(void **state)
 	(void)state;
 	assert_non_null(tl);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		assert_non_null(json_object_get(tl->root, keys[i]));
-	assert_string_equal(json_string_value(json_object_get(tl->root, "schema")),
+		assert_non_null(json_object_get(timeline_json(tl), keys[i]));
+	assert_string_equal(json_string_value(json_object_get(timeline_json(tl), "schema")),
 			    TIMELINE_SCHEMA);
-	assert_true(
-	    json_is_false(json_object_get(json_object_get(tl->root, "tracing"), "enabled")));
-	assert_true(
-	    json_is_object(json_object_get(json_object_get(tl->root, "launcher"), "config")));
+	assert_true(json_is_false(
+	    json_object_get(json_object_get(timeline_json(tl), "tracing"), "enabled")));
+	assert_true(json_is_object(
+	    json_object_get(json_object_get(timeline_json(tl), "launcher"), "config")));
 	timeline_free(tl);
 }
 
 static void test_marks_and_phases_replace(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *phases = json_object_get(tl->root, "phases");
+	json_t *phases = json_object_get(timeline_json(tl), "phases");
 
 	(void)state;
 	assert_true(timeline_mark_ms(tl, "ready") < 0);
@@ -81,7 +83,7 @@ static void test_write_is_atomic_and_loads(void **state)
 	back = timeline_load(path, err, sizeof(err));
 	assert_non_null(back);
 	assert_true(timeline_mark_ms(back, "spawn") == 1.5);
-	assert_true(json_equal(back->root, tl->root));
+	assert_true(json_equal(timeline_json(back), timeline_json(tl)));
 	timeline_free(back);
 	/* no temp file left beside it */
 	snprintf(path, sizeof(path), "rmdir %s 2>/dev/null || ls %s >&2", dir, dir);
@@ -107,6 +109,52 @@ static void test_load_rejects_other_schema(void **state)
 	assert_null(timeline_load(path, err, sizeof(err)));
 	assert_non_null(strstr(err, "x/2"));
 	unlink(path);
+}
+
+/* Every version in the list loads; the saved timelines of the first
+ * version (the fixtures, written before any upgrade) load; anything else is
+ * refused with the versions this build reads named. */
+static void test_load_accepts_the_listed_versions(void **state)
+{
+	static const char *const saved[] = {
+	    "tests/fixtures/timelines/cold.json",  "tests/fixtures/timelines/untraced.json",
+	    "tests/fixtures/compare/before.json",  "tests/fixtures/compare/after.json",
+	    "tests/fixtures/compare/minimal.json",
+	};
+	char err[512], body[256], want[256];
+
+	(void)state;
+	assert_true(timeline_n_schemas >= 1);
+	assert_string_equal(timeline_schemas[0], TIMELINE_SCHEMA);
+	assert_true(timeline_schema_loadable("tts-launch.timeline/1"));
+	assert_false(timeline_schema_loadable("tts-launch.timeline/0"));
+	assert_false(timeline_schema_loadable(NULL));
+	for (size_t i = 0; i < timeline_n_schemas; i++) {
+		char path[] = "/tmp/tts-timeline-ver-XXXXXX";
+		int fd = mkstemp(path);
+		int n = snprintf(body, sizeof(body), "{\"schema\": \"%s\"}", timeline_schemas[i]);
+		struct timeline *tl;
+
+		assert_true(fd >= 0);
+		assert_true(write(fd, body, (size_t)n) == n);
+		close(fd);
+		tl = timeline_load(path, err, sizeof(err));
+		if (!tl)
+			fail_msg("%s: %s", timeline_schemas[i], err);
+		timeline_free(tl);
+		unlink(path);
+	}
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++) {
+		struct timeline *tl = timeline_load(saved[i], err, sizeof(err));
+
+		if (!tl)
+			fail_msg("%s: %s", saved[i], err);
+		timeline_free(tl);
+	}
+	timeline_schema_list(want, sizeof(want));
+	assert_non_null(strstr(want, "tts-launch.timeline/1"));
+	assert_null(timeline_load("tests/fixtures/compare/badschema.json", err, sizeof(err)));
+	assert_non_null(strstr(err, want));
 }
 
 static void test_file_classes(void **state)
@@ -144,7 +192,7 @@ static double phase(struct timeline *tl, const char *name, const char *what)
 	size_t i;
 	json_t *p;
 
-	json_array_foreach (json_object_get(tl->root, "phases"), i, p) {
+	json_array_foreach (json_object_get(timeline_json(tl), "phases"), i, p) {
 		if (!strcmp(json_string_value(json_object_get(p, "name")), name))
 			return json_number_value(json_object_get(p, what));
 	}
@@ -154,8 +202,8 @@ static double phase(struct timeline *tl, const char *name, const char *what)
 static void test_infer_phases(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *files = json_object_get(tl->root, "files");
-	json_t *imports = json_object_get(json_object_get(tl->root, "python"), "imports");
+	json_t *files = json_object_get(timeline_json(tl), "files");
+	json_t *imports = json_object_get(json_object_get(timeline_json(tl), "python"), "imports");
 
 	(void)state;
 	timeline_mark(tl, "spawn", 2);
@@ -167,7 +215,7 @@ static void test_infer_phases(void **state)
 	json_array_append_new(files, file("checkpoints/config.yaml", "config", 41, 42));
 	json_array_append_new(files, file("/m/gpt.pth", "model", 45, 80));
 	json_array_append_new(files, file("/m/s2mel.pth", "model", 81, 90));
-	json_array_append_new(json_object_get(tl->root, "downloads"),
+	json_array_append_new(json_object_get(timeline_json(tl), "downloads"),
 			      json_pack("{s:s, s:f, s:f}", "path", "/c/blobs/e1.incomplete",
 					"first_ms", 50.0, "last_ms", 60.0));
 	phases_infer(tl);
@@ -182,7 +230,7 @@ static void test_infer_phases(void **state)
 	assert_true(phase(tl, "download:e1.incomplete", "dur_ms") == 10);
 	assert_true(phase(tl, "ready", "start_ms") == 90);
 	assert_true(phase(tl, "stale_kill", "start_ms") == 0.5);
-	assert_int_equal(json_array_size(json_object_get(tl->root, "phases")), 9);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "phases")), 9);
 	timeline_free(tl);
 }
 
@@ -198,7 +246,7 @@ static void test_summary(void **state)
 	timeline_mark(tl, "exec", 10);
 	timeline_mark(tl, "ready", 1500);
 	timeline_phase(tl, "stale_kill", 0, 5);
-	json_array_append_new(json_object_get(tl->root, "missing_paths"),
+	json_array_append_new(json_object_get(timeline_json(tl), "missing_paths"),
 			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path", "/no/such", "attempts",
 					4, "errno", "ENOENT", "first_ms", 1.0, "last_ms", 2.0));
 	timeline_print_summary(tl, f);
@@ -216,7 +264,7 @@ static void test_summary(void **state)
 static void test_summary_requests(void **state)
 {
 	struct timeline *tl = new_tl();
-	json_t *reqs = json_object_get(tl->root, "requests");
+	json_t *reqs = json_object_get(timeline_json(tl), "requests");
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -401,7 +449,7 @@ static void test_summary_escapes_terminal_controls(void **state)
 	(void)state;
 	timeline_set_tracing(tl, true, NULL);
 	timeline_phase(tl, "evil\x1b]0;title\x07", 0, 5);
-	json_array_append_new(json_object_get(tl->root, "missing_paths"),
+	json_array_append_new(json_object_get(timeline_json(tl), "missing_paths"),
 			      json_pack("{s:s, s:i, s:s, s:f, s:f}", "path",
 					"/no/\x1b[2Jsuch\xc2\x9b", "attempts", 4, "errno",
 					"ENOENT\x07", "first_ms", 1.0, "last_ms", 2.0));
@@ -417,6 +465,69 @@ static void test_summary_escapes_terminal_controls(void **state)
 	timeline_free(tl);
 }
 
+/* The views: one rule for a missing field (absent, null or mistyped: none,
+ * NULL, false, empty), the model's order kept, strings borrowed. */
+static void test_views_one_missing_rule(void **state)
+{
+	json_error_t e;
+	json_t *root = json_loads(
+	    "{\"schema\": \"tts-launch.timeline/1\","
+	    " \"marks\": {\"launch\": 0, \"spawn\": 1.5, \"bad\": \"x\", \"ready\": 900},"
+	    " \"phases\": [{\"name\": \"a\", \"start_ms\": 1, \"end_ms\": 2}, 7,"
+	    "   {\"name\": 3, \"start_ms\": null}],"
+	    " \"files\": [{\"path\": \"/m.bin\", \"bytes_read\": 10, \"opens\": \"2\"}],"
+	    " \"downloads\": [{\"path\": \"/d\", \"completed\": 1}],"
+	    " \"memory\": {\"page_faults\": 5, \"fault_rate\": {\"bucket_ms\": 100,"
+	    "   \"counts\": [1, null, 3]}, \"mlock_calls\": [{\"call\": \"mlockall\","
+	    "   \"result\": 0}, {\"result\": -1}, {\"result\": 0.0}]},"
+	    " \"tracing\": {\"enabled\": true},"
+	    " \"process\": {\"command\": [\"py\", 4, \"x\"]},"
+	    " \"requests\": {}}",
+	    0, &e);
+	struct timeline *tl;
+	struct tl_view *v;
+
+	(void)state;
+	assert_non_null(root);
+	tl = timeline_wrap(root);
+	v = tl_view_decode(tl);
+	assert_non_null(v);
+	assert_int_equal(v->n_marks, 3); /* "bad" is not a time */
+	assert_string_equal(v->marks[1].name, "spawn");
+	assert_true(tl_view_mark(v, "ready") == 900);
+	assert_false(tl_has(tl_view_mark(v, "bad")));
+	assert_false(tl_has(tl_view_mark(v, "exit")));
+	assert_int_equal(v->n_phases, 3); /* positions kept */
+	assert_string_equal(v->phases[0].name, "a");
+	assert_null(v->phases[1].name);
+	assert_false(tl_has(v->phases[1].start_ms));
+	assert_null(v->phases[2].name);
+	assert_false(tl_has(v->phases[2].start_ms));
+	assert_true(v->files[0].bytes_read == 10);
+	assert_false(tl_has(v->files[0].opens)); /* a string is not a number */
+	assert_true(tl_or0(v->files[0].opens) == 0);
+	assert_false(tl_has(v->files[0].bytes_written));
+	assert_false(v->downloads[0].completed); /* only true is true */
+	assert_true(v->memory.page_faults == 5);
+	assert_false(tl_has(v->memory.major_faults));
+	assert_int_equal(v->memory.fault_rate.n, 3);
+	assert_false(tl_has(v->memory.fault_rate.counts[1]));
+	assert_int_equal(v->memory.n_mlock_calls, 3);
+	assert_true(v->memory.mlock_calls[0].ok);
+	assert_false(v->memory.mlock_calls[1].ok);
+	assert_false(v->memory.mlock_calls[2].ok); /* a real is not the integer 0 */
+	assert_null(v->memory.mlock_status);
+	assert_true(v->tracing.enabled);
+	assert_false(tl_has(v->tracing.events_lost));
+	assert_int_equal(v->process.n_command, 3);
+	assert_null(v->process.command[1]);
+	assert_int_equal(v->n_requests, 0); /* not a list: empty */
+	assert_int_equal(v->n_network, 0);
+	assert_false(tl_has(v->sched.io_wait_ms));
+	tl_view_free(v);
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +535,8 @@ int main(void)
 	    cmocka_unit_test(test_marks_and_phases_replace),
 	    cmocka_unit_test(test_write_is_atomic_and_loads),
 	    cmocka_unit_test(test_load_rejects_other_schema),
+	    cmocka_unit_test(test_load_accepts_the_listed_versions),
+	    cmocka_unit_test(test_views_one_missing_rule),
 	    cmocka_unit_test(test_file_classes),
 	    cmocka_unit_test(test_infer_phases),
 	    cmocka_unit_test(test_summary),

@@ -1,0 +1,29 @@
+/* timeline_internal: raw access to the model's JSON tree, for the modules
+ * that still build or patch the tree directly until they move to typed
+ * sections: tracer.c (the trace sections), diagnose.c (findings, cache_fs),
+ * mlock.c (memory.mlock), supervise.c (progress, the findings said so far),
+ * timeline_view.c (the decoders themselves), and two renderers that copy
+ * raw member values into their output: render_html.c (a mistyped member is
+ * shown as its JSON) and render_perfetto.c (args). Renderers, compare and
+ * rules compiled in the Makefile's NO_JANSSON list cannot include this. */
+#ifndef TTS_TIMELINE_INTERNAL_H
+#define TTS_TIMELINE_INTERNAL_H
+
+#include <jansson.h>
+
+#include "timeline.h"
+
+/* The tree itself (borrowed: owned by tl); NULL for NULL. */
+json_t *timeline_json(const struct timeline *tl);
+/* A model around root, which it takes over (one reference); NULL when out
+ * of memory (root is then released). No check: for trees built here. */
+struct timeline *timeline_wrap(json_t *root);
+
+/* The checks of timeline_load on a parsed tree (name: for messages); 0, or
+ * -1 with err. */
+int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen);
+
+/* Sort an array of objects by a numeric member (stable). */
+void timeline_sort_by(json_t *array, const char *key);
+
+#endif

@@ -1,0 +1,327 @@
+/* timeline_view: the decoders of timeline_view.h, one per section, over
+ * the model's tree. The only reader of section keys for renderers and
+ * compare; the missing-field rule lives in num(), str() and flag(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline_internal.h"
+#include "timeline_view.h"
+
+/* the one rule (timeline_view.h): absent, null or mistyped is "none" */
+static double num(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? json_number_value(v) : TL_NONE;
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static bool flag(const json_t *o, const char *key) { return json_is_true(json_object_get(o, key)); }
+
+/* An array of n elements of size sz for the list arr (NULL for none);
+ * *n is set to its length. */
+static void *list_alloc(const json_t *arr, size_t sz, size_t *n)
+{
+	*n = json_is_array(arr) ? json_array_size(arr) : 0;
+	return *n ? calloc(*n, sz) : NULL;
+}
+
+#define LIST(arr, ptr, n) ((ptr) = list_alloc((arr), sizeof(*(ptr)), &(n)), !(n) || (ptr) ? 0 : -1)
+
+static int decode_marks(const json_t *root, struct tl_view *v)
+{
+	const json_t *marks = json_object_get(root, "marks"), *m;
+	struct tl_mark *out;
+	const char *k;
+	size_t n = json_is_object(marks) ? json_object_size(marks) : 0, i = 0;
+
+	if (!n)
+		return 0;
+	if (!(out = calloc(n, sizeof(*out))))
+		return -1;
+	json_object_foreach ((json_t *)marks, k, m)
+		if (json_is_number(m))
+			out[i++] = (struct tl_mark){k, json_number_value(m)};
+	v->marks = out;
+	v->n_marks = i;
+	return 0;
+}
+
+static int decode_phases(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "phases"), *e;
+	struct tl_phase *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_phases) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_phase){str(e, "name"), num(e, "start_ms"), num(e, "end_ms"),
+					   num(e, "dur_ms")};
+	v->phases = out;
+	return 0;
+}
+
+static int decode_files(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "files"), *e;
+	struct tl_file *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_files) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_file){
+		    .path = str(e, "path"),
+		    .class = str(e, "class"),
+		    .errno_name = str(e, "errno"),
+		    .opens = num(e, "opens"),
+		    .failed_opens = num(e, "failed_opens"),
+		    .bytes_read = num(e, "bytes_read"),
+		    .bytes_written = num(e, "bytes_written"),
+		    .mmap_bytes = num(e, "mmap_bytes"),
+		    .faults = num(e, "faults"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		};
+	v->files = out;
+	return 0;
+}
+
+static int decode_missing(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "missing_paths"), *e;
+	struct tl_missing *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_missing) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_missing){str(e, "path"), str(e, "errno"), num(e, "attempts"),
+					     num(e, "first_ms"), num(e, "last_ms")};
+	v->missing = out;
+	return 0;
+}
+
+static int decode_downloads(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "downloads"), *e;
+	struct tl_download *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_downloads) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_download){
+		    .path = str(e, "path"),
+		    .bytes = num(e, "bytes"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .rate_mb_s = num(e, "rate_mb_s"),
+		    .completed = flag(e, "completed"),
+		    .complete = flag(e, "complete"),
+		    .final_path = str(e, "final_path"),
+		    .link = str(e, "link"),
+		};
+	v->downloads = out;
+	return 0;
+}
+
+static int decode_network(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "network"), *e;
+	struct tl_peer *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_network) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_peer){
+		    .peer = str(e, "peer"),
+		    .errno_name = str(e, "errno"),
+		    .connects = num(e, "connects"),
+		    .failures = num(e, "failures"),
+		    .bytes_in = num(e, "bytes_in"),
+		    .bytes_out = num(e, "bytes_out"),
+		    .connect_ms = num(e, "connect_ms"),
+		};
+	v->network = out;
+	return 0;
+}
+
+static int decode_requests(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "requests"), *e;
+	struct tl_request *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_requests) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_request){
+		    .start_ms = num(e, "start_ms"),
+		    .end_ms = num(e, "end_ms"),
+		    .dur_ms = num(e, "dur_ms"),
+		    .latency_ms = num(e, "latency_ms"),
+		    .faults = num(e, "faults"),
+		    .page_faults = num(e, "page_faults"),
+		    .major_faults = num(e, "major_faults"),
+		};
+	v->requests = out;
+	v->has_requests = json_is_array(arr);
+	return 0;
+}
+
+static int decode_findings(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "findings"), *e;
+	struct tl_finding *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_findings) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_finding){str(e, "id"), str(e, "severity"), str(e, "title"),
+					     str(e, "message"), str(e, "fix")};
+	v->findings = out;
+	return 0;
+}
+
+static int decode_memory(const json_t *root, struct tl_view *v)
+{
+	const json_t *mem = json_object_get(root, "memory"), *arr, *e, *shim;
+	struct tl_memory *m = &v->memory;
+	struct tl_mlock_call *calls;
+	size_t i;
+
+	const json_t *fr = json_object_get(mem, "fault_rate"), *counts;
+	double *series;
+
+	m->fault_rate.bucket_ms = num(fr, "bucket_ms");
+	counts = json_object_get(fr, "counts");
+	if (LIST(counts, series, m->fault_rate.n) < 0)
+		return -1;
+	json_array_foreach (counts, i, e)
+		series[i] = json_is_number(e) ? json_number_value(e) : TL_NONE;
+	m->fault_rate.counts = series;
+	m->page_faults = num(mem, "page_faults");
+	m->major_faults = num(mem, "major_faults");
+	m->model_file_faults = num(mem, "model_file_faults");
+	shim = json_object_get(mem, "mlock");
+	m->has_mlock = json_is_object(shim);
+	m->mlock_mode = str(shim, "mode");
+	m->mlock_status = str(shim, "status");
+	m->mlock_trigger = str(shim, "trigger");
+	m->mlock_fix = str(shim, "fix");
+	m->mlock_dur_ms = num(shim, "dur_ms");
+	m->mlock_bytes_locked = num(shim, "bytes_locked");
+	arr = json_object_get(mem, "mlock_calls");
+	m->has_mlock_calls = json_is_array(arr);
+	if (LIST(arr, calls, m->n_mlock_calls) < 0)
+		return -1;
+	json_array_foreach (arr, i, e) {
+		json_t *r = json_object_get(e, "result");
+
+		calls[i] = (struct tl_mlock_call){
+		    .call = str(e, "call"),
+		    .errno_name = str(e, "errno"),
+		    .ok = json_is_integer(r) && !json_integer_value(r),
+		    .failed = json_is_integer(r) && json_integer_value(r) < 0,
+		    .dur_ms = num(e, "dur_ms"),
+		};
+	}
+	m->mlock_calls = calls;
+	return 0;
+}
+
+static int decode_sched(const json_t *root, struct tl_view *v)
+{
+	const json_t *s = json_object_get(root, "sched");
+
+	v->sched =
+	    (struct tl_sched){num(s, "io_wait_ms"), num(s, "sleep_ms"), num(s, "runqueue_ms")};
+	return 0;
+}
+
+static int decode_tracing(const json_t *root, struct tl_view *v)
+{
+	const json_t *t = json_object_get(root, "tracing");
+
+	v->tracing =
+	    (struct tl_tracing){flag(t, "enabled"), str(t, "reason"), num(t, "events_lost")};
+	return 0;
+}
+
+static int decode_process(const json_t *root, struct tl_view *v)
+{
+	const json_t *cmd = json_object_get(json_object_get(root, "process"), "command"), *e;
+	const char **words;
+	size_t i;
+
+	if (LIST(cmd, words, v->process.n_command) < 0)
+		return -1;
+	json_array_foreach (cmd, i, e)
+		words[i] = json_string_value(e);
+	v->process.command = words;
+	return 0;
+}
+
+static int decode_launcher(const json_t *root, struct tl_view *v)
+{
+	const json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
+
+	v->config_mlock_mode = str(json_object_get(cfg, "mlock"), "mode");
+	v->config_app_dir = str(json_object_get(cfg, "app"), "dir");
+	return 0;
+}
+
+static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
+    decode_marks,   decode_phases,   decode_files,    decode_missing, decode_downloads,
+    decode_network, decode_requests, decode_findings, decode_memory,  decode_sched,
+    decode_tracing, decode_process,  decode_launcher,
+};
+
+struct tl_view *tl_view_decode(const struct timeline *tl)
+{
+	const json_t *root = timeline_json(tl);
+	struct tl_view *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < sizeof(decoders) / sizeof(decoders[0]); i++)
+		if (decoders[i](root, v) < 0) {
+			tl_view_free(v);
+			return NULL;
+		}
+	return v;
+}
+
+void tl_view_free(struct tl_view *v)
+{
+	if (!v)
+		return;
+	free((void *)v->marks);
+	free((void *)v->phases);
+	free((void *)v->files);
+	free((void *)v->missing);
+	free((void *)v->downloads);
+	free((void *)v->network);
+	free((void *)v->requests);
+	free((void *)v->findings);
+	free((void *)v->memory.mlock_calls);
+	free((void *)v->memory.fault_rate.counts);
+	free((void *)v->process.command);
+	free(v);
+}
+
+double tl_view_mark(const struct tl_view *v, const char *name)
+{
+	for (size_t i = 0; v && name && i < v->n_marks; i++)
+		if (!strcmp(v->marks[i].name, name))
+			return v->marks[i].ms;
+	return TL_NONE;
+}

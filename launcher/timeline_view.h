@@ -1,0 +1,143 @@
+/* timeline_view: typed views of the model's sections, decoded once from
+ * the tree (systemd's analyze-time-data.h idea). Renderers and compare read
+ * these, never JSON keys; they are compiled without jansson.
+ *
+ * One rule for a missing field: a number that is absent, null or not a
+ * number reads as TL_NONE (NaN; tl_has() tells, tl_or0() gives 0), a string
+ * as NULL, a flag as false, a list as empty. Strings are borrowed from the
+ * model: valid while the timeline lives. */
+#ifndef TTS_TIMELINE_VIEW_H
+#define TTS_TIMELINE_VIEW_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "timeline.h"
+
+#define TL_NONE NAN
+
+static inline bool tl_has(double v) { return !isnan(v); }
+
+static inline double tl_or0(double v) { return isnan(v) ? 0 : v; }
+
+struct tl_mark {
+	const char *name;
+	double ms;
+};
+
+struct tl_phase {
+	const char *name;
+	double start_ms, end_ms, dur_ms; /* dur_ms: only hand-made timelines have it */
+};
+
+struct tl_file {
+	const char *path, *class, *errno_name;
+	double opens, failed_opens, bytes_read, bytes_written, mmap_bytes, faults;
+	double first_ms, last_ms;
+};
+
+struct tl_missing {
+	const char *path, *errno_name;
+	double attempts, first_ms, last_ms;
+};
+
+struct tl_download {
+	const char *path;
+	double bytes, first_ms, last_ms, rate_mb_s;
+	bool completed;
+	bool complete;		       /* renamed to its final name while traced */
+	const char *final_path, *link; /* where it ended, the snapshot link to it */
+};
+
+struct tl_peer {
+	const char *peer, *errno_name;
+	double connects, failures, bytes_in, bytes_out, connect_ms;
+};
+
+struct tl_request {
+	double start_ms, end_ms, dur_ms, latency_ms;
+	double faults, page_faults, major_faults;
+};
+
+struct tl_mlock_call {
+	const char *call, *errno_name;
+	bool ok;     /* result is the integer 0 */
+	bool failed; /* result is a negative integer */
+	double dur_ms;
+};
+
+/* memory.fault_rate: page faults per bucket_ms from time 0 */
+struct tl_series {
+	double bucket_ms;
+	const double *counts;
+	size_t n;
+};
+
+struct tl_memory {
+	double page_faults, major_faults, model_file_faults;
+	struct tl_series fault_rate;
+	const struct tl_mlock_call *mlock_calls;
+	size_t n_mlock_calls;
+	bool has_mlock_calls;	  /* mlock_calls is a list (a traced run) */
+	bool has_mlock;		  /* memory.mlock: the shim's outcome is there */
+	const char *mlock_mode;	  /* its mode */
+	const char *mlock_status; /* the shim's word (docs/mlock.md), NULL without one */
+	const char *mlock_trigger, *mlock_fix;
+	double mlock_bytes_locked, mlock_dur_ms;
+};
+
+struct tl_sched {
+	double io_wait_ms, sleep_ms, runqueue_ms;
+};
+
+struct tl_process {
+	const char *const *command; /* its words; NULL for one that is not a string */
+	size_t n_command;
+};
+
+struct tl_tracing {
+	bool enabled;
+	const char *reason; /* why not, when not */
+	double events_lost;
+};
+
+struct tl_finding {
+	const char *id, *severity, *title, *message, *fix;
+};
+
+/* Every section a reader needs, decoded from one timeline. */
+struct tl_view {
+	const struct tl_mark *marks; /* numeric marks, in the model's order */
+	size_t n_marks;
+	const struct tl_phase *phases;
+	size_t n_phases;
+	const struct tl_file *files;
+	size_t n_files;
+	const struct tl_missing *missing;
+	size_t n_missing;
+	const struct tl_download *downloads;
+	size_t n_downloads;
+	const struct tl_peer *network;
+	size_t n_network;
+	const struct tl_request *requests;
+	size_t n_requests;
+	bool has_requests; /* requests is a list (maybe empty) */
+	const struct tl_finding *findings;
+	size_t n_findings;
+	struct tl_memory memory;
+	struct tl_sched sched;
+	struct tl_tracing tracing;
+	struct tl_process process;
+	const char *config_mlock_mode; /* launcher.config.mlock.mode */
+	const char *config_app_dir;    /* launcher.config.app.dir */
+};
+
+/* The views of tl; NULL when out of memory. Free with tl_view_free. */
+struct tl_view *tl_view_decode(const struct timeline *tl);
+void tl_view_free(struct tl_view *v);
+
+/* ms of the mark called name, or TL_NONE. */
+double tl_view_mark(const struct tl_view *v, const char *name);
+
+#endif
