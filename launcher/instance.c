@@ -439,3 +439,118 @@ void instance_close(struct instance *in)
 	in->pidfile = NULL;
 	in->lock = NULL;
 }
+
+/* Take the app's lock. Returns 0: taken (or no pidfile, so no lock), or
+ * another supervisor holds it (*holder > 0); else the exit code. */
+int instance_lock_start(struct instance *inst, pid_t *holder)
+{
+	char err[1024];
+	int r;
+
+	*holder = 0;
+	if (!*inst->lock)
+		return 0;
+	if (instance_open(inst, true, err, sizeof(err)) < 0) {
+		if (inst->system) {
+			fprintf(stderr, "tts-launch: error: %s; nothing was killed or started\n",
+				err);
+			return 2;
+		}
+		/* Not root: nothing to protect but this user's own run. */
+		fprintf(stderr,
+			"tts-launch: warning: %s: `tts-launch stop` and `status` will not find "
+			"this run, and a second start is not kept out\n",
+			err);
+		return 0;
+	}
+	r = instance_try_lock(inst, holder);
+	if (r < 0) {
+		fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", inst->lock,
+			strerror(errno));
+		*holder = 0;
+		return 1;
+	}
+	if (r == 1 && *holder < 0) {
+		fprintf(stderr,
+			"tts-launch: error: the lock %s is held by a process that is not a "
+			"tts-launch supervisor: nothing was killed or started\n",
+			inst->lock);
+		return 3;
+	}
+	if (r == 0)
+		*holder = 0;
+	return 0;
+}
+
+/* Another supervisor (holder) runs this app. [stale] policy = kill: end
+ * it, then start (as start_app.sh did); else refuse with exit 3. 0 when
+ * the lock is ours. */
+int instance_replace(struct instance *inst, const struct config *c, pid_t holder)
+{
+	/* a third start may take the lock between the end and our retry */
+	for (int round = 0; round < 5; round++) {
+		bool ok;
+		pid_t svc = instance_service(inst, holder, &ok);
+		char *cmd = proc_cmdline(svc > 0 ? svc : holder);
+		char what[64] = "no service yet";
+		int hfd, r;
+
+		if (svc > 0)
+			snprintf(what, sizeof(what), "service pid %d", (int)svc);
+
+		/* Ending an ancestor would end ourselves (a service that runs
+		 * tts-launch for its own app). */
+		for (pid_t p = getppid(); p > 1; p = proc_ppid(p))
+			if (p == holder) {
+				fprintf(stderr,
+					"tts-launch: error: this runs inside the instance of %s it "
+					"would "
+					"replace (supervisor pid %d): use another [service] "
+					"pidfile, or "
+					"an empty one; nothing was killed\n",
+					c->app_dir, (int)holder);
+				free(cmd);
+				return 3;
+			}
+		if (c->stale_policy != STALE_KILL) {
+			fprintf(
+			    stderr,
+			    "tts-launch: error: %s already runs under tts-launch: supervisor pid "
+			    "%d, %s (%s); stop it first (tts-launch stop) or set [stale] policy "
+			    "= kill; nothing was killed\n",
+			    c->app_dir, (int)holder, what, cmd ? cmd : "?");
+			free(cmd);
+			return 3;
+		}
+		fprintf(stderr,
+			"tts-launch: ending the running instance: supervisor pid %d, %s (%s)\n",
+			(int)holder, what, cmd ? cmd : "?");
+		free(cmd);
+		hfd = instance_hold(inst, holder);
+		if (hfd >= 0) {
+			r = instance_end(hfd, holder, svc, c->stop_grace,
+					 "tts-launch: running instance: ", stderr);
+			close(hfd);
+			if (r < 0) {
+				fprintf(stderr,
+					"tts-launch: error: the running instance did not end: "
+					"end it by hand; nothing was started\n");
+				return 3;
+			}
+		}
+		r = instance_try_lock(inst, &holder);
+		if (r == 0)
+			return 0;
+		if (r < 0 || holder < 0) {
+			fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", inst->lock,
+				r < 0 ? strerror(errno)
+				      : "held by a process that is not a supervisor");
+			return r < 0 ? 1 : 3;
+		}
+	}
+	fprintf(stderr,
+		"tts-launch: error: other starts of %s keep taking its lock %s: nothing "
+		"was started\n",
+		c->app_dir, inst->lock);
+	return 3;
+}

@@ -84,4 +84,14 @@ char *instance_key(const char *app_dir, const char *pidfile);
 
 void instance_close(struct instance *in);
 
+/* At a start: take the app's lock (created if missing). Returns 0: taken,
+ * or no pidfile so no lock, or another supervisor holds it (*holder > 0);
+ * else the exit code to use (2 an untrusted lock directory as root, 3 a
+ * lock held by a process that is not a supervisor), said on stderr. */
+int instance_lock_start(struct instance *inst, pid_t *holder);
+/* Another supervisor (holder) runs this app. [stale] policy = kill: end
+ * it, then take the lock (as start_app.sh did); else refuse with exit 3.
+ * 0 when the lock is ours. */
+int instance_replace(struct instance *inst, const struct config *c, pid_t holder);
+
 #endif

@@ -63,5 +63,8 @@ int stale_kill(const struct config *c, const struct stale_list *l, FILE *out);
 int stale_end_pidfd(int pidfd, int sig, double grace, char *how, size_t howlen);
 
 void stale_list_free(struct stale_list *l);
+/* Count pid (a running supervisor) among the stale instances, for
+ * stale_check_port: its service's port is not a foreign holder's. */
+void stale_list_add(struct stale_list *l, pid_t pid);
 
 #endif

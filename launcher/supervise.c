@@ -786,139 +786,6 @@ static void session_free(struct session *s)
 	instance_close(&s->inst); /* lets go of the lock */
 }
 
-/* Count the supervisor pid among the stale instances (for
- * stale_check_port: its service's port is not a foreign holder's). */
-static void stale_add(struct stale_list *l, pid_t pid)
-{
-	struct stale_proc *v = realloc(l->v, (l->n + 1) * sizeof(*v));
-
-	if (!v)
-		return;
-	l->v = v;
-	v[l->n].pid = pid;
-	v[l->n].start_ticks = proc_start_ticks(pid);
-	v[l->n].cmdline = proc_cmdline(pid);
-	if (v[l->n].cmdline)
-		l->n++;
-}
-
-/* Take the app's lock. Returns 0: taken (or no pidfile, so no lock), or
- * another supervisor holds it (*holder > 0); else the exit code. */
-static int lock_instance(struct session *s, pid_t *holder)
-{
-	char err[1024];
-	int r;
-
-	*holder = 0;
-	if (!*s->inst.lock)
-		return 0;
-	if (instance_open(&s->inst, true, err, sizeof(err)) < 0) {
-		if (s->inst.system) {
-			fprintf(stderr, "tts-launch: error: %s; nothing was killed or started\n",
-				err);
-			return 2;
-		}
-		/* Not root: nothing to protect but this user's own run. */
-		fprintf(stderr,
-			"tts-launch: warning: %s: `tts-launch stop` and `status` will not find "
-			"this run, and a second start is not kept out\n",
-			err);
-		return 0;
-	}
-	r = instance_try_lock(&s->inst, holder);
-	if (r < 0) {
-		fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", s->inst.lock,
-			strerror(errno));
-		*holder = 0;
-		return 1;
-	}
-	if (r == 1 && *holder < 0) {
-		fprintf(stderr,
-			"tts-launch: error: the lock %s is held by a process that is not a "
-			"tts-launch supervisor: nothing was killed or started\n",
-			s->inst.lock);
-		return 3;
-	}
-	if (r == 0)
-		*holder = 0;
-	return 0;
-}
-
-/* Another supervisor (holder) runs this app. [stale] policy = kill: end
- * it, then start (as start_app.sh did); else refuse with exit 3. 0 when
- * the lock is ours. */
-static int replace_holder(struct session *s, pid_t holder)
-{
-	const struct config *c = s->cfg;
-
-	/* a third start may take the lock between the end and our retry */
-	for (int round = 0; round < 5; round++) {
-		bool ok;
-		pid_t svc = instance_service(&s->inst, holder, &ok);
-		char *cmd = proc_cmdline(svc > 0 ? svc : holder);
-		char what[64] = "no service yet";
-		int hfd, r;
-
-		if (svc > 0)
-			snprintf(what, sizeof(what), "service pid %d", (int)svc);
-
-		/* Ending an ancestor would end ourselves (a service that runs
-		 * tts-launch for its own app). */
-		for (pid_t p = getppid(); p > 1; p = proc_ppid(p))
-			if (p == holder) {
-				fprintf(stderr,
-					"tts-launch: error: this runs inside the instance of %s it "
-					"would "
-					"replace (supervisor pid %d): use another [service] "
-					"pidfile, or "
-					"an empty one; nothing was killed\n",
-					c->app_dir, (int)holder);
-				free(cmd);
-				return 3;
-			}
-		if (c->stale_policy != STALE_KILL) {
-			fprintf(
-			    stderr,
-			    "tts-launch: error: %s already runs under tts-launch: supervisor pid "
-			    "%d, %s (%s); stop it first (tts-launch stop) or set [stale] policy "
-			    "= kill; nothing was killed\n",
-			    c->app_dir, (int)holder, what, cmd ? cmd : "?");
-			free(cmd);
-			return 3;
-		}
-		fprintf(stderr,
-			"tts-launch: ending the running instance: supervisor pid %d, %s (%s)\n",
-			(int)holder, what, cmd ? cmd : "?");
-		free(cmd);
-		hfd = instance_hold(&s->inst, holder);
-		if (hfd >= 0) {
-			r = instance_end(hfd, holder, svc, c->stop_grace,
-					 "tts-launch: running instance: ", stderr);
-			close(hfd);
-			if (r < 0) {
-				fprintf(stderr,
-					"tts-launch: error: the running instance did not end: "
-					"end it by hand; nothing was started\n");
-				return 3;
-			}
-		}
-		r = instance_try_lock(&s->inst, &holder);
-		if (r == 0)
-			return 0;
-		if (r < 0 || holder < 0) {
-			fprintf(stderr, "tts-launch: error: failed to lock %s: %s\n", s->inst.lock,
-				r < 0 ? strerror(errno)
-				      : "held by a process that is not a supervisor");
-			return r < 0 ? 1 : 3;
-		}
-	}
-	fprintf(stderr,
-		"tts-launch: error: other starts of %s keep taking its lock %s: nothing "
-		"was started\n",
-		c->app_dir, s->inst.lock);
-	return 3;
-}
-
 /* A stopping signal waiting in the (blocked) mask: 128 + its number, after
  * taking it; else 0. */
 static int stopped_before_start(void)
@@ -1002,7 +869,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	/* The app's lock: from here to the exit, no other supervisor of this
 	 * app kills, spawns or writes the pidfile (instance.h). */
 	t = clock_ms();
-	rc = lock_instance(&s, &holder);
+	rc = instance_lock_start(&s.inst, &holder);
 	if (rc)
 		goto out;
 
@@ -1015,7 +882,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	/* The running supervisor's tree counts as stale for the port check:
 	 * it is ended below, not a foreign holder. */
 	if (holder > 0)
-		stale_add(&stale, holder);
+		stale_list_add(&stale, holder);
 	rc = stale_check_port(c, &stale, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "tts-launch: error: %s\n", err);
@@ -1042,7 +909,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	if (holder > 0) {
 		/* Another supervisor runs this app: end it or refuse (exit 3),
 		 * then look again at what is left. */
-		rc = replace_holder(&s, holder);
+		rc = instance_replace(&s.inst, c, holder);
 		if (rc)
 			goto out;
 		stale_list_free(&stale);
