@@ -248,7 +248,7 @@ static void on_connect_rec(struct collector *t, const struct tl_event *e, double
 {
 	char peer[160];
 	int family, port;
-	bool follows = e->flags & 1; /* the handshake's outcome comes later */
+	bool follows = e->flags & CONNECT_FOLLOWS; /* the handshake's outcome comes later */
 	size_t n;
 	json_t *c;
 
@@ -301,9 +301,9 @@ static void on_conn_end(struct collector *t, const struct tl_conn_event *e)
 {
 	json_t *c = collector_connect(t, e->cookie);
 	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
-	const char *by = e->ended_by == 4   ? "local-close"
-			 : e->ended_by == 9 ? "remote-close"
-					    : "reset";
+	const char *by = e->ended_by == TL_TCP_FIN_WAIT1  ? "local-close"
+			 : e->ended_by == TL_TCP_LAST_ACK ? "remote-close"
+							  : "reset";
 
 	if (!c || !json_is_null(json_object_get(c, "closed_ms")))
 		return;
@@ -347,28 +347,27 @@ int collector_on_event(void *ctx, void *data, size_t size)
 {
 	struct collector *t = ctx;
 	const struct tl_event *e = data;
+	const struct tl_head *h = data; /* every record starts with it (trace.h) */
+	bool headed = size >= sizeof(*h);
 	double ms, end_ms;
 	json_t *p;
 
-	/* every record starts like tl_event: ts, dur, type */
-	if (size >= offsetof(struct tl_event, pid) &&
-	    (e->type == EV_RENAME || e->type == EV_SYMLINK)) {
+	if (headed && (h->type == EV_RENAME || h->type == EV_SYMLINK)) {
 		if (size >= sizeof(struct tl_path2_event))
 			keep_path2(t, data);
 		return 0;
 	}
-	if (size >= offsetof(struct tl_event, pid) && e->type == EV_REQUEST) {
+	if (headed && h->type == EV_REQUEST) {
 		if (size >= sizeof(struct tl_req_event))
 			on_request(t, data);
 		return 0;
 	}
-	if (size >= offsetof(struct tl_event, pid) &&
-	    (e->type == EV_IMPORT_START || e->type == EV_IMPORT_DONE)) {
+	if (headed && (h->type == EV_IMPORT_START || h->type == EV_IMPORT_DONE)) {
 		if (size >= sizeof(struct tl_import_event))
 			on_import(t, data);
 		return 0;
 	}
-	if (size >= offsetof(struct tl_event, pid) && e->type == EV_CONN_END) {
+	if (headed && h->type == EV_CONN_END) {
 		if (size >= sizeof(struct tl_conn_event))
 			on_conn_end(t, data);
 		return 0;

@@ -57,7 +57,7 @@ static void check_btf(void)
 
 static void check_tracefs(void)
 {
-	/* The tracer attaches raw tracepoints (bpf/trace.bpf.c), which need no
+	/* The tracer attaches raw tracepoints (the bpf/ domain files), which need no
 	 * tracefs; libbpf's legacy uprobe attach does, and tts-launch mounts it
 	 * when it starts tracing (hostprobe_tracefs_ensure). */
 	if (hostprobe_tracefs())

@@ -403,7 +403,7 @@ static void on_tick(struct session *s)
 	double now = clock_ms();
 	double ms;
 
-	/* Frequent trace events do not wake us (bpf/trace.bpf.c): drain them. */
+	/* Frequent trace events do not wake us (bpf/common.bpf.h): drain them. */
 	if (s->tracer)
 		tracer_poll(s->tracer);
 	if (s->main_exited) {

@@ -1,5 +1,5 @@
-/* tracer: loads bpf/trace.bpf.c for the process tree rooted at the forked,
- * still blocked child and hands its ring buffer to the collector.
+/* tracer: loads the BPF object (the bpf/ domain files, linked into one skeleton) for the process
+ * tree rooted at the forked, still blocked child and hands its ring buffer to the collector.
  *
  * Order (STYLE.md 3): open -> probe what the kernel has (autoload off for the
  * rest, listed as fallbacks) -> set targ_ rodata -> load -> insert the root
