@@ -210,10 +210,10 @@ static __always_inline void file_id(struct file *f, struct file_key *k, __u32 *m
 	*mode = BPF_CORE_READ(ino, i_mode);
 }
 
-/* A name ending like model weights (.pth .pt .bin .ckpt .onnx .gguf .npz
- * .h5 .safetensors): its last 8 bytes, gathered in one bounded pass. The
- * launcher's own classes (docs/timeline.md) are finer; this only decides
- * which faults count as model faults in requests. */
+/* A name ending like model weights (the launcher's one table,
+ * launcher/classify.c, given as targ_model_suf/mask): its last 8 bytes,
+ * gathered in one bounded pass. This only decides which faults count as
+ * model faults in requests; the launcher's file classes are finer. */
 static __always_inline __u32 model_name(const char *name)
 {
 	__u64 t = 0;
@@ -223,17 +223,10 @@ static __always_inline __u32 model_name(const char *name)
 			break;
 		t = (t << 8) | (__u8)name[i];
 	}
-#define SUF4(a, b, c, d) (((__u64)(a) << 24) | ((__u64)(b) << 16) | ((__u64)(c) << 8) | (d))
-	return (t & 0xffffffff) == SUF4('.', 'p', 't', 'h') ||
-	       (t & 0xffffff) == SUF4(0, '.', 'p', 't') ||
-	       (t & 0xffffffff) == SUF4('.', 'b', 'i', 'n') ||
-	       (t & 0xffffffff) == SUF4('.', 'n', 'p', 'z') ||
-	       (t & 0xffffff) == SUF4(0, '.', 'h', '5') ||
-	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('c', 'k', 'p', 't')) ||
-	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('o', 'n', 'n', 'x')) ||
-	       (t & 0xffffffffff) == ((__u64)'.' << 32 | SUF4('g', 'g', 'u', 'f')) ||
-	       t == (SUF4('e', 't', 'e', 'n') << 32 | SUF4('s', 'o', 'r', 's'));
-#undef SUF4
+	for (int i = 0; i < TRACE_MODEL_SUFFIXES; i++)
+		if (targ_model_mask[i] && (t & targ_model_mask[i]) == targ_model_suf[i])
+			return 1;
+	return 0;
 }
 
 static __always_inline struct file_val *file_entry(struct file *f, struct file_key *k, __u64 now)

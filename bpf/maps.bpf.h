@@ -18,6 +18,11 @@
 /* set by the launcher between open and load */
 extern const volatile __u64 targ_t0_ns;	     /* launcher start: fault-rate series origin */
 extern const volatile __u32 targ_ready_port; /* the ready listen; 0: the first inet listen */
+/* model-weight suffixes (launcher/classify.c): a name's last 8 bytes t end
+ * like suffix i when (t & targ_model_mask[i]) == targ_model_suf[i]; mask 0:
+ * unused */
+extern const volatile __u64 targ_model_suf[TRACE_MODEL_SUFFIXES];
+extern const volatile __u64 targ_model_mask[TRACE_MODEL_SUFFIXES];
 
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 extern __u64 ready_ns;

@@ -20,14 +20,15 @@
 #include <linux/types.h>
 #endif
 
-#define TRACE_STR_MAX	 256 /* path, exec filename */
-#define TRACE_AUX_MAX	 128 /* exec arguments (NUL-separated), sockaddr */
-#define TRACE_PATH_MAX	 256 /* path key of the paths map */
-#define TRACE_NAME_MAX	 48  /* dentry name of a file seen only through an fd */
-#define TRACE_COMM_MAX	 16
-#define TRACE_BUCKET_NS	 100000000ull /* fault-rate series: 100 ms buckets */
-#define TRACE_BUCKETS	 6000	      /* 10 minutes of series; later faults land in the last */
-#define TRACE_HIST_SLOTS 32	      /* block latency: log2(us) slots */
+#define TRACE_STR_MAX	     256 /* path, exec filename */
+#define TRACE_AUX_MAX	     128 /* exec arguments (NUL-separated), sockaddr */
+#define TRACE_PATH_MAX	     256 /* path key of the paths map */
+#define TRACE_NAME_MAX	     48	 /* dentry name of a file seen only through an fd */
+#define TRACE_MODEL_SUFFIXES 16	 /* model-weight suffixes the launcher gives (classify.c) */
+#define TRACE_COMM_MAX	     16
+#define TRACE_BUCKET_NS	     100000000ull /* fault-rate series: 100 ms buckets */
+#define TRACE_BUCKETS	     6000	  /* 10 minutes of series; later faults land in the last */
+#define TRACE_HIST_SLOTS     32		  /* block latency: log2(us) slots */
 
 enum trace_event_type {
 	EV_EXEC = 1,

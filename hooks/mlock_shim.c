@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mlock_proto.h"
+
 #ifdef HAVE_PYTHON
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -62,14 +64,12 @@
 #define MCL_ONFAULT 4 /* Linux 4.4 */
 #endif
 
-enum { MODE_ALL, MODE_MODELS, MODE_ONFAULT };
-enum { TRIG_LISTEN, TRIG_SIGNAL, TRIG_DELAY, TRIG_CALLABLE };
+static const char *const mode_names[] = MLOCK_MODE_NAMES;
+static const char *const trigger_names[] = MLOCK_TRIGGER_NAMES;
 
-static const char *const mode_names[] = {"all", "models", "onfault"};
-static const char *const trigger_names[] = {"listen", "signal", "delay", "callable"};
-
-#define ENV_PREFIX   "TTS_LAUNCH_MLOCK_"
-#define SHIM_NAME    "mlock_shim.so"
+/* each "key": and its head: event, pid, then "trigger": */
+#define K(f)	     MLOCK_KEY(MLOCK_F_##f)
+#define HEAD(ev)     "{" K(EVENT) "\"" ev "\"," K(PID) "%d," K(TRIGGER)
 #define LOCKER_STACK (256 * 1024) /* mlockall would pin a default 8 MiB stack */
 
 static struct {
@@ -281,7 +281,7 @@ static bool concerned(const char *perms, const char *path)
 		return false; /* guard pages and reservations: never populated */
 	if (!strcmp(path, "[vsyscall]") || !strncmp(path, "[vvar", 5))
 		return false; /* special mappings mlock skips */
-	if (S.mode != MODE_MODELS)
+	if (S.mode != MLOCK_MODE_MODELS)
 		return true;
 	return path[0] == '/' && perms[0] == 'r' && matches(path);
 }
@@ -306,7 +306,7 @@ static int plan_scan(struct plan *p)
 			cur = concerned(perms, line + off);
 			if (!cur)
 				continue;
-			if (S.mode == MODE_MODELS && add_range(p, a, b) < 0) {
+			if (S.mode == MLOCK_MODE_MODELS && add_range(p, a, b) < 0) {
 				lines_close(&L);
 				return -1; /* ENOMEM: reported as failed, nothing locked */
 			}
@@ -317,7 +317,7 @@ static int plan_scan(struct plan *p)
 		}
 	}
 	lines_close(&L);
-	p->to_lock = S.mode == MODE_ONFAULT ? p->rss : p->size;
+	p->to_lock = S.mode == MLOCK_MODE_ONFAULT ? p->rss : p->size;
 	return 0;
 }
 
@@ -336,34 +336,38 @@ static void do_lock(const char *trigger)
 	lck0 = vmlck();
 	if (plan_scan(&p) < 0) {
 		err = errno;
-		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-		       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"cannot list "
-		       "the mappings to lock (/proc/self/smaps): %s\"}",
+		/* clang-format off */
+		report(HEAD(MLOCK_EV_FAILED) "\"%s\"," K(MODE) "\"%s\"," K(START_NS) "%llu,"
+		       K(DUR_NS) "0," K(ERRNO) "\"%s\","
+		       K(ERROR) "\"cannot list the mappings to lock (/proc/self/smaps): %s\"}",
 		       (int)getpid(), trigger, mode_names[S.mode], (unsigned long long)t0,
 		       strerrorname_np(err) ?: "?", strerror(err));
+		/* clang-format on */
 		pthread_mutex_unlock(&S.lock);
 		return;
 	}
 	/* The guard: never pin more than the limit. */
 	if (S.limit && p.to_lock > S.limit) {
-		report("{\"event\":\"refused\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-		       "\"bytes_to_lock\":%llu,\"resident\":%llu,\"mappings\":%zu,\"limit\":%llu,"
-		       "\"start_ns\":%llu,\"dur_ns\":%llu,\"vmlck\":%lld}",
+		/* clang-format off */
+		report(HEAD(MLOCK_EV_REFUSED) "\"%s\"," K(MODE) "\"%s\"," K(BYTES_TO_LOCK) "%llu,"
+		       K(RESIDENT) "%llu," K(MAPPINGS) "%zu," K(LIMIT) "%llu," K(START_NS) "%llu,"
+		       K(DUR_NS) "%llu," K(VMLCK) "%lld}",
 		       (int)getpid(), trigger, mode_names[S.mode], p.to_lock, p.rss, p.n, S.limit,
 		       (unsigned long long)t0, (unsigned long long)(now_ns() - t0), lck0);
+		/* clang-format on */
 		pthread_mutex_unlock(&S.lock);
 		return;
 	}
 	switch (S.mode) {
-	case MODE_ALL:
+	case MLOCK_MODE_ALL:
 		rc = mlockall(MCL_CURRENT);
 		err = rc ? errno : 0;
 		break;
-	case MODE_ONFAULT:
+	case MLOCK_MODE_ONFAULT:
 		rc = mlockall(MCL_CURRENT | MCL_ONFAULT);
 		err = rc ? errno : 0;
 		break;
-	case MODE_MODELS:
+	case MLOCK_MODE_MODELS:
 		for (size_t i = 0; i < p.nr; i++) {
 			if (mlock((void *)ranges[i].start, ranges[i].end - ranges[i].start) < 0) {
 				if (!err)
@@ -376,23 +380,27 @@ static void do_lock(const char *trigger)
 	}
 	t1 = now_ns();
 	lck1 = vmlck();
-	if (rc == 0)
-		report("{\"event\":\"locked\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-		       "\"bytes_to_lock\":%llu,\"resident\":%llu,\"mappings\":%zu,\"limit\":%llu,"
-		       "\"start_ns\":%llu,\"dur_ns\":%llu,\"vmlck_before\":%lld,\"vmlck\":%lld}",
+	if (rc == 0) {
+		/* clang-format off */
+		report(HEAD(MLOCK_EV_LOCKED) "\"%s\"," K(MODE) "\"%s\"," K(BYTES_TO_LOCK) "%llu,"
+		       K(RESIDENT) "%llu," K(MAPPINGS) "%zu," K(LIMIT) "%llu," K(START_NS) "%llu,"
+		       K(DUR_NS) "%llu," K(VMLCK_BEFORE) "%lld," K(VMLCK) "%lld}",
 		       (int)getpid(), trigger, mode_names[S.mode], p.to_lock, p.rss, p.n, S.limit,
 		       (unsigned long long)t0, (unsigned long long)(t1 - t0), lck0, lck1);
-	else
-		report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-		       "\"bytes_to_lock\":%llu,\"resident\":%llu,\"mappings\":%zu,\"failed_"
-		       "mappings\":%zu,"
-		       "\"limit\":%llu,\"start_ns\":%llu,\"dur_ns\":%llu,\"vmlck_before\":%lld,"
-		       "\"vmlck\":%lld,\"errno\":\"%s\",\"error\":\"%s\",\"cap_ipc_lock\":%s,"
-		       "\"rlimit_memlock\":%lld}",
+		/* clang-format on */
+	} else {
+		/* clang-format off */
+		report(HEAD(MLOCK_EV_FAILED) "\"%s\"," K(MODE) "\"%s\"," K(BYTES_TO_LOCK) "%llu,"
+		       K(RESIDENT) "%llu," K(MAPPINGS) "%zu," K(FAILED_MAPPINGS) "%zu," K(LIMIT) "%llu,"
+		       K(START_NS) "%llu," K(DUR_NS) "%llu," K(VMLCK_BEFORE) "%lld," K(VMLCK) "%lld,"
+		       K(ERRNO) "\"%s\"," K(ERROR) "\"%s\"," K(CAP_IPC_LOCK) "%s,"
+		       K(RLIMIT_MEMLOCK) "%lld}",
 		       (int)getpid(), trigger, mode_names[S.mode], p.to_lock, p.rss, p.n, failed,
 		       S.limit, (unsigned long long)t0, (unsigned long long)(t1 - t0), lck0, lck1,
 		       strerrorname_np(err) ?: "?", strerror(err),
 		       has_cap_ipc_lock() ? "true" : "false", memlock_rlimit());
+		/* clang-format on */
+	}
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -463,11 +471,12 @@ static int arm_callable(void)
 	    !PY_SYM(frame_globals, "PyFrame_GetGlobals") ||
 	    !PY_SYM(dict_get, "PyDict_GetItemString") ||
 	    !PY_SYM(str_eq, "PyUnicode_CompareWithASCIIString") || !PY_SYM(decref, "Py_DecRef")) {
-		report(
-		    "{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
-		    "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"ENOSYS\",\"error\":\"not a Python "
-		    "3.11+ interpreter: its C API is not there\"}",
-		    (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+		/* clang-format off */
+		report(HEAD(MLOCK_EV_FAILED) "\"callable\"," K(MODE) "\"%s\"," K(START_NS) "%llu,"
+		       K(DUR_NS) "0," K(ERRNO) "\"ENOSYS\","
+		       K(ERROR) "\"not a Python 3.11+ interpreter: its C API is not there\"}",
+		       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+		/* clang-format on */
 		return -1;
 	}
 #undef PY_SYM
@@ -480,10 +489,13 @@ static int arm_callable(void)
 #else
 static int arm_callable(void)
 {
-	report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"callable\",\"mode\":\"%s\","
-	       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"ENOSYS\",\"error\":\"this shim was "
-	       "built without Python 3.11+ headers (install python3-dev and rebuild)\"}",
+	/* clang-format off */
+	report(HEAD(MLOCK_EV_FAILED) "\"callable\"," K(MODE) "\"%s\"," K(START_NS) "%llu,"
+	       K(DUR_NS) "0," K(ERRNO) "\"ENOSYS\","
+	       K(ERROR) "\"this shim was built without Python 3.11+ headers "
+	       "(install python3-dev and rebuild)\"}",
 	       (int)S.pid, mode_names[S.mode], (unsigned long long)S.t_load);
+	/* clang-format on */
 	return -1;
 }
 #endif
@@ -493,14 +505,14 @@ static int arm_callable(void)
 static void *locker(void *arg)
 {
 	(void)arg;
-	if (S.trigger == TRIG_DELAY) {
+	if (S.trigger == MLOCK_TRIG_DELAY) {
 		uint64_t at = S.t_load + (uint64_t)(S.delay * 1e9);
 		struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
 
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		do_lock("delay");
-	} else if (S.trigger == TRIG_SIGNAL) {
+	} else if (S.trigger == MLOCK_TRIG_SIGNAL) {
 		char b;
 
 		/* Every signal locks again: MCL_CURRENT then covers what was
@@ -513,7 +525,7 @@ static void *locker(void *arg)
 			else if (n == 0 || errno != EINTR)
 				break;
 		}
-	} else if (S.trigger == TRIG_CALLABLE) {
+	} else if (S.trigger == MLOCK_TRIG_CALLABLE) {
 		char b;
 
 		if (arm_callable() == 0) {
@@ -593,7 +605,7 @@ int listen(int fd, int backlog)
 		return -1;
 	}
 	rc = real_listen(fd, backlog);
-	if (rc == 0 && S.active && S.trigger == TRIG_LISTEN && getpid() == S.pid &&
+	if (rc == 0 && S.active && S.trigger == MLOCK_TRIG_LISTEN && getpid() == S.pid &&
 	    is_service_port(fd) && !atomic_exchange(&S.fired, 1)) {
 		int saved = errno;
 
@@ -626,7 +638,7 @@ static void clean_environment(void)
 				const char *base = strrchr(tok, '/');
 
 				if ((me && !strcmp(tok, me)) ||
-				    !strcmp(base ? base + 1 : tok, SHIM_NAME))
+				    !strcmp(base ? base + 1 : tok, MLOCK_SHIM_NAME))
 					continue;
 				if (*out)
 					strcat(out, ":");
@@ -643,7 +655,8 @@ static void clean_environment(void)
 	for (char **e = environ; e && *e && n < 32; e++) {
 		size_t len = strcspn(*e, "=");
 
-		if (!strncmp(*e, ENV_PREFIX, strlen(ENV_PREFIX)) && len < sizeof(names[0]))
+		if (!strncmp(*e, MLOCK_ENV_PREFIX, strlen(MLOCK_ENV_PREFIX)) &&
+		    len < sizeof(names[0]))
 			snprintf(names[n++], sizeof(names[0]), "%.*s", (int)len, *e);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -663,7 +676,7 @@ static int pick(const char *v, const char *const *names, int count, int dflt)
 static bool target_process(void)
 {
 	extern char *program_invocation_short_name;
-	const char *glob = getenv(ENV_PREFIX "EXE");
+	const char *glob = getenv(MLOCK_ENV_EXE);
 	char exe[4096];
 	ssize_t n;
 
@@ -681,16 +694,18 @@ static bool target_process(void)
 /* A trigger that could not be armed: reported, and the shim stays out. */
 static void arm_failed(const char *trigger, const char *err_name, const char *why)
 {
-	report("{\"event\":\"failed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\","
-	       "\"start_ns\":%llu,\"dur_ns\":0,\"errno\":\"%s\",\"error\":\"%s\"}",
+	/* clang-format off */
+	report(HEAD(MLOCK_EV_FAILED) "\"%s\"," K(MODE) "\"%s\"," K(START_NS) "%llu," K(DUR_NS) "0,"
+	       K(ERRNO) "\"%s\"," K(ERROR) "\"%s\"}",
 	       (int)S.pid, trigger, mode_names[S.mode], (unsigned long long)S.t_load, err_name,
 	       why);
+	/* clang-format on */
 	S.active = false;
 }
 
 __attribute__((constructor)) static void shim_load(void)
 {
-	const char *mode = getenv(ENV_PREFIX "MODE"), *v;
+	const char *mode = getenv(MLOCK_ENV_MODE), *v;
 	struct stat st;
 	long long avail;
 
@@ -701,31 +716,32 @@ __attribute__((constructor)) static void shim_load(void)
 			 * to the program it starts */
 	S.t_load = now_ns();
 	S.pid = getpid();
-	S.mode = pick(mode, mode_names, 3, MODE_ALL);
-	S.trigger = pick(getenv(ENV_PREFIX "TRIGGER"), trigger_names, 4, TRIG_LISTEN);
-	v = getenv(ENV_PREFIX "CALLABLE");
+	S.mode = pick(mode, mode_names, MLOCK_N_MODES, MLOCK_MODE_ALL);
+	S.trigger =
+	    pick(getenv(MLOCK_ENV_TRIGGER), trigger_names, MLOCK_N_TRIGGERS, MLOCK_TRIG_LISTEN);
+	v = getenv(MLOCK_ENV_CALLABLE);
 	if (v && strchr(v, ':'))
 		sscanf(v, "%255[^:]:%255s", S.module, S.qualname);
-	v = getenv(ENV_PREFIX "FD");
+	v = getenv(MLOCK_ENV_FD);
 	S.fd = v ? atoi(v) : -1;
 	/* Only a socket we were given; then keep it from the service's children. */
 	if (S.fd >= 0 && (fstat(S.fd, &st) < 0 || !S_ISSOCK(st.st_mode)))
 		S.fd = -1;
 	if (S.fd >= 0)
 		fcntl(S.fd, F_SETFD, FD_CLOEXEC);
-	v = getenv(ENV_PREFIX "DELAY");
+	v = getenv(MLOCK_ENV_DELAY);
 	S.delay = v ? strtod(v, NULL) : 0;
-	v = getenv(ENV_PREFIX "SIGNAL");
+	v = getenv(MLOCK_ENV_SIGNAL);
 	S.sig = v ? atoi(v) : SIGUSR2;
-	v = getenv(ENV_PREFIX "PATTERNS");
+	v = getenv(MLOCK_ENV_PATTERNS);
 	snprintf(S.patterns, sizeof(S.patterns), "%s", v ? v : "*.pth *.pt *.safetensors *.bin");
-	v = getenv(ENV_PREFIX "PORT");
+	v = getenv(MLOCK_ENV_PORT);
 	S.port = v ? atoi(v) : 0;
-	v = getenv(ENV_PREFIX "BLOCKING");
+	v = getenv(MLOCK_ENV_BLOCKING);
 	S.blocking = v && !strcmp(v, "1");
-	v = getenv(ENV_PREFIX "MAX_PERCENT");
+	v = getenv(MLOCK_ENV_MAX_PERCENT);
 	S.max_percent = v ? atoi(v) : 50;
-	v = getenv(ENV_PREFIX "LIMIT");
+	v = getenv(MLOCK_ENV_LIMIT);
 	S.limit = v ? strtoull(v, NULL, 10) : 0;
 	/* Default limit: a share of what was available when the service started
 	 * (before its models took any of it). */
@@ -735,7 +751,7 @@ __attribute__((constructor)) static void shim_load(void)
 	clean_environment();
 	S.active = true;
 
-	if (S.trigger == TRIG_SIGNAL) {
+	if (S.trigger == MLOCK_TRIG_SIGNAL) {
 		struct sigaction sa;
 
 		memset(&sa, 0, sizeof(sa));
@@ -751,20 +767,22 @@ __attribute__((constructor)) static void shim_load(void)
 			arm_failed("signal", strerrorname_np(errno) ?: "?", why);
 			return;
 		}
-	} else if (S.trigger == TRIG_CALLABLE &&
+	} else if (S.trigger == MLOCK_TRIG_CALLABLE &&
 		   (!S.module[0] || pipe2(S.wake, O_CLOEXEC) < 0 || start_locker() != 0)) {
 		arm_failed("callable", "EINVAL",
 			   "cannot arm the callable trigger (TTS_LAUNCH_MLOCK_CALLABLE = "
 			   "module:qualname)");
 		return;
-	} else if (S.trigger == TRIG_DELAY && start_locker() != 0) {
+	} else if (S.trigger == MLOCK_TRIG_DELAY && start_locker() != 0) {
 		arm_failed("delay", "EAGAIN", "cannot start the locker thread");
 		return;
 	}
-	report("{\"event\":\"armed\",\"pid\":%d,\"trigger\":\"%s\",\"mode\":\"%s\",\"limit\":%llu,"
-	       "\"port\":%d,\"signal\":%d,\"delay\":%g,\"blocking\":%s,\"uid\":%d,"
-	       "\"cap_ipc_lock\":%s,\"start_ns\":%llu}",
+	/* clang-format off */
+	report(HEAD(MLOCK_EV_ARMED) "\"%s\"," K(MODE) "\"%s\"," K(LIMIT) "%llu," K(PORT) "%d,"
+	       K(SIGNAL) "%d," K(DELAY) "%g," K(BLOCKING) "%s," K(UID) "%d," K(CAP_IPC_LOCK) "%s,"
+	       K(START_NS) "%llu}",
 	       (int)S.pid, trigger_names[S.trigger], mode_names[S.mode], S.limit, S.port, S.sig,
 	       S.delay, S.blocking ? "true" : "false", (int)getuid(),
 	       has_cap_ipc_lock() ? "true" : "false", (unsigned long long)S.t_load);
+	/* clang-format on */
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "diagnose_rules.h"
+#include "hfcache.h"
 #include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
@@ -52,12 +53,6 @@ int diagnose_downloads_in_flight(const json_t *root, const json_t **last)
 }
 
 /* ---- what a download is, for the rules ---- */
-
-/* Cache bookkeeping, not downloaded content. */
-static bool cache_meta(const char *path)
-{
-	return strstr(path, "/.locks/") || strstr(path, "/refs/") || strstr(path, "/.no_exist/");
-}
 
 /* The downloads: each blobs/ETAG.incomplete opened, with the bytes written
  * to its inode whichever name the trace gave them (the .incomplete path,
@@ -118,7 +113,8 @@ void diag_find_downloads(struct diag_ctx *c)
 		char abs[PATH_MAX];
 
 		if (!path || !strncmp(path, "[fd] ", 5) || str_ends_with(path, ".incomplete") ||
-		    !strstr(path, "/models--") || cache_meta(path) || jnum(f, "bytes_written") <= 0)
+		    !hf_repo_folder(path, NULL) || hf_cache_meta(path) ||
+		    jnum(f, "bytes_written") <= 0)
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs,
@@ -131,10 +127,7 @@ void diag_find_downloads(struct diag_ctx *c)
 
 static void cache_root(const char *abs, char *out, size_t len)
 {
-	const char *p = strstr(abs, "/models--");
-	size_t n = p ? (size_t)(p - abs) : strlen(abs);
-
-	snprintf(out, len, "%.*s", (int)n, abs);
+	snprintf(out, len, "%.*s", (int)hf_cache_root_len(abs), abs);
 }
 
 static void rule_wrong_cache(struct diag_ctx *c)
@@ -173,7 +166,8 @@ static void rule_wrong_cache(struct diag_ctx *c)
 			 "the cache was chosen after huggingface_hub read its settings (IndexTTS2 "
 			 "sets HF_HUB_CACHE too late, index-tts#690): set it in the service's "
 			 "environment instead, [env] HF_HUB_CACHE = %s in tts-launch.ini (or --set "
-			 "env.HF_HUB_CACHE=%s), and move what was downloaded: mv %s/models--* %s/",
+			 "env.HF_HUB_CACHE=%s), and move what was downloaded: mv %s/" HF_REPO_PREFIX
+			 "* %s/",
 			 want, want, root, want);
 		json_object_set_new(g, "configured_cache", json_string(want));
 		diag_add(
@@ -389,7 +383,7 @@ static bool all_cached(struct diag_ctx *c)
 			continue;
 		if (json_array_size(c->dls))
 			return false;
-		if (strstr(p, "/snapshots/") && json_integer_value(json_object_get(f, "opens")) > 0)
+		if (hf_in_snapshots(p) && json_integer_value(json_object_get(f, "opens")) > 0)
 			snaps++;
 	}
 	return snaps > 0 && c->ready >= 0;

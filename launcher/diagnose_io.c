@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "diagnose_rules.h"
+#include "hfcache.h"
 #include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
@@ -74,7 +75,7 @@ static bool cache_related(struct diag_ctx *c, const char *abs, const char *cls)
 	for (int i = 0; i < c->n_caches; i++)
 		if (path_under(abs, c->caches[i]))
 			return true;
-	return path_under(abs, c->hf_home) || strstr(abs, "/models--") ||
+	return path_under(abs, c->hf_home) || hf_repo_folder(abs, NULL) ||
 	       path_under(abs, c->app_dir);
 }
 
@@ -202,13 +203,12 @@ static void rule_not_persistent(struct diag_ctx *c)
 /* The models--ORG--NAME folder a cache path belongs to, copied to out. */
 static bool repo_folder(const char *path, char *out, size_t len)
 {
-	const char *p = strstr(path, "/models--"), *e;
+	size_t n;
+	const char *p = hf_repo_folder(path, &n);
 
 	if (!p)
 		return false;
-	p++;
-	e = strchr(p, '/');
-	snprintf(out, len, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+	snprintf(out, len, "%.*s", (int)n, p);
 	return true;
 }
 
@@ -224,8 +224,7 @@ static void rule_lock_wait(struct diag_ctx *c)
 		const char *sections[] = {"files", "missing_paths"};
 		bool stuck;
 
-		if (!path || !strstr(path, "/.locks/") || !str_ends_with(path, ".lock") ||
-		    !repo_folder(path, repo, sizeof(repo)))
+		if (!path || !hf_lock_file(path) || !repo_folder(path, repo, sizeof(repo)))
 			continue;
 		/* huggingface_hub opens the lock, flock()s it, then goes on in the
 		 * repo's folder: the gap to its next step there is the wait */
@@ -237,7 +236,7 @@ static void rule_lock_wait(struct diag_ctx *c)
 			json_array_foreach (json_object_get(c->root, sections[s]), j, e) {
 				const char *p = jstr(e, "path");
 
-				if (!p || strstr(p, "/.locks/") || !strstr(p, needle))
+				if (!p || hf_in_locks(p) || !strstr(p, needle))
 					continue;
 				if (jnum(e, "first_ms") > t &&
 				    (next < 0 || jnum(e, "first_ms") < next))

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -50,3 +51,91 @@ int hf_cache_dirs(const char *app_dir, const char *model_dir, hf_env_fn env, con
 	}
 	return n;
 }
+
+const char *hf_repo_folder(const char *path, size_t *len)
+{
+	const char *p = path, *e;
+
+	if (!path)
+		return NULL;
+	while ((p = strstr(p, HF_REPO_PREFIX)) && p != path && p[-1] != '/')
+		p++;
+	if (!p)
+		return NULL;
+	e = strchr(p, '/');
+	if (len)
+		*len = e ? (size_t)(e - p) : strlen(p);
+	return p;
+}
+
+bool hf_repo_id(const char *path, char *out, size_t len)
+{
+	size_t n, o = 0;
+	const char *f = hf_repo_folder(path, &n), *q, *end;
+	bool sep = false;
+
+	if (!len)
+		return false;
+	out[0] = 0;
+	if (!f)
+		return false;
+	end = f + n;
+	q = f + strlen(HF_REPO_PREFIX);
+	while (q < end && o + 1 < len) {
+		if (!sep && q + 1 < end && q[0] == '-' && q[1] == '-') {
+			out[o++] = '/';
+			q += 2;
+			sep = true;
+		} else {
+			out[o++] = *q++;
+		}
+	}
+	out[o] = 0;
+	if (q < end) /* cut: at a character boundary */
+		utf8_trim(out);
+	return true;
+}
+
+size_t hf_cache_root_len(const char *path)
+{
+	const char *f = hf_repo_folder(path, NULL);
+
+	if (!f)
+		return strlen(path);
+	return f > path ? (size_t)(f - path - 1) : 0;
+}
+
+bool hf_snapshots_dir(const char *path, char *out, size_t len)
+{
+	size_t n;
+	const char *f = hf_repo_folder(path, &n);
+
+	if (len)
+		out[0] = 0;
+	if (!f)
+		return false;
+	snprintf(out, len, "%.*s/snapshots/", (int)(f + n - path), path);
+	return true;
+}
+
+const char *hf_snapshot_file(const char *path)
+{
+	size_t n;
+	const char *f = hf_repo_folder(path, &n), *c;
+
+	if (!f || strncmp(f + n, "/snapshots/", 11))
+		return NULL;
+	c = strchr(f + n + 11, '/'); /* past COMMIT/ */
+	return c ? c + 1 : NULL;
+}
+
+bool hf_in_snapshots(const char *path) { return strstr(path, "/snapshots/") != NULL; }
+
+bool hf_cache_meta(const char *path)
+{
+	return hf_in_locks(path) || strstr(path, "/refs/") || strstr(path, "/.no_exist/");
+}
+
+bool hf_in_locks(const char *path) { return strstr(path, "/.locks/") != NULL; }
+
+bool hf_lock_file(const char *path) { return hf_in_locks(path) && str_ends_with(path, ".lock"); }

@@ -18,16 +18,24 @@
 #include "timeline_internal.h"
 #include "util.h"
 
-#define SHIM_NAME "mlock_shim.so"
+#include "../hooks/mlock_proto.h"
+
 #define OOM()                                                                                      \
 	do {                                                                                       \
 		perror("tts-launch: out of memory");                                               \
 		exit(1);                                                                           \
 	} while (0)
 
-static const char *const trigger_names[] = {"listen", "signal", "delay", "callable"};
-static const char *const mode_names[] = {"all", "models", "onfault"};
-static const char *const event_names[] = {"armed", "locked", "refused", "failed"};
+static const char *const trigger_names[] = MLOCK_TRIGGER_NAMES;
+static const char *const mode_names[] = MLOCK_MODE_NAMES;
+static const char *const event_names[] = MLOCK_EVENT_NAMES;
+
+/* [mlock] trigger's values index the protocol's trigger names */
+_Static_assert((int)MLOCK_AT_LISTEN == (int)MLOCK_TRIG_LISTEN &&
+		   (int)MLOCK_AT_SIGNAL == (int)MLOCK_TRIG_SIGNAL &&
+		   (int)MLOCK_AT_DELAY == (int)MLOCK_TRIG_DELAY &&
+		   (int)MLOCK_AT_CALLABLE == (int)MLOCK_TRIG_CALLABLE,
+	       "enum mlock_trigger and the protocol's trigger order differ");
 
 #define SIZE_CAP (1LL << 50) /* 1 PiB: beyond any machine's memory */
 #define TEXT_CAP 256	     /* bytes of a report's "error" text kept */
@@ -36,7 +44,8 @@ static const char *const event_names[] = {"armed", "locked", "refused", "failed"
  * PREFIX/lib/tts-launch/ once installed (Makefile's install). */
 static char *find_shim(char *tried, size_t len)
 {
-	static const char *const rel[] = {"hooks/" SHIM_NAME, "../lib/tts-launch/" SHIM_NAME};
+	static const char *const rel[] = {"hooks/" MLOCK_SHIM_NAME,
+					  "../lib/tts-launch/" MLOCK_SHIM_NAME};
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	size_t off = 0;
@@ -125,7 +134,7 @@ int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, cha
 		snprintf(msg, len,
 			 "mlock: the shim %s was not found (looked for %s): the service starts "
 			 "without it",
-			 SHIM_NAME, tried);
+			 MLOCK_SHIM_NAME, tried);
 		return -1;
 	}
 	json_object_set_new(m->state, "shim", json_string(m->shim));
@@ -152,22 +161,22 @@ int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, cha
 		env_setf(envp, "LD_PRELOAD", "%s:%s", m->shim, lp);
 	else
 		env_set(envp, "LD_PRELOAD", m->shim);
-	env_setf(envp, "TTS_LAUNCH_MLOCK_FD", "%d", m->child_fd);
-	env_set(envp, "TTS_LAUNCH_MLOCK_MODE", config_mlock_name(c->mlock));
-	env_set(envp, "TTS_LAUNCH_MLOCK_TRIGGER", trigger_names[c->mlock_trigger]);
-	env_set(envp, "TTS_LAUNCH_MLOCK_CALLABLE", c->mlock_callable);
-	env_setf(envp, "TTS_LAUNCH_MLOCK_DELAY", "%g", c->mlock_delay);
-	env_setf(envp, "TTS_LAUNCH_MLOCK_SIGNAL", "%d",
+	env_setf(envp, MLOCK_ENV_FD, "%d", m->child_fd);
+	env_set(envp, MLOCK_ENV_MODE, config_mlock_name(c->mlock));
+	env_set(envp, MLOCK_ENV_TRIGGER, trigger_names[c->mlock_trigger]);
+	env_set(envp, MLOCK_ENV_CALLABLE, c->mlock_callable);
+	env_setf(envp, MLOCK_ENV_DELAY, "%g", c->mlock_delay);
+	env_setf(envp, MLOCK_ENV_SIGNAL, "%d",
 		 c->mlock_signal == MLOCK_SIGUSR1 ? SIGUSR1 : SIGUSR2);
-	env_set(envp, "TTS_LAUNCH_MLOCK_PATTERNS", c->mlock_patterns);
-	env_setf(envp, "TTS_LAUNCH_MLOCK_LIMIT", "%lld", c->mlock_limit);
-	env_setf(envp, "TTS_LAUNCH_MLOCK_MAX_PERCENT", "%d", c->mlock_max_percent);
-	env_set(envp, "TTS_LAUNCH_MLOCK_BLOCKING", c->mlock_blocking ? "1" : "0");
-	env_setf(envp, "TTS_LAUNCH_MLOCK_PORT", "%d", c->port);
+	env_set(envp, MLOCK_ENV_PATTERNS, c->mlock_patterns);
+	env_setf(envp, MLOCK_ENV_LIMIT, "%lld", c->mlock_limit);
+	env_setf(envp, MLOCK_ENV_MAX_PERCENT, "%d", c->mlock_max_percent);
+	env_set(envp, MLOCK_ENV_BLOCKING, c->mlock_blocking ? "1" : "0");
+	env_setf(envp, MLOCK_ENV_PORT, "%d", c->port);
 	/* Which process arms: webui.py's interpreter, even behind a runner
 	 * such as `uv run` (the shim stays inert and in the environment until
 	 * a python starts); a -- COMMAND: the command itself. */
-	env_set(envp, "TTS_LAUNCH_MLOCK_EXE", c->n_command ? "*" : "python*");
+	env_set(envp, MLOCK_ENV_EXE, c->n_command ? "*" : "python*");
 	return 0;
 }
 
@@ -197,16 +206,16 @@ static double num(const json_t *o, const char *k)
 
 char *mlock_fix(const json_t *ev, bool user_switch)
 {
-	const char *event = str(ev, "event"), *e = str(ev, "errno");
-	bool cap = json_is_true(json_object_get(ev, "cap_ipc_lock"));
+	const char *event = str(ev, MLOCK_F_EVENT), *e = str(ev, MLOCK_F_ERRNO);
+	bool cap = json_is_true(json_object_get(ev, MLOCK_F_CAP_IPC_LOCK));
 	char a[32], *out = NULL;
 	int r = -1;
 
-	if (event && !strcmp(event, "refused")) {
+	if (event && !strcmp(event, MLOCK_EV_REFUSED)) {
 		r = asprintf(&out,
 			     "raise [mlock] limit (or max_percent, the share of MemAvailable at "
 			     "start used when limit is 0), or lock less with mode = models");
-	} else if (!e || !event || strcmp(event, "failed")) {
+	} else if (!e || !event || strcmp(event, MLOCK_EV_FAILED)) {
 		return NULL;
 	} else if (!strcmp(e, "EPERM")) {
 		r = asprintf(
@@ -217,7 +226,7 @@ char *mlock_fix(const json_t *ev, bool user_switch)
 			? "tts-launch grants it to [service] user: check that nothing drops it"
 			: "setcap/ambient capability, or set [service] user: tts-launch grants it");
 	} else if (!strcmp(e, "ENOMEM") && !cap) {
-		double rl = num(ev, "rlimit_memlock");
+		double rl = num(ev, MLOCK_F_RLIMIT_MEMLOCK);
 
 		fmt_bytes(a, sizeof(a), rl);
 		r = asprintf(
@@ -238,34 +247,34 @@ char *mlock_fix(const json_t *ev, bool user_switch)
 
 char *mlock_describe(const json_t *ev, const char *fix)
 {
-	const char *event = str(ev, "event");
+	const char *event = str(ev, MLOCK_F_EVENT);
 	char a[32], b[32], *out = NULL, head[128];
 	int r = -1;
 
-	snprintf(head, sizeof(head), "tts-launch: mlock (%s, at %s)", str(ev, "mode") ?: "?",
-		 str(ev, "trigger") ?: "?");
+	snprintf(head, sizeof(head), "tts-launch: mlock (%s, at %s)", str(ev, MLOCK_F_MODE) ?: "?",
+		 str(ev, MLOCK_F_TRIGGER) ?: "?");
 	if (!event)
 		return NULL;
-	if (!strcmp(event, "locked")) {
-		fmt_bytes(a, sizeof(a), num(ev, "vmlck"));
-		if (!strcmp(str(ev, "mode") ?: "", "models"))
+	if (!strcmp(event, MLOCK_EV_LOCKED)) {
+		fmt_bytes(a, sizeof(a), num(ev, MLOCK_F_VMLCK));
+		if (!strcmp(str(ev, MLOCK_F_MODE) ?: "", mode_names[MLOCK_MODE_MODELS]))
 			snprintf(b, sizeof(b), " (%lld model mapping%s)",
-				 (long long)num(ev, "mappings"),
-				 num(ev, "mappings") == 1 ? "" : "s");
+				 (long long)num(ev, MLOCK_F_MAPPINGS),
+				 num(ev, MLOCK_F_MAPPINGS) == 1 ? "" : "s");
 		else
 			b[0] = '\0';
 		r = asprintf(&out, "%s: locked %s%s in %.2f s\n", head, a, b,
-			     num(ev, "dur_ns") / 1e9);
-	} else if (!strcmp(event, "refused")) {
-		fmt_bytes(a, sizeof(a), num(ev, "bytes_to_lock"));
-		fmt_bytes(b, sizeof(b), num(ev, "limit"));
+			     num(ev, MLOCK_F_DUR_NS) / 1e9);
+	} else if (!strcmp(event, MLOCK_EV_REFUSED)) {
+		fmt_bytes(a, sizeof(a), num(ev, MLOCK_F_BYTES_TO_LOCK));
+		fmt_bytes(b, sizeof(b), num(ev, MLOCK_F_LIMIT));
 		r = asprintf(&out,
 			     "%s refused: %s to lock, above the limit of %s; fix: %s; the service "
 			     "keeps running\n",
 			     head, a, b, fix ?: "see docs/mlock.md");
-	} else if (!strcmp(event, "failed")) {
+	} else if (!strcmp(event, MLOCK_EV_FAILED)) {
 		r = asprintf(&out, "%s failed: %s: %s; fix: %s; the service keeps running\n", head,
-			     str(ev, "errno") ?: "?", str(ev, "error") ?: "",
+			     str(ev, MLOCK_F_ERRNO) ?: "?", str(ev, MLOCK_F_ERROR) ?: "",
 			     fix ?: "see docs/mlock.md");
 	}
 	return r < 0 ? NULL : out;
@@ -339,9 +348,9 @@ static bool bool_field(json_t *out, const json_t *in, const char *k, char *why, 
 static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamped, char *why,
 			size_t len)
 {
-	const char *e = str(in, "errno"), *t = str(in, "error");
+	const char *e = str(in, MLOCK_F_ERRNO), *t = str(in, MLOCK_F_ERROR);
 
-	if (json_object_get(in, "errno")) {
+	if (json_object_get(in, MLOCK_F_ERRNO)) {
 		size_t n = e ? strlen(e) : 0;
 		bool ok = n >= 2 && n <= 32 && e[0] == 'E';
 
@@ -351,9 +360,9 @@ static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamp
 			snprintf(why, len, "errno is not an error name");
 			return false;
 		}
-		json_object_set_new(out, "errno", json_string(e));
+		json_object_set_new(out, MLOCK_F_ERRNO, json_string(e));
 	}
-	if (json_object_get(in, "error")) {
+	if (json_object_get(in, MLOCK_F_ERROR)) {
 		size_t n;
 
 		if (!t) {
@@ -367,7 +376,7 @@ static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamp
 				n--; /* not inside a UTF-8 character */
 			(*clamped)++;
 		}
-		json_object_set_new(out, "error", json_stringn(t, n));
+		json_object_set_new(out, MLOCK_F_ERROR, json_stringn(t, n));
 	}
 	return true;
 }
@@ -376,45 +385,46 @@ static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamp
  * its type and range. NULL (with why) when rejected. */
 static json_t *checked_report(const json_t *in, unsigned long long *clamped, char *why, size_t len)
 {
-	static const char *const sizes[] = {"limit",	      "bytes_to_lock", "resident",
-					    "vmlck_before",   "vmlck",	       "mappings",
-					    "failed_mappings"};
+	static const char *const sizes[] = {
+	    MLOCK_F_LIMIT, MLOCK_F_BYTES_TO_LOCK, MLOCK_F_RESIDENT,	  MLOCK_F_VMLCK_BEFORE,
+	    MLOCK_F_VMLCK, MLOCK_F_MAPPINGS,	  MLOCK_F_FAILED_MAPPINGS};
 	json_t *out = json_object();
 	double now = (double)clock_t0_ns() + clock_ms() * 1e6, start;
 	bool ok;
 
 	if (!out)
 		OOM();
-	if (!ONE_OF(str(in, "event"), event_names) || !ONE_OF(str(in, "trigger"), trigger_names) ||
-	    !ONE_OF(str(in, "mode"), mode_names)) {
+	if (!ONE_OF(str(in, MLOCK_F_EVENT), event_names) ||
+	    !ONE_OF(str(in, MLOCK_F_TRIGGER), trigger_names) ||
+	    !ONE_OF(str(in, MLOCK_F_MODE), mode_names)) {
 		snprintf(why, len, "event, trigger or mode missing or unknown");
 		json_decref(out);
 		return NULL;
 	}
-	json_object_set_new(out, "event", json_string(str(in, "event")));
-	json_object_set_new(out, "trigger", json_string(str(in, "trigger")));
-	json_object_set_new(out, "mode", json_string(str(in, "mode")));
-	ok = json_is_integer(json_object_get(in, "pid")) &&
-	     num_field(out, in, "pid", 1, 4194304, true, clamped, why, len);
+	json_object_set_new(out, MLOCK_F_EVENT, json_string(str(in, MLOCK_F_EVENT)));
+	json_object_set_new(out, MLOCK_F_TRIGGER, json_string(str(in, MLOCK_F_TRIGGER)));
+	json_object_set_new(out, MLOCK_F_MODE, json_string(str(in, MLOCK_F_MODE)));
+	ok = json_is_integer(json_object_get(in, MLOCK_F_PID)) &&
+	     num_field(out, in, MLOCK_F_PID, 1, 4194304, true, clamped, why, len);
 	if (!ok && !*why)
 		snprintf(why, len, "pid missing or not an integer");
 	/* Times on the monotonic clock, never after now; a duration never
 	 * reaches beyond now either. */
-	ok = ok && num_field(out, in, "start_ns", 0, now, true, clamped, why, len);
-	start = json_number_value(json_object_get(out, "start_ns"));
-	ok = ok &&
-	     num_field(out, in, "dur_ns", 0, json_object_get(out, "start_ns") ? now - start : now,
-		       true, clamped, why, len);
+	ok = ok && num_field(out, in, MLOCK_F_START_NS, 0, now, true, clamped, why, len);
+	start = json_number_value(json_object_get(out, MLOCK_F_START_NS));
+	ok = ok && num_field(out, in, MLOCK_F_DUR_NS, 0,
+			     json_object_get(out, MLOCK_F_START_NS) ? now - start : now, true,
+			     clamped, why, len);
 	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		ok = num_field(out, in, sizes[i], 0, (double)SIZE_CAP, true, clamped, why, len);
-	ok = ok &&
-	     num_field(out, in, "rlimit_memlock", -1, (double)SIZE_CAP, true, clamped, why, len);
-	ok = ok && num_field(out, in, "port", 0, 65535, true, clamped, why, len);
-	ok = ok && num_field(out, in, "signal", 0, 64, true, clamped, why, len);
-	ok = ok && num_field(out, in, "uid", 0, 4294967295.0, true, clamped, why, len);
-	ok = ok && num_field(out, in, "delay", 0, 1e9, false, clamped, why, len);
-	ok = ok && bool_field(out, in, "blocking", why, len) &&
-	     bool_field(out, in, "cap_ipc_lock", why, len);
+	ok = ok && num_field(out, in, MLOCK_F_RLIMIT_MEMLOCK, -1, (double)SIZE_CAP, true, clamped,
+			     why, len);
+	ok = ok && num_field(out, in, MLOCK_F_PORT, 0, 65535, true, clamped, why, len);
+	ok = ok && num_field(out, in, MLOCK_F_SIGNAL, 0, 64, true, clamped, why, len);
+	ok = ok && num_field(out, in, MLOCK_F_UID, 0, 4294967295.0, true, clamped, why, len);
+	ok = ok && num_field(out, in, MLOCK_F_DELAY, 0, 1e9, false, clamped, why, len);
+	ok = ok && bool_field(out, in, MLOCK_F_BLOCKING, why, len) &&
+	     bool_field(out, in, MLOCK_F_CAP_IPC_LOCK, why, len);
 	ok = ok && text_fields(out, in, clamped, why, len);
 	if (!ok) {
 		json_decref(out);
@@ -426,42 +436,45 @@ static json_t *checked_report(const json_t *in, unsigned long long *clamped, cha
 /* One report: into the events, the top-level outcome, and a line to say. */
 static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 {
-	const char *event = str(ev, "event");
-	double start = json_is_number(json_object_get(ev, "start_ns"))
-			   ? clock_ns_to_ms((uint64_t)num(ev, "start_ns"))
+	const char *event = str(ev, MLOCK_F_EVENT);
+	double start = json_is_number(json_object_get(ev, MLOCK_F_START_NS))
+			   ? clock_ns_to_ms((uint64_t)num(ev, MLOCK_F_START_NS))
 			   : clock_ms();
 	char *fix = NULL, *line = NULL;
 
 	json_object_set_new(ev, "start_ms", json_real(start));
-	json_object_set_new(ev, "dur_ms", json_real(num(ev, "dur_ns") / 1e6));
+	json_object_set_new(ev, "dur_ms", json_real(num(ev, MLOCK_F_DUR_NS) / 1e6));
 	json_array_append(json_object_get(m->state, "events"), ev);
 	if (!event)
 		return NULL;
-	if (!strcmp(event, "armed")) {
+	if (!strcmp(event, MLOCK_EV_ARMED)) {
 		json_object_set_new(m->state, "loaded", json_true());
 		json_object_set_new(m->state, "status", json_string("armed"));
-		json_object_set(m->state, "pid", json_object_get(ev, "pid"));
-		json_object_set(m->state, "cap_ipc_lock", json_object_get(ev, "cap_ipc_lock"));
-		json_object_set(m->state, "limit", json_object_get(ev, "limit"));
+		json_object_set(m->state, "pid", json_object_get(ev, MLOCK_F_PID));
+		json_object_set(m->state, "cap_ipc_lock",
+				json_object_get(ev, MLOCK_F_CAP_IPC_LOCK));
+		json_object_set(m->state, "limit", json_object_get(ev, MLOCK_F_LIMIT));
 		return NULL;
 	}
 	fix = mlock_fix(ev, m->user_switch);
 	/* The latest outcome, at the top. */
 	json_object_set_new(m->state, "status", json_string(event));
-	json_object_set(m->state, "trigger", json_object_get(ev, "trigger"));
+	json_object_set(m->state, "trigger", json_object_get(ev, MLOCK_F_TRIGGER));
 	json_object_set_new(m->state, "bytes_to_lock",
-			    json_integer((json_int_t)num(ev, "bytes_to_lock")));
-	json_object_set_new(m->state, "bytes_locked", json_integer((json_int_t)num(ev, "vmlck")));
+			    json_integer((json_int_t)num(ev, MLOCK_F_BYTES_TO_LOCK)));
+	json_object_set_new(m->state, "bytes_locked",
+			    json_integer((json_int_t)num(ev, MLOCK_F_VMLCK)));
 	json_object_set_new(m->state, "resident_before",
-			    json_integer((json_int_t)num(ev, "resident")));
-	json_object_set_new(m->state, "mappings", json_integer((json_int_t)num(ev, "mappings")));
+			    json_integer((json_int_t)num(ev, MLOCK_F_RESIDENT)));
+	json_object_set_new(m->state, "mappings",
+			    json_integer((json_int_t)num(ev, MLOCK_F_MAPPINGS)));
 	json_object_set_new(m->state, "start_ms", json_real(start));
-	json_object_set_new(m->state, "dur_ms", json_real(num(ev, "dur_ns") / 1e6));
-	json_object_set(m->state, "errno", json_object_get(ev, "errno") ?: json_null());
-	json_object_set(m->state, "error", json_object_get(ev, "error") ?: json_null());
+	json_object_set_new(m->state, "dur_ms", json_real(num(ev, MLOCK_F_DUR_NS) / 1e6));
+	json_object_set(m->state, "errno", json_object_get(ev, MLOCK_F_ERRNO) ?: json_null());
+	json_object_set(m->state, "error", json_object_get(ev, MLOCK_F_ERROR) ?: json_null());
 	json_object_set_new(m->state, "fix", fix ? json_string(fix) : json_null());
-	if (tl && !strcmp(event, "locked"))
-		timeline_phase(tl, "mlock", start, start + num(ev, "dur_ns") / 1e6);
+	if (tl && !strcmp(event, MLOCK_EV_LOCKED))
+		timeline_phase(tl, "mlock", start, start + num(ev, MLOCK_F_DUR_NS) / 1e6);
 	line = mlock_describe(ev, fix);
 	free(fix);
 	return line;

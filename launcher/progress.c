@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "diagnose.h"
+#include "hfcache.h"
 #include "stall.h"
 #include "util.h"
 
@@ -98,47 +99,21 @@ void progress_snapshot_cost(struct progress *p, double ms)
 
 /* ---- naming a download ---- */
 
-/* models--org--name -> org/name */
-static void repo_id(const char *path, char *out, size_t len)
-{
-	const char *p = strstr(path, "/models--"), *e;
-	size_t o = 0;
-
-	out[0] = 0;
-	if (!p)
-		return;
-	p += strlen("/models--");
-	e = strchr(p, '/');
-	for (const char *q = p; *q && q != e && o + 1 < len; q++) {
-		if (q[0] == '-' && q[1] == '-') {
-			out[o++] = '/';
-			q++;
-		} else {
-			out[o++] = *q;
-		}
-	}
-	out[o] = 0;
-}
-
 bool progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
 			    size_t len)
 {
 	char repo[256], folder[PATH_MAX], best[PATH_MAX] = "";
-	const char *m = strstr(path, "/models--"), *e;
 	double best_ms = -1;
 	const json_t *v;
 	size_t i;
 
-	repo_id(path, repo, sizeof(repo));
-	if (!m || !*repo) {
+	if (!hf_repo_id(path, repo, sizeof(repo)) || !*repo) {
 		const char *b = strrchr(path, '/');
 
 		snprintf(out, len, "%s", b ? b + 1 : path);
 		return false;
 	}
-	e = strchr(m + 1, '/');
-	snprintf(folder, sizeof(folder), "%.*s/snapshots/",
-		 (int)(e ? e - path : (long)strlen(path)), path);
+	hf_snapshots_dir(path, folder, sizeof(folder));
 	/* once downloaded, the snapshot's link to the blob names it exactly */
 	json_array_foreach (json_object_get(root, "symlinks"), i, v) {
 		const char *q = jstr(v, "path"), *r = jstr(v, "resolved");
@@ -232,7 +207,7 @@ static bool watched(const char *path, const struct hf_cache_dir *dirs, int n)
 		return false;
 	if (str_ends_with(path, ".incomplete"))
 		return true;
-	if (strstr(path, "/.locks/") || strstr(path, "/refs/") || strstr(path, "/.no_exist/"))
+	if (hf_cache_meta(path))
 		return false;
 	for (int i = 0; i < n; i++)
 		if (path_under(path, dirs[i].path))

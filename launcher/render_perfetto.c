@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hfcache.h"
 #include "render_perfetto.h"
 #include "timeline_internal.h"
 #include "util.h"
@@ -255,25 +256,12 @@ static void async_span(struct events *e, const char *name, const char *cat, int 
 /* "org/repo 108f71ed" for a hub cache blob, else the file name. */
 static void download_label(const char *path, char *buf, size_t len)
 {
-	const char *m = path ? strstr(path, "models--") : NULL;
 	const char *base = path ? strrchr(path, '/') : NULL;
+	char repo[200];
 
 	base = base ? base + 1 : path ? path : "?";
-	if (m) {
-		const char *slash = strchr(m + 8, '/');
-		char repo[200];
-		size_t l = slash ? (size_t)(slash - m - 8) : strlen(m + 8);
-		char *sep;
-
-		/* cut at a character boundary: a JSON string must be UTF-8 */
-		snprintf(repo, sizeof(repo), "%.*s",
-			 (int)(l < sizeof(repo) ? l : utf8_prefix_len(m + 8, sizeof(repo) - 1)),
-			 m + 8);
-		sep = strstr(repo, "--");
-		if (sep) {
-			sep[0] = '/';
-			memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
-		}
+	/* cut at a character boundary: a JSON string must be UTF-8 */
+	if (hf_repo_id(path, repo, sizeof(repo))) {
 		snprintf(buf, len, "%s %.*s", repo, (int)utf8_prefix_len(base, 8), base);
 	} else {
 		snprintf(buf, len, "%s", base);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hfcache.h"
 #include "render_svg.h"
 #include "timeline_view.h"
 #include "util.h"
@@ -175,24 +176,12 @@ static const struct tl_download *download_of(const struct by_base *idx, size_t n
 static void download_label(const struct tl_download *d, char *buf, size_t len)
 {
 	const char *path = d->path;
-	const char *m = path ? strstr(path, "models--") : NULL;
 	const char *base = path ? strrchr(path, '/') : NULL;
 	char repo[160] = "", size[32], rate[32] = "";
 
 	base = base ? base + 1 : path ? path : "?";
-	if (m) {
-		const char *slash = strchr(m + 8, '/');
-		int l = slash ? (int)(slash - m - 8) : (int)strlen(m + 8);
-		char *sep;
-
-		snprintf(repo, sizeof(repo), "%.*s ",
-			 l > 150 ? (int)utf8_prefix_len(m + 8, 150) : l, m + 8);
-		sep = strstr(repo, "--");
-		if (sep) {
-			sep[0] = '/';
-			memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
-		}
-	}
+	if (hf_repo_id(path, repo, 151)) /* at most 150 bytes, and a space */
+		strcat(repo, " ");
 	fmt_bytes(size, sizeof(size), d->bytes);
 	if (d->rate_mb_s >= 0.1)
 		snprintf(rate, sizeof(rate), ", %.1f MB/s", d->rate_mb_s);

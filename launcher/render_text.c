@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hfcache.h"
 #include "timeline.h"
 #include "timeline_view.h"
 #include "util.h"
@@ -87,24 +88,17 @@ static double pct(const double *v, size_t n, int p)
  * dir when under it. Returns buf or path. */
 static const char *short_path(const char *path, const char *app_dir, char *buf, size_t len)
 {
-	const char *m = path ? strstr(path, "/models--") : NULL;
-	size_t n = app_dir ? strlen(app_dir) : 0;
+	size_t n = app_dir ? strlen(app_dir) : 0, fl;
+	const char *f = path ? hf_repo_folder(path, &fl) : NULL;
+	char repo[PATH_MAX];
 
 	if (!path)
 		return "?";
-	if (m) {
-		const char *repo = m + 9, *sep = strstr(repo, "--"), *end = strchr(repo, '/');
-		const char *file = end, *snap = end ? strstr(end, "/snapshots/") : NULL;
+	if (f && f[fl] == '/' && hf_repo_id(path, repo, sizeof(repo)) && strchr(repo, '/')) {
+		const char *file = hf_snapshot_file(path);
 
-		if (sep && end && sep < end) {
-			if (snap && (file = strchr(snap + 11, '/')))
-				file++;
-			else
-				file = end + 1;
-			snprintf(buf, len, "%.*s/%.*s %s", (int)(sep - repo), repo,
-				 (int)(end - sep - 2), sep + 2, file);
-			return buf;
-		}
+		snprintf(buf, len, "%.*s %s", (int)strlen(repo), repo, file ? file : f + fl + 1);
+		return buf;
 	}
 	if (n > 1 && !strncmp(path, app_dir, n) && path[n] == '/')
 		return path + n + 1;

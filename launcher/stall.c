@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "diagnose.h"
+#include "hfcache.h"
 #include "progress.h"
 #include "util.h"
 
@@ -85,8 +86,8 @@ json_t *stall_waiting_on(const json_t *root, const json_t *peers, double since_m
 		const char *path = jstr(e, "path");
 		double t = jnum(e, "last_ms");
 
-		if (!path || !strstr(path, "/.locks/") || !str_ends_with(path, ".lock") ||
-		    t < since_ms - 1500 || json_array_size(json_object_get(root, "locks")))
+		if (!path || !hf_lock_file(path) || t < since_ms - 1500 ||
+		    json_array_size(json_object_get(root, "locks")))
 			continue;
 		waiting_add(list,
 			    json_pack("{s:s, s:s, s:f}", "kind", "lock", "path", path, "seconds",

@@ -553,50 +553,6 @@ struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 	return tl;
 }
 
-/* ---- classification ---- */
-
-static bool any_suffix(const char *p, const char *const *list)
-{
-	for (; *list; list++)
-		if (str_ends_with(p, *list))
-			return true;
-	return false;
-}
-
-const char *timeline_file_class(const char *path, const char *const *cache_dirs)
-{
-	static const char *const model[] = {".pth",  ".pt",   ".safetensors", ".bin", ".ckpt",
-					    ".onnx", ".gguf", ".model",	      ".npz", ".h5",
-					    NULL};
-	static const char *const config[] = {".yaml", ".yml", ".json", ".toml",
-					     ".ini",  ".cfg", ".conf", NULL};
-	bool in_cache = false, pyish;
-
-	if (str_ends_with(path, ".incomplete"))
-		return "download";
-	for (; cache_dirs && *cache_dirs; cache_dirs++)
-		in_cache |= path_under(path, *cache_dirs);
-	/* site-packages' *.pth are interpreter start-up files, not torch checkpoints */
-	pyish = strstr(path, "/site-packages/") || strstr(path, "/dist-packages/") ||
-		strstr(path, "/lib/python3");
-	if (any_suffix(path, model) && !pyish)
-		return "model";
-	if (in_cache)
-		return "hf_cache";
-	if (pyish || str_ends_with(path, ".py") || str_ends_with(path, ".pyc"))
-		return "python";
-	if (str_ends_with(path, ".so") || strstr(path, ".so.") ||
-	    !strcmp(path, "/etc/ld.so.cache") || !strcmp(path, "/etc/ld.so.preload"))
-		return "library";
-	if (any_suffix(path, config))
-		return "config";
-	if (!strncmp(path, "/etc/", 5) || !strncmp(path, "/proc/", 6) ||
-	    !strncmp(path, "/sys/", 5) || !strncmp(path, "/dev/", 5) ||
-	    !strncmp(path, "/usr/share/", 11))
-		return "system";
-	return "other";
-}
-
 static const char *sort_key;
 
 struct sort_item {

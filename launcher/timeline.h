@@ -68,6 +68,5 @@ void timeline_phase_from(struct timeline *tl, const char *name, double start_ms,
 /* Class of a file by its path: "download", "model", "hf_cache", "config",
  * "python", "library", "system" or "other". cache_dirs: NULL-terminated
  * Hugging Face cache roots. */
-const char *timeline_file_class(const char *path, const char *const *cache_dirs);
 
 #endif

@@ -2,7 +2,7 @@
  * trace sections; see timeline_build.h.
  *
  * Still here, to move (issue 13): the file classes come from
- * timeline_file_class and hfcache's cache directories; a download's final
+ * classify_file and hfcache's cache directories; a download's final
  * size and whether it finished are read from the live disk (stat/access in
  * snap_files); requests carry dur_ms and page_faults copied from latency_ms
  * and faults for their readers (collector.c on_request). */
@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "classify.h"
 #include "clock.h"
 #include "hfcache.h"
 #include "procfs.h"
@@ -489,7 +490,7 @@ static void snap_files(struct collector *t, json_t *root)
 	for (size_t i = 0; i < n_pe; i++) {
 		struct file_key key = {.dev = pe[i].pv.dev, .ino = pe[i].pv.ino};
 
-		pe[i].cls = timeline_file_class(pe[i].path, dp);
+		pe[i].cls = classify_file(pe[i].path, dp);
 		memset(&pe[i].fv, 0, sizeof(pe[i].fv));
 		pe[i].ie =
 		    pe[i].pv.opens && n_io ? bsearch(&key, io, n_io, sizeof(*io), io_cmp) : NULL;
@@ -603,7 +604,7 @@ static void snap_files(struct collector *t, json_t *root)
 			continue;
 		snprintf(name, sizeof(name), "[fd] %s", io[i].v.name);
 		json_array_append_new(files,
-				      file_json(name, timeline_file_class(io[i].v.name, dp), NULL,
+				      file_json(name, classify_file(io[i].v.name, dp), NULL,
 						&io[i].v, io[i].v.first_ns, io[i].v.last_ns));
 	}
 	snap_locks(t, pe, n_pe, root);

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "classify.h"
 #include "clock.h"
 #include "collector.h"
 #include "hostprobe.h"
@@ -380,6 +381,9 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_
 		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
+		classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
+				    (uint64_t *)skel->rodata->targ_model_mask,
+				    TRACE_MODEL_SUFFIXES);
 		err = trace_bpf__load(skel);
 		if (bfd >= 0)
 			close(bfd);

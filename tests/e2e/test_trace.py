@@ -432,3 +432,47 @@ def test_requests_exact(work):
         assert r["latency_ms"] == pytest.approx(r["end_ms"] - r["start_ms"], abs=0.002)
     assert [r["start_ms"] for r in reqs] == sorted(r["start_ms"] for r in reqs)
     assert "requests: %d, latency p50" % n in err
+
+
+@pytest.mark.parametrize("name, model", [("bpe.model", True), ("weights.dat", False)])
+def test_request_model_faults_follow_the_suffix_table(work, name, model):
+    """A request's faults in a mapped file count as model faults when the
+    file's name ends like model weights: the kernel gets the launcher's one
+    suffix table (classify.c), .model included (bpe.model)."""
+    import socket
+    import time
+    n, size, pages = 3, 100, 4
+    mapped = work / name
+    mapped.write_bytes(os.urandom(256 * 1024))
+    portfile = work / "port"
+    tl_path = work / "timeline.json"
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
+                          "--", str(REQSERVER), str(portfile), str(n), str(size), str(pages),
+                          str(mapped)],
+                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (portfile.exists() and portfile.read_text().endswith("\n")):
+            assert p.poll() is None and time.monotonic() < deadline, "reqserver did not start"
+            time.sleep(0.02)
+        port = int(portfile.read_text())
+        for _ in range(n):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                c.sendall(b"GET\n")
+                while c.recv(65536):
+                    pass
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    tl = validate(json.loads(tl_path.read_text()))
+    reqs = tl["requests"]
+    assert len(reqs) == n
+    for r in reqs:
+        assert r["faults"] >= pages
+        if model:
+            assert r["model_faults"] >= 1, r
+        else:
+            assert r["model_faults"] == 0, r

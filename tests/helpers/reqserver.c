@@ -4,24 +4,47 @@
  * each it reads one request (up to a newline or EOF), touches PAGES fresh
  * anonymous pages (so each request takes at least PAGES page faults),
  * writes BYTES bytes of response in writes of at most 1000 bytes, and closes.
- * Then it exits 0.
+ * With MAPFILE, each request also maps that file afresh and reads every
+ * page of it (page faults against a mapped file: model faults when its name
+ * ends like model weights). Then it exits 0.
  *
- *   reqserver PORTFILE N BYTES [PAGES]
+ *   reqserver PORTFILE N BYTES [PAGES [MAPFILE]]
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void die(const char *what)
 {
 	fprintf(stderr, "reqserver: %s: %s\n", what, strerror(errno));
 	exit(1);
+}
+
+/* Map path and read each of its pages. */
+static void touch_mapped(const char *path, long psz)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	volatile char sum = 0;
+	char *m;
+
+	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0)
+		die("open MAPFILE");
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		die("mmap MAPFILE");
+	for (off_t o = 0; o < st.st_size; o += psz)
+		sum += m[o];
+	munmap(m, (size_t)st.st_size);
+	close(fd);
 }
 
 int main(int argc, char **argv)
@@ -34,7 +57,7 @@ int main(int argc, char **argv)
 	int ls;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: reqserver PORTFILE N BYTES [PAGES]\n");
+		fprintf(stderr, "usage: reqserver PORTFILE N BYTES [PAGES [MAPFILE]]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -74,6 +97,8 @@ int main(int argc, char **argv)
 		for (long p = 0; p < pages; p++)
 			mem[p * psz] = 1;
 		munmap(mem, (size_t)(pages * psz));
+		if (argc > 5)
+			touch_mapped(argv[5], psz);
 		while (left > 0) {
 			ssize_t w =
 			    write(c, buf, left < (long)sizeof(buf) ? (size_t)left : sizeof(buf));

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "classify.h"
 #include "clock.h"
 #include "config.h"
 #include "phases.h"
@@ -163,22 +164,20 @@ static void test_file_classes(void **state)
 
 	(void)state;
 	assert_string_equal(
-	    timeline_file_class("/root/.cache/huggingface/hub/blobs/ab.incomplete", caches),
-	    "download");
-	assert_string_equal(timeline_file_class("/app/checkpoints/gpt.pth", caches), "model");
+	    classify_file("/root/.cache/huggingface/hub/blobs/ab.incomplete", caches), "download");
+	assert_string_equal(classify_file("/app/checkpoints/gpt.pth", caches), "model");
 	assert_string_equal(
-	    timeline_file_class("/usr/lib/python3/dist-packages/distutils-precedence.pth", caches),
+	    classify_file("/usr/lib/python3/dist-packages/distutils-precedence.pth", caches),
 	    "python");
 	assert_string_equal(
-	    timeline_file_class("/root/.cache/huggingface/hub/models--a--b/refs/main", caches),
+	    classify_file("/root/.cache/huggingface/hub/models--a--b/refs/main", caches),
 	    "hf_cache");
 	assert_string_equal(
-	    timeline_file_class("/root/.cache/huggingface/hub/x/model.safetensors", caches),
-	    "model");
-	assert_string_equal(timeline_file_class("/etc/ld.so.cache", caches), "library");
-	assert_string_equal(timeline_file_class("checkpoints/config.yaml", caches), "config");
-	assert_string_equal(timeline_file_class("/etc/hostname", caches), "system");
-	assert_string_equal(timeline_file_class("/srv/x", caches), "other");
+	    classify_file("/root/.cache/huggingface/hub/x/model.safetensors", caches), "model");
+	assert_string_equal(classify_file("/etc/ld.so.cache", caches), "library");
+	assert_string_equal(classify_file("checkpoints/config.yaml", caches), "config");
+	assert_string_equal(classify_file("/etc/hostname", caches), "system");
+	assert_string_equal(classify_file("/srv/x", caches), "other");
 }
 
 static json_t *file(const char *path, const char *cls, double a, double b)

@@ -1,0 +1,66 @@
+/* classify: file classes, the model-suffix table and its keys for the BPF
+ * side (compared here the way bpf/common.bpf.h model_name does). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "classify.h"
+
+#define MAX 16
+
+/* bpf/common.bpf.h's model_name, on the launcher's keys */
+static bool kernel_match(const char *name, const uint64_t *val, const uint64_t *mask)
+{
+	uint64_t t = 0;
+
+	for (size_t i = 0; name[i]; i++)
+		t = (t << 8) | (unsigned char)name[i];
+	for (int i = 0; i < MAX; i++)
+		if (mask[i] && (t & mask[i]) == val[i])
+			return true;
+	return false;
+}
+
+static void test_keys_match_the_table(void **state)
+{
+	uint64_t val[MAX], mask[MAX];
+	static const char *const names[] = {
+	    "bpe.model", "gpt.pth", "w.pt", "model.safetensors", "x.bin", "a.ckpt", "b.onnx",
+	    "c.gguf",	 "d.npz",   "e.h5", "config.yaml",	 "x.pt2", "model",  "notes.txt",
+	    "pt",	 "a.models"};
+
+	(void)state;
+	assert_true(classify_model_keys(val, mask, MAX) <= MAX);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_int_equal(kernel_match(names[i], val, mask),
+				 classify_model_suffix(names[i]));
+	assert_true(kernel_match("bpe.model", val, mask)); /* the kernel's table had no .model */
+	assert_false(kernel_match("bpe.txt", val, mask));
+}
+
+static void test_classes(void **state)
+{
+	const char *caches[] = {"/c/hub", NULL};
+
+	(void)state;
+	assert_string_equal(classify_file("/app/checkpoints/bpe.model", caches), "model");
+	assert_string_equal(classify_file("/c/hub/models--a--b/blobs/e.incomplete", caches),
+			    "download");
+	assert_string_equal(classify_file("/c/hub/models--a--b/refs/main", caches), "hf_cache");
+	assert_string_equal(classify_file("/usr/lib/python3/dist-packages/x.pth", NULL), "python");
+	assert_string_equal(classify_file("/srv/x", NULL), "other");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_keys_match_the_table),
+	    cmocka_unit_test(test_classes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
