@@ -14,13 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "diagnose.h"
 #include "diagnose_rules.h"
 #include "hfcache.h"
+#include "hostprobe.h"
 #include "timeline_internal.h"
 #include "util.h"
 
@@ -185,34 +184,6 @@ int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, b
 			     with_model_dir, out, max);
 }
 
-/* statfs(2) f_type values (linux/magic.h) and whether what is written
- * there survives a reboot or the container */
-static const struct {
-	unsigned long magic;
-	const char *name;
-	const char *lost; /* NULL: persistent */
-} fs_types[] = {
-    {0x01021994, "tmpfs", "memory: emptied at every reboot"},
-    {0x858458f6, "ramfs", "memory: emptied at every reboot"},
-    {0x794c7630, "overlay", "a container's writable layer: gone when the container is removed"},
-    {0x61756673, "aufs", "a container's writable layer: gone when the container is removed"},
-    {0xef53, "ext4", NULL},
-    {0x58465342, "xfs", NULL},
-    {0x9123683e, "btrfs", NULL},
-    {0x2fc12fc1, "zfs", NULL},
-    {0x6969, "nfs", NULL},
-    {0xff534d42, "cifs", NULL},
-    {0xfe534d42, "smb2", NULL},
-    {0x65735546, "fuse", NULL},
-    {0x01021997, "9p", NULL},
-    {0x6a656a63, "virtiofs", NULL},
-    {0x73717368, "squashfs", NULL},
-    {0x00c36400, "ceph", NULL},
-    {0x4d44, "vfat", NULL},
-    {0x5346544e, "ntfs", NULL},
-    {0xf2f52010, "f2fs", NULL},
-};
-
 /* The *.incomplete files the trace saw under dir (and under no cache before
  * it) that are on disk now, with their size: whether a download was left
  * behind, read back by the rules instead of a stat on whatever machine runs
@@ -255,41 +226,19 @@ void diagnose_record_cache_fs(struct timeline *tl)
 		return;
 	n = diagnose_cache_dirs(timeline_json(tl), dirs, HF_MAX_CACHE_DIRS, false);
 	for (int i = 0; i < n; i++) {
-		char at[PATH_MAX], magic[32];
-		const char *name = NULL, *lost = NULL;
-		struct statfs sf;
-		struct statvfs sv;
-		bool exists;
+		struct hostprobe_fs fs; /* a cache not made yet: its nearest parent */
+		char magic[32];
 
-		/* a cache not created yet will be created on its nearest parent */
-		memcpy(at, dirs[i].path, sizeof(at));
-		at[sizeof(at) - 1] = 0;
-		exists = access(at, F_OK) == 0;
-		while (access(at, F_OK) && strcmp(at, "/")) {
-			char *sl = strrchr(at, '/');
-
-			if (sl == at)
-				sl[1] = 0;
-			else if (sl)
-				*sl = 0;
-			else
-				break;
-		}
-		if (statfs(at, &sf) < 0 || statvfs(at, &sv) < 0)
+		if (hostprobe_fs(dirs[i].path, &fs) < 0)
 			continue;
-		for (size_t k = 0; k < sizeof(fs_types) / sizeof(fs_types[0]); k++)
-			if ((unsigned long)sf.f_type == fs_types[k].magic) {
-				name = fs_types[k].name;
-				lost = fs_types[k].lost;
-			}
-		snprintf(magic, sizeof(magic), "0x%lx", (unsigned long)sf.f_type);
+		snprintf(magic, sizeof(magic), "0x%lx", fs.magic);
 		json_array_append_new(
-		    list,
-		    json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?, s:o}", "dir",
-			      dirs[i].path, "role", dirs[i].role, "exists", exists, "statfs_path",
-			      at, "fs_type", name ? name : magic, "fs_magic", magic, "read_only",
-			      (sv.f_flag & ST_RDONLY) != 0, "persistent", lost == NULL, "lost",
-			      lost, "incomplete", incomplete_on_disk(timeline_json(tl), dirs, i)));
+		    list, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?, s:o}", "dir",
+				    dirs[i].path, "role", dirs[i].role, "exists", fs.exists,
+				    "statfs_path", fs.statfs_path, "fs_type",
+				    fs.type ? fs.type : magic, "fs_magic", magic, "read_only",
+				    fs.read_only, "persistent", fs.lost == NULL, "lost", fs.lost,
+				    "incomplete", incomplete_on_disk(timeline_json(tl), dirs, i)));
 	}
 	json_object_set_new(timeline_json(tl), "cache_fs", list);
 }
