@@ -27,7 +27,7 @@
 #include "pipeline.h"
 #include "procfs.h"
 #include "progress.h"
-#include "redact.h"
+#include "session.h"
 #include "spawn.h"
 #include "stale.h"
 #include "timeline.h"
@@ -35,119 +35,6 @@
 #include "tracer.h"
 
 extern char **environ;
-
-/* Everything one run holds; released in one place (session_free). */
-struct session {
-	struct config *cfg;
-	struct timeline *tl;
-	struct tracer *tracer;
-	struct logfile log;
-	struct child child;
-	struct guard guard;		  /* ends the group if we die (spawn.h) */
-	pid_t pgid;			  /* the service's process group */
-	struct mlock_ctl mlock;		  /* the mlock shim's reports (mlock.h) */
-	struct metrics *metrics;	  /* [metrics] listen: /metrics, NULL when off */
-	struct progress *progress;	  /* live download progress, stalls; NULL when off */
-	double next_progress;		  /* ms of the next progress sample */
-	double last_progress_ms;	  /* ms of the last one */
-	unsigned long long last_activity; /* tracer_activity() then */
-	char **argv;
-	char **envp;
-	char *timeline_path;
-	struct instance inst; /* the app's lock (held for the whole run) and pidfile */
-	int out_rd;	      /* service output, read end; -1 when inherited */
-	int sfd;	      /* signalfd */
-	int tfd;	      /* timerfd, 100 ms ticks */
-	int epfd;
-	int notify_fd; /* daemon: tells the waiting parent how the start went */
-	bool foreground;
-	bool ready;
-	double ready_ms;
-	bool warned_timeout;
-	bool settled;
-	bool window_done; /* [trace] requests_window over: timeline written again */
-	bool summary_printed;
-	bool log_warned;       /* the first lost log output was said */
-	bool timeline_written; /* the last write_timeline() succeeded */
-	uid_t timeline_uid;    /* the timeline's owner: the app dir's */
-	gid_t timeline_gid;
-	json_t *said;	      /* findings printed so far: {"id|message": true} */
-	int stop_sig;	      /* signal forwarded, 0 if none */
-	double kill_deadline; /* ms; 0 = none */
-	bool main_exited;     /* reaped; the rest of its group is being ended */
-	int exit_code;	      /* the main process's, once reaped */
-	double gone_deadline; /* ms: after the group's SIGKILL, how long to wait */
-	bool group_done;      /* nothing of the group is left (or we gave up) */
-	sigset_t old_mask;
-};
-
-/* Everything for the log goes through here: the first loss is said once
- * on stderr (the log itself cannot carry it), the total at the end. */
-static void log_out(struct session *s, const char *buf, size_t len)
-{
-	if (logfile_write(&s->log, buf, len) < 0 && !s->log_warned) {
-		s->log_warned = true;
-		fprintf(stderr,
-			"tts-launch: warning: cannot write the log: %s; output is lost from "
-			"here (the bytes are counted)\n",
-			s->log.error);
-	}
-}
-
-/* Launcher messages go to the terminal (foreground) and to the log file,
- * so a daemon's history is in its log. */
-static void say_block(struct session *s, const char *text, size_t len);
-static void say(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct session *s, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(buf))
-		n = sizeof(buf) - 1;
-	say_block(s, buf, (size_t)n);
-}
-
-/* tts-launch's own lines, in the log (readable by the service user) and on
- * the terminal when terminal is set: secrets redacted (redact.h). */
-static void emit(struct session *s, const char *text, size_t len, bool terminal)
-{
-	char *copy = strndup(text, len), *r = copy ? redact_text(copy) : NULL;
-
-	free(copy);
-	if (!r)
-		return; /* out of memory: better no line than a secret */
-	len = strlen(r);
-	if (terminal) {
-		progress_clear(s->progress);
-		fwrite(r, 1, len, stderr);
-	}
-	log_out(s, r, len);
-	free(r);
-}
-
-static void say_block(struct session *s, const char *text, size_t len)
-{
-	emit(s, text, len, s->foreground);
-}
-
-/* progress.h's lines: on the terminal (foreground) and in the log, or the
- * log only (the terminal has the live line). */
-static void progress_emit(void *arg, const char *line, bool terminal)
-{
-	struct session *s = arg;
-
-	if (terminal)
-		say(s, "%s", line);
-	else
-		emit(s, line, strlen(line), false);
-}
 
 /* The one caller of the pipeline: the model brought up to date, up to a
  * stage (progress sampling, a /metrics scrape, the final write). */
@@ -211,73 +98,7 @@ static void write_timeline(struct session *s)
 		return;
 	s->timeline_written = rc == 0;
 	if (!s->timeline_written)
-		say(s, "tts-launch: warning: %s\n", err);
-}
-
-/* The findings not said yet (those from requests come after the summary),
- * as a model of their own for diagnose_print; each is said once. */
-static struct timeline *new_findings(struct session *s)
-{
-	json_t *fresh = json_array(), *f;
-	struct timeline *t;
-	size_t i;
-
-	if (!s->said)
-		s->said = json_object();
-	json_array_foreach (json_object_get(timeline_json(s->tl), "findings"), i, f) {
-		char key[1024];
-
-		snprintf(key, sizeof(key), "%s|%s",
-			 json_string_value(json_object_get(f, "id")) ?: "",
-			 json_string_value(json_object_get(f, "message")) ?: "");
-		if (json_object_get(s->said, key))
-			continue;
-		json_object_set_new(s->said, key, json_true());
-		json_array_append(fresh, f);
-	}
-	t = timeline_wrap(json_pack("{s:o}", "findings", fresh));
-	return t;
-}
-
-static void print_new_findings(struct session *s)
-{
-	struct timeline *fresh = new_findings(s);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m;
-
-	if (!fresh)
-		return;
-	m = open_memstream(&buf, &len);
-	if (m) {
-		diagnose_print(fresh, m);
-		fclose(m);
-		say_block(s, buf, len);
-		free(buf);
-	}
-	timeline_free(fresh);
-}
-
-static void print_summary(struct session *s)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	struct timeline *fresh;
-
-	if (!m)
-		return;
-	timeline_print_summary(s->tl, m);
-	fresh = new_findings(s);
-	diagnose_print(fresh, m);
-	timeline_free(fresh);
-	fclose(m);
-	say_block(s, buf, len);
-	if (*s->timeline_path)
-		say(s, "tts-launch: timeline: %s%s\n", s->timeline_path,
-		    s->timeline_written ? "" : " NOT written (see the warning above)");
-	free(buf);
-	s->summary_printed = true;
+		session_say(s, "tts-launch: warning: %s\n", err);
 }
 
 /* Relay what the service printed; returns false at EOF. */
@@ -290,7 +111,7 @@ static bool relay_output(struct session *s)
 	n = read(s->out_rd, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EINTR);
-	log_out(s, buf, (size_t)n);
+	session_log(s, buf, (size_t)n);
 	if (s->foreground) {
 		ssize_t off = 0;
 
@@ -313,7 +134,7 @@ static void read_mlock(struct session *s)
 	char *text = mlock_poll(&s->mlock, s->tl);
 
 	if (text)
-		say_block(s, text, strlen(text));
+		session_say_block(s, text, strlen(text));
 	free(text);
 }
 
@@ -340,7 +161,7 @@ static void forward_signal(struct session *s, int sig)
 {
 	if (s->stop_sig) {
 		/* A second interrupt means "now". */
-		say(s, "tts-launch: SIG%s again: killing the service\n", sigabbrev_np(sig));
+		session_say(s, "tts-launch: SIG%s again: killing the service\n", sigabbrev_np(sig));
 		signal_group(s, SIGKILL);
 		s->kill_deadline = 0;
 		s->gone_deadline = clock_ms() + 5000;
@@ -348,8 +169,8 @@ static void forward_signal(struct session *s, int sig)
 	}
 	s->stop_sig = sig;
 	s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
-	say(s, "tts-launch: SIG%s: stopping the service (SIGKILL in %.0fs)\n", sigabbrev_np(sig),
-	    s->cfg->stop_grace);
+	session_say(s, "tts-launch: SIG%s: stopping the service (SIGKILL in %.0fs)\n",
+		    sigabbrev_np(sig), s->cfg->stop_grace);
 	signal_group(s, sig == SIGHUP || sig == SIGQUIT ? SIGTERM : sig);
 }
 
@@ -389,7 +210,8 @@ static void check_group(struct session *s, double now)
 		return;
 	}
 	if (s->gone_deadline > 0 && now >= s->gone_deadline) {
-		say(s,
+		session_say(
+		    s,
 		    "tts-launch: warning: process%s %s of the service's group survived SIGKILL for "
 		    "5s "
 		    "(uninterruptible sleep?): left behind\n",
@@ -409,7 +231,8 @@ static void on_tick(struct session *s)
 	if (s->main_exited) {
 		/* Only the rest of the group is left to end. */
 		if (s->kill_deadline > 0 && now >= s->kill_deadline) {
-			say(s,
+			session_say(
+			    s,
 			    "tts-launch: the service's group outlived its %.0fs grace: SIGKILL\n",
 			    s->cfg->stop_grace);
 			signal_group(s, SIGKILL);
@@ -435,19 +258,22 @@ static void on_tick(struct session *s)
 			read_mlock(s);
 			warn = mlock_check_loaded(&s->mlock);
 			if (warn)
-				say_block(s, warn, strlen(warn));
+				session_say_block(s, warn, strlen(warn));
 			free(warn);
 			if (s->cfg->port > 0)
-				say(s,
+				session_say(
+				    s,
 				    "tts-launch: ready: listening on %s:%d, %.2fs after launch\n",
 				    s->cfg->host, s->cfg->port, s->ready_ms / 1000);
 			else
-				say(s, "tts-launch: ready: first TCP listen, %.2fs after launch\n",
+				session_say(
+				    s, "tts-launch: ready: first TCP listen, %.2fs after launch\n",
 				    s->ready_ms / 1000);
 		} else if (!s->warned_timeout && s->cfg->ready_timeout > 0 &&
 			   now > s->cfg->ready_timeout * 1000) {
 			s->warned_timeout = true;
-			say(s,
+			session_say(
+			    s,
 			    "tts-launch: warning: not ready after %gs (still waiting; a first run "
 			    "may "
 			    "download gigabytes: see the log, or raise [service] ready_timeout)\n",
@@ -458,7 +284,7 @@ static void on_tick(struct session *s)
 	if (s->ready && !s->settled && now >= s->ready_ms + s->cfg->settle * 1000) {
 		s->settled = true;
 		write_timeline(s);
-		print_summary(s);
+		session_print_summary(s);
 	}
 	/* requests are traced for [trace] requests_window after ready (a
 	 * command after -- for as long as it runs): write them when it ends */
@@ -466,11 +292,11 @@ static void on_tick(struct session *s)
 	    now >= s->ready_ms + s->cfg->requests_window * 1000) {
 		s->window_done = true;
 		write_timeline(s);
-		print_new_findings(s); /* from the requests */
+		session_print_new_findings(s); /* from the requests */
 	}
 	if (s->kill_deadline > 0 && now >= s->kill_deadline) {
-		say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n",
-		    s->cfg->stop_grace);
+		session_say(s, "tts-launch: the service outlived its %.0fs grace: SIGKILL\n",
+			    s->cfg->stop_grace);
 		signal_group(s, SIGKILL);
 		s->kill_deadline = 0;
 		s->gone_deadline = now + 5000;
@@ -508,12 +334,12 @@ static void on_exit_status(struct session *s)
 	if (si.si_code == CLD_EXITED) {
 		code = si.si_status;
 		timeline_set_exit(s->tl, code, 0, clock_ms());
-		say(s, "tts-launch: service exited with status %d\n", code);
+		session_say(s, "tts-launch: service exited with status %d\n", code);
 	} else {
 		code = 128 + si.si_status;
 		timeline_set_exit(s->tl, -1, si.si_status, clock_ms());
-		say(s, "tts-launch: service killed by SIG%s (exit %d)\n",
-		    sigabbrev_np(si.si_status), code);
+		session_say(s, "tts-launch: service killed by SIG%s (exit %d)\n",
+			    sigabbrev_np(si.si_status), code);
 	}
 	s->exit_code = code;
 	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
@@ -521,11 +347,12 @@ static void on_exit_status(struct session *s)
 	if (left <= 0) {
 		s->group_done = true;
 	} else if (!s->stop_sig && s->kill_deadline <= 0 && s->gone_deadline <= 0) {
-		say(s,
-		    "tts-launch: %d process%s of the service's group still run%s (pid %s): "
-		    "SIGTERM, "
-		    "SIGKILL in %.0fs\n",
-		    left, left == 1 ? "" : "es", left == 1 ? "s" : "", list, s->cfg->stop_grace);
+		session_say(s,
+			    "tts-launch: %d process%s of the service's group still run%s (pid %s): "
+			    "SIGTERM, "
+			    "SIGKILL in %.0fs\n",
+			    left, left == 1 ? "" : "es", left == 1 ? "s" : "", list,
+			    s->cfg->stop_grace);
 		signal_group(s, SIGTERM);
 		s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
 	}
@@ -538,9 +365,9 @@ static int finish(struct session *s)
 	read_mlock(s);
 	write_timeline(s);
 	if (!s->summary_printed)
-		print_summary(s);
+		session_print_summary(s);
 	else
-		print_new_findings(s); /* what requests or the exit showed */
+		session_print_new_findings(s); /* what requests or the exit showed */
 	return s->exit_code;
 }
 
@@ -568,7 +395,8 @@ static int loop(struct session *s)
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->epfd < 0 || s->tfd < 0 || timerfd_settime(s->tfd, 0, &its, NULL) < 0) {
-		say(s, "tts-launch: failed to set up the event loop: %s\n", strerror(errno));
+		session_say(s, "tts-launch: failed to set up the event loop: %s\n",
+			    strerror(errno));
 		return 1;
 	}
 	add_fd(s->epfd, s->sfd);
@@ -587,18 +415,20 @@ static int loop(struct session *s)
 		s->metrics = metrics_start(s->cfg->metrics_listen, s->tl, refresh_for_metrics, s,
 					   err, sizeof(err));
 		if (!s->metrics)
-			say(s, "tts-launch: warning: %s\n", err);
+			session_say(s, "tts-launch: warning: %s\n", err);
 		else if (add_fd(s->epfd, metrics_fd(s->metrics)) < 0)
-			say(s, "tts-launch: warning: /metrics: epoll: %s\n", strerror(errno));
+			session_say(s, "tts-launch: warning: /metrics: epoll: %s\n",
+				    strerror(errno));
 		else
-			say(s, "tts-launch: metrics: http://%s/metrics\n", s->cfg->metrics_listen);
+			session_say(s, "tts-launch: metrics: http://%s/metrics\n",
+				    s->cfg->metrics_listen);
 	}
 	for (;;) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(s->epfd, evs, 8, -1);
 
 		if (n < 0 && errno != EINTR) {
-			say(s, "tts-launch: epoll_wait failed: %s\n", strerror(errno));
+			session_say(s, "tts-launch: epoll_wait failed: %s\n", strerror(errno));
 			return 1;
 		}
 		for (int i = 0; i < n; i++) {
@@ -948,7 +778,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	s.envp = spawn_build_env(c, environ);
 	/* mlock on: LD_PRELOAD the shim, with its report socket (mlock.h). */
 	if (mlock_prepare(&s.mlock, c, &s.envp, err, sizeof(err)) < 0)
-		say(&s, "tts-launch: warning: %s\n", err);
+		session_say(&s, "tts-launch: warning: %s\n", err);
 	{
 		int null = s.foreground ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 		int keep = s.mlock.child_fd; /* the report socket, passed on purpose */
@@ -973,7 +803,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 		close(out[1]);
 	if (rc < 0) {
 		/* fork, pipe or pidfd failed: the system's fault, not the config's */
-		say(&s, "tts-launch: error: %s\n", err);
+		session_say(&s, "tts-launch: error: %s\n", err);
 		rc = 1;
 		notify_parent(&s, rc);
 		goto out;
@@ -983,7 +813,8 @@ int supervise_run(struct config *c, int argc, char **argv)
 	/* If we are killed, the guard ends the service's group (spawn.h). */
 	if (spawn_guard_start(&s.guard, s.child.pid, c->stop_grace, s.foreground, err,
 			      sizeof(err)) < 0)
-		say(&s,
+		session_say(
+		    &s,
 		    "tts-launch: warning: %s: if tts-launch is killed, only the service's main "
 		    "process is told (SIGTERM)\n",
 		    err);
@@ -997,10 +828,10 @@ int supervise_run(struct config *c, int argc, char **argv)
 
 		s.tracer = tracer_start(&o, why, sizeof(why));
 		if (!s.tracer)
-			say(&s,
-			    "tts-launch: warning: tracing disabled: %s; the service starts "
-			    "untraced\n",
-			    why);
+			session_say(&s,
+				    "tts-launch: warning: tracing disabled: %s; the service starts "
+				    "untraced\n",
+				    why);
 	} else {
 		snprintf(why, sizeof(why), "disabled by --no-trace or [trace] enabled = false");
 	}
@@ -1012,7 +843,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 					   .stall_s = c->stall,
 					   .log_every_s = 5,
 					   .tty = stderr,
-					   .emit = progress_emit,
+					   .emit = session_progress_emit,
 					   .arg = &s};
 
 		if (po.mode == PROGRESS_AUTO)
@@ -1024,7 +855,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 
 	rc = spawn_release(&s.child, err, sizeof(err));
 	if (rc) {
-		say(&s, "tts-launch: error: %s: %s\n", s.argv[0], err);
+		session_say(&s, "tts-launch: error: %s: %s\n", s.argv[0], err);
 		while (waitpid(s.child.pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		s.child.pid = 0;
@@ -1036,8 +867,9 @@ int supervise_run(struct config *c, int argc, char **argv)
 	if (!s.tracer)
 		timeline_mark(s.tl, "exec", clock_ms());
 	if (*s.inst.pidfile && write_pidfile(&s, err, sizeof(err)) < 0)
-		say(&s, "tts-launch: warning: failed to write the pidfile: %s\n", err);
-	say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0], c->app_dir);
+		session_say(&s, "tts-launch: warning: failed to write the pidfile: %s\n", err);
+	session_say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0],
+		    c->app_dir);
 	notify_parent(&s, 0);
 
 	rc = loop(&s);

@@ -1,0 +1,142 @@
+#include "session.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "redact.h"
+#include "timeline_internal.h"
+
+/* Everything for the log goes through here: the first loss is said once
+ * on stderr (the log itself cannot carry it), the total at the end. */
+void session_log(struct session *s, const char *buf, size_t len)
+{
+	if (logfile_write(&s->log, buf, len) < 0 && !s->log_warned) {
+		s->log_warned = true;
+		fprintf(stderr,
+			"tts-launch: warning: cannot write the log: %s; output is lost from "
+			"here (the bytes are counted)\n",
+			s->log.error);
+	}
+}
+
+/* Launcher messages go to the terminal (foreground) and to the log file,
+ * so a daemon's history is in its log. */
+void session_say(struct session *s, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	session_say_block(s, buf, (size_t)n);
+}
+
+/* tts-launch's own lines, in the log (readable by the service user) and on
+ * the terminal when terminal is set: secrets redacted (redact.h). */
+static void emit(struct session *s, const char *text, size_t len, bool terminal)
+{
+	char *copy = strndup(text, len), *r = copy ? redact_text(copy) : NULL;
+
+	free(copy);
+	if (!r)
+		return; /* out of memory: better no line than a secret */
+	len = strlen(r);
+	if (terminal) {
+		progress_clear(s->progress);
+		fwrite(r, 1, len, stderr);
+	}
+	session_log(s, r, len);
+	free(r);
+}
+
+void session_say_block(struct session *s, const char *text, size_t len)
+{
+	emit(s, text, len, s->foreground);
+}
+
+/* progress.h's lines: on the terminal (foreground) and in the log, or the
+ * log only (the terminal has the live line). */
+void session_progress_emit(void *arg, const char *line, bool terminal)
+{
+	struct session *s = arg;
+
+	if (terminal)
+		session_say(s, "%s", line);
+	else
+		emit(s, line, strlen(line), false);
+}
+
+/* The findings not said yet (those from requests come after the summary),
+ * as a model of their own for diagnose_print; each is said once. */
+static struct timeline *new_findings(struct session *s)
+{
+	json_t *fresh = json_array(), *f;
+	struct timeline *t;
+	size_t i;
+
+	if (!s->said)
+		s->said = json_object();
+	json_array_foreach (json_object_get(timeline_json(s->tl), "findings"), i, f) {
+		char key[1024];
+
+		snprintf(key, sizeof(key), "%s|%s",
+			 json_string_value(json_object_get(f, "id")) ?: "",
+			 json_string_value(json_object_get(f, "message")) ?: "");
+		if (json_object_get(s->said, key))
+			continue;
+		json_object_set_new(s->said, key, json_true());
+		json_array_append(fresh, f);
+	}
+	t = timeline_wrap(json_pack("{s:o}", "findings", fresh));
+	return t;
+}
+
+void session_print_new_findings(struct session *s)
+{
+	struct timeline *fresh = new_findings(s);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	if (!fresh)
+		return;
+	m = open_memstream(&buf, &len);
+	if (m) {
+		diagnose_print(fresh, m);
+		fclose(m);
+		session_say_block(s, buf, len);
+		free(buf);
+	}
+	timeline_free(fresh);
+}
+
+void session_print_summary(struct session *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	struct timeline *fresh;
+
+	if (!m)
+		return;
+	timeline_print_summary(s->tl, m);
+	fresh = new_findings(s);
+	diagnose_print(fresh, m);
+	timeline_free(fresh);
+	fclose(m);
+	session_say_block(s, buf, len);
+	if (*s->timeline_path)
+		session_say(s, "tts-launch: timeline: %s%s\n", s->timeline_path,
+			    s->timeline_written ? "" : " NOT written (see the warning above)");
+	free(buf);
+	s->summary_printed = true;
+}
