@@ -292,11 +292,25 @@ static void print_synopsis(FILE *f, const struct verb *v, bool optional_name)
 	fputc('\n', f);
 }
 
+/* text's lines, each but the first after an indent of width spaces (the
+ * first line's column is the caller's). */
+static void print_lines(FILE *f, const char *text, int width)
+{
+	for (;;) {
+		size_t n = strcspn(text, "\n");
+
+		fprintf(f, "%.*s\n", (int)n, text);
+		if (!text[n])
+			break;
+		text += n + 1;
+		fprintf(f, "%*s", width, "");
+	}
+}
+
 /* One option's help: "  -c, --config FILE    text", continuation lines indented. */
 static void print_opt_help(FILE *f, const struct opt_def *o, const struct verb *v)
 {
 	char syn[160], head[200];
-	const char *h = o->help;
 
 	opt_synopsis(syn, sizeof(syn), o, v);
 	if (o->id < 256)
@@ -307,15 +321,7 @@ static void print_opt_help(FILE *f, const struct opt_def *o, const struct verb *
 	fprintf(f, "%-24s", head);
 	if (strlen(head) >= 24)
 		fprintf(f, "\n%-24s", "");
-	for (;;) {
-		size_t n = strcspn(h, "\n");
-
-		fprintf(f, "%.*s\n", (int)n, h);
-		if (!h[n])
-			break;
-		h += n + 1;
-		fprintf(f, "%-24s", "");
-	}
+	print_lines(f, o->help, 24);
 }
 
 /* tts-launch --help: every verb and every option. */
@@ -326,18 +332,8 @@ static void usage_all(FILE *f)
 		print_synopsis(f, &verbs[i], i == 0);
 	fprintf(f, "\n%s\nCommands:\n", about_text);
 	for (size_t i = 0; i < N_VERBS; i++) {
-		const char *s = verbs[i].summary;
-
 		fprintf(f, "  %-10s", verbs[i].name);
-		for (;;) {
-			size_t n = strcspn(s, "\n");
-
-			fprintf(f, "%.*s\n", (int)n, s);
-			if (!s[n])
-				break;
-			s += n + 1;
-			fprintf(f, "  %-10s", "");
-		}
+		print_lines(f, verbs[i].summary, 12);
 	}
 	fputs("\nOptions (`tts-launch COMMAND --help` lists each command's own):\n", f);
 	for (size_t i = 0; i < N_OPTS; i++)
@@ -348,19 +344,10 @@ static void usage_all(FILE *f)
 /* tts-launch VERB --help: its synopsis, what it does, its options. */
 static void usage_verb(FILE *f, const struct verb *v)
 {
-	const char *s = v->summary;
-
 	fputs("Usage:\n", f);
 	print_synopsis(f, v, !strcmp(v->name, "run"));
 	fputc('\n', f);
-	for (;;) {
-		size_t n = strcspn(s, "\n");
-
-		fprintf(f, "%.*s\n", (int)n, s);
-		if (!s[n])
-			break;
-		s += n + 1;
-	}
+	print_lines(f, v->summary, 0);
 	fputs("\nOptions:\n", f);
 	for (size_t i = 0; i < sizeof(v->opts) / sizeof(v->opts[0]) && v->opts[i]; i++)
 		print_opt_help(f, opt_def(v->opts[i]), v);

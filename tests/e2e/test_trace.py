@@ -386,16 +386,18 @@ def test_relative_paths_renames_symlinks(work):
     assert (ln["target"], ln["resolved"]) == ("../blobs/e1", dl["final_path"])
 
 
-def test_requests_exact(work):
-    """reqserver accepts exactly N connections: N requests, with their bytes."""
+def serve_requests(work, n, size, pages, *extra):
+    """reqserver under tts-launch, sent n requests: (port, the byte counts
+    each answer had, tts-launch's stderr, the timeline)."""
     import socket
     import time
-    n, size, pages = 5, 3000, 16
     portfile = work / "port"
     tl_path = work / "timeline.json"
     p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
-                          "--", str(REQSERVER), str(portfile), str(n), str(size), str(pages)],
+                          "--", str(REQSERVER), str(portfile), str(n), str(size), str(pages),
+                          *map(str, extra)],
                          cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    got = []
     try:
         deadline = time.monotonic() + 60
         while not (portfile.exists() and portfile.read_text().endswith("\n")):
@@ -405,20 +407,27 @@ def test_requests_exact(work):
         for _ in range(n):
             with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
                 c.sendall(b"GET\n")
-                got = b""
+                total = 0
                 while True:
                     b = c.recv(65536)
                     if not b:
                         break
-                    got += b
-                assert len(got) == size
+                    total += len(b)
+                got.append(total)
         _, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
     assert p.returncode == 0, err
-    tl = validate(json.loads(tl_path.read_text()))
+    return port, got, err, validate(json.loads(tl_path.read_text()))
+
+
+def test_requests_exact(work):
+    """reqserver accepts exactly N connections: N requests, with their bytes."""
+    n, size, pages = 5, 3000, 16
+    port, got, err, tl = serve_requests(work, n, size, pages)
+    assert got == [size] * n
     assert tl["tracing"]["events_lost"] == 0
     reqs = tl["requests"]
     assert len(reqs) == n
@@ -439,35 +448,10 @@ def test_request_model_faults_follow_the_suffix_table(work, name, model):
     """A request's faults in a mapped file count as model faults when the
     file's name ends like model weights: the kernel gets the launcher's one
     suffix table (classify.c), .model included (bpe.model)."""
-    import socket
-    import time
     n, size, pages = 3, 100, 4
     mapped = work / name
     mapped.write_bytes(os.urandom(256 * 1024))
-    portfile = work / "port"
-    tl_path = work / "timeline.json"
-    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
-                          "--", str(REQSERVER), str(portfile), str(n), str(size), str(pages),
-                          str(mapped)],
-                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (portfile.exists() and portfile.read_text().endswith("\n")):
-            assert p.poll() is None and time.monotonic() < deadline, "reqserver did not start"
-            time.sleep(0.02)
-        port = int(portfile.read_text())
-        for _ in range(n):
-            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
-                c.sendall(b"GET\n")
-                while c.recv(65536):
-                    pass
-        _, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 0, err
-    tl = validate(json.loads(tl_path.read_text()))
+    _, _, _, tl = serve_requests(work, n, size, pages, mapped)
     reqs = tl["requests"]
     assert len(reqs) == n
     for r in reqs:
