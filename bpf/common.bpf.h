@@ -34,7 +34,6 @@
 /* after trace.h: the maps hold its records */
 #include "maps.bpf.h"
 
-#define EINPROGRESS_	      115
 #define MAP_ANONYMOUS_	      0x20
 #define S_IFMT_		      0170000
 #define S_IFREG_	      0100000
@@ -50,7 +49,6 @@
 #define EINTR_		      4
 #define EEXIST_		      17
 #define ENOENT_		      2
-#define EACCES_		      13
 #define LOCK_SH_	      1
 #define LOCK_EX_	      2
 #define LOCK_NB_	      4

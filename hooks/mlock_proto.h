@@ -69,8 +69,8 @@ enum mlock_proto_trigger {
 #define MLOCK_F_LIMIT		"limit" /* bytes */
 #define MLOCK_F_BYTES_TO_LOCK	"bytes_to_lock"
 #define MLOCK_F_RESIDENT	"resident"
-#define MLOCK_F_VMLCK_BEFORE	"vmlck_before"
-#define MLOCK_F_VMLCK		"vmlck"
+#define MLOCK_F_VMLCK_BEFORE	"vmlck_before" /* -1: VmLck unreadable */
+#define MLOCK_F_VMLCK		"vmlck"	       /* -1: VmLck unreadable */
 #define MLOCK_F_MAPPINGS	"mappings"
 #define MLOCK_F_FAILED_MAPPINGS "failed_mappings"
 #define MLOCK_F_RLIMIT_MEMLOCK	"rlimit_memlock" /* -1: unlimited */

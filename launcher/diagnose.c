@@ -66,7 +66,7 @@ void diag_add(struct diag_ctx *c, int severity, const char *title, json_t *evide
 	    /* message and fix quote paths, cut to fit their buffers: json_text
 	     * keeps a finding whose text was cut inside a character */
 	    json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", c->rule->id, "severity",
-		      severity_name(severity), "check", check_name(c->rule->check), "title", title,
+		      severity_name(severity), "check", check_name(c->check), "title", title,
 		      "message", json_text(msg), "evidence", evidence ? evidence : json_object(),
 		      "seconds_lost",
 		      seconds_lost >= 0 ? json_real(diag_round3(seconds_lost)) : json_null(), "fix",
@@ -273,6 +273,7 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		if (!(checks & groups[g].check))
 			continue;
+		c.check = groups[g].check;
 		for (c.rule = groups[g].rows; c.rule->id; c.rule++)
 			c.rule->fn(&c);
 	}

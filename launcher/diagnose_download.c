@@ -572,10 +572,10 @@ static void rule_dns(struct diag_ctx *c)
 }
 
 const struct diag_rule diag_download_rules[] = {
-    {"dns-failure", DIAG_DOWNLOAD, rule_dns},
-    {"hub-unreachable", DIAG_DOWNLOAD, rule_hub_unreachable},
-    {"download-interrupted", DIAG_DOWNLOAD, rule_interrupted},
-    {"download-slow", DIAG_DOWNLOAD, rule_slow_download},
-    {"wrong-cache", DIAG_DOWNLOAD, rule_wrong_cache},
-    {NULL, 0, NULL},
+    {"dns-failure", rule_dns},
+    {"hub-unreachable", rule_hub_unreachable},
+    {"download-interrupted", rule_interrupted},
+    {"download-slow", rule_slow_download},
+    {"wrong-cache", rule_wrong_cache},
+    {NULL, NULL},
 };

@@ -340,11 +340,11 @@ static void rule_io_small_reads(struct diag_ctx *c)
 }
 
 const struct diag_rule diag_io_rules[] = {
-    {"missing-path-retry", DIAG_IO, rule_missing_retry},
-    {"cache-write-refused", DIAG_IO, rule_write_refused},
-    {"cache-not-persistent", DIAG_IO, rule_not_persistent},
-    {"cache-lock-wait", DIAG_IO, rule_lock_wait},
-    {"io-reread", DIAG_IO, rule_io_reread},
-    {"io-small-reads", DIAG_IO, rule_io_small_reads},
-    {NULL, 0, NULL},
+    {"missing-path-retry", rule_missing_retry},
+    {"cache-write-refused", rule_write_refused},
+    {"cache-not-persistent", rule_not_persistent},
+    {"cache-lock-wait", rule_lock_wait},
+    {"io-reread", rule_io_reread},
+    {"io-small-reads", rule_io_small_reads},
+    {NULL, NULL},
 };

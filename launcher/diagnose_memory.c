@@ -43,6 +43,6 @@ static void rule_lazy_faults(struct diag_ctx *c)
 }
 
 const struct diag_rule diag_memory_rules[] = {
-    {"lazy-model-faults", DIAG_MEMORY, rule_lazy_faults},
-    {NULL, 0, NULL},
+    {"lazy-model-faults", rule_lazy_faults},
+    {NULL, NULL},
 };

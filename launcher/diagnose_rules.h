@@ -1,10 +1,10 @@
 /* diagnose_rules: what the diagnose engine (diagnose.c) shares with its
  * rule groups (diagnose_io.c, diagnose_download.c, diagnose_memory.c);
- * internal to those four files. A rule is a row {id, check, fn} in its
- * group's table; the engine runs the rows of the selected checks in table
- * order and fn adds findings through diag_add, which takes the id and check
- * from the row. Rules read only the context and the model: never the
- * machine diagnose runs on (docs/diagnose.md). */
+ * internal to those four files. A rule is a row {id, fn} in its
+ * group's table (the group gives its check); the engine runs the rows of the selected checks in
+ * table order and fn adds findings through diag_add, which takes the id and check from the row.
+ * Rules read only the context and the model: never the machine diagnose runs on (docs/diagnose.md).
+ */
 #ifndef TTS_DIAGNOSE_RULES_H
 #define TTS_DIAGNOSE_RULES_H
 
@@ -22,7 +22,8 @@ struct diag_rule;
 struct diag_ctx {
 	json_t *root;
 	json_t *findings;
-	const struct diag_rule *rule; /* the row running: its id and check go into findings */
+	const struct diag_rule *rule; /* the row running: its id goes into findings */
+	enum diag_check check;	      /* its group's check, which goes there too */
 	char app_dir[PATH_MAX];
 	char caches[DIAG_MAX_CACHES][PATH_MAX]; /* where downloads are expected */
 	int n_caches;
@@ -38,7 +39,6 @@ struct diag_ctx {
 
 struct diag_rule {
 	const char *id; /* the finding's id (docs/diagnose.md) */
-	enum diag_check check;
 	void (*fn)(struct diag_ctx *c);
 };
 

@@ -8,21 +8,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int open_log(struct logfile *l, char *err, size_t errlen)
+#include "util.h"
+
+static void take_size(struct logfile *l)
 {
 	struct stat st;
 
+	l->size = fstat(l->fd, &st) == 0 ? st.st_size : 0;
+}
+
+/* The reopen after a rotation, through the directory we hold. */
+static int reopen_log(struct logfile *l, char *err, size_t errlen)
+{
 	l->fd = safe_openat_append(l->dirfd, l->base, l->path, &l->owners, 0644, err, errlen);
 	if (l->fd < 0)
 		return -1;
-	l->size = fstat(l->fd, &st) == 0 ? st.st_size : 0;
+	take_size(l);
 	return 0;
 }
 
 int logfile_open(struct logfile *l, const char *path, const struct safe_owners *o,
 		 long long max_size, int backups, char *err, size_t errlen)
 {
-	const char *base;
 	char why[512];
 
 	memset(l, 0, sizeof(*l));
@@ -34,16 +41,13 @@ int logfile_open(struct logfile *l, const char *path, const struct safe_owners *
 	if (!path || !*path)
 		return 0;
 	l->path = strdup(path);
-	if (!l->path)
-		goto fail_errno;
-	l->dirfd = safe_dir_open(l->path, &base, why, sizeof(why));
-	if (l->dirfd < 0)
-		goto fail;
-	l->base = strdup(base);
+	l->base = l->path ? strdup(base_name(path)) : NULL;
 	if (!l->base)
 		goto fail_errno;
-	if (open_log(l, why, sizeof(why)) < 0)
+	l->fd = safe_open_append(l->path, &l->owners, 0644, &l->dirfd, why, sizeof(why));
+	if (l->fd < 0)
 		goto fail;
+	take_size(l);
 	return 0;
 fail_errno:
 	snprintf(why, sizeof(why), "%s: %s", path, strerror(errno));
@@ -53,11 +57,11 @@ fail:
 	return -1;
 }
 
-static void lose(struct logfile *l, size_t n, const char *fmt, const char *why)
+static void lose(struct logfile *l, size_t n, const char *why)
 {
 	l->lost += n;
 	if (!l->error[0])
-		snprintf(l->error, sizeof(l->error), fmt, l->path, why);
+		snprintf(l->error, sizeof(l->error), "%s: %s", l->path, why);
 }
 
 /* Renames only move names inside the directory we hold: whatever sits at
@@ -83,7 +87,7 @@ static void rotate(struct logfile *l)
 	}
 	if (l->after_rename)
 		l->after_rename(l->hook_arg);
-	if (open_log(l, why, sizeof(why)) < 0 && !l->error[0])
+	if (reopen_log(l, why, sizeof(why)) < 0 && !l->error[0])
 		snprintf(l->error, sizeof(l->error), "rotation refused to reopen %.400s", why);
 }
 
@@ -95,7 +99,7 @@ static int write_all(struct logfile *l, const char *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			lose(l, len, "%s: %s", strerror(errno));
+			lose(l, len, strerror(errno));
 			return -1;
 		}
 		buf += n;
@@ -129,7 +133,7 @@ int logfile_write(struct logfile *l, const char *buf, size_t len)
 		size_t n = l->max_size > 0 ? fitting(l, buf, len) : len;
 
 		if (l->fd < 0) {
-			lose(l, len, "%s: %s", "not open");
+			lose(l, len, "not open");
 			return -1;
 		}
 		if (n && write_all(l, buf, n) < 0)

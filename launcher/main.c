@@ -554,8 +554,6 @@ static int verb_report(struct cmdline *cl)
 	const struct renderer *r = render_find(format);
 	char choices[256], msg[320];
 
-	if (!cl->args[0])
-		return usage_error("%s", "report needs a TIMELINE.json");
 	if (!r) {
 		render_format_choices(choices, sizeof(choices));
 		snprintf(msg, sizeof(msg), "unknown --format '%%s': expected %s", choices);

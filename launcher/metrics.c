@@ -14,8 +14,8 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "metrics.h"
 #include "render_prom.h"
 
@@ -37,19 +37,11 @@ struct metrics {
 	double cached_at_ms;
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* A new snapshot and its rendering when the cached one is a second old (or
  * there is none); 0, or -1 when out of memory. */
 static int snapshot(struct metrics *m)
 {
-	double t = now_ms();
+	double t = clock_ms();
 	char *body = NULL;
 	size_t len = 0;
 	FILE *out;

@@ -371,9 +371,7 @@ static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamp
 		}
 		n = strlen(t);
 		if (n > TEXT_CAP) {
-			n = TEXT_CAP;
-			while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80)
-				n--; /* not inside a UTF-8 character */
+			n = utf8_prefix_len(t, TEXT_CAP); /* not inside a character */
 			(*clamped)++;
 		}
 		json_object_set_new(out, MLOCK_F_ERROR, json_stringn(t, n));
@@ -415,8 +413,15 @@ static json_t *checked_report(const json_t *in, unsigned long long *clamped, cha
 	ok = ok && num_field(out, in, MLOCK_F_DUR_NS, 0,
 			     json_object_get(out, MLOCK_F_START_NS) ? now - start : now, true,
 			     clamped, why, len);
-	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const json_t *v = json_object_get(in, sizes[i]);
+
+		/* VmLck the shim could not read (mlock_proto.h: -1): unknown, left out */
+		if (!strncmp(sizes[i], MLOCK_F_VMLCK, strlen(MLOCK_F_VMLCK)) &&
+		    json_is_integer(v) && json_integer_value(v) == -1)
+			continue;
 		ok = num_field(out, in, sizes[i], 0, (double)SIZE_CAP, true, clamped, why, len);
+	}
 	ok = ok && num_field(out, in, MLOCK_F_RLIMIT_MEMLOCK, -1, (double)SIZE_CAP, true, clamped,
 			     why, len);
 	ok = ok && num_field(out, in, MLOCK_F_PORT, 0, 65535, true, clamped, why, len);
@@ -463,7 +468,9 @@ static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 	json_object_set_new(m->state, "bytes_to_lock",
 			    json_integer((json_int_t)num(ev, MLOCK_F_BYTES_TO_LOCK)));
 	json_object_set_new(m->state, "bytes_locked",
-			    json_integer((json_int_t)num(ev, MLOCK_F_VMLCK)));
+			    json_object_get(ev, MLOCK_F_VMLCK)
+				? json_integer((json_int_t)num(ev, MLOCK_F_VMLCK))
+				: json_null());
 	json_object_set_new(m->state, "resident_before",
 			    json_integer((json_int_t)num(ev, MLOCK_F_RESIDENT)));
 	json_object_set_new(m->state, "mappings",
@@ -505,10 +512,14 @@ char *mlock_poll(struct mlock_ctl *m, struct timeline *tl)
 			m->dropped_bytes += (unsigned long long)n;
 			if (!m->said_dropped) {
 				m->said_dropped = true;
-				append(&out, &len,
-				       "tts-launch: warning: mlock: the service sent more "
-				       "reports than kept (64, 64 KiB): the rest are "
-				       "counted, not read (memory.mlock.reports)\n");
+				char line[200];
+
+				snprintf(line, sizeof(line),
+					 "tts-launch: warning: mlock: the service sent more "
+					 "reports than kept (%d, %d KiB): the rest are counted, "
+					 "not read (memory.mlock.reports)\n",
+					 MLOCK_KEEP_EVENTS, MLOCK_KEEP_BYTES / 1024);
+				append(&out, &len, line);
 			}
 			continue;
 		}

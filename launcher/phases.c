@@ -23,8 +23,6 @@ static void span_add(struct span *s, double a, double b)
 	s->set = true;
 }
 
-static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
-
 void phases_infer(struct timeline *tl)
 {
 	json_t *root, *phases, *p, *files, *imports, *cfg;
@@ -39,15 +37,14 @@ void phases_infer(struct timeline *tl)
 	phases = json_object_get(root, "phases");
 	/* drop earlier inferences: snapshots repeat */
 	for (i = json_array_size(phases); i-- > 0;) {
-		const char *src =
-		    json_string_value(json_object_get(json_array_get(phases, i), "source"));
+		const char *src = jstr(json_array_get(phases, i), "source");
 
 		if (src && !strcmp(src, "trace"))
 			json_array_remove(phases, i);
 	}
 	cfg = json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
-	app_dir = json_string_value(json_object_get(cfg, "dir"));
-	model_dir = json_string_value(json_object_get(cfg, "model_dir"));
+	app_dir = jstr(cfg, "dir");
+	model_dir = jstr(cfg, "model_dir");
 	spawn = timeline_mark_ms(tl, "spawn");
 	exec = timeline_mark_ms(tl, "exec");
 	ready = timeline_mark_ms(tl, "ready");
@@ -59,13 +56,13 @@ void phases_infer(struct timeline *tl)
 
 	imports = json_object_get(json_object_get(root, "python"), "imports");
 	json_array_foreach (imports, i, p)
-		span_add(&imp, num(p, "start_ms"), num(p, "end_ms"));
+		span_add(&imp, jnum(p, "start_ms"), jnum(p, "end_ms"));
 
 	files = json_object_get(root, "files");
 	json_array_foreach (files, i, p) {
-		const char *cls = json_string_value(json_object_get(p, "class"));
-		const char *path = json_string_value(json_object_get(p, "path"));
-		double a = num(p, "first_ms"), b = num(p, "last_ms");
+		const char *cls = jstr(p, "class");
+		const char *path = jstr(p, "path");
+		double a = jnum(p, "first_ms"), b = jnum(p, "last_ms");
 
 		if (!cls || !path)
 			continue;
@@ -80,17 +77,17 @@ void phases_infer(struct timeline *tl)
 			span_add(&conf, a, b);
 	}
 	json_array_foreach (json_object_get(root, "missing_paths"), i, p) {
-		const char *cls = json_string_value(json_object_get(p, "class"));
+		const char *cls = jstr(p, "class");
 
 		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
-			span_add(&cache, num(p, "first_ms"), num(p, "last_ms"));
+			span_add(&cache, jnum(p, "first_ms"), jnum(p, "last_ms"));
 	}
 	/* libraries mlock a page or two for their own reasons (glibc, OpenSSL):
 	 * only mlockall and large ranges are "locking the model" */
 	json_array_foreach (json_object_get(json_object_get(root, "memory"), "mlock_calls"), i, p)
-		if (!strcmp(json_string_value(json_object_get(p, "call")) ?: "", "mlockall") ||
-		    num(p, "len") >= 1 << 20)
-			span_add(&lock, num(p, "start_ms"), num(p, "start_ms") + num(p, "dur_ms"));
+		if (!strcmp(jstr(p, "call") ?: "", "mlockall") || jnum(p, "len") >= 1 << 20)
+			span_add(&lock, jnum(p, "start_ms"),
+				 jnum(p, "start_ms") + jnum(p, "dur_ms"));
 
 	if (!imp.set)
 		imp = pyfiles; /* no USDT: Python's own files stand for its imports */
@@ -104,13 +101,13 @@ void phases_infer(struct timeline *tl)
 		timeline_phase_from(tl, "cache_probe", cache.a, cache.b, "trace");
 	json_array_foreach (json_object_get(root, "downloads"), i, p) {
 		char name[PATH_MAX + 16];
-		const char *path = json_string_value(json_object_get(p, "path"));
+		const char *path = jstr(p, "path");
 		const char *base = path ? strrchr(path, '/') : NULL;
 
 		snprintf(name, sizeof(name), "download:%s", base ? base + 1 : path ? path : "?");
-		timeline_phase_from(tl, name, num(p, "first_ms"), num(p, "last_ms"), "trace");
-		if (num(p, "last_ms") > last_work)
-			last_work = num(p, "last_ms");
+		timeline_phase_from(tl, name, jnum(p, "first_ms"), jnum(p, "last_ms"), "trace");
+		if (jnum(p, "last_ms") > last_work)
+			last_work = jnum(p, "last_ms");
 	}
 	if (model.set)
 		timeline_phase_from(tl, "model_load", model.a, model.b, "trace");

@@ -21,8 +21,11 @@ int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipelin
 		return 0;
 	/* collect -> build -> phases */
 	if (in->tracer) {
-		tracer_lighten_due(in->tracer);
-		tracer_poll(in->tracer); /* what waits in the ring buffer belongs here */
+		/* what waits in the ring buffer belongs here (and may say ready);
+		 * what the detached probes sent before they went, too */
+		tracer_poll(in->tracer);
+		if (tracer_lighten_due(in->tracer))
+			tracer_poll(in->tracer);
 		timeline_build(tl, tracer_collector(in->tracer), tracer_status(in->tracer));
 		phases_infer(tl);
 	}

@@ -121,9 +121,9 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 
 		if (q && r && !strncmp(q, folder, strlen(folder)) && strlen(r) == n &&
 		    !strncmp(r, path, n) && jnum(v, "result") == 0) {
-			const char *f = strchr(q + strlen(folder), '/'); /* past COMMIT/ */
+			const char *f = hf_snapshot_file(q);
 
-			snprintf(out, len, "%s/%s", repo, f ? f + 1 : q + strlen(folder));
+			snprintf(out, len, "%s/%s", repo, f ? f : q + strlen(folder));
 			return true;
 		}
 	}
@@ -132,10 +132,8 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 	 * probe names the file (a sample can see it before the probe's entry) */
 	json_array_foreach (json_object_get(root, "missing_paths"), i, v) {
 		const char *q = jstr(v, "path");
-		double t = jnum(v, "last_ms");
-
 		/* the pointer is probed again after the download: its first failure */
-		t = jnum(v, "first_ms");
+		double t = jnum(v, "first_ms");
 		if (!q || strncmp(q, folder, strlen(folder)) || t > first_ms + 1 || t < best_ms)
 			continue;
 		best_ms = t;

@@ -479,16 +479,4 @@ void stale_list_free(struct stale_list *l)
 
 /* Count the supervisor pid among the stale instances (for
  * stale_check_port: its service's port is not a foreign holder's). */
-void stale_list_add(struct stale_list *l, pid_t pid)
-{
-	struct stale_proc *v = realloc(l->v, (l->n + 1) * sizeof(*v));
-
-	if (!v)
-		return;
-	l->v = v;
-	v[l->n].pid = pid;
-	v[l->n].start_ticks = proc_start_ticks(pid);
-	v[l->n].cmdline = proc_cmdline(pid);
-	if (v[l->n].cmdline)
-		l->n++;
-}
+void stale_list_add(struct stale_list *l, pid_t pid) { list_add(&l->v, &l->n, pid, 0); }

@@ -542,14 +542,10 @@ struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 		json_decref(root);
 		return NULL;
 	}
-	tl = calloc(1, sizeof(*tl));
-	if (!tl) {
-		snprintf(err, errlen, "failed to load timeline %s: %s", path, strerror(errno));
-		json_decref(root);
-		return NULL;
-	}
-	tl->root = root;
-	redact_timeline(tl->root); /* a file written before redaction */
+	redact_timeline(root); /* a file written before redaction */
+	tl = timeline_wrap(root);
+	if (!tl)
+		snprintf(err, errlen, "failed to load timeline %s: %s", path, strerror(ENOMEM));
 	return tl;
 }
 

@@ -80,7 +80,6 @@ static int decode_files(const json_t *root, struct tl_view *v)
 		    .class = str(e, "class"),
 		    .errno_name = str(e, "errno"),
 		    .opens = num(e, "opens"),
-		    .failed_opens = num(e, "failed_opens"),
 		    .bytes_read = num(e, "bytes_read"),
 		    .bytes_written = num(e, "bytes_written"),
 		    .mmap_bytes = num(e, "mmap_bytes"),

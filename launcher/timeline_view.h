@@ -33,7 +33,7 @@ struct tl_phase {
 
 struct tl_file {
 	const char *path, *class, *errno_name;
-	double opens, failed_opens, bytes_read, bytes_written, mmap_bytes, faults;
+	double opens, bytes_read, bytes_written, mmap_bytes, faults;
 	double first_ms, last_ms;
 };
 

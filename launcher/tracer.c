@@ -381,9 +381,13 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_
 		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
-		classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
-				    (uint64_t *)skel->rodata->targ_model_mask,
-				    TRACE_MODEL_SUFFIXES);
+		/* more suffixes than the kernel holds would be model files to the
+		 * launcher only: a build-time limit, said at once */
+		if (classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
+					(uint64_t *)skel->rodata->targ_model_mask,
+					TRACE_MODEL_SUFFIXES) > TRACE_MODEL_SUFFIXES)
+			fprintf(stderr, "tts-launch: warning: classify.c has more model suffixes "
+					"than TRACE_MODEL_SUFFIXES (bpf/trace.h): raise it\n");
 		err = trace_bpf__load(skel);
 		if (bfd >= 0)
 			close(bfd);
@@ -656,8 +660,6 @@ bool tracer_lighten_due(struct tracer *t)
 {
 	if (!t || t->st.light)
 		return false;
-	/* what is still waiting in the ring buffer may say ready */
-	tracer_poll(t);
 	if (t->col.req_window_ms < 0 || t->col.ready_ms < 0 ||
 	    clock_ms() < t->col.ready_ms + t->col.req_window_ms)
 		return false;

@@ -61,7 +61,8 @@ unsigned long long tracer_activity(const struct tracer *t);
 void tracer_free(struct tracer *t);
 /* [trace] requests_window is over (ready + window): detach the heavy probes
  * and narrow the rest (tracing.light). The tracer's own decision, asked for
- * by the pipeline before a snapshot; true when it lightened now. */
+ * by the pipeline after draining the ring buffer (the ready mark comes
+ * from it); true when it lightened now. */
 bool tracer_lighten_due(struct tracer *t);
 /* doctor: open and load the real BPF object (nothing attached), then free
  * it. 0 with what loaded in why, or -1 with the reason. */

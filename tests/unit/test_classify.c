@@ -9,8 +9,9 @@
 #include <cmocka.h>
 
 #include "classify.h"
+#include "trace.h"
 
-#define MAX 16
+#define MAX TRACE_MODEL_SUFFIXES /* what the BPF side holds */
 
 /* bpf/common.bpf.h's model_name, on the launcher's keys */
 static bool kernel_match(const char *name, const uint64_t *val, const uint64_t *mask)

@@ -339,6 +339,74 @@ static void test_reports_validated(void **state)
 	config_free(&c);
 }
 
+/* The shim's "unknown" VmLck (-1, /proc/self/status unreadable) keeps the
+ * report: the outcome is said, the locked size left unknown. */
+static void test_unknown_vmlck_keeps_the_report(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct timeline *tl;
+	struct config c;
+	char *text;
+	int sv[2];
+	json_t *obj;
+
+	(void)state;
+	clock_init();
+	setup_config(&c, "all");
+	tl = timeline_new(&c, 0, NULL);
+	fake_shim(&m, sv);
+	send_str(sv[1], "{\"event\":\"locked\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+			"\"bytes_to_lock\":4096,\"vmlck_before\":-1,\"vmlck\":-1}");
+	text = mlock_poll(&m, tl);
+	free(text);
+	assert_int_equal(report_count(tl, "rejected"), 0);
+	assert_int_equal(report_count(tl, "kept"), 1);
+	obj = mlock_of(tl);
+	assert_string_equal(json_string_value(json_object_get(obj, "status")), "locked");
+	assert_true(json_is_null(json_object_get(obj, "bytes_locked")));
+	close(sv[1]);
+	mlock_free(&m);
+	timeline_free(tl);
+	config_free(&c);
+}
+
+/* An error text past TEXT_CAP is cut at a character boundary: "x" then
+ * two-byte characters, so byte 256 would be inside one. */
+static void test_long_error_cut_at_a_character(void **state)
+{
+	struct mlock_ctl m = MLOCK_CTL_INIT;
+	struct timeline *tl;
+	struct config c;
+	char msg[1024], *text;
+	int sv[2], o;
+	const char *kept;
+	json_t *ev;
+
+	(void)state;
+	clock_init();
+	setup_config(&c, "all");
+	tl = timeline_new(&c, 0, NULL);
+	fake_shim(&m, sv);
+	o = snprintf(msg, sizeof(msg),
+		     "{\"event\":\"failed\",\"pid\":7,\"trigger\":\"listen\",\"mode\":\"all\","
+		     "\"errno\":\"ENOMEM\",\"error\":\"x");
+	for (int i = 0; i < 200; i++)
+		o += snprintf(msg + o, sizeof(msg) - (size_t)o, "\xc3\xa9");
+	snprintf(msg + o, sizeof(msg) - (size_t)o, "\"}");
+	send_str(sv[1], msg);
+	text = mlock_poll(&m, tl);
+	free(text);
+	assert_int_equal(report_count(tl, "kept"), 1);
+	ev = json_array_get(json_object_get(mlock_of(tl), "events"), 0);
+	kept = json_string_value(json_object_get(ev, "error"));
+	assert_non_null(kept);
+	assert_int_equal(strlen(kept), 255);
+	close(sv[1]);
+	mlock_free(&m);
+	timeline_free(tl);
+	config_free(&c);
+}
+
 static void test_never_loaded_warns_once(void **state)
 {
 	struct mlock_ctl m = MLOCK_CTL_INIT;
@@ -398,6 +466,8 @@ int main(void)
 	    cmocka_unit_test(test_never_loaded_warns_once),
 	    cmocka_unit_test(test_flood_is_capped),
 	    cmocka_unit_test(test_reports_validated),
+	    cmocka_unit_test(test_unknown_vmlck_keeps_the_report),
+	    cmocka_unit_test(test_long_error_cut_at_a_character),
 	    cmocka_unit_test(test_config_keys),
 	};
 
