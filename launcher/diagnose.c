@@ -30,8 +30,10 @@ static const struct {
 	const struct diag_rule *rows;
 } groups[] = {
     {DIAG_DOWNLOAD, diag_download_rules},
+    {DIAG_DOWNLOAD, diag_http_rules},
     {DIAG_IO, diag_io_rules},
     {DIAG_MEMORY, diag_memory_rules},
+    {DIAG_EXIT, diag_exit_rules}, /* last: it names the errors found as the cause */
 };
 
 /* ---- small helpers ---- */
@@ -45,11 +47,17 @@ int diag_cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static const char *severity_name(int s) { return s == DIAG_ERROR ? "error" : "warning"; }
+static const char *severity_name(int s)
+{
+	return s == DIAG_ERROR ? "error" : s == DIAG_INFO ? "info" : "warning";
+}
 
 static const char *check_name(enum diag_check k)
 {
-	return k == DIAG_IO ? "io" : k == DIAG_DOWNLOAD ? "download" : "memory";
+	return k == DIAG_IO	    ? "io"
+	       : k == DIAG_DOWNLOAD ? "download"
+	       : k == DIAG_EXIT	    ? "exit"
+				    : "memory";
 }
 
 void diag_add(struct diag_ctx *c, int severity, const char *title, json_t *evidence,
@@ -256,6 +264,8 @@ static int level_of(json_t *findings)
 
 		if (s && !strcmp(s, "error"))
 			lvl = DIAG_ERROR;
+		else if (s && !strcmp(s, "info"))
+			continue; /* a fact, not a problem here */
 		else if (lvl < DIAG_WARNING)
 			lvl = DIAG_WARNING;
 	}
@@ -339,7 +349,7 @@ int diagnose_command(const char *path, unsigned checks, const char *format)
 			   JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 		fputc('\n', stdout);
 		json_decref(o);
-	} else if (lvl == DIAG_CLEAN) {
+	} else if (!json_array_size(json_object_get(timeline_json(tl), "findings"))) {
 		printf("tts-launch: diagnosis of %s: no findings\n", path);
 	} else {
 		diagnose_print(tl, stdout);

@@ -22,10 +22,13 @@ enum diag_check {
 	DIAG_IO = 1 << 0, /* missing-path loops, cache file system, locks, read amplification */
 	DIAG_DOWNLOAD = 1 << 1, /* hub, DNS, slow/interrupted downloads, wrong cache */
 	DIAG_MEMORY = 1 << 2,	/* model pages faulted during requests */
-	DIAG_ALL = DIAG_IO | DIAG_DOWNLOAD | DIAG_MEMORY,
+	DIAG_EXIT = 1 << 3,	/* why a start failed (in DIAG_ALL: run, no --check-*) */
+	DIAG_ALL = DIAG_IO | DIAG_DOWNLOAD | DIAG_MEMORY | DIAG_EXIT,
 };
 
-enum diag_level { DIAG_CLEAN = 0, DIAG_WARNING = 1, DIAG_ERROR = 2 };
+/* DIAG_INFO: a fact, no problem on this machine; it does not change the
+ * level (diagnose's exit code) */
+enum diag_level { DIAG_CLEAN = 0, DIAG_WARNING = 1, DIAG_ERROR = 2, DIAG_INFO = 3 };
 
 /* Run the selected rules; replaces the model's "findings". Returns the worst
  * severity found (enum diag_level). */

@@ -14,6 +14,8 @@
 /* Thresholds (docs/diagnose.md explains each). */
 #define RETRY_MIN_ATTEMPTS    5
 #define RETRY_MIN_SPAN_MS     2000.0
+#define RETRY_SHARE	      0.25  /* or this share of the start-up ... */
+#define RETRY_SHARE_MIN_MS    500.0 /* ... and at least this long */
 #define LOCK_MIN_WAIT_MS      1000.0
 #define REREAD_FACTOR	      3.0
 #define REREAD_MIN_EXTRA      (4.0 * 1024 * 1024)
@@ -25,6 +27,8 @@ static void rule_missing_retry(struct diag_ctx *c)
 {
 	json_t *list = json_array(), *m, *top = NULL;
 	double span_top = 0;
+	/* the start-up the loop is a share of: launch to ready, or to the end */
+	double startup = c->ready >= 0 ? c->ready : c->end;
 	size_t i;
 
 	json_array_foreach (json_object_get(c->root, "missing_paths"), i, m) {
@@ -34,8 +38,11 @@ static void rule_missing_retry(struct diag_ctx *c)
 
 		if (!path || diagnose_benign_missing(path, jstr(m, "class")))
 			continue;
+		/* the loop's span stands for the time it cost (until the
+		 * attribution's sleep causes are in the model) */
 		if (json_integer_value(json_object_get(m, "attempts")) < RETRY_MIN_ATTEMPTS ||
-		    span < RETRY_MIN_SPAN_MS)
+		    (span < RETRY_MIN_SPAN_MS &&
+		     (span < RETRY_SHARE_MIN_MS || startup <= 0 || span < RETRY_SHARE * startup)))
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(
@@ -44,6 +51,9 @@ static void rule_missing_retry(struct diag_ctx *c)
 			      json_integer_value(json_object_get(m, "attempts")), "errno",
 			      json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
 			      "last_ms", jnum(m, "last_ms"), "seconds", diag_round3(span / 1000)));
+		if (startup > 0)
+			json_object_set_new(json_array_get(list, json_array_size(list) - 1),
+					    "share", json_real(diag_round3(span / startup)));
 		if (span > span_top) {
 			span_top = span;
 			top = json_array_get(list, json_array_size(list) - 1);
@@ -61,8 +71,10 @@ static void rule_missing_retry(struct diag_ctx *c)
 	    "(a container mount missing, a cache directory on an unmounted disk) or fix the "
 	    "setting "
 	    "that names it (HF_HUB_CACHE, HF_HOME, [app] model_dir)",
-	    "%s was looked up %lld times over %.1f s and never existed (%s)%s", jstr(top, "path"),
-	    (long long)json_integer_value(json_object_get(top, "attempts")), span_top / 1000,
+	    "%s was looked up %lld times over %.1f s (%.0f%% of the start-up) and never existed "
+	    "(%s)%s",
+	    jstr(top, "path"), (long long)json_integer_value(json_object_get(top, "attempts")),
+	    span_top / 1000, startup > 0 ? 100 * span_top / startup : 0,
 	    jstr(top, "errno") ?: "failed",
 	    json_array_size(list) > 1 ? "; other paths in the loop below" : "");
 }
@@ -77,6 +89,23 @@ static bool cache_related(struct diag_ctx *c, const char *abs, const char *cls)
 			return true;
 	return path_under(abs, c->hf_home) || hf_repo_folder(abs, NULL) ||
 	       path_under(abs, c->app_dir);
+}
+
+/* The recorded file system (cache_fs) of the cache holding abs: the
+ * deepest dir containing it. */
+static json_t *cache_fs_of(struct diag_ctx *c, const char *abs)
+{
+	json_t *e, *best = NULL;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e) {
+		const char *dir = jstr(e, "dir");
+
+		if (dir && abs && path_under(abs, dir) &&
+		    (!best || strlen(dir) > strlen(jstr(best, "dir"))))
+			best = e;
+	}
+	return best;
 }
 
 static void rule_write_refused(struct diag_ctx *c)
@@ -99,39 +128,67 @@ static void rule_write_refused(struct diag_ctx *c)
 	     "(HF_HUB_CACHE) to a larger disk; remove leftover *.incomplete files"},
 	    {"EDQUOT", "is over quota", "raise the quota or move the cache (HF_HUB_CACHE)"},
 	};
-	const char *sections[] = {"files", "missing_paths"};
+	/* failed opens, and what refused to be written (failed_ops: mkdir,
+	 * rename, unlink, write, ...) */
+	const char *sections[] = {"files", "missing_paths", "failed_ops"};
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		json_t *paths = json_array(), *e;
+		json_t *paths = json_array(), *ops = json_array(), *e, *fs;
 		double first = -1;
+		const char *first_op = NULL;
+		char where[PATH_MAX + 200] = "";
 		size_t i;
 
-		for (size_t s = 0; s < 2; s++) {
+		for (size_t s = 0; s < 3; s++) {
 			json_array_foreach (json_object_get(c->root, sections[s]), i, e) {
 				const char *path = jstr(e, "path"), *err = jstr(e, "errno");
 				char abs[PATH_MAX];
 
+				/* files[]: a failed write to a file counts too */
+				if (s == 0 && (!err || strcmp(err, kinds[k].err)))
+					err = jstr(e, "write_errno");
 				if (!path || !err || strcmp(err, kinds[k].err))
 					continue;
 				path_resolve(c->app_dir, path, abs, sizeof(abs));
 				if (!cache_related(c, abs, jstr(e, "class")))
 					continue;
 				json_array_append_new(paths, json_string(abs));
-				if (first < 0 || jnum(e, "first_ms") < first)
+				if (s == 2)
+					json_array_append_new(
+					    ops, json_pack("{s:s?, s:s, s:O?}", "op", jstr(e, "op"),
+							   "path", abs, "count",
+							   json_object_get(e, "count")));
+				if (first < 0 || jnum(e, "first_ms") < first) {
 					first = jnum(e, "first_ms");
+					first_op = s == 2 ? jstr(e, "op") : NULL;
+				}
 			}
 		}
 		if (!json_array_size(paths)) {
 			json_decref(paths);
+			json_decref(ops);
 			continue;
 		}
+		/* the file system it is on, as recorded (cache_fs) */
+		fs = cache_fs_of(c, json_string_value(json_array_get(paths, 0)));
+		if (fs)
+			snprintf(where, sizeof(where), "; the cache %s is on %s%s (%s)",
+				 jstr(fs, "dir"), jstr(fs, "fs_type") ?: "?",
+				 json_is_true(json_object_get(fs, "read_only"))
+				     ? ", mounted read-only"
+				     : "",
+				 jstr(fs, "statfs_path") ?: "?");
 		diag_add(c, DIAG_ERROR, "the cache refuses writes",
-			 json_pack("{s:s, s:o, s:f}", "errno", kinds[k].err, "paths", paths,
-				   "first_ms", first),
-			 -1, kinds[k].fix, "%s %s (%s, %zu path%s, first at %.1f s)",
-			 json_string_value(json_array_get(paths, 0)), kinds[k].why, kinds[k].err,
-			 json_array_size(paths), json_array_size(paths) > 1 ? "s" : "",
-			 first / 1000);
+			 json_pack("{s:s, s:o, s:o, s:f, s:O?, s:O?, s:O?}", "errno", kinds[k].err,
+				   "paths", paths, "ops", ops, "first_ms", first, "cache_dir",
+				   fs ? json_object_get(fs, "dir") : NULL, "fs_type",
+				   fs ? json_object_get(fs, "fs_type") : NULL, "read_only",
+				   fs ? json_object_get(fs, "read_only") : NULL),
+			 -1, kinds[k].fix, "%s%s%s%s %s (%s, %zu path%s, first at %.1f s)%s",
+			 first_op ? first_op : "", first_op ? " of " : "",
+			 json_string_value(json_array_get(paths, 0)), first_op ? " failed: it" : "",
+			 kinds[k].why, kinds[k].err, json_array_size(paths),
+			 json_array_size(paths) > 1 ? "s" : "", first / 1000, where);
 	}
 }
 

@@ -46,6 +46,8 @@ struct diag_rule {
 extern const struct diag_rule diag_io_rules[];
 extern const struct diag_rule diag_download_rules[];
 extern const struct diag_rule diag_memory_rules[];
+extern const struct diag_rule diag_http_rules[]; /* diagnose_exit.c: download group */
+extern const struct diag_rule diag_exit_rules[]; /* diagnose_exit.c: last, always run */
 
 /* Adds one finding of the running rule; evidence is stolen. seconds_lost < 0:
  * unknown (null). */

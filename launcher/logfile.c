@@ -157,3 +157,93 @@ void logfile_close(struct logfile *l)
 	l->path = l->base = NULL;
 	l->fd = l->dirfd = -1;
 }
+
+/* ---- the output's tail ---- */
+
+void log_tail_push(struct log_tail *t, const char *data, size_t n)
+{
+	if (n >= LOG_TAIL_BYTES) {
+		/* only the end fits */
+		memcpy(t->buf, data + n - LOG_TAIL_BYTES, LOG_TAIL_BYTES);
+		t->start = 0;
+		t->len = LOG_TAIL_BYTES;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t end = (t->start + t->len) % LOG_TAIL_BYTES;
+
+		t->buf[end] = data[i];
+		if (t->len < LOG_TAIL_BYTES)
+			t->len++;
+		else
+			t->start = (t->start + 1) % LOG_TAIL_BYTES;
+	}
+}
+
+void log_tail_free(char **lines)
+{
+	for (char **l = lines; l && *l; l++)
+		free(*l);
+	free(lines);
+}
+
+char **log_tail_lines(const struct log_tail *t, int max_lines, size_t max_len)
+{
+	char *flat, **out;
+	int n = 0;
+	size_t end;
+
+	if (!t->len || max_lines <= 0)
+		return NULL;
+	flat = malloc(t->len + 1);
+	out = calloc((size_t)max_lines + 1, sizeof(*out));
+	if (!flat || !out) {
+		free(flat);
+		free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < t->len; i++)
+		flat[i] = t->buf[(t->start + i) % LOG_TAIL_BYTES];
+	flat[t->len] = '\0';
+	/* from the end backwards, one line at a time; a progress bar's \r
+	 * ends a line too (its last state is what counts) */
+	end = t->len;
+	while (end > 0 && n < max_lines) {
+		size_t ls = end, b, e;
+
+		while (ls > 0 && flat[ls - 1] != '\n')
+			ls--;
+		b = ls;
+		e = end;
+		while (e > b && (flat[e - 1] == '\r' || flat[e - 1] == ' ' || flat[e - 1] == '\t'))
+			e--;
+		for (size_t k = e; k > b; k--)
+			if (flat[k - 1] == '\r') {
+				b = k;
+				break;
+			}
+		/* the oldest kept line may start mid-line: dropped unless alone */
+		if (e > b && (ls > 0 || t->len < LOG_TAIL_BYTES || n == 0)) {
+			size_t len = utf8_prefix_len(flat + b, e - b < max_len ? e - b : max_len);
+			char *line = strndup(flat + b, len);
+
+			if (!line)
+				break;
+			if (!*line) { /* a NUL byte's "line" */
+				free(line);
+				end = ls > 0 ? ls - 1 : 0;
+				continue;
+			}
+			memmove(out + 1, out, (size_t)n * sizeof(*out));
+			out[0] = line;
+			n++;
+		}
+		end = ls > 0 ? ls - 1 : 0;
+	}
+	free(flat);
+	if (!n) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}

@@ -34,4 +34,20 @@ int logfile_open(struct logfile *l, const char *path, const struct safe_owners *
 int logfile_write(struct logfile *l, const char *buf, size_t len);
 void logfile_close(struct logfile *l);
 
+/* The last bytes of the service's output, kept while it runs so that a
+ * failed start can quote its last lines (process.output_tail, the exit
+ * finding): a fixed ring, whatever the service prints. */
+#define LOG_TAIL_BYTES 8192
+struct log_tail {
+	char buf[LOG_TAIL_BYTES];
+	size_t start, len; /* the kept bytes: buf[start..] then buf[..] */
+};
+void log_tail_push(struct log_tail *t, const char *data, size_t n);
+/* Its last max_lines non-empty lines (the last one may be unfinished), each
+ * cut to max_len bytes at a character boundary, oldest first: a malloc'd
+ * array of malloc'd strings ended by NULL (free with log_tail_free); NULL
+ * when nothing was kept or out of memory. */
+char **log_tail_lines(const struct log_tail *t, int max_lines, size_t max_len);
+void log_tail_free(char **lines);
+
 #endif

@@ -26,6 +26,7 @@ struct session {
 	struct timeline *tl;
 	struct tracer *tracer;
 	struct logfile log;
+	struct log_tail tail; /* the service's last output (process.output_tail) */
 	struct child child;
 	struct guard guard;		  /* ends the group if we die (spawn.h) */
 	pid_t pgid;			  /* the service's process group */
@@ -60,6 +61,7 @@ struct session {
 	double kill_deadline; /* ms; 0 = none */
 	bool main_exited;     /* reaped; the rest of its group is being ended */
 	int exit_code;	      /* the main process's, once reaped */
+	const char *code_of;  /* whose code exit_code is (session_record_exit) */
 	double gone_deadline; /* ms: after the group's SIGKILL, how long to wait */
 	bool group_done;      /* nothing of the group is left (or we gave up) */
 	sigset_t old_mask;
@@ -76,5 +78,10 @@ void session_progress_emit(void *arg, const char *line, bool terminal);
 void session_print_new_findings(struct session *s);
 /* The end-of-start-up summary, the findings, and where the timeline is. */
 void session_print_summary(struct session *s);
+/* How the service ended, into the model's process: whose exit code it is
+ * (code_of: "service", "signal", "exec"), whether tts-launch asked it to
+ * stop, and its last lines of output (redacted), which the exit finding
+ * quotes (diagnose_exit.c); error: why tts-launch could not exec it, or NULL. */
+void session_record_exit(struct session *s, const char *code_of, const char *error);
 
 #endif

@@ -8,6 +8,7 @@
 #include "diagnose.h"
 #include "redact.h"
 #include "timeline_internal.h"
+#include "util.h"
 
 /* Everything for the log goes through here: the first loss is said once
  * on stderr (the log itself cannot carry it), the total at the end. */
@@ -139,4 +140,37 @@ void session_print_summary(struct session *s)
 			    s->timeline_written ? "" : " NOT written (see the warning above)");
 	free(buf);
 	s->summary_printed = true;
+}
+
+/* The service's last lines: at most this many, each cut to this length. */
+#define TAIL_LINES    20
+#define TAIL_LINE_MAX 400
+
+void session_record_exit(struct session *s, const char *code_of, const char *error)
+{
+	json_t *proc = json_object_get(timeline_json(s->tl), "process");
+	json_t *ex = json_object_get(proc, "exit"), *tail = json_array();
+	char **lines = log_tail_lines(&s->tail, TAIL_LINES, TAIL_LINE_MAX);
+
+	if (!json_is_object(proc))
+		return;
+	if (json_is_object(ex)) {
+		json_object_set_new(ex, "code_of", json_string(code_of));
+		json_object_set_new(ex, "stop_requested", json_boolean(s->stop_sig != 0));
+		if (error) {
+			char *r = redact_text(error);
+
+			json_object_set_new(ex, "error", r ? json_text(r) : json_null());
+			free(r);
+		}
+	}
+	for (char **l = lines; l && *l; l++) {
+		char *r = redact_text(*l);
+
+		if (r)
+			json_array_append_new(tail, json_text(r));
+		free(r);
+	}
+	log_tail_free(lines);
+	json_object_set_new(proc, "output_tail", tail);
 }

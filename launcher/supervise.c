@@ -111,6 +111,7 @@ static bool relay_output(struct session *s)
 	n = read(s->out_rd, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EINTR);
+	log_tail_push(&s->tail, buf, (size_t)n);
 	session_log(s, buf, (size_t)n);
 	if (s->foreground) {
 		ssize_t off = 0;
@@ -331,15 +332,23 @@ static void on_exit_status(struct session *s)
 	s->main_exited = true;
 	drain_output(s);
 	read_mlock(s);
+	/* whose code tts-launch exits with: the service's own, or 128+N */
 	if (si.si_code == CLD_EXITED) {
 		code = si.si_status;
 		timeline_set_exit(s->tl, code, 0, clock_ms());
-		session_say(s, "tts-launch: service exited with status %d\n", code);
+		session_say(s, "tts-launch: service exited with status %d%s%s\n", code,
+			    s->ready || s->stop_sig ? "" : " before it was ready",
+			    code ? " (the service's own exit code, which tts-launch exits with)"
+				 : "");
+		s->code_of = "service";
 	} else {
 		code = 128 + si.si_status;
 		timeline_set_exit(s->tl, -1, si.si_status, clock_ms());
-		session_say(s, "tts-launch: service killed by SIG%s (exit %d)\n",
-			    sigabbrev_np(si.si_status), code);
+		session_say(s,
+			    "tts-launch: service killed by SIG%s%s (exit %d: 128 + the signal)\n",
+			    sigabbrev_np(si.si_status),
+			    s->ready || s->stop_sig ? "" : " before it was ready", code);
+		s->code_of = "signal";
 	}
 	s->exit_code = code;
 	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
@@ -363,6 +372,7 @@ static int finish(struct session *s)
 {
 	drain_output(s);
 	read_mlock(s);
+	session_record_exit(s, s->code_of ? s->code_of : "service", NULL);
 	write_timeline(s);
 	if (!s->summary_printed)
 		session_print_summary(s);
@@ -860,6 +870,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 			;
 		s.child.pid = 0;
 		timeline_set_exit(s.tl, rc, 0, clock_ms());
+		session_record_exit(&s, "exec", err);
 		write_timeline(&s);
 		notify_parent(&s, rc);
 		goto out;
