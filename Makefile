@@ -163,11 +163,18 @@ fuzzers: $(FUZZERS)
 setup:
 	$(Q)scripts/setup
 
+# The binary, the shim, the man page, the systemd unit and the docs its
+# Documentation= names (README.md, docs/diagnose.md), the example config.
+DOCS := README.md docs/diagnose.md docs/timeline.md docs/mlock.md docs/security.md
 install: $(BUILD)/tts-launch $(HOOKS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tts-launch $(DESTDIR)$(PREFIX)/share/doc/tts-launch
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tts-launch $(DESTDIR)$(PREFIX)/share/doc/tts-launch \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 $(BUILD)/tts-launch $(DESTDIR)$(PREFIX)/bin/tts-launch
 	$(if $(HOOKS),install -m 0644 $(HOOKS) $(DESTDIR)$(PREFIX)/lib/tts-launch/)
 	install -m 0644 conf/tts-launch.ini $(DESTDIR)$(PREFIX)/share/doc/tts-launch/tts-launch.ini.example
+	install -m 0644 $(DOCS) $(DESTDIR)$(PREFIX)/share/doc/tts-launch/
+	install -m 0644 docs/tts-launch.1 $(DESTDIR)$(PREFIX)/share/man/man1/tts-launch.1
+	install -m 0644 conf/tts-launch.service $(DESTDIR)$(PREFIX)/lib/systemd/system/tts-launch.service
 
 unit: $(UNITS)
 	$(Q)set -e; for t in $(UNITS); do echo "== $$t"; $$t; done

@@ -15,6 +15,7 @@
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
+#include "notify.h"
 #include "progress.h"
 #include "spawn.h"
 #include "timeline.h"
@@ -27,6 +28,7 @@ struct session {
 	struct tracer *tracer;
 	struct logfile log;
 	struct log_tail tail; /* the service's last output (process.output_tail) */
+	struct notify sd;     /* systemd's NOTIFY_SOCKET (notify.h) */
 	struct child child;
 	struct guard guard;		  /* ends the group if we die (spawn.h) */
 	pid_t pgid;			  /* the service's process group */
@@ -78,6 +80,11 @@ void session_progress_emit(void *arg, const char *line, bool terminal);
 void session_print_new_findings(struct session *s);
 /* The end-of-start-up summary, the findings, and where the timeline is. */
 void session_print_summary(struct session *s);
+/* Daemon mode (supervise_daemon.c): fork; the parent waits for the
+ * supervisor's report and returns its exit code, the supervisor gets -1. */
+int session_daemonize(struct session *s, const char *logpath);
+/* The report to the waiting parent (code 0: started), once. */
+void session_notify_parent(struct session *s, int code);
 /* How the service ended, into the model's process: whose exit code it is
  * (code_of: "service", "signal", "exec"), whether tts-launch asked it to
  * stop, and its last lines of output (redacted), which the exit finding

@@ -74,6 +74,7 @@ void session_progress_emit(void *arg, const char *line, bool terminal)
 		session_say(s, "%s", line);
 	else
 		emit(s, line, strlen(line), false);
+	notify_status(&s->sd, line); /* systemctl status shows the progress */
 }
 
 /* The findings not said yet (those from requests come after the summary),

@@ -169,6 +169,7 @@ static void forward_signal(struct session *s, int sig)
 		return;
 	}
 	s->stop_sig = sig;
+	notify_send(&s->sd, "STOPPING=1\nSTATUS=stopping the service");
 	s->kill_deadline = clock_ms() + s->cfg->stop_grace * 1000;
 	session_say(s, "tts-launch: SIG%s: stopping the service (SIGKILL in %.0fs)\n",
 		    sigabbrev_np(sig), s->cfg->stop_grace);
@@ -270,6 +271,8 @@ static void on_tick(struct session *s)
 				session_say(
 				    s, "tts-launch: ready: first TCP listen, %.2fs after launch\n",
 				    s->ready_ms / 1000);
+			notify_send(&s->sd, "READY=1");
+			notify_status(&s->sd, "ready: listening");
 		} else if (!s->warned_timeout && s->cfg->ready_timeout > 0 &&
 			   now > s->cfg->ready_timeout * 1000) {
 			s->warned_timeout = true;
@@ -351,6 +354,9 @@ static void on_exit_status(struct session *s)
 		s->code_of = "signal";
 	}
 	s->exit_code = code;
+	notify_send(&s->sd, "STOPPING=1");
+	snprintf(list, sizeof(list), "the service exited (exit %d)", code);
+	notify_status(&s->sd, list);
 	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
 	left = group_members(s, list, sizeof(list));
 	if (left <= 0) {
@@ -483,116 +489,6 @@ static int loop(struct session *s)
 	}
 }
 
-static void notify_parent(struct session *s, int code)
-{
-	int msg[2] = {code, s->child.pid};
-
-	if (s->notify_fd < 0)
-		return;
-	if (write(s->notify_fd, msg, sizeof(msg)) < 0)
-		perror("tts-launch: notify");
-	close(s->notify_fd);
-	s->notify_fd = -1;
-	/* The start is reported: the daemon lets go of the caller's terminal. */
-	{
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-		if (null >= 0) {
-			dup2(null, STDERR_FILENO);
-			close(null);
-		}
-	}
-}
-
-/* Daemon mode: the parent waits until the service has been exec'd, reports,
- * and returns; the child (the supervisor) detaches and carries on. Returns
- * -1 in the supervisor, or the parent's exit code. */
-static int daemonize(struct session *s, const char *logpath)
-{
-	int p[2], msg[2], sfd;
-	sigset_t stops, old;
-	pid_t pid;
-	ssize_t n;
-
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		perror("tts-launch: failed to create pipe");
-		return 1;
-	}
-	/* The daemon does the stale kill and the start: until it reports, a
-	 * Ctrl-C or SIGTERM to the caller is passed on to it (it then does
-	 * not start the service, or stops it). */
-	sigemptyset(&stops);
-	sigaddset(&stops, SIGINT);
-	sigaddset(&stops, SIGTERM);
-	sigaddset(&stops, SIGHUP);
-	sigaddset(&stops, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &stops, &old);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		perror("tts-launch: failed to fork");
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return 1;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(p[0]);
-		s->notify_fd = p[1];
-		setsid();
-		/* stderr stays the caller's until notify_parent(): what the
-		 * start says before the service runs (stale instances, errors)
-		 * reaches the terminal. */
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			close(null);
-		}
-		s->foreground = false;
-		return -1;
-	}
-	close(p[1]);
-	sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK);
-	for (;;) {
-		struct pollfd pf[2] = {{.fd = p[0], .events = POLLIN},
-				       {.fd = sfd, .events = POLLIN}};
-		struct signalfd_siginfo si;
-
-		if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pf[0].revents)
-			break;
-		if (read(sfd, &si, sizeof(si)) == sizeof(si))
-			kill(pid, (int)si.ssi_signo);
-	}
-	do
-		n = read(p[0], msg, sizeof(msg));
-	while (n < 0 && errno == EINTR);
-	close(p[0]);
-	if (sfd >= 0)
-		close(sfd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (n != (ssize_t)sizeof(msg)) {
-		fprintf(stderr,
-			"tts-launch: the daemon failed before starting the service; see %s\n",
-			*logpath ? logpath : "its log");
-		return 1;
-	}
-	if (msg[0] != 0)
-		return msg[0];
-	fprintf(
-	    stderr,
-	    "tts-launch: started pid %d in the background (log: %s; stop: tts-launch stop%s%s)\n",
-	    msg[1], *logpath ? logpath : "none",
-	    strcmp(s->cfg->source, "(built-in defaults)") ? " -c " : "",
-	    strcmp(s->cfg->source, "(built-in defaults)") ? s->cfg->source : "");
-	return 0;
-}
-
 static void session_free(struct session *s)
 {
 	spawn_guard_release(&s->guard);
@@ -619,6 +515,7 @@ static void session_free(struct session *s)
 	if (s->epfd >= 0)
 		close(s->epfd);
 	logfile_close(&s->log);
+	notify_close(&s->sd);
 	mlock_free(&s->mlock);
 	spawn_env_free(s->argv);
 	spawn_env_free(s->envp);
@@ -663,7 +560,8 @@ int supervise_run(struct config *c, int argc, char **argv)
 			    .notify_fd = -1,
 			    .child = {.pidfd = -1, .go_fd = -1, .err_fd = -1},
 			    .guard = GUARD_INIT,
-			    .mlock = MLOCK_CTL_INIT};
+			    .mlock = MLOCK_CTL_INIT,
+			    .sd = NOTIFY_INIT};
 	struct stale_list stale = {0};
 	struct safe_owners owners;
 	char err[1024], why[512] = "";
@@ -675,6 +573,9 @@ int supervise_run(struct config *c, int argc, char **argv)
 	int rc = 1;
 
 	s.foreground = c->mode == MODE_FOREGROUND;
+	/* systemd's socket: ours, not the service's (taken out of environ) */
+	if (notify_open(&s.sd, err, sizeof(err)) < 0)
+		fprintf(stderr, "tts-launch: warning: %s\n", err);
 	s.tl = timeline_new(c, argc, argv);
 	timeline_mark(s.tl, "launch", 0);
 	s.timeline_path = config_path(c, c->timeline);
@@ -685,7 +586,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	 * is the supervisor that holds it for the whole run (a fcntl lock is
 	 * not inherited across fork). */
 	if (c->mode == MODE_DAEMON) {
-		int prc = daemonize(&s, logpath);
+		int prc = session_daemonize(&s, logpath);
 
 		if (prc >= 0) {
 			rc = prc;
@@ -815,7 +716,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 		/* fork, pipe or pidfd failed: the system's fault, not the config's */
 		session_say(&s, "tts-launch: error: %s\n", err);
 		rc = 1;
-		notify_parent(&s, rc);
+		session_notify_parent(&s, rc);
 		goto out;
 	}
 	timeline_mark(s.tl, "spawn", clock_ms());
@@ -872,7 +773,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 		timeline_set_exit(s.tl, rc, 0, clock_ms());
 		session_record_exit(&s, "exec", err);
 		write_timeline(&s);
-		notify_parent(&s, rc);
+		session_notify_parent(&s, rc);
 		goto out;
 	}
 	if (!s.tracer)
@@ -881,13 +782,16 @@ int supervise_run(struct config *c, int argc, char **argv)
 		session_say(&s, "tts-launch: warning: failed to write the pidfile: %s\n", err);
 	session_say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0],
 		    c->app_dir);
-	notify_parent(&s, 0);
+	snprintf(err, sizeof(err), "MAINPID=%d\nSTATUS=starting: pid %d", (int)getpid(),
+		 s.child.pid);
+	notify_send(&s.sd, err);
+	session_notify_parent(&s, 0);
 
 	rc = loop(&s);
 	/* Only our own pidfile: under the lock no newer run has written it. */
 	pidfile_remove_if(s.inst.pidfile, getpid());
 out:
-	notify_parent(&s, rc); /* a daemon that failed before the start said so */
+	session_notify_parent(&s, rc); /* a daemon that failed before the start said so */
 	sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
 out_parent:
 	stale_list_free(&stale);

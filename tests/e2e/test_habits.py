@@ -162,3 +162,88 @@ def test_retry_loop_that_costs_most_of_a_short_start(tracing_ok, tmp_path):
     assert top["seconds"] < 2 and top["share"] >= 0.25
     assert f["severity"] == "warning" and "of the start-up" in f["message"]
     same_offline(run, tl)
+
+
+# -- systemd's Type=notify -----------------------------------------------------------------
+
+def _datagrams(sock):
+    out = []
+    sock.setblocking(False)
+    while True:
+        try:
+            out.append(sock.recv(4096).decode())
+        except BlockingIOError:
+            return out
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_sd_notify_ready_status_stopping(app, tmp_path, abstract):  # noqa: F811
+    import socket
+    import time
+    from conftest import wait_for, port_open
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    if abstract:
+        name = "@tts-launch-test-%d" % os.getpid()
+        sock.bind("\0" + name[1:])
+    else:
+        name = str(tmp_path / "notify.sock")
+        sock.bind(name)
+    env = dict(os.environ, NOTIFY_SOCKET=name)
+    p = app.popen("run", "-c", str(app.ini), "--foreground", "--no-trace", env=env)
+    wait_for(lambda: port_open(app.port), what="the fake webui's port")
+    msgs = wait_for(lambda: [m for m in _datagrams(sock)] or None, what="a datagram")
+    while not any("READY=1" in m for m in msgs):
+        time.sleep(0.1)
+        msgs += _datagrams(sock)
+        assert p.poll() is None
+    first = msgs[0].split("\n")
+    assert "MAINPID=%d" % p.pid in first and any(l.startswith("STATUS=starting") for l in first)
+    # the service does not inherit the manager's socket
+    pid = int([l for l in first if l.startswith("STATUS=starting: pid ")][0].split()[-1])
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        assert b"NOTIFY_SOCKET" not in f.read()
+    assert app.run("stop", "-c", str(app.ini)).returncode == 0
+    p.wait(30)
+    msgs += _datagrams(sock)
+    ready = next(i for i, m in enumerate(msgs) if "READY=1" in m)
+    stopping = next(i for i, m in enumerate(msgs) if "STOPPING=1" in m)
+    assert ready < stopping
+    assert any(m.startswith("STATUS=") and "exited" in m for m in msgs[stopping:])
+    sock.close()
+
+
+# -- make install, the man page -----------------------------------------------------------
+
+def test_make_install_puts_the_man_page_unit_and_docs(tmp_path):
+    import shutil
+    dest = tmp_path / "root"
+    r = subprocess.run(["make", "-s", "install", "DESTDIR=%s" % dest], cwd=ROOT,
+                       capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 0, r.stderr
+    pre = dest / "usr" / "local"
+    man = pre / "share" / "man" / "man1" / "tts-launch.1"
+    unit = pre / "lib" / "systemd" / "system" / "tts-launch.service"
+    assert man.is_file() and unit.is_file() and (pre / "bin" / "tts-launch").is_file()
+    text = unit.read_text()
+    assert "Type=notify" in text
+    # every file the unit's Documentation= names is installed
+    docs = [w for l in text.splitlines() if l.startswith("Documentation=")
+            for w in l.split("=", 1)[1].split()]
+    assert docs
+    for d in docs:
+        if d.startswith("file:"):
+            assert (dest / d[len("file:"):].lstrip("/")).is_file(), d
+        else:
+            assert d == "man:tts-launch(1)"
+    if shutil.which("man"):
+        out = subprocess.run(["man", "-l", str(man)], capture_output=True, text=True,
+                             env=dict(os.environ, MANPAGER="cat", MANWIDTH="80"))
+    elif shutil.which("nroff"):
+        out = subprocess.run(["nroff", "-man", str(man)], capture_output=True, text=True)
+    else:
+        pytest.skip("neither man nor nroff is installed")
+    assert out.returncode == 0
+    page = out.stdout
+    for word in ("SYNOPSIS", "tts-launch diagnose", "EXIT STATUS", "Type=notify"):
+        assert word in page.replace("\u2010", "-").replace("\n       ", " "), word
+    assert "warning" not in out.stderr.lower(), out.stderr
