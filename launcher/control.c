@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "instance.h"
 #include "pidfile.h"
 #include "procfs.h"
 #include "redact.h"
+#include "timeline.h"
+#include "timeline_internal.h"
 #include "util.h"
 
 /* A process's command line as status and stop print it: secrets redacted
@@ -31,6 +34,99 @@ static char *shown_cmdline(pid_t pid)
 		memcpy(out, r, strlen(r) + 1); /* nothing to escape */
 	free(r);
 	return out;
+}
+
+/* How the last run ended, from the timeline it wrote ([trace] timeline):
+ * the exit code or signal, when, and the explanation of a failed start. */
+static void last_run(const struct config *c)
+{
+	char *path = c->timeline && *c->timeline ? config_path(c, c->timeline) : NULL;
+	char err[256], when[64] = "?";
+	struct timeline *tl = path && *path ? timeline_load(path, err, sizeof(err)) : NULL;
+	json_t *root, *proc, *ex, *f;
+	double epoch, ms;
+	size_t i;
+
+	if (!tl) {
+		free(path);
+		return;
+	}
+	root = timeline_json(tl);
+	proc = json_object_get(root, "process");
+	ex = json_object_get(proc, "exit");
+	if (json_is_object(ex)) {
+		json_t *code = json_object_get(ex, "code"), *sig = json_object_get(ex, "signal");
+		time_t t;
+		struct tm tm;
+
+		epoch = json_number_value(json_object_get(
+		    json_object_get(json_object_get(root, "launcher"), "start"), "wall_epoch"));
+		ms = json_number_value(json_object_get(ex, "ms"));
+		t = (time_t)(epoch + ms / 1000);
+		if (epoch > 0 && localtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		if (json_is_integer(sig))
+			printf(
+			    "last run: pid %lld was killed by SIG%s at %s, %.1fs after launch%s\n",
+			    (long long)json_integer_value(json_object_get(proc, "pid")),
+			    sigabbrev_np((int)json_integer_value(sig)) ?: "?", when, ms / 1000,
+			    json_is_true(json_object_get(ex, "stop_requested")) ? " (stopped)"
+										: "");
+		else
+			printf("last run: pid %lld exited with status %lld at %s, %.1fs after "
+			       "launch%s\n",
+			       (long long)json_integer_value(json_object_get(proc, "pid")),
+			       (long long)json_integer_value(code), when, ms / 1000,
+			       json_is_true(json_object_get(ex, "stop_requested")) ? " (stopped)"
+										   : "");
+	}
+	json_array_foreach (json_object_get(root, "findings"), i, f) {
+		const char *id = json_string_value(json_object_get(f, "id"));
+		char *r;
+
+		if (!id || strcmp(id, "start-failed"))
+			continue;
+		r = redact_text(json_string_value(json_object_get(f, "message")) ?: "");
+		if (r) {
+			char e[8192];
+
+			printf("why: %s\n", text_esc(r, e, sizeof(e)));
+		}
+		free(r);
+	}
+	printf("timeline: %s (tts-launch diagnose %s)\n", path, path);
+	timeline_free(tl);
+	free(path);
+}
+
+/* The last line tts-launch wrote to the log: what the start-up is doing
+ * (a download's progress, a stall), cheaply, without asking the supervisor. */
+static void last_said(const struct config *c)
+{
+	char *path = c->log_file && *c->log_file ? config_path(c, c->log_file) : NULL;
+	char buf[65536], *best = NULL;
+	FILE *f = path && *path ? fopen(path, "re") : NULL;
+	size_t n;
+
+	free(path);
+	if (!f)
+		return;
+	if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)sizeof(buf) - 1)
+		fseek(f, -(long)(sizeof(buf) - 1), SEEK_END);
+	else
+		rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, "tts-launch: ", 12))
+			best = l;
+	if (best) {
+		char line[1024], esc[4096];
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(best, "\r\n"), best);
+		printf("last said: %s\n", text_esc(line, esc, sizeof(esc)));
+	}
 }
 
 /* Exit code when the pidfile or the lock cannot be trusted (README). */
@@ -282,8 +378,11 @@ int control_status(const struct config *c)
 	bool ok;
 
 	holder = find_holder(c, &in, false, &rc);
-	if (!holder)
+	if (!holder) {
+		if (rc == 1 || rc == 3) /* dead or not running: how the last run ended */
+			last_run(c);
 		goto out;
+	}
 	svc = instance_service(&in, holder, &ok);
 	if (!svc) {
 		struct pidfile_info pi;
@@ -329,6 +428,7 @@ int control_status(const struct config *c)
 		else
 			printf("port: none listening yet\n");
 	}
+	last_said(c);
 out:
 	instance_close(&in);
 	return rc;

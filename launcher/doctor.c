@@ -213,6 +213,45 @@ static void check_port(const struct config *c)
 	}
 }
 
+/* The log file ([log] file: run refuses to start without it, exit 2) and
+ * the timeline ([trace] timeline: lost, with a warning, when it cannot be
+ * written): the file writable, or its directory there and writable. */
+static void check_writable(const struct config *c, const char *what, const char *key,
+			   const char *rel, const char *bad)
+{
+	char *path = config_path(c, rel), *slash;
+	char dir[4096];
+
+	if (!*path) {
+		line("OK", what, "none (%s is empty)", key);
+		free(path);
+		return;
+	}
+	if (access(path, F_OK) == 0) {
+		if (access(path, W_OK) == 0)
+			line("OK", what, "%s is writable", path);
+		else
+			line(bad, what, "%s: %s: fix its owner or mount, or change %s", path,
+			     strerror(errno), key);
+		free(path);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (access(dir, W_OK) == 0)
+		line("OK", what, "%s can be created", path);
+	else
+		line(bad, what,
+		     "%s cannot be created: %s: %s: create the directory, fix its owner "
+		     "or mount, or change %s",
+		     path, dir, strerror(errno), key);
+	free(path);
+}
+
 int doctor_run(const struct config *c)
 {
 	fails = 0;
@@ -227,6 +266,8 @@ int doctor_run(const struct config *c)
 	check_bpf_load();
 	check_app(c);
 	check_port(c);
+	check_writable(c, "log file", "[log] file", c->log_file, "FAIL");
+	check_writable(c, "timeline", "[trace] timeline", c->timeline, "WARN");
 	printf("%s\n", fails ? "some checks failed: see the fixes above" : "all checks passed");
 	return fails ? 1 : 0;
 }

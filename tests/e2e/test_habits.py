@@ -247,3 +247,54 @@ def test_make_install_puts_the_man_page_unit_and_docs(tmp_path):
     for word in ("SYNOPSIS", "tts-launch diagnose", "EXIT STATUS", "Type=notify"):
         assert word in page.replace("\u2010", "-").replace("\n       ", " "), word
     assert "warning" not in out.stderr.lower(), out.stderr
+
+
+# -- status and doctor ----------------------------------------------------------------------
+
+def test_status_of_a_dead_daemon_says_how_it_died(app):  # noqa: F811
+    import time
+    (app.dir / "webui.py").write_text(
+        "import sys\nprint('CUDA error: no kernel image is available', flush=True)\n"
+        "sys.exit(3)\n")
+    app.write_ini("timeline = %s\n[log]\nfile = %s\n" % (app.dir / "t.json", app.dir / "w.log"))
+    r = app.run("run", "-c", str(app.ini), "--daemon", "--no-trace")
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + WAIT
+    while not (app.dir / "t.json").exists() or app.run("status", "-c", str(app.ini)).returncode != 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    s = app.run("status", "-c", str(app.ini))
+    assert s.returncode == 3
+    assert "not running" in s.stdout
+    assert "last run: pid" in s.stdout and "exited with status 3 at 20" in s.stdout, s.stdout
+    assert "why: the service exited with status 3 (its own exit code) before it was ready" \
+        in s.stdout and "CUDA error" in s.stdout
+
+
+def test_status_of_a_live_daemon_says_what_it_last_said(app):  # noqa: F811
+    from conftest import wait_for, port_open
+    app.write_ini("[log]\nfile = %s\n" % (app.dir / "w.log"))
+    r = app.run("run", "-c", str(app.ini), "--daemon", "--no-trace")
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: port_open(app.port), what="the port")
+    s = wait_for(lambda: (lambda s: s if "last said: tts-launch: ready" in s.stdout else None)(
+        app.run("status", "-c", str(app.ini))), what="ready in the log")
+    assert s.returncode == 0
+    assert "last said: tts-launch: ready: listening on 127.0.0.1:%d" % app.port in s.stdout
+
+
+def test_doctor_checks_the_log_and_timeline_can_be_written(app):  # noqa: F811
+    app.write_ini("timeline = %s\n[log]\nfile = %s\n" % (app.dir / "out" / "t.json",
+                                                        app.dir / "nowhere" / "w.log"))
+    d = app.run("doctor", "-c", str(app.ini))
+    lines = d.stdout.splitlines()
+    log = [l for l in lines if " log file " in l]
+    tl = [l for l in lines if " timeline " in l]
+    assert log and log[0].startswith("FAIL") and "nowhere" in log[0] and "[log] file" in log[0]
+    assert tl and tl[0].startswith("WARN") and "[trace] timeline" in tl[0]
+    assert d.returncode == 1
+    (app.dir / "out").mkdir()
+    (app.dir / "nowhere").mkdir()
+    d = app.run("doctor", "-c", str(app.ini))
+    assert [l for l in d.stdout.splitlines() if " log file " in l][0].startswith("OK")
+    assert [l for l in d.stdout.splitlines() if " timeline " in l][0].startswith("OK")
