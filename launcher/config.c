@@ -3,6 +3,7 @@
  * keys are errors that suggest the nearest valid name. */
 #include "config.h"
 #include "config_file.h"
+#include "envcheck.h"
 #include "metrics.h"
 #include "util.h"
 
@@ -450,6 +451,11 @@ static int set_env(struct config *c, const char *name, const char *value, const 
 		return -1;
 	}
 	c->env = e;
+	if (envcheck_suggest(name)) /* a typo the library would silently ignore */
+		fprintf(stderr,
+			"tts-launch: warning: %s: %s is not a variable that Hugging Face, "
+			"IndexTTS2 or PyTorch read: did you mean %s?\n",
+			where, name, envcheck_suggest(name));
 	c->env[c->n_env].name = xstrdup(name);
 	c->env[c->n_env].value = xstrdup(value);
 	c->n_env++;

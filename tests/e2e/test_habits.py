@@ -298,3 +298,13 @@ def test_doctor_checks_the_log_and_timeline_can_be_written(app):  # noqa: F811
     d = app.run("doctor", "-c", str(app.ini))
     assert [l for l in d.stdout.splitlines() if " log file " in l][0].startswith("OK")
     assert [l for l in d.stdout.splitlines() if " timeline " in l][0].startswith("OK")
+
+
+def test_misspelled_env_name_gets_a_warning(app):  # noqa: F811
+    app.write_ini("[env]\nHF_HUB_CAHCE = %s\nMY_OWN_SETTING = 1\n" % app.dir)
+    r = app.run("run", "-c", str(app.ini), "--print-env")
+    assert r.returncode == 0
+    warn = [l for l in r.stderr.splitlines() if "warning" in l]
+    assert len(warn) == 1, r.stderr
+    assert "HF_HUB_CAHCE" in warn[0] and "did you mean HF_HUB_CACHE?" in warn[0]
+    assert str(app.ini) in warn[0]

@@ -1,0 +1,12 @@
+/* envcheck: a variable set in [env] whose name looks like a misspelled
+ * Hugging Face, IndexTTS2 or PyTorch setting (HF_HUB_CAHCE): the nearest
+ * known name, so that a typo is said instead of silently ignored by the
+ * library that would have read it. */
+#ifndef TTS_ENVCHECK_H
+#define TTS_ENVCHECK_H
+
+/* The known name name is most likely a misspelling of, or NULL (name is
+ * known, or nothing known is close: an app's own variable). */
+const char *envcheck_suggest(const char *name);
+
+#endif
