@@ -577,7 +577,15 @@ static int verb_diagnose(struct cmdline *cl)
 	if (build_config(cl, &c) < 0)
 		return EXIT_USAGE;
 	tp = c.timeline && *c.timeline ? config_path(&c, c.timeline) : NULL;
-	if (tp)
+	if (tp && access(tp, F_OK) < 0 && errno == ENOENT) {
+		/* say which config named it, and how to name another */
+		fprintf(stderr,
+			"tts-launch: diagnose: no timeline at %s ([trace] timeline of %s): no run "
+			"has written one there yet; give TIMELINE.json, or the config the run used "
+			"(-c FILE; the demo's: tts-launch diagnose -c conf/demo.ini)\n",
+			tp, c.source);
+		rc = 2;
+	} else if (tp)
 		rc = diagnose_command(tp, cl->checks, format);
 	else
 		rc =

@@ -307,12 +307,18 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			esc(mem->mlock_status ?: "?"), tl_or0(mem->mlock_bytes_locked) / 1048576.0,
 			a, mem->mlock_fix ? "; fix: " : "", esc(mem->mlock_fix ?: ""));
 	}
-	for (i = 0; i < mem->n_mlock_calls; i++) {
-		const struct tl_mlock_call *mc = &mem->mlock_calls[i];
+	/* the traced mlock calls: with the shim, its outcome line above says
+	 * it all; without, they are the service's own (a library locking a
+	 * page or two), said as such, once */
+	if (!mem->has_mlock && mem->n_mlock_calls) {
+		size_t failed = 0;
 
-		fmt_ms(a, sizeof(a), tl_or0(mc->dur_ms));
-		fprintf(out, "  %s: %s in %s\n", esc(mc->call),
-			mc->failed ? esc(mc->errno_name ?: "failed") : "ok", a);
+		for (i = 0; i < mem->n_mlock_calls; i++)
+			failed += mem->mlock_calls[i].failed;
+		fprintf(
+		    out,
+		    "  the service's own mlock calls (not --mlock): %zu (first: %s), %zu failed\n",
+		    mem->n_mlock_calls, esc(mem->mlock_calls[0].call ?: "?"), failed);
 	}
 	fmt_ms(a, sizeof(a), tl_or0(v->sched.io_wait_ms));
 	fmt_ms(b, sizeof(b), tl_or0(v->sched.sleep_ms));

@@ -308,3 +308,52 @@ def test_misspelled_env_name_gets_a_warning(app):  # noqa: F811
     assert len(warn) == 1, r.stderr
     assert "HF_HUB_CAHCE" in warn[0] and "did you mean HF_HUB_CACHE?" in warn[0]
     assert str(app.ini) in warn[0]
+
+
+# -- make demo, then diagnose ---------------------------------------------------------------
+
+@pytest.mark.parametrize("mlock", [False, True])
+def test_diagnose_after_the_demo(tracing_ok, mlock):
+    from conftest import free_port
+    env = dict(os.environ, DEMO_PORT=str(free_port()))
+    args = ["sh", str(ROOT / "scripts" / "demo")] + (["--mlock"] if mlock else [])
+    d = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=WAIT * 5)
+    assert d.returncode == 0, d.stdout + d.stderr
+    # the demo shows what tts-launch said and how to diagnose it again
+    assert "what tts-launch said" in d.stdout and "tts-launch: ready: listening" in d.stdout
+    assert "diagnose -c conf/demo.ini" in d.stdout or "diagnose -c build/demo/demo.ini" in d.stdout
+    conf = "build/demo/demo.ini" if "diagnose -c build/demo/demo.ini" in d.stdout else \
+        "conf/demo.ini"
+    r = subprocess.run([str(TTS), "diagnose", "-c", conf, "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=WAIT)
+    out = json.loads(r.stdout)
+    ids = {f["id"] for f in out["findings"] if f["severity"] != "info"}
+    if mlock:
+        assert r.returncode == 0 and not ids, r.stdout
+    else:
+        # a healthy warm (or cold) start: nothing to fix. lazy-model-faults
+        # on minor faults is the views part of issue 16 (it needs major
+        # faults or time lost); until it lands it is the only one allowed
+        assert ids <= {"lazy-model-faults"}, r.stdout
+        assert r.returncode == (1 if ids else 0)
+    # no config, no argument: a clear message, not a parse error
+    bare = subprocess.run([str(TTS), "diagnose"], cwd="/", capture_output=True, text=True)
+    assert bare.returncode == 2 and "no timeline at" in bare.stderr and "-c FILE" in bare.stderr
+
+
+def test_no_mlock_line_without_mlock(tracing_ok, tmp_path):
+    # a library's own mlock() of 16 KiB (as OpenSSL or glibc do): not tts-launch's --mlock
+    lock = ("import ctypes, mmap\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "m = mmap.mmap(-1, 16384)\n"
+            "buf = ctypes.c_char.from_buffer(m)\n"
+            "libc.mlock(ctypes.addressof(buf), 16384)\n"
+            "del buf\n")
+    run = Launch(tmp_path / "run", tmp_path, cmd=[PY, "-c", lock])
+    run.wait(lambda: False)
+    tl = run.stop()
+    assert run.rc == 0 and tl["memory"]["mlock"] is None
+    assert [c["call"] for c in tl["memory"]["mlock_calls"]] == ["mlock"]
+    out = run.output()
+    assert not [l for l in out.splitlines() if l.lstrip().startswith("mlock")], out
+    assert "the service's own mlock calls (not --mlock): 1" in out
