@@ -6,9 +6,12 @@
  * and a legend. A bar's label goes right of the bar, left of it when the
  * right side is too short, inside it as a last resort; each bar has its own
  * row, so labels of different bars cannot collide. The ready line crosses
- * everything. Text widths are estimated (no font metrics in C): the estimate
- * is generous for DejaVu Sans, the font Debian's chromium falls back to. */
+ * everything but labels: a label takes the side of its bar the line does
+ * not cross, and where it must be crossed the line breaks around it. Text widths are estimated (no
+ * font metrics in C): the estimate is generous for DejaVu Sans, the font Debian's chromium falls
+ * back to. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +94,15 @@ void svg_fmt_dur(char *buf, size_t len, double ms)
 }
 
 static double text_w(const char *s) { return (double)strlen(s) * CHAR_W; }
+
+/* A label's vertical band the ready line breaks for (ROW_H - 4 of a row). */
+#define LABEL_GAP (ROW_H - 4)
+
+/* Would a vertical line at x cross a label from lx, tw wide? */
+static bool crosses(double x, double lx, double tw)
+{
+	return !isnan(x) && x >= lx - 3 && x <= lx + tw + 3;
+}
 
 struct category {
 	const char *name, *fill;
@@ -241,6 +253,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 	double fmax = 0;
 	struct plot p = {MARGIN, WIDTH - MARGIN, 0};
 	double mark_end[MARK_ROWS];
+	double rx, *gaps; /* the ready line's x; where it breaks for a label (top y) */
+	size_t n_gaps = 0;
 	char buf[512], dur[32];
 	int height;
 
@@ -336,6 +350,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 	}
 
 	/* phase rows */
+	rx = isnan(ready) ? NAN : px(&p, ready);
+	gaps = malloc((n + 2) * sizeof(*gaps));
 	for (i = 0; i < n; i++) {
 		const char *name = v->phases[i].name ?: "?";
 		const struct category *c = category_of(name);
@@ -367,12 +383,27 @@ int render_svg(const struct timeline *tl, FILE *out)
 		svg_escape(out, buf);
 		fputs("</title></rect>\n", out);
 		tw = text_w(buf);
-		if (xa + w + 4 + tw <= p.x1)
-			text(out, xa + w + 4, ry + 15, "start", "label", buf);
-		else if (xa - 4 - tw >= p.x0)
-			text(out, xa - 4, ry + 15, "end", "label", buf);
-		else
-			text(out, xa + 4, ry + 15, "start", "inside", buf);
+		{
+			/* right of the bar, else left, else inside; a side the
+			 * ready line would cross gives way to one it does not */
+			bool right = xa + w + 4 + tw <= p.x1, left = xa - 4 - tw >= p.x0;
+			bool r_hit = crosses(rx, xa + w + 4, tw),
+			     l_hit = crosses(rx, xa - 4 - tw, tw);
+			double lx;
+
+			if (right && (!r_hit || !left || l_hit)) {
+				lx = xa + w + 4;
+				text(out, lx, ry + 15, "start", "label", buf);
+			} else if (left) {
+				lx = xa - 4 - tw;
+				text(out, xa - 4, ry + 15, "end", "label", buf);
+			} else {
+				lx = xa + 4;
+				text(out, lx, ry + 15, "start", "inside", buf);
+			}
+			if (crosses(rx, lx, tw) && gaps)
+				gaps[n_gaps++] = ry + 2; /* the ready line breaks there */
+		}
 	}
 
 	/* marks: a dashed line each; labels staggered over MARK_ROWS rows */
@@ -449,16 +480,26 @@ int render_svg(const struct timeline *tl, FILE *out)
 		snprintf(buf, sizeof(buf), "page faults: no series in this timeline");
 	}
 	text(out, p.x0 + 4, y + 13, "start", "sub", buf);
+	if (crosses(rx, p.x0 + 4, text_w(buf)) && gaps)
+		gaps[n_gaps++] = y + 1;
 
-	/* ready: across everything */
+	/* ready: across everything, broken where it would cross a label */
 	if (!isnan(ready)) {
-		double x = px(&p, ready);
+		double x = px(&p, ready), from = top - 6;
 
 		svg_fmt_dur(dur, sizeof(dur), ready);
 		snprintf(buf, sizeof(buf), "ready %s", dur);
-		fprintf(out,
-			"<line class=\"ready\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-			x, top - 6, x, y + FAULT_H);
+		for (size_t g = 0; g <= n_gaps; g++) {
+			double to = g < n_gaps ? gaps[g] : y + FAULT_H;
+
+			if (to > from)
+				fprintf(out,
+					"<line class=\"ready\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+					"y2=\"%.1f\"/>\n",
+					x, from, x, to);
+			if (g < n_gaps)
+				from = gaps[g] + LABEL_GAP;
+		}
 		if (x + 4 + text_w(buf) <= WIDTH)
 			text(out, x + 4, top - 8, "start", "ready", buf);
 		else
@@ -479,6 +520,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		}
 	}
 	fputs("</svg>\n", out);
+	free(gaps);
 	free(by_base);
 	tl_view_free(v);
 	return ferror(out) ? -1 : 0;

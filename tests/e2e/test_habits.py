@@ -357,3 +357,52 @@ def test_no_mlock_line_without_mlock(tracing_ok, tmp_path):
     out = run.output()
     assert not [l for l in out.splitlines() if l.lstrip().startswith("mlock")], out
     assert "the service's own mlock calls (not --mlock): 1" in out
+
+
+# -- the SVG's ready line -------------------------------------------------------------------
+
+CHAR_W = 7.2  # render_svg.c's estimate of a character's width
+
+
+def _ready_crossings(svg):
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg)
+    lines = [e for e in root.iter(ns + "line") if e.get("class") == "ready"]
+    assert lines
+    texts = [e for e in root.iter(ns + "text") if e.get("class") in ("label", "inside", "sub")]
+    bad = []
+    for ln in lines:
+        x, y1, y2 = float(ln.get("x1")), float(ln.get("y1")), float(ln.get("y2"))
+        for t in texts:
+            s = "".join(t.itertext())
+            w = len(s.encode()) * CHAR_W
+            tx, ty = float(t.get("x")), float(t.get("y"))
+            if t.get("text-anchor") == "end":
+                tx -= w
+            if tx <= x <= tx + w and y1 < ty + 3 and y2 > ty - 12:
+                bad.append(s)
+    return bad
+
+
+def test_svg_ready_line_never_crosses_labels(tmp_path):
+    base = json.loads((ROOT / "tests" / "fixtures" / "timelines" / "cold.json").read_text())
+    tmax = max(p["end_ms"] for p in base["phases"] if p.get("end_ms") is not None)
+    tried = 0
+    for ph in base["phases"]:
+        if ph.get("end_ms") is None:
+            continue
+        # ready just after this phase's bar: where its label goes
+        at = ph["end_ms"] + 0.015 * tmax
+        if at >= tmax:
+            continue
+        tl = json.loads(json.dumps(base))
+        tl["marks"]["ready"] = at
+        path = tmp_path / ("t%d.json" % tried)
+        path.write_text(json.dumps(tl))
+        r = subprocess.run([str(TTS), "report", str(path), "--format", "svg"],
+                           capture_output=True, text=True, timeout=WAIT)
+        assert r.returncode == 0, r.stderr
+        assert _ready_crossings(r.stdout) == [], ph["name"]
+        tried += 1
+    assert tried >= 3
