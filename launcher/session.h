@@ -80,6 +80,9 @@ void session_progress_emit(void *arg, const char *line, bool terminal);
 void session_print_new_findings(struct session *s);
 /* The end-of-start-up summary, the findings, and where the timeline is. */
 void session_print_summary(struct session *s);
+/* rc is tts-launch's own exit code (the service never ran): say what it
+ * means (DESIGN.md's contract), on stderr and in the log. */
+void session_say_own_exit(struct session *s, int rc);
 /* Daemon mode (supervise_daemon.c): fork; the parent waits for the
  * supervisor's report and returns its exit code, the supervisor gets -1. */
 int session_daemonize(struct session *s, const char *logpath);

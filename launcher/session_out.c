@@ -175,3 +175,25 @@ void session_record_exit(struct session *s, const char *code_of, const char *err
 	log_tail_free(lines);
 	json_object_set_new(proc, "output_tail", tail);
 }
+
+void session_say_own_exit(struct session *s, int rc)
+{
+	const char *why = rc == 2     ? "bad usage or config: nothing was killed or started"
+			  : rc == 3   ? "the port is held by a process that is not a stale "
+					"instance: nothing was killed"
+			  : rc == 4   ? "the app's lock or pidfile cannot be trusted"
+			  : rc == 126 ? "the service's program could not be executed"
+			  : rc == 127 ? "the service's program was not found"
+			  : rc > 128  ? "a stop came before the service started (128 + the signal)"
+				      : "a system error, said above";
+	char line[300];
+	int n;
+
+	if (!rc)
+		return;
+	n = snprintf(line, sizeof(line), "tts-launch: exit %d is tts-launch's own: %s\n", rc, why);
+	/* on the caller's terminal (a daemon has not let go of it yet) and in the log */
+	fputs(line, stderr);
+	if (n > 0)
+		session_log(s, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}

@@ -791,6 +791,8 @@ int supervise_run(struct config *c, int argc, char **argv)
 	/* Only our own pidfile: under the lock no newer run has written it. */
 	pidfile_remove_if(s.inst.pidfile, getpid());
 out:
+	if (s.child.pid == 0) /* the service never ran: the code is ours */
+		session_say_own_exit(&s, rc);
 	session_notify_parent(&s, rc); /* a daemon that failed before the start said so */
 	sigprocmask(SIG_SETMASK, &s.old_mask, NULL);
 out_parent:

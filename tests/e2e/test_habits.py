@@ -406,3 +406,25 @@ def test_svg_ready_line_never_crosses_labels(tmp_path):
         assert _ready_crossings(r.stdout) == [], ph["name"]
         tried += 1
     assert tried >= 3
+
+
+def test_tts_launch_says_when_the_exit_code_is_its_own(tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([str(TTS), "run", "--no-trace", "--set", "app.port=%d" % port,
+                            "--set", "app.dir=%s" % tmp_path, "--", "/bin/sleep", "1"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 3
+    assert "exit 3 is tts-launch's own: the port is held" in r.stderr
+    tl = tmp_path / "t.json"
+    r = subprocess.run([str(TTS), "run", "--no-trace", "--timeline", str(tl), "--set",
+                        "app.dir=%s" % tmp_path, "--", str(tmp_path / "no-such-program")],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 127 and "exit 127 is tts-launch's own" in r.stderr
+    t = json.loads(tl.read_text())
+    assert t["process"]["exit"]["code_of"] == "exec"
+    f = finding(t, "start-failed")
+    assert "could not execute the service (exit 127: not found)" in f["message"]
