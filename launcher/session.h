@@ -29,6 +29,7 @@ struct session {
 	struct logfile log;
 	struct log_tail tail; /* the service's last output (process.output_tail) */
 	struct notify sd;     /* systemd's NOTIFY_SOCKET (notify.h) */
+	char phase_said[128]; /* the phase last sent as STATUS= */
 	struct child child;
 	struct guard guard;		  /* ends the group if we die (spawn.h) */
 	pid_t pgid;			  /* the service's process group */
@@ -80,6 +81,8 @@ void session_progress_emit(void *arg, const char *line, bool terminal);
 void session_print_new_findings(struct session *s);
 /* The end-of-start-up summary, the findings, and where the timeline is. */
 void session_print_summary(struct session *s);
+/* STATUS=starting: PHASE when the phase the start-up is in changed. */
+void session_notify_phase(struct session *s);
 /* rc is tts-launch's own exit code (the service never ran): say what it
  * means (DESIGN.md's contract), on stderr and in the log. */
 void session_say_own_exit(struct session *s, int rc);

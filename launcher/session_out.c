@@ -197,3 +197,24 @@ void session_say_own_exit(struct session *s, int rc)
 	if (n > 0)
 		session_log(s, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
+
+void session_notify_phase(struct session *s)
+{
+	json_t *ph, *cur = NULL;
+	const char *name;
+	char line[160];
+	size_t i;
+
+	if (!notify_on(&s->sd))
+		return;
+	/* the phase that started last is what the start-up is doing now */
+	json_array_foreach (json_object_get(timeline_json(s->tl), "phases"), i, ph)
+		if (!cur || jnum(ph, "start_ms") >= jnum(cur, "start_ms"))
+			cur = ph;
+	name = jstr(cur, "name");
+	if (!name || !strcmp(s->phase_said, name))
+		return;
+	snprintf(s->phase_said, sizeof(s->phase_said), "%s", name);
+	snprintf(line, sizeof(line), "starting: %s", name);
+	notify_status(&s->sd, line);
+}

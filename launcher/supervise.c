@@ -75,8 +75,10 @@ static void progress_tick(struct session *s, double now)
 	 * paths): keep it under 5% of the supervisor's time, but sample at
 	 * least every 3 s while a download moves */
 	s->next_progress = now + (t * 20 < 1000 ? 1000 : t * 20 > 3000 ? 3000 : t * 20);
-	if (!s->ready)
+	if (!s->ready) {
+		session_notify_phase(s);
 		progress_sample(s->progress, timeline_json(s->tl), clock_ms());
+	}
 }
 
 static int write_pidfile(struct session *s, char *err, size_t errlen)

@@ -428,3 +428,25 @@ def test_tts_launch_says_when_the_exit_code_is_its_own(tmp_path):
     assert t["process"]["exit"]["code_of"] == "exec"
     f = finding(t, "start-failed")
     assert "could not execute the service (exit 127: not found)" in f["message"]
+
+
+def test_sd_notify_status_follows_the_start_up(tracing_ok, models, hub, tmp_path,  # noqa: F811
+                                               monkeypatch):
+    import socket
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify.sock"))
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify.sock"))
+    hub.control(bandwidth=300000)  # the cold start's largest download takes seconds
+    app = sim_app(tmp_path, models)
+    run = Launch(tmp_path / "run", app, endpoint=hub.url)
+    run.wait()
+    tl = run.stop()
+    assert tl["marks"].get("ready")
+    msgs = _datagrams(sock)
+    ready = next(i for i, m in enumerate(msgs) if "READY=1" in m)
+    before = [m for m in msgs[:ready] if m.startswith("STATUS=")]
+    # the phases it went through, and the downloads' progress, before ready
+    assert any(m.startswith("STATUS=starting: ") and m != "STATUS=starting: launch"
+               for m in before), msgs
+    assert any("download" in m for m in before), msgs
+    sock.close()
