@@ -120,6 +120,10 @@ int render_html(const struct timeline *tl, FILE *out)
 	    "th { background: #f0f0f0; }\n"
 	    "td.n { text-align: right; font-variant-numeric: tabular-nums; }\n"
 	    "p.note { color: #666; }\n"
+	    /* no horizontal scroll in a 1400 px window: the plot scales down
+	     * (it has a viewBox), long paths wrap */
+	    "svg { max-width: 100%; height: auto; }\n"
+	    "td { overflow-wrap: anywhere; }\n"
 	    "</style></head><body>\n",
 	    out);
 	if (render_svg(tl, out) < 0)

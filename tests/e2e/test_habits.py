@@ -450,3 +450,33 @@ def test_sd_notify_status_follows_the_start_up(tracing_ok, models, hub, tmp_path
                for m in before), msgs
     assert any("download" in m for m in before), msgs
     sock.close()
+
+
+def test_html_has_no_horizontal_scroll_at_1400px(tmp_path):
+    import shutil
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed")
+        pytest.skip("chromium is not installed")
+    tl = json.loads((ROOT / "tests" / "fixtures" / "timelines" / "cold.json").read_text())
+    # a long path in the tables, as a deep hub cache has
+    if tl.get("files"):
+        tl["files"][0]["path"] = "/srv/" + "/".join(["models--org--a-very-long-name"] * 12)
+    src = tmp_path / "t.json"
+    src.write_text(json.dumps(tl))
+    html = tmp_path / "t.html"
+    r = subprocess.run([str(TTS), "report", str(src), "--format", "html", "-o", str(html)],
+                       capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text().replace(
+        "</body>", "<script>document.title = 'SW=' + document.documentElement.scrollWidth + "
+        "' CW=' + document.documentElement.clientWidth;</script></body>")
+    html.write_text(page)
+    d = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--window-size=1400,900", "--dump-dom", html.as_uri()],
+                       capture_output=True, text=True, timeout=WAIT)
+    import re
+    m = re.search(r"<title>SW=(\d+) CW=(\d+)</title>", d.stdout)
+    assert m, d.stdout[:500] + d.stderr[-500:]
+    assert int(m.group(1)) <= int(m.group(2)), m.group(0)
