@@ -484,3 +484,21 @@ def test_html_has_no_horizontal_scroll_at_1400px(tmp_path):
     m = re.search(r"<title>SW=(\d+) CW=(\d+)</title>", d.stdout)
     assert m, d.stdout[:500] + d.stderr[-500:]
     assert int(m.group(1)) <= int(m.group(2)), m.group(0)
+
+
+def test_output_tail_is_redacted(tmp_path):
+    secret = "hf_abcdefghijklmnopqrstuvwxyz0123"
+    cmd = [PY, "-c", "import sys; print('using HF_TOKEN=%s', flush=True); "
+           "print('https://user:pw@example.org/x', flush=True); sys.exit(2)" % secret]
+    tl_path = tmp_path / "t.json"
+    r = subprocess.run([str(TTS), "run", "--no-trace", "--timeline", str(tl_path), "--set",
+                        "app.dir=%s" % tmp_path, "--set", "log.file=%s" % (tmp_path / "w.log"),
+                        "--"] + cmd, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 2
+    text = tl_path.read_text()
+    assert secret not in text and "user:pw" not in text
+    tl = json.loads(text)
+    assert tl["process"]["output_tail"] == ["using HF_TOKEN=***", "https://***@example.org/x"]
+    # tts-launch's own lines (the finding quoting it) are redacted too; the
+    # service's own output on stdout is the service's business
+    assert "[start-failed]" in r.stderr and secret not in r.stderr
