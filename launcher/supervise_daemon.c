@@ -112,6 +112,14 @@ int session_daemonize(struct session *s, const char *logpath)
 	}
 	if (msg[0] != 0)
 		return msg[0];
+	/* under systemd (Type=notify), the supervisor is the main process now:
+	 * its READY=1 is accepted from it (NotifyAccess=main) */
+	if (notify_on(&s->sd)) {
+		char mainpid[32];
+
+		snprintf(mainpid, sizeof(mainpid), "MAINPID=%d", (int)pid);
+		notify_send(&s->sd, mainpid);
+	}
 	fprintf(
 	    stderr,
 	    "tts-launch: started pid %d in the background (log: %s; stop: tts-launch stop%s%s)\n",

@@ -502,3 +502,27 @@ def test_output_tail_is_redacted(tmp_path):
     # tts-launch's own lines (the finding quoting it) are redacted too; the
     # service's own output on stdout is the service's business
     assert "[start-failed]" in r.stderr and secret not in r.stderr
+
+
+def test_sd_notify_with_daemon_names_the_supervisor(app, tmp_path):  # noqa: F811
+    import socket
+    import time
+    from conftest import wait_for, port_open
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "n.sock"))
+    env = dict(os.environ, NOTIFY_SOCKET=str(tmp_path / "n.sock"))
+    r = app.run("run", "-c", str(app.ini), "--daemon", "--no-trace", env=env)
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: port_open(app.port), what="the port")
+    msgs = []
+    deadline = time.monotonic() + WAIT
+    while not any("READY=1" in m for m in msgs):
+        assert time.monotonic() < deadline, msgs
+        time.sleep(0.1)
+        msgs += _datagrams(sock)
+    st = app.run("status", "-c", str(app.ini)).stdout
+    sup = int(st.split("supervisor: pid ")[1].split()[0])
+    # the daemon's parent hands over to the supervisor: MAINPID, then its READY=1
+    main = [i for i, m in enumerate(msgs) if m == "MAINPID=%d" % sup]
+    assert main and main[0] < next(i for i, m in enumerate(msgs) if "READY=1" in m), msgs
+    sock.close()
