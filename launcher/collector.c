@@ -56,6 +56,7 @@ void collector_free(struct collector *c)
 	json_decref(c->requests);
 	paths_dirs_free(&c->dirs);
 	free(c->path2);
+	peers_free(&c->names);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -365,6 +366,16 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	if (headed && (h->type == EV_IMPORT_START || h->type == EV_IMPORT_DONE)) {
 		if (size >= sizeof(struct tl_import_event))
 			on_import(t, data);
+		return 0;
+	}
+	if (headed && h->type == EV_NAME) {
+		if (size >= sizeof(struct tl_name_event))
+			peers_on_name(&t->names, data, clock_ns_to_ms(h->ts_ns));
+		return 0;
+	}
+	if (headed && h->type == EV_PAYLOAD) {
+		if (size >= sizeof(struct tl_payload_event))
+			peers_on_payload(&t->names, data, clock_ns_to_ms(h->ts_ns));
 		return 0;
 	}
 	if (headed && h->type == EV_CONN_END) {

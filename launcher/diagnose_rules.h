@@ -45,6 +45,7 @@ struct diag_rule {
 /* Each group's rows, ended by a row with a NULL id. */
 extern const struct diag_rule diag_io_rules[];
 extern const struct diag_rule diag_download_rules[];
+extern const struct diag_rule diag_net_rules[]; /* diagnose_net.c: also --check-download */
 extern const struct diag_rule diag_memory_rules[];
 
 /* Adds one finding of the running rule; evidence is stolen. seconds_lost < 0:

@@ -30,7 +30,7 @@
 #include "trace.skel.h"
 #include "util.h"
 
-static const char *config_env(const void *cfg, const char *name)
+const char *config_env(const void *cfg, const char *name)
 {
 	const struct config *c = cfg;
 
