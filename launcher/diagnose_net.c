@@ -409,20 +409,41 @@ static int open_connects(const struct diag_ctx *c, const char *peer)
 	return n;
 }
 
-/* A CAS peer silent for XET_IDLE_MS at the end of a run whose downloads
- * did not finish (or that never got ready), with Xet not switched off:
- * xet-core has no read timeout, so nothing ends the wait. */
+/* Downloads unfinished at the end (*.incomplete opened, never renamed),
+ * and how long since the last of them moved. */
+static int unfinished(const struct diag_ctx *c, double *idle)
+{
+	const json_t *f;
+	size_t i;
+	int n = 0;
+	double last = -1;
+
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		const char *path = jstr(f, "path");
+
+		if (!path || *path != '/' || !str_ends_with(path, ".incomplete") ||
+		    jnum(f, "opens") <= 0 || diagnose_download_done(c->root, path))
+			continue;
+		n++;
+		if (jnum(f, "last_ms") > last)
+			last = jnum(f, "last_ms");
+	}
+	*idle = n ? c->end - last : 0;
+	return n;
+}
+
+/* A CAS peer the service sent requests to, Xet not switched off, and its
+ * downloads unfinished with nothing written for XET_IDLE_MS at the end:
+ * xet-core has no read timeout, so nothing ends the wait (its retries of
+ * other ranges keep the connections busy, the files do not move). */
 static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight)
 {
-	const json_t *last;
 	const char *off = run_env(c, "HF_HUB_DISABLE_XET");
 
-	*inflight = diagnose_downloads_in_flight(c->root, &last);
-	*idle = c->end - jnum(net, "last_ms");
+	*inflight = unfinished(c, idle);
 	if (!role_is(net, "cas") || (off && strcmp(off, "0") && strcasecmp(off, "false")))
 		return false;
-	return jnum(net, "bytes_out") > 0 && *idle >= XET_IDLE_MS &&
-	       (*inflight > 0 || c->ready < 0);
+	return jnum(net, "bytes_out") > 0 && *inflight > 0 && *idle >= XET_IDLE_MS;
 }
 
 static void rule_xet_stalled(struct diag_ctx *c)
@@ -449,7 +470,7 @@ static void rule_xet_stalled(struct diag_ctx *c)
 		    "set HF_HUB_DISABLE_XET=1 ([env] HF_HUB_DISABLE_XET = 1 in tts-launch.ini): "
 		    "huggingface_hub then downloads over plain HTTP, which times out "
 		    "(HF_HUB_DOWNLOAD_TIMEOUT) and resumes",
-		    "Xet transfer from %s stalled: nothing moved for %.1f s with %d download%s "
+		    "Xet transfer from %s stalled: no download moved for %.1f s, %d download%s "
 		    "unfinished%s; Xet has no read timeout, so no timeout will end it",
 		    peer_label(net, peer, buf, sizeof(buf)), idle / 1000, inflight,
 		    inflight == 1 ? "" : "s", open ? ", its connections still open" : "");
@@ -466,7 +487,10 @@ static void rule_mirror_bypassed(struct diag_ctx *c)
 	double in = 0;
 	size_t i;
 
-	if (!c->endpoint)
+	const char *off = run_env(c, "HF_HUB_DISABLE_XET");
+
+	/* without Xet, CAS bytes are the hub's or mirror's own redirects */
+	if (!c->endpoint || (off && strcmp(off, "0") && strcasecmp(off, "false")))
 		return;
 	h = strstr(c->endpoint, "://");
 	h = h ? h + 3 : c->endpoint;
