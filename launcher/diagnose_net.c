@@ -173,6 +173,7 @@ static void rule_hub_probe(struct diag_ctx *c)
 /* ---- hub-unreachable ---- */
 
 static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight);
+static int unfinished(const struct diag_ctx *c, double *idle);
 
 static void rule_hub_unreachable(struct diag_ctx *c)
 {
@@ -180,8 +181,12 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 	json_t *peers = json_object(), *e, *g;
 	json_t *net_by_peer = json_index(json_object_get(c->root, "network"), "peer", true);
 	bool cached = all_cached(c), switched = hub_probe_failed(c, net_by_peer, false);
-	bool resumed = json_array_size(c->dls) > 0;
-	const char *peer;
+	const char *peer, *off = run_env(c, "HF_HUB_DISABLE_XET");
+	bool xet = !(off && strcmp(off, "0") && strcasecmp(off, "false"));
+	double idle;
+	/* a download was under way (a file being written, or resumed): its
+	 * GET waits HF_HUB_DOWNLOAD_TIMEOUT, not the metadata's ETag timeout */
+	bool downloading = json_array_size(c->dls) > 0 || unfinished(c, &idle) > 0;
 	size_t i;
 
 	/* connection attempts by peer (TCP/UDP over IP, not DNS), download
@@ -286,7 +291,7 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 			    "every file the service needed was already in the cache: start with "
 			    "HF_HUB_OFFLINE=1 ([env] HF_HUB_OFFLINE = 1 in tts-launch.ini) so it "
 			    "does not ask the hub; or set HF_ENDPOINT to a reachable mirror");
-		else if (role && !strcmp(role, "cas"))
+		else if (role && !strcmp(role, "cas") && xet)
 			snprintf(fix, sizeof(fix),
 				 "make %s reachable (firewall, proxy: HTTPS_PROXY); Xet transfers "
 				 "have no timeout: HF_HUB_DISABLE_XET=1 downloads over plain HTTP "
@@ -304,9 +309,11 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 			    "to a reachable mirror; with every model already downloaded, "
 			    "HF_HUB_OFFLINE=1 skips the hub; %s",
 			    name,
-			    resumed ? "a resumed download waits HF_HUB_DOWNLOAD_TIMEOUT for each "
-				      "answer: a lower one fails sooner"
-				    : "a lower HF_HUB_ETAG_TIMEOUT shortens each wait");
+			    downloading
+				? "a download (a resumed one too) waits "
+				  "HF_HUB_DOWNLOAD_TIMEOUT for each answer: a lower one fails "
+				  "sooner"
+				: "a lower HF_HUB_ETAG_TIMEOUT shortens each wait");
 		if (lost >= 0)
 			snprintf(lost_txt, sizeof(lost_txt), "; about %.1f s lost", lost);
 		sev = c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING;

@@ -468,6 +468,7 @@ int peers_doctor_resolve(FILE *out, const char *endpoint, int timeout_ms)
 {
 	/* static: a look-up still running when we give up writes into them */
 	static const char *names[4];
+	const char *roles[4] = {"hub name", "CAS name", "ModelScope name", "HF_ENDPOINT name"};
 	static char ep[PEER_HOST_MAX];
 	static struct gaicb reqs[4];
 	static struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
@@ -513,10 +514,9 @@ int peers_doctor_resolve(FILE *out, const char *endpoint, int timeout_ms)
 	}
 	for (size_t i = 0; i < n; i++) {
 		int err = gai_error(&reqs[i]);
-		char addr[INET6_ADDRSTRLEN] = "?", what[64];
+		char addr[INET6_ADDRSTRLEN] = "?";
 		const struct addrinfo *ai = err ? NULL : reqs[i].ar_result;
 
-		snprintf(what, sizeof(what), "resolve %s", names[i]);
 		if (err == EAI_INPROGRESS)
 			gai_cancel(&reqs[i]);
 		if (ai && ai->ai_family == AF_INET)
@@ -526,15 +526,17 @@ int peers_doctor_resolve(FILE *out, const char *endpoint, int timeout_ms)
 			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr,
 				  addr, sizeof(addr));
 		if (ai) {
-			fprintf(out, "%-4s  %-22s %s\n", "OK", what, addr);
+			fprintf(out, "%-4s  %-22s %s resolves to %s\n", "OK", roles[i], names[i],
+				addr);
 		} else {
 			bad++;
-			fprintf(out,
-				"%-4s  %-22s %s: downloads from it will fail (with every model "
-				"present, HF_HUB_OFFLINE=1; else fix the resolver or set "
-				"HF_ENDPOINT to a mirror)\n",
-				"WARN", what,
-				err == EAI_INPROGRESS ? "no answer in time" : gai_strerror(err));
+			fprintf(
+			    out,
+			    "%-4s  %-22s %s does not resolve (%s): downloads from it will fail "
+			    "(with every model present, HF_HUB_OFFLINE=1; else fix the resolver or "
+			    "set HF_ENDPOINT to a mirror)\n",
+			    "WARN", roles[i], names[i],
+			    err == EAI_INPROGRESS ? "no answer in time" : gai_strerror(err));
 		}
 		if (ai)
 			freeaddrinfo(reqs[i].ar_result);

@@ -231,3 +231,102 @@ def test_hf_mirror_fallback_failing(tmp_path, models):
     assert f["message"].startswith("the start failed after downloads from hf-mirror.com:443 "
                                    "(mirror")
     assert f["severity"] == "error"
+
+
+# -- the name sources one by one, and the service's own clients ---------------------------------
+SOURCES = r"""
+import socket, ssl, struct, threading, time
+# a DNS query made by hand on a connected UDP socket (as glibc's resolver does):
+# the answer names 127.0.0.5, no getaddrinfo for hf-mirror.com
+q = struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0) + b"\x09hf-mirror\x03com\x00" + \
+    struct.pack(">HH", 1, 1)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("127.0.0.1", 53))
+u.send(q)
+ip = socket.inet_ntoa(u.recv(512)[-4:])
+socket.create_connection((ip, 443)).close()          # a literal: getaddrinfo names nothing
+# TLS to an address with a server name: the ClientHello alone names the peer
+t = ssl.create_default_context().wrap_socket(socket.create_connection(("127.0.0.3", 443)),
+                                               server_hostname="transfer.xethub.hf.co")
+t.close()
+# a discard peer: takes a request, never answers (not a download server)
+d = socket.socket(); d.bind(("127.0.0.1", 0)); d.listen(4)
+def discard():
+    while True:
+        c, _ = d.accept()
+        while c.recv(4096):
+            pass
+        c.close()
+threading.Thread(target=discard, daemon=True).start()
+for _ in range(2):
+    s = socket.create_connection(d.getsockname())
+    s.sendall(b"GET / HTTP/1.1\r\nHost: analytics\r\n\r\n")
+    s.settimeout(0.6)
+    try:
+        s.recv(10)
+    except OSError:
+        pass
+    s.close()
+print(ip, flush=True)
+"""
+
+
+def test_name_sources_and_clients(tmp_path, models):
+    """Each source alone: a DNS answer read (hf-mirror.com, source dns), a TLS
+    server name sent to an address (transfer.xethub.hf.co, source sni); the
+    service's own listener's clients are clients, not peers contacted; a silent
+    peer that is no download server is no hub-unreachable."""
+    tl_path = tmp_path / "timeline.json"
+    p = in_world(tmp_path, [str(TTS), "run", "--timeline", str(tl_path), "--", PY, "-c", SOURCES],
+                 env=base_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[0] == "127.0.0.5"
+    tl = json.loads(tl_path.read_text())
+    _need(tl["tracing"].get("enabled"), "tracing unavailable")
+    m = peer(tl, "127.0.0.5:443")
+    assert (m["host"], m["host_source"], m["role"]) == ("hf-mirror.com", "dns", "mirror")
+    c = peer(tl, "127.0.0.3:443")
+    assert (c["host"], c["host_source"], c["role"]) == ("transfer.xethub.hf.co", "sni", "cas")
+    assert [n["host"] for n in tl["names"]] == ["hf-mirror.com"]  # literals are no names
+    clients = [n for n in tl["network"] if n["inbound"]]
+    assert len(clients) == 2 and {n["role"] for n in clients} == {"client"}
+    contacted = [n for n in tl["network"] if n["peer"].startswith("127.0.0.1:") and
+                 not n["inbound"] and n["port"] != 53]
+    assert len(contacted) == 1 and contacted[0]["role"] == "other"
+    assert contacted[0]["bytes_out"] > 0 and contacted[0]["bytes_in"] == 0
+    assert "hub-unreachable" not in ids(tl)
+    rep = subprocess.run([str(TTS), "report", str(tl_path), "--format", "text"],
+                         capture_output=True, text=True, timeout=WAIT).stdout
+    assert "hf-mirror.com:443" in rep and "transfer.xethub.hf.co:443" in rep
+    assert "clients of the service: 2 peers" in rep
+
+
+def test_doctor_resolves_the_hub_names(tmp_path, models):
+    """doctor looks the hub, CAS and ModelScope names up (and HF_ENDPOINT's)."""
+    p = in_world(tmp_path, [str(TTS), "doctor"],
+                 env=base_env(HF_ENDPOINT="https://hf-mirror.com"))
+    lines = [l for l in p.stdout.splitlines() if " name " in l]
+    assert lines == [
+        "OK    hub name               huggingface.co resolves to 127.0.0.2",
+        "OK    CAS name               cas-bridge.xethub.hf.co resolves to 127.0.0.3",
+        "OK    ModelScope name        modelscope.cn resolves to 127.0.0.4",
+        "OK    HF_ENDPOINT name       hf-mirror.com resolves to 127.0.0.5",
+    ], p.stdout
+
+
+def test_cas_down_plain_http_advice(tmp_path, models):
+    """HF_HUB_DISABLE_XET=1 and the CAS bridge refusing connections (the hub
+    answers the metadata and redirects there): hub-unreachable names
+    cas-bridge.xethub.hf.co:443, a download server; its advice is the download's
+    timeout (HF_HUB_DOWNLOAD_TIMEOUT), not the ETag one, and not Xet's."""
+    run = WorldLaunch(tmp_path / "run", app_of(tmp_path, models),
+                      env={"HF_HUB_DISABLE_XET": "1"}, world_args=("--down", "cas"))
+    tl = traced(run)
+    f = finding(tl, "hub-unreachable")
+    assert f["message"].startswith("cas-bridge.xethub.hf.co:443: ")
+    assert "ECONNREFUSED" in f["message"]
+    assert f["evidence"]["role"] == "cas" and f["evidence"]["host"] == "cas-bridge.xethub.hf.co"
+    assert "HF_HUB_DOWNLOAD_TIMEOUT" in f["fix"] and "HF_HUB_ETAG_TIMEOUT" not in f["fix"]
+    assert "Xet" not in f["fix"]
+    assert "xet-stalled" not in ids(tl)
+    assert peer(tl, "127.0.0.2:443")["bytes_in"] > 0  # the hub answered
