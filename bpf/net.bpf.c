@@ -104,6 +104,14 @@ static __always_inline void conn_bytes(struct sock *sk, long n, bool out, const 
 		return;
 	if (out && !p->bytes_out && k)
 		names_payload(k, key, buf, buflen, PAYLOAD_TLS_HELLO);
+	if (out) {
+		/* what was read since the last write answered it; from here on
+		 * what is read answers this one */
+		if (p->writes >= 2 && p->bytes_in - p->in_at_out > p->reply_max)
+			p->reply_max = p->bytes_in - p->in_at_out;
+		p->in_at_out = p->bytes_in;
+		p->writes++;
+	}
 	if (out)
 		__sync_fetch_and_add(&p->bytes_out, n);
 	else
@@ -550,6 +558,10 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 			c->bytes_out = p->bytes_out;
 			c->ended_by = newstate;
 			c->pad = 0;
+			c->reply_max = p->reply_max;
+			c->writes = p->writes;
+			if (p->writes >= 2 && p->bytes_in - p->in_at_out > c->reply_max)
+				c->reply_max = p->bytes_in - p->in_at_out;
 			ev_submit_urgent(c);
 		}
 		bpf_map_delete_elem(&conns, &key);

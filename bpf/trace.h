@@ -188,8 +188,14 @@ struct tl_conn_event {
 	__u64 bytes_out;
 	__u32 ended_by; /* the new TCP state: TL_TCP_FIN_WAIT1, TL_TCP_LAST_ACK, TL_TCP_CLOSE */
 	__u32 pad;
+	/* the most bytes read after one write of the tree and before its next
+	 * (or the end), from its second write on: the largest answer to one
+	 * request (a TLS handshake's flight, read before the second write, is
+	 * not one; TLS 1.3 session tickets are read with the first answer) */
+	__u64 reply_max;
+	__u64 writes; /* the tree's writes on it */
 };
-_Static_assert(sizeof(struct tl_conn_event) == 56, "tl_conn_event layout changed");
+_Static_assert(sizeof(struct tl_conn_event) == 72, "tl_conn_event layout changed");
 TL_HEAD_ASSERT(tl_conn_event);
 
 /* EV_IMPORT_START / EV_IMPORT_DONE: a Python module import began or ended
@@ -273,8 +279,11 @@ struct conn_val {
 	__u32 closed; /* it ended in CLOSE */
 	__u64 done_ns;
 	__u64 bytes_in, bytes_out; /* once established */
+	__u64 in_at_out;	   /* bytes_in when the tree last wrote to it */
+	__u64 writes;		   /* writes (send calls) once established */
+	__u64 reply_max;	   /* see tl_conn_event */
 };
-_Static_assert(sizeof(struct conn_val) == 56, "conn_val layout changed");
+_Static_assert(sizeof(struct conn_val) == 80, "conn_val layout changed");
 
 /* paths map: one entry per path string as the process passed it; a relative
  * path also by the directory it was relative to (cwd or dirfd) */

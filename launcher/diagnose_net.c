@@ -20,6 +20,10 @@
 #define XET_IDLE_MS	5000.0 /* a CAS peer silent this long with a download unfinished */
 #define SLOW_PEER_BPS	(256.0 * 1024.0) /* ModelScope/hf-mirror below this: slow */
 #define SLOW_PEER_MS	5000.0		 /* ... over at least this long */
+/* A TLS 1.3 server sends session tickets unasked, read with the first
+ * answer (two of ~256 bytes from OpenSSL): a TLS connection whose largest
+ * reply to one request is no more than this got no answer. */
+#define TLS_UNASKED_MAX 640.0
 
 /* ---- peers: roles and names ---- */
 
@@ -172,6 +176,37 @@ static void rule_hub_probe(struct diag_ctx *c)
 
 /* ---- hub-unreachable ---- */
 
+/* The peer answered: a TLS connection to it (the hello seen) replied more
+ * than TLS_UNASKED_MAX to one request (its handshake is no answer), or a
+ * plain one sent a byte; a timeline without per-connection replies (older,
+ * or only failed connects): any byte from the peer. TLS connections that
+ * asked nothing (handshake, close) are counted in *asked_nothing and
+ * judged neither way; a peer with only those is not unreachable. */
+static bool peer_answered(const struct diag_ctx *c, const char *peer, const json_t *net,
+			  int *asked_nothing)
+{
+	const json_t *e;
+	size_t i;
+	bool known = false;
+
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
+		const json_t *r = json_object_get(e, "reply_max");
+		bool tls = json_is_true(json_object_get(e, "tls"));
+
+		if (!jstr(e, "peer") || strcmp(jstr(e, "peer"), peer) || !json_is_number(r))
+			continue;
+		/* a TLS handshake and no request (hello, finished): asked nothing */
+		if (tls && json_is_number(json_object_get(e, "writes")) && jnum(e, "writes") <= 2) {
+			*asked_nothing += 1;
+			continue;
+		}
+		known = true;
+		if (tls ? json_number_value(r) > TLS_UNASKED_MAX : jnum(e, "bytes_in") > 0)
+			return true;
+	}
+	return !known && (*asked_nothing > 0 || jnum(net, "bytes_in") > 0);
+}
+
 static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight);
 static int unfinished(const struct diag_ctx *c, double *idle);
 
@@ -223,6 +258,7 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 		       nerr = json_array_size(json_object_get(g, "errors"));
 		double in = 0, out = 0, lost = -1, median = 0, *gaps;
 		const char *how, *why, *role, *name;
+		bool how_tls = false;
 		bool hub = c->ep_peer[0] && !strcmp(peer, c->ep_peer);
 		char fix[1024], label[400], lost_txt[64] = "", nb[300];
 		int sev;
@@ -232,8 +268,12 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 		out = jnum(net, "bytes_out");
 		role = jstr(net, "role");
 		name = peer_label(net, peer, nb, sizeof(nb));
-		if (in > 0)
-			continue; /* it answered */
+		{
+			int asked_nothing = 0;
+
+			if (peer_answered(c, peer, net, &asked_nothing))
+				continue;
+		}
 		{
 			double idle;
 			int inflight;
@@ -245,6 +285,9 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 		 * probe (connect, close), by design, not a failure */
 		if (!nerr && out <= 0 && json_integer_value(json_object_get(g, "connected")) > 0)
 			continue;
+		/* its only bytes: TLS handshakes */
+		if (in > 0 && !nerr)
+			how_tls = true;
 
 		/* each attempt waits until the next one starts: the gaps are the
 		 * time lost; the last attempt's wait is taken as the median */
@@ -275,8 +318,12 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 			why = "no connection was established (refused or unreachable)";
 		} else if (median >= DROP_MIN_GAP_MS || cnt == 1) {
 			how = "silently dropped";
-			why = "requests were sent but nothing came back: each one waited for its "
-			      "timeout";
+			why = how_tls
+				  ? "the TLS handshake completed, requests were sent and no answer "
+				    "came back: each one waited for its timeout"
+				  : "requests were sent but nothing came back: each one waited for "
+				    "its "
+				    "timeout";
 		} else {
 			how = "reset";
 			why = "requests were sent and the connection was closed without an answer";

@@ -157,6 +157,18 @@ void snap_network(struct collector *t, json_t *root)
 				continue;
 			json_object_set_new(c, "bytes_in", json_integer((json_int_t)pc.bytes_in));
 			json_object_set_new(c, "bytes_out", json_integer((json_int_t)pc.bytes_out));
+			{
+				/* the answer still being read counts (tl_conn_event) */
+				__u64 run = pc.bytes_in - pc.in_at_out;
+
+				json_object_set_new(c, "writes",
+						    json_integer((json_int_t)pc.writes));
+				json_object_set_new(
+				    c, "reply_max",
+				    json_integer((json_int_t)(pc.writes >= 2 && run > pc.reply_max
+								  ? run
+								  : pc.reply_max)));
+			}
 			json_object_set_new(c, "open_ms",
 					    ms_json(nowms - clock_ns_to_ms(pc.done_ns)));
 		}

@@ -330,3 +330,22 @@ def test_cas_down_plain_http_advice(tmp_path, models):
     assert "Xet" not in f["fix"]
     assert "xet-stalled" not in ids(tl)
     assert peer(tl, "127.0.0.2:443")["bytes_in"] > 0  # the hub answered
+
+
+def test_blackholed_cas_after_tls_handshake(tmp_path, models):
+    """HF_HUB_DISABLE_XET=1 and a CAS bridge that completes the TLS handshake,
+    takes the GET and never answers: its handshake is no answer (reply_max at
+    most the session tickets): hub-unreachable names cas-bridge.xethub.hf.co:443,
+    silently dropped; the advice is the download's timeout."""
+    run = WorldLaunch(tmp_path / "run", app_of(tmp_path, models),
+                      env={"HF_HUB_DISABLE_XET": "1", "HF_HUB_DOWNLOAD_TIMEOUT": "1"},
+                      world_args=("--knobs", 'cas={"blackhole": true}'))
+    tl = traced(run)
+    cas = [c for c in tl["connects"] if c["peer"] == "127.0.0.3:443" and "reply_max" in c]
+    assert cas and all(c["tls"] and c["bytes_in"] > 0 for c in cas)
+    f = finding(tl, "hub-unreachable")
+    assert f["message"].startswith("cas-bridge.xethub.hf.co:443: ")
+    assert f["evidence"]["outcome"] == "silently dropped"
+    assert "HF_HUB_DOWNLOAD_TIMEOUT" in f["fix"] and "HF_HUB_ETAG_TIMEOUT" not in f["fix"]
+    hub = [c for c in tl["connects"] if c["peer"] == "127.0.0.2:443" and c.get("reply_max")]
+    assert hub and max(c["reply_max"] for c in hub) > 640  # the hub's answers count
