@@ -76,7 +76,7 @@ static const struct probe {
     {"inet_sock_set_state", PROBE_SECTION, false, true, NULL},
     {"py_import_start", PROBE_USDT, false, false, NULL},
     {"py_import_done", PROBE_USDT, false, false, NULL},
-    {"gai_enter", PROBE_UPROBE, false, false, NULL},
+    {"gai_enter", PROBE_UPROBE, false, false, "getaddrinfo"}, /* one name for the pair */
     {"gai_exit", PROBE_UPROBE, false, false, NULL},
 };
 
@@ -309,6 +309,7 @@ static void attach_names(struct tracer *t)
 	}
 	add_link(&t->ulinks, &t->n_ulinks, le);
 	add_link(&t->ulinks, &t->n_ulinks, lx);
+	t->st.names = true;
 	probe_add(t, "getaddrinfo");
 }
 
@@ -686,6 +687,12 @@ static void lighten(struct tracer *t)
 		}
 		/* only what is attached: not a probe that fell back */
 		usdt = probe_kind(prog) == PROBE_USDT;
+		/* the getaddrinfo pair stays, listed once (attach_names) */
+		if (probe_kind(prog) == PROBE_UPROBE) {
+			if (p && p->light && t->st.names)
+				strv_add(&t->st.kept, &t->st.n_kept, p->light);
+			continue;
+		}
 		if (drop && linked)
 			strv_add(&t->st.detached, &t->st.n_detached, bpf_program__name(prog));
 		else if (!drop && (linked || (usdt && t->st.usdt))) {
