@@ -552,12 +552,18 @@ static void rule_mirror_bypassed(struct diag_ctx *c)
 	snprintf(host, sizeof(host), "%.*s", (int)(e - h), h);
 	if (!*host || !strcasecmp(host, "huggingface.co"))
 		return;
-	json_array_foreach (json_object_get(c->root, "network"), i, net)
-		if (role_is(net, "cas") && jnum(net, "bytes_in") > 0) {
+	json_array_foreach (json_object_get(c->root, "network"), i, net) {
+		int asked_nothing = 0;
+
+		/* bytes of an answer, not of a TLS handshake */
+		if (role_is(net, "cas") && jstr(net, "peer") &&
+		    peer_answered(c, jstr(net, "peer"), net, &asked_nothing) &&
+		    jnum(net, "bytes_in") > 0) {
 			in += jnum(net, "bytes_in");
 			if (!cas || jnum(net, "bytes_in") > jnum(cas, "bytes_in"))
 				cas = net;
 		}
+	}
 	if (!cas)
 		return;
 	{
