@@ -272,4 +272,8 @@ int sx_bytes(struct sys_call *c);
 int sx_net(struct sys_call *c);
 int sx_mlock(struct sys_call *c);
 
+/* A message that may carry the peer's name (names.bpf.c): a bounded copy to
+ * user space (kind: enum trace_payload_kind). */
+int names_payload(const struct peer_key *k, __u64 sk, __u64 buf, __u64 len, __u32 kind);
+
 #endif

@@ -51,23 +51,29 @@ static __always_inline bool addr_peer(__u64 uaddr, bool indirect, struct peer_ke
 	return true;
 }
 
-/* n > 0: bytes moved in msgs messages; n < 0: a failed call (-errno) */
-static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 now, __u64 msgs,
-				       __u64 uaddr, bool indirect)
+/* n > 0: bytes moved in msgs messages; n < 0: a failed call (-errno).
+ * The peer into k; false when the socket has none. */
+static __always_inline bool peer_bytes(struct sock *sk, long n, bool out, __u64 now, __u64 msgs,
+				       __u64 uaddr, bool indirect, struct peer_key *k)
 {
-	struct peer_key k;
 	struct peer_val *v, init = {};
 
-	if (!sock_peer(sk, &k))
-		return;
-	if (!k.port && !addr_peer(uaddr, indirect, &k))
-		return;
-	v = bpf_map_lookup_elem(&peers, &k);
+	if (!sock_peer(sk, k))
+		return false;
+	if (!k->port && !addr_peer(uaddr, indirect, k))
+		return false;
+	v = bpf_map_lookup_elem(&peers, k);
 	if (!v) {
+		__u16 lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+
 		init.first_ns = now;
-		v = map_add(&peers, &k, &init, CNT_PEERS_FULL);
+		/* a connection accepted on a port the tree listens on: a client */
+		if (bpf_map_lookup_elem(&listen_ports, &lport) &&
+		    BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP)
+			init.flags = PEER_INBOUND;
+		v = map_add(&peers, k, &init, CNT_PEERS_FULL);
 		if (!v)
-			return;
+			return true;
 	}
 	v->last_ns = now;
 	if (n < 0) {
@@ -82,16 +88,30 @@ static __always_inline void peer_bytes(struct sock *sk, long n, bool out, __u64 
 		if (n > 0)
 			__sync_fetch_and_add(&dl_activity, n);
 	}
+	return true;
 }
 
-/* An outbound TCP connection of the tree: what moved once it was established */
-static __always_inline void conn_bytes(struct sock *sk, long n, bool out)
+/* An outbound TCP connection of the tree: what moved once it was
+ * established. Its first write (buf, buflen bytes readable) goes to
+ * names_payload: a TLS ClientHello names the server. */
+static __always_inline void conn_bytes(struct sock *sk, long n, bool out, const struct peer_key *k,
+				       __u64 buf, __u64 buflen)
 {
 	__u64 key = (__u64)sk;
 	struct conn_val *p = bpf_map_lookup_elem(&conns, &key);
 
 	if (!p || !p->done || p->closed)
 		return;
+	if (out && !p->bytes_out && k)
+		names_payload(k, key, buf, buflen, PAYLOAD_TLS_HELLO);
+	if (out) {
+		/* what was read since the last write answered it; from here on
+		 * what is read answers this one */
+		if (p->writes >= 2 && p->bytes_in - p->in_at_out > p->reply_max)
+			p->reply_max = p->bytes_in - p->in_at_out;
+		p->in_at_out = p->bytes_in;
+		p->writes++;
+	}
 	if (out)
 		__sync_fetch_and_add(&p->bytes_out, n);
 	else
@@ -135,9 +155,10 @@ static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 n
 /* Bytes moved through fd: regular files by inode, inet sockets by peer.
  * n < 0 (a failed call): socket errors go to the peer, write errors to the
  * file; EAGAIN and EINTR are not failures. msgs: messages moved (sockets);
- * uaddr/indirect: the address argument, for unconnected sockets. */
+ * uaddr/indirect: the address argument, for unconnected sockets; buf: the
+ * (first) buffer, buflen of its bytes moved, 0 when not known. */
 static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, __u64 msgs,
-					 __u64 uaddr, bool indirect)
+					 __u64 uaddr, bool indirect, __u64 buf, __u64 buflen)
 {
 	struct file *f;
 	struct file_key k;
@@ -154,10 +175,16 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 		struct sock *sk = file_sock(f);
 
 		if (sk) {
-			peer_bytes(sk, n, out, now, msgs, uaddr, indirect);
+			struct peer_key pk;
+			bool have = peer_bytes(sk, n, out, now, msgs, uaddr, indirect, &pk);
+
 			if (n > 0) {
 				req_bytes(sk, n, out, now);
-				conn_bytes(sk, n, out);
+				conn_bytes(sk, n, out, have ? &pk : NULL, buf, buflen);
+				/* a DNS answer names the addresses it gives */
+				if (have && !out && pk.port == 53 && pk.proto == IPPROTO_UDP)
+					names_payload(&pk, (__u64)sk, buf, buflen,
+						      PAYLOAD_DNS_ANSWER);
 			}
 		}
 		return;
@@ -338,9 +365,22 @@ static __always_inline void on_accept(long fd, __u32 tgid, __u64 now)
 	bpf_map_update_elem(&reqs, &key, &r, BPF_ANY);
 }
 
+/* The first iovec of vec: its base into *buf, and n capped at its length. */
+static __always_inline void first_iov(__u64 vec, long n, __u64 *buf, __u64 *len)
+{
+	struct {
+		__u64 base, len;
+	} iov = {};
+
+	if (!vec || bpf_probe_read_user(&iov, sizeof(iov), (void *)vec))
+		return;
+	*buf = iov.base;
+	*len = n < 0 ? 0 : (__u64)n < iov.len ? (__u64)n : iov.len;
+}
+
 SYS_HANDLER(sx_bytes)
 {
-	__u64 msgs = 1, uaddr = 0;
+	__u64 msgs = 1, uaddr = 0, buf = 0, buflen = 0;
 	bool out = false, indirect = false;
 	long nr, n;
 
@@ -354,6 +394,8 @@ SYS_HANDLER(sx_bytes)
 		/* fallthrough */
 	case __NR_recvfrom:
 		uaddr = c->in.a1;
+		buf = c->in.a2;
+		buflen = n > 0 ? n : 0;
 		break;
 	case __NR_sendmsg:
 		out = true;
@@ -361,6 +403,13 @@ SYS_HANDLER(sx_bytes)
 	case __NR_recvmsg:
 		uaddr = c->in.a1;
 		indirect = true;
+		/* struct msghdr: msg_iov at 16 */
+		if (n > 0 && c->in.a1) {
+			__u64 vec = 0;
+
+			bpf_probe_read_user(&vec, sizeof(vec), (void *)(c->in.a1 + 16));
+			first_iov(vec, n, &buf, &buflen);
+		}
 		break;
 	case __NR_sendmmsg:
 		out = true;
@@ -377,13 +426,19 @@ SYS_HANDLER(sx_bytes)
 		break;
 	case __NR_write:
 	case __NR_pwrite64:
+		out = true;
+		buf = c->in.a1;
+		buflen = n > 0 ? n : 0;
+		break;
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
 		out = true;
+		if (n > 0)
+			first_iov(c->in.a1, n, &buf, &buflen);
 		break;
 	}
-	fd_bytes_msg(c->in.a0, n, out, c->now, msgs, uaddr, indirect);
+	fd_bytes_msg(c->in.a0, n, out, c->now, msgs, uaddr, indirect, buf, buflen);
 	return 0;
 }
 
@@ -503,6 +558,10 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 			c->bytes_out = p->bytes_out;
 			c->ended_by = newstate;
 			c->pad = 0;
+			c->reply_max = p->reply_max;
+			c->writes = p->writes;
+			if (p->writes >= 2 && p->bytes_in - p->in_at_out > c->reply_max)
+				c->reply_max = p->bytes_in - p->in_at_out;
 			ev_submit_urgent(c);
 		}
 		bpf_map_delete_elem(&conns, &key);

@@ -158,7 +158,8 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 	 * recvmsg) or the mmsghdr vector (sendmmsg, recvmmsg) */
 	case __NR_sendto:
 	case __NR_recvfrom:
-		return set_args(in, P1(regs), P5(regs), 0, 0);
+		/* a2: the buffer (names.bpf.c reads a DNS answer from it) */
+		return set_args(in, P1(regs), P5(regs), P2(regs), 0);
 	case __NR_sendmsg:
 	case __NR_recvmsg:
 	case __NR_sendmmsg:
@@ -179,7 +180,8 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-		return set_args(in, P1(regs), 0, 0, 0);
+		/* a1: the buffer or iovec (names.bpf.c: a TLS hello) */
+		return set_args(in, P1(regs), P2(regs), 0, 0);
 	case __NR_mmap: {
 		long fd = P5(regs);
 

@@ -45,6 +45,8 @@ enum trace_event_type {
 	EV_SYMLINK,  /* struct tl_path2_event: old = link target (as written), new = link path */
 	EV_REQUEST,  /* struct tl_req_event: a connection accepted on a listened port ended */
 	EV_CONN_END, /* struct tl_conn_event: an established outbound TCP connection ended */
+	EV_NAME,     /* struct tl_name_event: a getaddrinfo call of the tree returned */
+	EV_PAYLOAD,  /* struct tl_payload_event: the first bytes of a TLS hello or DNS answer */
 };
 
 /* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
@@ -186,8 +188,14 @@ struct tl_conn_event {
 	__u64 bytes_out;
 	__u32 ended_by; /* the new TCP state: TL_TCP_FIN_WAIT1, TL_TCP_LAST_ACK, TL_TCP_CLOSE */
 	__u32 pad;
+	/* the most bytes read after one write of the tree and before its next
+	 * (or the end), from its second write on: the largest answer to one
+	 * request (a TLS handshake's flight, read before the second write, is
+	 * not one; TLS 1.3 session tickets are read with the first answer) */
+	__u64 reply_max;
+	__u64 writes; /* the tree's writes on it */
 };
-_Static_assert(sizeof(struct tl_conn_event) == 56, "tl_conn_event layout changed");
+_Static_assert(sizeof(struct tl_conn_event) == 72, "tl_conn_event layout changed");
 TL_HEAD_ASSERT(tl_conn_event);
 
 /* EV_IMPORT_START / EV_IMPORT_DONE: a Python module import began or ended
@@ -203,6 +211,52 @@ struct tl_import_event {
 };
 _Static_assert(sizeof(struct tl_import_event) == 160, "tl_import_event layout changed");
 TL_HEAD_ASSERT(tl_import_event);
+
+/* EV_NAME: getaddrinfo(node, ...) in thread tid returned ret (0, or an
+ * EAI_* code); the first TRACE_NAME_ADDRS addresses of its result list (in
+ * list order, repeats included: one per socket type asked for). */
+#define TRACE_HOST_MAX	 128
+#define TRACE_NAME_ADDRS 8
+struct tl_name_addr {
+	__u16 family; /* AF_INET / AF_INET6; 0: unused */
+	__u16 pad;
+	__u8 addr[16]; /* v4 in the first 4 bytes */
+};
+struct tl_name_event {
+	TL_HEAD; /* dur_ns: the call's */
+	__u32 tid;
+	__s32 ret;
+	__u32 n_addrs; /* addresses in the result list (may exceed TRACE_NAME_ADDRS) */
+	__u32 pad;
+	struct tl_name_addr addrs[TRACE_NAME_ADDRS];
+	char name[TRACE_HOST_MAX];
+};
+_Static_assert(sizeof(struct tl_name_event) == 328, "tl_name_event layout changed");
+TL_HEAD_ASSERT(tl_name_event);
+
+/* EV_PAYLOAD: a bounded copy of the first bytes of a message that names a
+ * peer: the first write on an outbound TCP connection when it starts like a
+ * TLS handshake record (the ClientHello, whose server_name is plaintext), or
+ * a datagram received from port 53 (a DNS answer). Parsed in user space
+ * (launcher/peers.c). */
+#define TRACE_PAYLOAD_MAX 512
+enum trace_payload_kind {
+	PAYLOAD_TLS_HELLO = 1,
+	PAYLOAD_DNS_ANSWER,
+};
+struct tl_payload_event {
+	TL_HEAD;
+	__u32 tid;
+	__u32 kind;    /* enum trace_payload_kind */
+	__u32 len;     /* bytes moved by the call (data holds min(len, TRACE_PAYLOAD_MAX)) */
+	__u16 family;  /* the peer: the server written to, the name server answering */
+	__u16 port;    /* host order */
+	__u8 addr[16]; /* v4 in the first 4 bytes */
+	__u64 cookie;  /* struct sock *, as in EV_CONNECT */
+	char data[TRACE_PAYLOAD_MAX];
+};
+_Static_assert(sizeof(struct tl_payload_event) == 576, "tl_payload_event layout changed");
+TL_HEAD_ASSERT(tl_payload_event);
 
 /* inflight map (key: tid): a syscall of the tree between enter and exit */
 struct inflight {
@@ -225,8 +279,11 @@ struct conn_val {
 	__u32 closed; /* it ended in CLOSE */
 	__u64 done_ns;
 	__u64 bytes_in, bytes_out; /* once established */
+	__u64 in_at_out;	   /* bytes_in when the tree last wrote to it */
+	__u64 writes;		   /* writes (send calls) once established */
+	__u64 reply_max;	   /* see tl_conn_event */
 };
-_Static_assert(sizeof(struct conn_val) == 56, "conn_val layout changed");
+_Static_assert(sizeof(struct conn_val) == 80, "conn_val layout changed");
 
 /* paths map: one entry per path string as the process passed it; a relative
  * path also by the directory it was relative to (cwd or dirfd) */
@@ -355,7 +412,14 @@ struct peer_val {
 	__u64 sends;  /* messages (sendmmsg counts each) */
 	__u64 errors; /* failed send/recv (not EAGAIN/EINTR): ECONNREFUSED on UDP... */
 	__s32 err;    /* the last one */
-	__u32 pad;
+	__u32 flags;  /* enum trace_peer_flag */
+};
+
+/* peers map: the value's flags */
+enum trace_peer_flag {
+	/* the socket was accepted on a port the tree listens on: the peer is a
+	 * client of the service, not a peer it contacted */
+	PEER_INBOUND = 1u,
 };
 _Static_assert(sizeof(struct peer_val) == 64, "peer_val layout changed");
 

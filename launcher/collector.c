@@ -56,6 +56,7 @@ void collector_free(struct collector *c)
 	json_decref(c->requests);
 	paths_dirs_free(&c->dirs);
 	free(c->path2);
+	peers_free(&c->names);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -313,6 +314,8 @@ static void on_conn_end(struct collector *t, const struct tl_conn_event *e)
 	json_object_set_new(c, "closed_ms", ms_json(b));
 	json_object_set_new(c, "open_ms", ms_json(b - a));
 	json_object_set_new(c, "ended_by", json_string(by));
+	json_object_set_new(c, "reply_max", json_integer((json_int_t)e->reply_max));
+	json_object_set_new(c, "writes", json_integer((json_int_t)e->writes));
 }
 
 static void on_request(struct collector *t, const struct tl_req_event *e)
@@ -365,6 +368,23 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	if (headed && (h->type == EV_IMPORT_START || h->type == EV_IMPORT_DONE)) {
 		if (size >= sizeof(struct tl_import_event))
 			on_import(t, data);
+		return 0;
+	}
+	if (headed && h->type == EV_NAME) {
+		if (size >= sizeof(struct tl_name_event))
+			peers_on_name(&t->names, data, clock_ns_to_ms(h->ts_ns));
+		return 0;
+	}
+	if (headed && h->type == EV_PAYLOAD) {
+		const struct tl_payload_event *pe = data;
+		json_t *c;
+
+		if (size < sizeof(*pe))
+			return 0;
+		peers_on_payload(&t->names, pe, clock_ns_to_ms(h->ts_ns));
+		/* a TLS connection: its first bytes read answer the hello */
+		if (pe->kind == PAYLOAD_TLS_HELLO && (c = collector_connect(t, pe->cookie)))
+			json_object_set_new(c, "tls", json_true());
 		return 0;
 	}
 	if (headed && h->type == EV_CONN_END) {

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "paths.h"
+#include "peers.h"
 #include "trace.h"
 
 struct trace_bpf;
@@ -47,6 +48,7 @@ struct collector {
 	struct tl_path2_event *path2; /* renames and symlinks, as received */
 	size_t n_path2, cap_path2;
 	json_t *requests;
+	struct peer_names names; /* host names of peers (peers.c) */
 	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
 	unsigned long long req_after_window;
 };

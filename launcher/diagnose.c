@@ -29,6 +29,7 @@ static const struct {
 	enum diag_check check;
 	const struct diag_rule *rows;
 } groups[] = {
+    {DIAG_DOWNLOAD, diag_net_rules},
     {DIAG_DOWNLOAD, diag_download_rules},
     {DIAG_DOWNLOAD, diag_http_rules},
     {DIAG_IO, diag_io_rules},

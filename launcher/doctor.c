@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hostprobe.h"
+#include "peers.h"
 #include "procfs.h"
 #include "tracer.h"
 
@@ -29,6 +30,15 @@ static void line(const char *status, const char *what, const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	putchar('\n');
+}
+
+/* [env] NAME, else the launcher's own environment (which the service inherits) */
+static const char *doctor_env(const struct config *c, const char *name)
+{
+	for (size_t i = 0; c && i < c->n_env; i++)
+		if (!strcmp(c->env[i].name, name))
+			return c->env[i].value;
+	return getenv(name);
 }
 
 static void check_kernel(void)
@@ -268,6 +278,8 @@ int doctor_run(const struct config *c)
 	check_port(c);
 	check_writable(c, "log file", "[log] file", c->log_file, "FAIL");
 	check_writable(c, "timeline", "[trace] timeline", c->timeline, "WARN");
+	/* names only warn: an offline machine with every model cached is fine */
+	peers_doctor_resolve(stdout, doctor_env(c, "HF_ENDPOINT"), 2000);
 	printf("%s\n", fails ? "some checks failed: see the fixes above" : "all checks passed");
 	return fails ? 1 : 0;
 }

@@ -223,21 +223,48 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			esc(mp->errno_name ?: ""), esc(mp->path));
 	}
 
-	for (i = 0; i < v->n_network; i++)
-		key[i] = tl_or0(v->network[i].connect_ms);
-	n = top_n(key, v->n_network, top, 5);
-	if (n)
-		fprintf(out, "  network peers:\n");
-	for (i = 0; i < n; i++) {
-		const struct tl_peer *p = &v->network[top[i]];
+	/* the peers the service contacted, by name; its own clients apart */
+	{
+		size_t clients = 0;
+		double cin = 0, cout = 0;
 
-		fmt_size(a, sizeof(a), tl_or0(p->bytes_in));
-		fmt_size(b, sizeof(b), tl_or0(p->bytes_out));
-		fmt_ms(c, sizeof(c), tl_or0(p->connect_ms));
-		fprintf(out,
-			"    %-24s %lld connects, %lld failed%s%s, %s in, %s out, %s connecting\n",
-			esc(p->peer), count_ll(p->connects), count_ll(p->failures),
-			p->errno_name ? " " : "", esc(p->errno_name ?: ""), a, b, c);
+		for (i = 0; i < v->n_network; i++) {
+			const struct tl_peer *p = &v->network[i];
+
+			/* a client ranks last: never listed among the peers */
+			key[i] = p->inbound ? -1
+					    : tl_or0(p->bytes_in) + tl_or0(p->bytes_out) +
+						  tl_or0(p->connect_ms);
+			if (p->inbound) {
+				clients++;
+				cin += tl_or0(p->bytes_in);
+				cout += tl_or0(p->bytes_out);
+			}
+		}
+		n = top_n(key, v->n_network, top, 6);
+		while (n && v->network[top[n - 1]].inbound)
+			n--;
+		if (n)
+			fprintf(out, "  network peers:\n");
+		for (i = 0; i < n; i++) {
+			const struct tl_peer *p = &v->network[top[i]];
+
+			fmt_size(a, sizeof(a), tl_or0(p->bytes_in));
+			fmt_size(b, sizeof(b), tl_or0(p->bytes_out));
+			fmt_ms(c, sizeof(c), tl_or0(p->connect_ms));
+			fprintf(out,
+				"    %-30s %-10s %lld connects, %lld failed%s%s, %s in, %s out, %s "
+				"connecting\n",
+				esc(p->label), esc(p->role ?: ""), count_ll(p->connects),
+				count_ll(p->failures), p->errno_name ? " " : "",
+				esc(p->errno_name ?: ""), a, b, c);
+		}
+		if (clients) {
+			fmt_size(a, sizeof(a), cin);
+			fmt_size(b, sizeof(b), cout);
+			fprintf(out, "  clients of the service: %zu peer%s, %s in, %s out\n",
+				clients, clients == 1 ? "" : "s", a, b);
+		}
 	}
 
 	if (v->n_downloads) {

@@ -1,6 +1,7 @@
 /* timeline_view: the decoders of timeline_view.h, one per section, over
  * the model's tree. The only reader of section keys for renderers and
  * compare; the missing-field rule lives in num(), str() and flag(). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,15 @@ static int decode_downloads(const json_t *root, struct tl_view *v)
 	return 0;
 }
 
+/* "host:port" for a named peer, else its address */
+static void peer_label(struct tl_peer *p)
+{
+	if (p->host && tl_has(p->port) && fabs(p->port) < 1e6)
+		snprintf(p->label, sizeof(p->label), "%s:%lld", p->host, (long long)p->port);
+	else
+		snprintf(p->label, sizeof(p->label), "%s", p->peer ? p->peer : "");
+}
+
 static int decode_network(const json_t *root, struct tl_view *v)
 {
 	const json_t *arr = json_object_get(root, "network"), *e;
@@ -147,7 +157,14 @@ static int decode_network(const json_t *root, struct tl_view *v)
 		    .bytes_in = num(e, "bytes_in"),
 		    .bytes_out = num(e, "bytes_out"),
 		    .connect_ms = num(e, "connect_ms"),
+		    .host = str(e, "host"),
+		    .role = str(e, "role"),
+		    .port = num(e, "port"),
+		    .inbound =
+			flag(e, "inbound") || (str(e, "role") && !strcmp(str(e, "role"), "client")),
 		};
+	for (i = 0; i < v->n_network; i++)
+		peer_label(&out[i]);
 	v->network = out;
 	return 0;
 }

@@ -53,6 +53,11 @@ struct tl_download {
 struct tl_peer {
 	const char *peer, *errno_name;
 	double connects, failures, bytes_in, bytes_out, connect_ms;
+	const char *host; /* the name the service used for it (NULL: none seen) */
+	char label[300];  /* "host:port" when host is known, else peer ("" for none) */
+	const char *role; /* hub, cas, modelscope, mirror, dns, client, other; NULL: older */
+	double port;
+	bool inbound; /* a client of the service, not a peer it contacted */
 };
 
 struct tl_request {

@@ -8,10 +8,12 @@
  * untraced. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,7 @@ enum probe_kind {
 	PROBE_SECTION, /* bpf_program__attach: raw_tp/tp_btf/tp by section name */
 	PROBE_PERF,    /* software perf events (attach_per_cpu, attach_fault_tick) */
 	PROBE_USDT,    /* Python's USDT probes, per interpreter binary */
+	PROBE_UPROBE,  /* a libc function (attach_names) */
 };
 
 static const struct probe {
@@ -73,6 +76,8 @@ static const struct probe {
     {"inet_sock_set_state", PROBE_SECTION, false, true, NULL},
     {"py_import_start", PROBE_USDT, false, false, NULL},
     {"py_import_done", PROBE_USDT, false, false, NULL},
+    {"gai_enter", PROBE_UPROBE, false, false, "getaddrinfo"}, /* one name for the pair */
+    {"gai_exit", PROBE_UPROBE, false, false, NULL},
 };
 
 static const struct probe *probe_of(const char *program)
@@ -90,9 +95,10 @@ static enum probe_kind probe_kind(const struct bpf_program *prog)
 
 	if (p)
 		return p->kind;
-	return !strncmp(sec, "usdt", 4)	    ? PROBE_USDT
-	       : !strcmp(sec, "perf_event") ? PROBE_PERF
-					    : PROBE_SECTION;
+	return !strncmp(sec, "uprobe", 6) || !strncmp(sec, "uretprobe", 9) ? PROBE_UPROBE
+	       : !strncmp(sec, "usdt", 4)				   ? PROBE_USDT
+	       : !strcmp(sec, "perf_event")				   ? PROBE_PERF
+									   : PROBE_SECTION;
 }
 
 static int verbose_level;
@@ -270,6 +276,42 @@ static void release_uprobes(struct tracer *t)
 }
 
 /* ---- start ---- */
+
+/* getaddrinfo in the libc the service runs with: the launcher's own (the
+ * ld.so cache's libc.so.6, which a dynamically linked interpreter loads
+ * too); a uprobe is per inode, so every traced process that calls it is
+ * seen. Host names of peers (names.bpf.c); without it, the TLS server name
+ * and DNS answers still name most peers. */
+static void attach_names(struct tracer *t)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "getaddrinfo");
+	char libc[PATH_MAX];
+	struct bpf_link *le, *lx;
+	Dl_info di;
+	int err;
+
+	if (!dladdr((void *)getaddrinfo, &di) || !di.dli_fname || !realpath(di.dli_fname, libc)) {
+		fallback(t, "getaddrinfo", "libc not found; peer names from TLS and DNS only");
+		return;
+	}
+	le = bpf_program__attach_uprobe_opts(t->skel->progs.gai_enter, -1, libc, 0, &uo);
+	err = le ? 0 : errno;
+	uo.retprobe = true;
+	lx = le ? bpf_program__attach_uprobe_opts(t->skel->progs.gai_exit, -1, libc, 0, &uo) : NULL;
+	if (!lx) {
+		err = err ? err : errno;
+		bpf_link__destroy(le);
+		fallback(t, "getaddrinfo",
+			 "failed to attach a uprobe to %s: %s; peer names from TLS "
+			 "and DNS only",
+			 libc, strerror(err));
+		return;
+	}
+	add_link(&t->ulinks, &t->n_ulinks, le);
+	add_link(&t->ulinks, &t->n_ulinks, lx);
+	t->st.names = true;
+	probe_add(t, "getaddrinfo");
+}
 
 /* prog on a new software perf event attr of pid (-1: all) on cpu (-1:
  * any): the link, kept with the tracer's, or NULL with errno set. */
@@ -513,6 +555,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
 		       "major_fault", "page-faults-maj");
 	attach_fault_tick(t, (pid_t)o->root_pid);
+	attach_names(t);
 	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
 		struct bpf_link *ls, *ld;
@@ -644,6 +687,12 @@ static void lighten(struct tracer *t)
 		}
 		/* only what is attached: not a probe that fell back */
 		usdt = probe_kind(prog) == PROBE_USDT;
+		/* the getaddrinfo pair stays, listed once (attach_names) */
+		if (probe_kind(prog) == PROBE_UPROBE) {
+			if (p && p->light && t->st.names)
+				strv_add(&t->st.kept, &t->st.n_kept, p->light);
+			continue;
+		}
 		if (drop && linked)
 			strv_add(&t->st.detached, &t->st.n_detached, bpf_program__name(prog));
 		else if (!drop && (linked || (usdt && t->st.usdt))) {

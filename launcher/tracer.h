@@ -38,6 +38,7 @@ struct tracer_status {
 	struct tracer_fallback *fallbacks;
 	size_t n_fallbacks;
 	bool usdt;	   /* python import probes attached */
+	bool names;	   /* the getaddrinfo uprobes attached (peer names) */
 	char tracefs[160]; /* "present", "mounted" or "unavailable: why" */
 	bool light;	   /* lightened (the requests window ended) */
 	double light_ms;

@@ -26,6 +26,8 @@ Faults (each server also takes its knobs at run time through /_control):
   --down NAME          no server: connections are refused
   --unreachable NAME   SYNs dropped: a connect times out (a full accept queue)
   --no-xet             the hub does not advertise Xet (plain resolve downloads)
+  --mirror-xet         hf-mirror.com passes the hub's Xet answers on (X-Xet-Cas-Url:
+                       the CAS): Xet downloads then go around the mirror (xet-core #470)
 """
 import argparse
 import datetime
@@ -158,7 +160,7 @@ def start_dns(table, log_path):
 
 
 # -- the servers -----------------------------------------------------------------------
-def start_servers(d, models, knobs, down, unreachable, xet):
+def start_servers(d, models, knobs, down, unreachable, xet, mirror_xet=False):
     procs, holds = [], []
     for name, (addr, hosts, role) in SERVERS.items():
         if name in down:
@@ -184,7 +186,7 @@ def start_servers(d, models, knobs, down, unreachable, xet):
                 "--role", role, "--public-url", f"https://{hosts[0]}",
                 "--tls-cert", os.path.join(d, f"{name}.pem"),
                 "--tls-key", os.path.join(d, f"{name}.key")]
-        if name == "hub" and xet:
+        if (name == "hub" and xet) or (name == "mirror" and mirror_xet):
             argv += ["--cas-url", "https://cas-bridge.xethub.hf.co"]
         if name == "cas":
             argv += ["--transfer-url", "https://transfer.xethub.hf.co"]
@@ -236,7 +238,7 @@ def inner(args):
             sys.exit(f"world: --knobs {k!r}: unknown server {name!r} (one of {', '.join(SERVERS)})")
         knobs[name] = json.loads(js)
     procs, holds = start_servers(d, args.models, knobs, set(args.down), set(args.unreachable),
-                                 not args.no_xet)
+                                 not args.no_xet, args.mirror_xet)
     env = dict(os.environ, SIM_WORLD=d, SSL_CERT_FILE=bundle, REQUESTS_CA_BUNDLE=bundle,
                CURL_CA_BUNDLE=bundle, NODE_EXTRA_CA_CERTS=os.path.join(d, "ca.pem"))
     env.pop("SIM_WORLD_INNER", None)
@@ -273,6 +275,7 @@ def main():
     ap.add_argument("--down", action="append", default=[], choices=list(SERVERS))
     ap.add_argument("--unreachable", action="append", default=[], choices=list(SERVERS))
     ap.add_argument("--no-xet", action="store_true")
+    ap.add_argument("--mirror-xet", action="store_true")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if args.cmd[:1] == ["--"]:
@@ -301,6 +304,8 @@ def main():
         argv += ["--unreachable", n]
     if args.no_xet:
         argv.append("--no-xet")
+    if args.mirror_xet:
+        argv.append("--mirror-xet")
     argv += ["--", *args.cmd]
     env = dict(os.environ, SIM_WORLD_INNER="1")
     try:

@@ -168,6 +168,8 @@ def test_light_probes_after_requests_window(work):
     assert {"block_rq_issue", "block_rq_complete", "inet_sock_set_state"} <= set(light["detached"])
     assert {"page_fault_user", "sched_process_exit", "fault_tick",
             "sched_switch (fault counts only)"} <= set(light["kept"])
+    # the getaddrinfo uprobes (peer names) stay, listed once
+    assert light["kept"].count("getaddrinfo") == ("getaddrinfo" in tl["tracing"]["probes"])
     # faults are still counted to the end: exactly the kernel's, per exited process
     mem = tl["memory"]
     assert len(mem["per_process"]) == 2

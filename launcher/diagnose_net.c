@@ -1,0 +1,649 @@
+/* diagnose_net: the network rules of --check-download (docs/diagnose.md):
+ * name resolution, a download server that cannot be reached (only peers
+ * whose role is hub, cas, modelscope or mirror: timeline_net.c gives each
+ * peer its role), IndexTTS2's reachability probe that sent it to ModelScope,
+ * a Xet transfer that hangs, a mirror in HF_ENDPOINT that Xet goes around,
+ * and ModelScope or hf-mirror downloads that fail. Peers are named by host
+ * when the trace saw the name. Rows at the end; the engine is diagnose.c. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose_rules.h"
+#include "hfcache.h"
+#include "util.h"
+
+/* Thresholds (docs/diagnose.md explains each). */
+#define DROP_MIN_GAP_MS 500.0
+#define XET_IDLE_MS	5000.0 /* a CAS peer silent this long with a download unfinished */
+#define SLOW_PEER_BPS	(256.0 * 1024.0) /* ModelScope/hf-mirror below this: slow */
+#define SLOW_PEER_MS	5000.0		 /* ... over at least this long */
+/* A TLS 1.3 server sends session tickets unasked, read with the first
+ * answer (two of ~256 bytes from OpenSSL): a TLS connection whose largest
+ * reply to one request is no more than this got no answer. */
+#define TLS_UNASKED_MAX 640.0
+
+/* ---- peers: roles and names ---- */
+
+/* The peer a download server: hub, cas, modelscope, mirror. A timeline
+ * older than roles (no role) counts every peer, as it did. */
+static bool server_role(const char *role)
+{
+	return !role || !strcmp(role, "hub") || !strcmp(role, "cas") ||
+	       !strcmp(role, "modelscope") || !strcmp(role, "mirror");
+}
+
+static bool role_is(const json_t *net, const char *role)
+{
+	const char *r = jstr(net, "role");
+
+	return r && !strcmp(r, role);
+}
+
+/* "host:port" when the trace saw the peer's name, else its address */
+static const char *peer_label(const json_t *net, const char *peer, char *buf, size_t len)
+{
+	const char *host = jstr(net, "host");
+
+	if (!host || !json_is_integer(json_object_get(net, "port")))
+		return peer;
+	snprintf(buf, len, "%s:%lld", host,
+		 (long long)json_integer_value(json_object_get(net, "port")));
+	return buf;
+}
+
+/* Bytes the peers of one role received from (in) the service's side. */
+static double role_bytes_in(const struct diag_ctx *c, const char *role)
+{
+	const json_t *e;
+	size_t i;
+	double in = 0;
+
+	json_array_foreach (json_object_get(c->root, "network"), i, e)
+		if (role_is(e, role))
+			in += jnum(e, "bytes_in");
+	return in;
+}
+
+/* Every needed file came from the cache: nothing downloaded, snapshots read. */
+static bool all_cached(struct diag_ctx *c)
+{
+	json_t *f;
+	size_t i;
+	int snaps = 0;
+
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		const char *p = jstr(f, "path");
+
+		if (!p)
+			continue;
+		if (json_array_size(c->dls))
+			return false;
+		if (hf_in_snapshots(p) && json_integer_value(json_object_get(f, "opens")) > 0)
+			snaps++;
+	}
+	return snaps > 0 && c->ready >= 0;
+}
+
+/* [env] NAME of the run (as recorded), or NULL */
+static const char *run_env(const struct diag_ctx *c, const char *name)
+{
+	const json_t *vars = json_object_get(
+	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "env"),
+	    "vars");
+
+	return jstr(vars, name);
+}
+
+/* A connect that failed: refused, timed out, unreachable (a connect the
+ * caller gave up on, closed while the handshake waited, is one too). */
+static bool connect_failed(const json_t *e)
+{
+	json_int_t ret = json_integer_value(json_object_get(e, "ret"));
+	const char *res = jstr(e, "result");
+
+	if (res && !strcmp(res, "closed-by-caller"))
+		return true;
+	return ret < 0 && ret != -EINPROGRESS;
+}
+
+static const char *connect_error(const json_t *e)
+{
+	json_int_t ret = json_integer_value(json_object_get(e, "ret"));
+	const char *n = ret < 0 ? strerrorname_np((int)-ret) : NULL;
+
+	if (!n && jstr(e, "result") && !strcmp(jstr(e, "result"), "closed-by-caller"))
+		return "ETIMEDOUT"; /* the caller's timeout ran out first */
+	return n ? n : "?";
+}
+
+/* ---- IndexTTS2's reachability probe ---- */
+
+/* need_proxy() (INDEXTTS2.md): a bare connect to huggingface.co:443 and
+ * modelscope.cn:443, closed at once, 0 bytes, by design; a hub probe that
+ * failed while ModelScope then carried the downloads is the switch. true
+ * when that happened (report: as a finding of the running rule);
+ * hub-unreachable leaves the hub to it. */
+static bool hub_probe_failed(struct diag_ctx *c, json_t *net_by_peer, bool report)
+{
+	const json_t *e, *net;
+	size_t i;
+	int fails = 0;
+	const char *peer = NULL, *err = NULL;
+	double ms_in = role_bytes_in(c, "modelscope"), wait = 0;
+	char buf[300];
+
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
+		net = json_object_get(net_by_peer, jstr(e, "peer") ?: "");
+		if (!role_is(net, "hub"))
+			continue;
+		if (!connect_failed(e))
+			return false; /* the hub was reached */
+		fails++;
+		peer = jstr(e, "peer");
+		err = connect_error(e);
+		wait += jnum(e, "ms_to_result") > 0 ? jnum(e, "ms_to_result") : jnum(e, "dur_ms");
+	}
+	if (!fails || ms_in <= 0 || run_env(c, "USE_MODELSCOPE"))
+		return false;
+	if (!report)
+		return true;
+	net = json_object_get(net_by_peer, peer);
+	peer_label(net, peer, buf, sizeof(buf));
+	diag_add(c, DIAG_WARNING, "hub unreachable: switched to ModelScope",
+		 json_pack("{s:s, s:s?, s:i, s:s, s:f, s:f}", "peer", peer, "host",
+			   jstr(net, "host"), "attempts", fails, "error", err, "wait_ms",
+			   diag_round3(wait), "modelscope_bytes_in", ms_in),
+		 wait / 1000,
+		 "if huggingface.co is blocked here for good, set USE_MODELSCOPE=true ([env] "
+		 "USE_MODELSCOPE = true in tts-launch.ini): IndexTTS2 then skips the 3 s probe; "
+		 "else make it reachable (firewall, proxy: HTTPS_PROXY)",
+		 "%s unreachable (%s): IndexTTS2 switched to ModelScope; USE_MODELSCOPE=true skips "
+		 "the 3 s probe",
+		 jstr(net, "host") ?: buf, err);
+	return true;
+}
+
+static void rule_hub_probe(struct diag_ctx *c)
+{
+	json_t *net_by_peer = json_index(json_object_get(c->root, "network"), "peer", true);
+
+	hub_probe_failed(c, net_by_peer, true);
+	json_decref(net_by_peer);
+}
+
+/* ---- hub-unreachable ---- */
+
+/* The peer answered: a TLS connection to it (the hello seen) replied more
+ * than TLS_UNASKED_MAX to one request (its handshake is no answer), or a
+ * plain one sent a byte; a timeline without per-connection replies (older,
+ * or only failed connects): any byte from the peer. TLS connections that
+ * asked nothing (handshake, close) are counted in *asked_nothing and
+ * judged neither way; a peer with only those is not unreachable. */
+static bool peer_answered(const struct diag_ctx *c, const char *peer, const json_t *net,
+			  int *asked_nothing)
+{
+	const json_t *e;
+	size_t i;
+	bool known = false;
+
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
+		const json_t *r = json_object_get(e, "reply_max");
+		bool tls = json_is_true(json_object_get(e, "tls"));
+
+		if (!jstr(e, "peer") || strcmp(jstr(e, "peer"), peer) || !json_is_number(r))
+			continue;
+		/* a TLS handshake and no request (hello, finished): asked nothing */
+		if (tls && json_is_number(json_object_get(e, "writes")) && jnum(e, "writes") <= 2) {
+			*asked_nothing += 1;
+			continue;
+		}
+		known = true;
+		if (tls ? json_number_value(r) > TLS_UNASKED_MAX : jnum(e, "bytes_in") > 0)
+			return true;
+	}
+	return !known && (*asked_nothing > 0 || jnum(net, "bytes_in") > 0);
+}
+
+static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight);
+static int unfinished(const struct diag_ctx *c, double *idle);
+
+static void rule_hub_unreachable(struct diag_ctx *c)
+{
+	/* built once, not per peer: linear on any input */
+	json_t *peers = json_object(), *e, *g;
+	json_t *net_by_peer = json_index(json_object_get(c->root, "network"), "peer", true);
+	bool cached = all_cached(c), switched = hub_probe_failed(c, net_by_peer, false);
+	const char *peer, *off = run_env(c, "HF_HUB_DISABLE_XET");
+	bool xet = !(off && strcmp(off, "0") && strcasecmp(off, "false"));
+	double idle;
+	/* a download was under way (a file being written, or resumed): its
+	 * GET waits HF_HUB_DOWNLOAD_TIMEOUT, not the metadata's ETag timeout */
+	bool downloading = json_array_size(c->dls) > 0 || unfinished(c, &idle) > 0;
+	size_t i;
+
+	/* connection attempts by peer (TCP/UDP over IP, not DNS), download
+	 * servers only: an analytics host or a discard port is not the hub */
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
+		int port = (int)json_integer_value(json_object_get(e, "port"));
+		int fam = (int)json_integer_value(json_object_get(e, "family"));
+		const char *p = jstr(e, "peer");
+		json_t *net;
+
+		if (!p || port == 0 || port == 53 || fam == 1)
+			continue;
+		net = json_object_get(net_by_peer, p);
+		if (!server_role(jstr(net, "role")) || (switched && role_is(net, "hub")))
+			continue;
+		g = json_object_get(peers, p);
+		if (!g) {
+			g = json_pack("{s:[], s:[], s:i}", "starts", "errors", "connected", 0);
+			json_object_set_new(peers, p, g);
+		}
+		json_array_append_new(json_object_get(g, "starts"), json_real(jnum(e, "start_ms")));
+		if (connect_failed(e))
+			json_array_append_new(json_object_get(g, "errors"),
+					      json_string(connect_error(e)));
+		else if (json_integer_value(json_object_get(e, "ret")) == 0 ||
+			 (jstr(e, "result") && !strcmp(jstr(e, "result"), "connected")))
+			json_object_set_new(
+			    g, "connected",
+			    json_integer(json_integer_value(json_object_get(g, "connected")) + 1));
+	}
+	json_object_foreach (peers, peer, g) {
+		json_t *net, *starts = json_object_get(g, "starts");
+		size_t cnt = json_array_size(starts),
+		       nerr = json_array_size(json_object_get(g, "errors"));
+		double in = 0, out = 0, lost = -1, median = 0, *gaps;
+		const char *how, *why, *role, *name;
+		bool how_tls = false;
+		bool hub = c->ep_peer[0] && !strcmp(peer, c->ep_peer);
+		char fix[1024], label[400], lost_txt[64] = "", nb[300];
+		int sev;
+
+		net = json_object_get(net_by_peer, peer);
+		in = jnum(net, "bytes_in");
+		out = jnum(net, "bytes_out");
+		role = jstr(net, "role");
+		name = peer_label(net, peer, nb, sizeof(nb));
+		{
+			int asked_nothing = 0;
+
+			if (peer_answered(c, peer, net, &asked_nothing))
+				continue;
+		}
+		{
+			double idle;
+			int inflight;
+
+			if (net && xet_stalled(c, net, &idle, &inflight))
+				continue; /* a Xet hang: xet-stalled says it */
+		}
+		/* every connect succeeded and nothing was sent: a reachability
+		 * probe (connect, close), by design, not a failure */
+		if (!nerr && out <= 0 && json_integer_value(json_object_get(g, "connected")) > 0)
+			continue;
+		/* its only bytes: TLS handshakes */
+		if (in > 0 && !nerr)
+			how_tls = true;
+
+		/* each attempt waits until the next one starts: the gaps are the
+		 * time lost; the last attempt's wait is taken as the median */
+		gaps = calloc(cnt ? cnt : 1, sizeof(*gaps));
+		if (!gaps)
+			continue;
+		for (size_t k = 1; k < cnt; k++)
+			gaps[k - 1] = json_real_value(json_array_get(starts, k)) -
+				      json_real_value(json_array_get(starts, k - 1));
+		if (cnt >= 2) {
+			double sum = 0;
+
+			for (size_t k = 0; k + 1 < cnt; k++)
+				sum += gaps[k];
+			qsort(gaps, cnt - 1, sizeof(*gaps), diag_cmp_double);
+			median = gaps[(cnt - 1) / 2];
+			lost = (sum + median) / 1000;
+		} else if (cnt == 1 && c->ready < 0) {
+			lost = (c->end - json_real_value(json_array_get(starts, 0))) / 1000;
+		}
+		free(gaps);
+
+		if (nerr) {
+			how = json_string_value(json_array_get(json_object_get(g, "errors"), 0));
+			why = "connect failed";
+		} else if (out <= 0) {
+			how = "no connection";
+			why = "no connection was established (refused or unreachable)";
+		} else if (median >= DROP_MIN_GAP_MS || cnt == 1) {
+			how = "silently dropped";
+			why = how_tls
+				  ? "the TLS handshake completed, requests were sent and no answer "
+				    "came back: each one waited for its timeout"
+				  : "requests were sent but nothing came back: each one waited for "
+				    "its "
+				    "timeout";
+		} else {
+			how = "reset";
+			why = "requests were sent and the connection was closed without an answer";
+		}
+		snprintf(label, sizeof(label), "%s%s%s%s", hub ? "the model hub " : "", name,
+			 hub ? " (HF_ENDPOINT=" : "", hub ? c->endpoint : "");
+		if (hub)
+			strcat(label, ")");
+		if (cached)
+			snprintf(
+			    fix, sizeof(fix),
+			    "every file the service needed was already in the cache: start with "
+			    "HF_HUB_OFFLINE=1 ([env] HF_HUB_OFFLINE = 1 in tts-launch.ini) so it "
+			    "does not ask the hub; or set HF_ENDPOINT to a reachable mirror");
+		else if (role && !strcmp(role, "cas") && xet)
+			snprintf(fix, sizeof(fix),
+				 "make %s reachable (firewall, proxy: HTTPS_PROXY); Xet transfers "
+				 "have no timeout: HF_HUB_DISABLE_XET=1 downloads over plain HTTP "
+				 "from the hub instead",
+				 name);
+		else if (role && !strcmp(role, "modelscope"))
+			snprintf(fix, sizeof(fix),
+				 "make %s reachable (firewall, proxy: HTTPS_PROXY), or set "
+				 "USE_MODELSCOPE=false so IndexTTS2 downloads from huggingface.co",
+				 name);
+		else
+			snprintf(
+			    fix, sizeof(fix),
+			    "make %s reachable (firewall, proxy: HTTPS_PROXY), or set HF_ENDPOINT "
+			    "to a reachable mirror; with every model already downloaded, "
+			    "HF_HUB_OFFLINE=1 skips the hub; %s",
+			    name,
+			    downloading
+				? "a download (a resumed one too) waits "
+				  "HF_HUB_DOWNLOAD_TIMEOUT for each answer: a lower one fails "
+				  "sooner"
+				: "a lower HF_HUB_ETAG_TIMEOUT shortens each wait");
+		if (lost >= 0)
+			snprintf(lost_txt, sizeof(lost_txt), "; about %.1f s lost", lost);
+		sev = c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING;
+		diag_add(
+		    c, sev, "model hub unreachable",
+		    json_pack("{s:s, s:s?, s:s?, s:b, s:s?, s:i, s:s, s:O, s:f, s:f, s:f, s:b}",
+			      "peer", peer, "host", jstr(net, "host"), "role", role, "hub", hub,
+			      "endpoint", c->endpoint, "attempts", (int)cnt, "outcome", how,
+			      "errors", json_object_get(g, "errors"), "bytes_out", out, "bytes_in",
+			      in, "seconds_per_attempt", diag_round3(median / 1000), "all_cached",
+			      cached),
+		    lost, fix, "%s: %zu connection attempt%s, %s (%s)%s", label, cnt,
+		    cnt == 1 ? "" : "s", how, why, lost_txt);
+	}
+	json_decref(peers);
+	json_decref(net_by_peer);
+}
+
+/* ---- name resolution ---- */
+
+/* The endpoint's host is a name (not an IPv4/IPv6 literal). */
+static bool endpoint_is_name(const struct diag_ctx *c, char *host, size_t len)
+{
+	const char *colon = strrchr(c->ep_peer, ':');
+	size_t n = colon ? (size_t)(colon - c->ep_peer) : strlen(c->ep_peer);
+
+	snprintf(host, len, "%.*s", (int)n, c->ep_peer);
+	return *host && host[0] != '[' && strspn(host, "0123456789.") != strlen(host);
+}
+
+static void rule_dns(struct diag_ctx *c)
+{
+	json_t *e, *servers = json_array(), *seen = json_object(); /* seen: a set, linear */
+	size_t i;
+	int queries = 0, fails = 0, ep_port = 0, ep_connects = 0;
+	double a = -1, b = -1;
+	char host[300];
+	bool name = c->ep_peer[0] && endpoint_is_name(c, host, sizeof(host));
+
+	if (name)
+		ep_port = atoi(strrchr(c->ep_peer, ':') + 1);
+	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
+		json_int_t ret = json_integer_value(json_object_get(e, "ret"));
+		int port = (int)json_integer_value(json_object_get(e, "port"));
+		int fam = (int)json_integer_value(json_object_get(e, "family"));
+		if (port == ep_port && fam != 1)
+			ep_connects++;
+		if (port != 53)
+			continue;
+		queries++;
+		if (ret < 0 && ret != -EINPROGRESS)
+			fails++;
+		if (a < 0)
+			a = jnum(e, "start_ms");
+		b = jnum(e, "start_ms");
+		if (!jstr(e, "peer"))
+			continue; /* a hand-edited or foreign timeline */
+		if (!json_object_get(seen, jstr(e, "peer"))) {
+			json_object_set_new(seen, jstr(e, "peer"), json_true());
+			json_array_append_new(servers, json_pack("s", jstr(e, "peer")));
+		}
+	}
+	json_decref(seen);
+	/* a name server that cannot be reached, or a hub name that was looked
+	 * up and never connected to: the look-up failed */
+	if (!fails && !(name && queries && !ep_connects)) {
+		json_decref(servers);
+		return;
+	}
+	diag_add(c, c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING, "name resolution failed",
+		 json_pack("{s:o, s:i, s:i, s:f, s:f, s:s?, s:s?}", "servers", servers, "queries",
+			   queries, "failed_connects", fails, "first_ms", a, "last_ms", b,
+			   "endpoint", c->endpoint, "host", name ? host : NULL),
+		 b > a ? (b - a) / 1000 : -1,
+		 "check the resolver (/etc/resolv.conf, the container's DNS settings) and the "
+		 "name in HF_ENDPOINT; put the hub's address in /etc/hosts or use an address in "
+		 "HF_ENDPOINT; with every model cached, HF_HUB_OFFLINE=1 needs no look-up",
+		 "%s%s%s: %d DNS quer%s to %s%s, no connection to the hub followed",
+		 name ? "the hub's name " : "", name ? host : "name server",
+		 name ? " could not be resolved" : " unreachable", queries,
+		 queries == 1 ? "y" : "ies", json_string_value(json_array_get(servers, 0)) ?: "?",
+		 fails ? " failed" : "");
+}
+
+/* ---- Xet ---- */
+
+/* Open connections to peer at the end (established, never closed). */
+static int open_connects(const struct diag_ctx *c, const char *peer)
+{
+	const json_t *e;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach (json_object_get(c->root, "connects"), i, e)
+		if (jstr(e, "peer") && !strcmp(jstr(e, "peer"), peer) &&
+		    json_integer_value(json_object_get(e, "ret")) == 0 && jstr(e, "result") &&
+		    !strcmp(jstr(e, "result"), "connected") &&
+		    !json_is_number(json_object_get(e, "closed_ms")))
+			n++;
+	return n;
+}
+
+/* Downloads unfinished at the end (*.incomplete opened, never renamed),
+ * and how long since the last of them moved. */
+static int unfinished(const struct diag_ctx *c, double *idle)
+{
+	const json_t *f;
+	size_t i;
+	int n = 0;
+	double last = -1;
+
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		const char *path = jstr(f, "path");
+
+		if (!path || *path != '/' || !str_ends_with(path, ".incomplete") ||
+		    jnum(f, "opens") <= 0 || diagnose_download_done(c->root, path))
+			continue;
+		n++;
+		if (jnum(f, "last_ms") > last)
+			last = jnum(f, "last_ms");
+	}
+	*idle = n ? c->end - last : 0;
+	return n;
+}
+
+/* A CAS peer the service sent requests to, Xet not switched off, and its
+ * downloads unfinished with nothing written for XET_IDLE_MS at the end:
+ * xet-core has no read timeout, so nothing ends the wait (its retries of
+ * other ranges keep the connections busy, the files do not move). */
+static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight)
+{
+	const char *off = run_env(c, "HF_HUB_DISABLE_XET");
+
+	*inflight = unfinished(c, idle);
+	if (!role_is(net, "cas") || (off && strcmp(off, "0") && strcasecmp(off, "false")))
+		return false;
+	return jnum(net, "bytes_out") > 0 && *inflight > 0 && *idle >= XET_IDLE_MS;
+}
+
+static void rule_xet_stalled(struct diag_ctx *c)
+{
+	const json_t *net;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "network"), i, net) {
+		const char *peer = jstr(net, "peer");
+		char buf[300];
+		double idle;
+		int inflight, open;
+
+		if (!peer || !xet_stalled(c, net, &idle, &inflight))
+			continue;
+		open = open_connects(c, peer);
+		diag_add(
+		    c, c->ready < 0 ? DIAG_ERROR : DIAG_WARNING, "Xet transfer stalled",
+		    json_pack("{s:s, s:s?, s:f, s:i, s:i, s:f, s:f}", "peer", peer, "host",
+			      jstr(net, "host"), "idle_s", diag_round3(idle / 1000),
+			      "downloads_in_flight", inflight, "open_connections", open, "bytes_in",
+			      jnum(net, "bytes_in"), "bytes_out", jnum(net, "bytes_out")),
+		    idle / 1000,
+		    "set HF_HUB_DISABLE_XET=1 ([env] HF_HUB_DISABLE_XET = 1 in tts-launch.ini): "
+		    "huggingface_hub then downloads over plain HTTP, which times out "
+		    "(HF_HUB_DOWNLOAD_TIMEOUT) and resumes",
+		    "Xet transfer from %s stalled: no download moved for %.1f s, %d download%s "
+		    "unfinished%s; Xet has no read timeout, so no timeout will end it",
+		    peer_label(net, peer, buf, sizeof(buf)), idle / 1000, inflight,
+		    inflight == 1 ? "" : "s", open ? ", its connections still open" : "");
+	}
+}
+
+/* HF_ENDPOINT names a mirror, yet Xet bytes came from the hub's CAS: Xet
+ * asks the CAS the hub's answer names (xet-core #470), not the mirror. */
+static void rule_mirror_bypassed(struct diag_ctx *c)
+{
+	const json_t *net, *cas = NULL;
+	char host[300];
+	const char *h, *e;
+	double in = 0;
+	size_t i;
+
+	const char *off = run_env(c, "HF_HUB_DISABLE_XET");
+
+	/* without Xet, CAS bytes are the hub's or mirror's own redirects */
+	if (!c->endpoint || (off && strcmp(off, "0") && strcasecmp(off, "false")))
+		return;
+	h = strstr(c->endpoint, "://");
+	h = h ? h + 3 : c->endpoint;
+	e = h + strcspn(h, ":/");
+	snprintf(host, sizeof(host), "%.*s", (int)(e - h), h);
+	if (!*host || !strcasecmp(host, "huggingface.co"))
+		return;
+	json_array_foreach (json_object_get(c->root, "network"), i, net) {
+		int asked_nothing = 0;
+
+		/* bytes of an answer, not of a TLS handshake */
+		if (role_is(net, "cas") && jstr(net, "peer") &&
+		    peer_answered(c, jstr(net, "peer"), net, &asked_nothing) &&
+		    jnum(net, "bytes_in") > 0) {
+			in += jnum(net, "bytes_in");
+			if (!cas || jnum(net, "bytes_in") > jnum(cas, "bytes_in"))
+				cas = net;
+		}
+	}
+	if (!cas)
+		return;
+	{
+		char buf[300];
+		const char *label = peer_label(cas, jstr(cas, "peer") ?: "?", buf, sizeof(buf));
+
+		diag_add(
+		    c, DIAG_WARNING, "mirror bypassed by Xet",
+		    json_pack("{s:s, s:s, s:s?, s:f}", "endpoint", c->endpoint, "cas_peer",
+			      jstr(cas, "peer") ?: "?", "cas_host", jstr(cas, "host"),
+			      "cas_bytes_in", in),
+		    -1,
+		    "set HF_HUB_DISABLE_XET=1 ([env] HF_HUB_DISABLE_XET = 1) so every download "
+		    "goes through the mirror; or let the machine reach the CAS hosts "
+		    "(*.xethub.hf.co)",
+		    "HF_ENDPOINT=%s is a mirror, but %.1f MiB of Xet downloads came from %s: Xet "
+		    "fetches from the CAS the hub names, not through the mirror",
+		    c->endpoint, in / 1048576.0, label);
+	}
+}
+
+/* ---- ModelScope and hf-mirror ---- */
+
+/* The fallbacks IndexTTS2 downloads from: failing (the start failed after
+ * their answers, no download of theirs finished) or slow. */
+static void rule_fallback_download(struct diag_ctx *c)
+{
+	const json_t *net;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "network"), i, net) {
+		const char *peer = jstr(net, "peer"), *role = jstr(net, "role");
+		double in = jnum(net, "bytes_in"),
+		       span = jnum(net, "last_ms") - jnum(net, "first_ms");
+		bool ms = role_is(net, "modelscope");
+		char buf[300];
+		const char *label;
+
+		if (!peer || !(ms || role_is(net, "mirror")) || in <= 0)
+			continue;
+		label = peer_label(net, peer, buf, sizeof(buf));
+		if (c->failed) {
+			diag_add(
+			    c, DIAG_ERROR,
+			    ms ? "ModelScope download failed" : "mirror download failed",
+			    json_pack("{s:s, s:s?, s:s, s:f, s:f, s:f}", "peer", peer, "host",
+				      jstr(net, "host"), "role", role, "bytes_in", in, "connects",
+				      jnum(net, "connects"), "span_ms", span),
+			    -1,
+			    ms ? "see the service's log for the ModelScope error; set "
+				 "USE_MODELSCOPE=false to download from huggingface.co, or retry "
+				 "later (ModelScope resumes from ._____temp/)"
+			       : "see the service's log for the HTTP error; the mirror is a "
+				 "fallback: make huggingface.co or modelscope.cn reachable, or "
+				 "retry later",
+			    "the start failed after downloads from %s (%s, %.1f KiB over %lld "
+			    "connections): %s answered, but not with the files",
+			    label, role, in / 1024, (long long)jnum(net, "connects"), label);
+			continue;
+		}
+		if (span >= SLOW_PEER_MS && in / (span / 1000) < SLOW_PEER_BPS)
+			diag_add(c, DIAG_WARNING,
+				 ms ? "ModelScope download slow" : "mirror download slow",
+				 json_pack("{s:s, s:s?, s:s, s:f, s:f}", "peer", peer, "host",
+					   jstr(net, "host"), "role", role, "bytes_in", in,
+					   "span_ms", span),
+				 span / 1000,
+				 "a closer or faster source: USE_MODELSCOPE=false (huggingface.co) "
+				 "or HF_ENDPOINT to a mirror near you",
+				 "downloads from %s were slow: %.1f KiB/s over %.1f s", label,
+				 in / 1024 / (span / 1000), span / 1000);
+	}
+}
+
+const struct diag_rule diag_net_rules[] = {
+    {"dns-failure", rule_dns},
+    {"hub-probe-failed", rule_hub_probe},
+    {"hub-unreachable", rule_hub_unreachable},
+    {"xet-stalled", rule_xet_stalled},
+    {"mirror-bypassed", rule_mirror_bypassed},
+    {"fallback-download", rule_fallback_download},
+    {NULL, NULL},
+};
