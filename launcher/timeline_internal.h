@@ -2,9 +2,7 @@
  * that still build or patch the tree directly until they move to typed
  * sections: tracer.c (the trace sections), diagnose.c (findings, cache_fs),
  * mlock.c (memory.mlock), supervise.c (progress, the findings said so far),
- * timeline_view.c (the decoders themselves), and two renderers that copy
- * raw member values into their output: render_html.c (a mistyped member is
- * shown as its JSON) and render_perfetto.c (args). Renderers, compare and
+ * timeline_view.c (the decoders themselves). Renderers, compare and
  * rules compiled in the Makefile's NO_JANSSON list cannot include this. */
 #ifndef TTS_TIMELINE_INTERNAL_H
 #define TTS_TIMELINE_INTERNAL_H

@@ -61,7 +61,7 @@ static int decode_phases(const json_t *root, struct tl_view *v)
 		return -1;
 	json_array_foreach (arr, i, e)
 		out[i] = (struct tl_phase){str(e, "name"), num(e, "start_ms"), num(e, "end_ms"),
-					   num(e, "dur_ms")};
+					   num(e, "dur_ms"), str(e, "source")};
 	v->phases = out;
 	return 0;
 }
@@ -166,9 +166,20 @@ static int decode_requests(const json_t *root, struct tl_view *v)
 		    .end_ms = num(e, "end_ms"),
 		    .dur_ms = num(e, "dur_ms"),
 		    .latency_ms = num(e, "latency_ms"),
+		    .close_ms = num(e, "close_ms"),
 		    .faults = num(e, "faults"),
 		    .page_faults = num(e, "page_faults"),
 		    .major_faults = num(e, "major_faults"),
+		    .model_faults = num(e, "model_faults"),
+		    .model_major_faults = num(e, "model_major_faults"),
+		    .bytes_out = num(e, "bytes_out"),
+		    .bytes_in = num(e, "bytes_in"),
+		    .writes = num(e, "writes"),
+		    .pid = num(e, "pid"),
+		    .tid = num(e, "tid"),
+		    .port = num(e, "port"),
+		    .method = str(e, "method"),
+		    .path = str(e, "path"),
 		};
 	v->requests = out;
 	v->has_requests = json_is_array(arr);
@@ -184,8 +195,8 @@ static int decode_findings(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_findings) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_finding){str(e, "id"), str(e, "severity"), str(e, "title"),
-					     str(e, "message"), str(e, "fix")};
+		out[i] = (struct tl_finding){str(e, "id"),	str(e, "severity"), str(e, "title"),
+					     str(e, "message"), str(e, "fix"),	    str(e, "rule")};
 	v->findings = out;
 	return 0;
 }
@@ -230,6 +241,11 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 		    .errno_name = str(e, "errno"),
 		    .ok = json_is_integer(r) && !json_integer_value(r),
 		    .failed = json_is_integer(r) && json_integer_value(r) < 0,
+		    .pid = num(e, "pid"),
+		    .len = num(e, "len"),
+		    .flags = num(e, "flags"),
+		    .result = num(e, "result"),
+		    .start_ms = num(e, "start_ms"),
 		    .dur_ms = num(e, "dur_ms"),
 		};
 	}
@@ -239,10 +255,19 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 
 static int decode_sched(const json_t *root, struct tl_view *v)
 {
-	const json_t *s = json_object_get(root, "sched");
+	const json_t *s = json_object_get(root, "sched"), *arr = json_object_get(s, "processes"),
+		     *e;
+	struct tl_sched_proc *out;
+	size_t i;
 
-	v->sched =
-	    (struct tl_sched){num(s, "io_wait_ms"), num(s, "sleep_ms"), num(s, "runqueue_ms")};
+	v->sched = (struct tl_sched){num(s, "io_wait_ms"), num(s, "sleep_ms"),
+				     num(s, "runqueue_ms"), NULL, 0};
+	if (LIST(arr, out, v->sched.n_processes) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_sched_proc){num(e, "pid"), num(e, "io_wait_ms"),
+						num(e, "sleep_ms"), num(e, "runqueue_ms")};
+	v->sched.processes = out;
 	return 0;
 }
 
@@ -255,17 +280,80 @@ static int decode_tracing(const json_t *root, struct tl_view *v)
 	return 0;
 }
 
-static int decode_process(const json_t *root, struct tl_view *v)
+/* a list of strings (NULL for an element that is not one) */
+static int words(const json_t *arr, const char *const **out, size_t *n)
 {
-	const json_t *cmd = json_object_get(json_object_get(root, "process"), "command"), *e;
-	const char **words;
+	const char **w;
+	const json_t *e;
 	size_t i;
 
-	if (LIST(cmd, words, v->process.n_command) < 0)
+	if (LIST(arr, w, *n) < 0)
 		return -1;
-	json_array_foreach (cmd, i, e)
-		words[i] = json_string_value(e);
-	v->process.command = words;
+	json_array_foreach (arr, i, e)
+		w[i] = json_string_value(e);
+	*out = w;
+	return 0;
+}
+
+static struct tl_exit exit_of(const json_t *x)
+{
+	return (struct tl_exit){json_is_object(x), num(x, "code"), num(x, "signal"), num(x, "ms")};
+}
+
+static int decode_process(const json_t *root, struct tl_view *v)
+{
+	const json_t *p = json_object_get(root, "process");
+
+	v->schema = str(root, "schema");
+	v->process.pid = num(p, "pid");
+	v->process.exit = exit_of(json_object_get(p, "exit"));
+	return words(json_object_get(p, "command"), &v->process.command, &v->process.n_command);
+}
+
+static int decode_procs(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "processes"), *e;
+	struct tl_proc *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_procs) < 0)
+		return -1;
+	v->procs = out;
+	json_array_foreach (arr, i, e) {
+		const json_t *argv = json_object_get(e, "argv");
+
+		out[i] = (struct tl_proc){
+		    .pid = num(e, "pid"),
+		    .ppid = num(e, "ppid"),
+		    .command = str(e, "command"),
+		    .has_argv = json_is_array(argv),
+		    .fork_ms = num(e, "fork_ms"),
+		    .exec_ms = num(e, "exec_ms"),
+		    .exit_ms = num(e, "exit_ms"),
+		    .exit = exit_of(json_object_get(e, "exit")),
+		};
+		if (words(argv, &out[i].argv, &out[i].n_argv) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_imports(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(json_object_get(root, "python"), "imports"), *e;
+	struct tl_import *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_imports) < 0)
+		return -1;
+	json_array_foreach (arr, i, e) {
+		const json_t *f = json_object_get(e, "found");
+
+		out[i] =
+		    (struct tl_import){str(e, "name"), num(e, "pid"), num(e, "start_ms"),
+				       num(e, "end_ms"), json_is_boolean(f) ? json_is_true(f) : -1};
+	}
+	v->imports = out;
 	return 0;
 }
 
@@ -281,7 +369,7 @@ static int decode_launcher(const json_t *root, struct tl_view *v)
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
     decode_marks,   decode_phases,   decode_files,    decode_missing, decode_downloads,
     decode_network, decode_requests, decode_findings, decode_memory,  decode_sched,
-    decode_tracing, decode_process,  decode_launcher,
+    decode_tracing, decode_process,  decode_launcher, decode_procs,   decode_imports,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
@@ -314,6 +402,11 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->memory.mlock_calls);
 	free((void *)v->memory.fault_rate.counts);
 	free((void *)v->process.command);
+	free((void *)v->sched.processes);
+	for (size_t i = 0; v->procs && i < v->n_procs; i++)
+		free((void *)v->procs[i].argv);
+	free((void *)v->procs);
+	free((void *)v->imports);
 	free(v);
 }
 

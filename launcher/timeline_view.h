@@ -29,6 +29,7 @@ struct tl_mark {
 struct tl_phase {
 	const char *name;
 	double start_ms, end_ms, dur_ms; /* dur_ms: only hand-made timelines have it */
+	const char *source;		 /* "launcher", "trace" */
 };
 
 struct tl_file {
@@ -56,15 +57,46 @@ struct tl_peer {
 };
 
 struct tl_request {
-	double start_ms, end_ms, dur_ms, latency_ms;
-	double faults, page_faults, major_faults;
+	double start_ms, end_ms, dur_ms, latency_ms, close_ms;
+	double faults, page_faults, major_faults, model_faults, model_major_faults;
+	double bytes_out, bytes_in, writes, pid, tid, port;
+	const char *method, *path; /* hand-made timelines only */
+};
+
+/* process.exit, processes[].exit: code or signal (TL_NONE: null) */
+struct tl_exit {
+	bool has; /* an object (null or absent: false) */
+	double code, signal, ms;
+};
+
+/* processes[]: each traced process */
+struct tl_proc {
+	double pid, ppid;
+	const char *command;
+	const char *const *argv; /* NULL for a word that is not a string */
+	size_t n_argv;
+	bool has_argv; /* argv is a list */
+	double fork_ms, exec_ms, exit_ms;
+	struct tl_exit exit;
+};
+
+/* python.imports[] */
+struct tl_import {
+	const char *name;
+	double pid, start_ms, end_ms;
+	int found; /* 1, 0, or -1 when not a flag */
+};
+
+/* sched.processes[] */
+struct tl_sched_proc {
+	double pid, io_wait_ms, sleep_ms, runqueue_ms;
 };
 
 struct tl_mlock_call {
 	const char *call, *errno_name;
 	bool ok;     /* result is the integer 0 */
 	bool failed; /* result is a negative integer */
-	double dur_ms;
+	double pid, len, flags, result, start_ms, dur_ms;
 };
 
 /* memory.fault_rate: page faults per bucket_ms from time 0 */
@@ -89,11 +121,15 @@ struct tl_memory {
 
 struct tl_sched {
 	double io_wait_ms, sleep_ms, runqueue_ms;
+	const struct tl_sched_proc *processes;
+	size_t n_processes;
 };
 
 struct tl_process {
 	const char *const *command; /* its words; NULL for one that is not a string */
 	size_t n_command;
+	double pid;
+	struct tl_exit exit;
 };
 
 struct tl_tracing {
@@ -104,10 +140,12 @@ struct tl_tracing {
 
 struct tl_finding {
 	const char *id, *severity, *title, *message, *fix;
+	const char *rule; /* hand-made timelines: the rule's name instead of id */
 };
 
 /* Every section a reader needs, decoded from one timeline. */
 struct tl_view {
+	const char *schema;	     /* the version string it was written with */
 	const struct tl_mark *marks; /* numeric marks, in the model's order */
 	size_t n_marks;
 	const struct tl_phase *phases;
@@ -129,6 +167,10 @@ struct tl_view {
 	struct tl_sched sched;
 	struct tl_tracing tracing;
 	struct tl_process process;
+	const struct tl_proc *procs; /* processes[] */
+	size_t n_procs;
+	const struct tl_import *imports; /* python.imports[] */
+	size_t n_imports;
 	const char *config_mlock_mode; /* launcher.config.mlock.mode */
 	const char *config_app_dir;    /* launcher.config.app.dir */
 };

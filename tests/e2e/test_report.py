@@ -517,3 +517,23 @@ def test_svg_labels_do_not_overlap(tmp_path, name):
     res = json.loads(m.group(1).replace("&lt;", "<").replace("&amp;", "&"))
     assert res["n"] > 10
     assert res["problems"] == []
+
+
+VIEWS = FIXTURES.parent / "views"
+
+
+@pytest.mark.parametrize("name,fmt", [("requests", "perfetto"), ("requests", "html"),
+                                      ("net", "perfetto"), ("net", "html")])
+def test_outputs_of_traced_timelines_are_byte_identical(name, fmt):
+    """Timelines a traced run wrote (tests/fixtures/views/NAME.json): the
+    Perfetto and HTML outputs are byte for byte those stored from the build
+    that rendered them from the raw JSON tree with jansson (issue 13: the
+    renderers moved onto the typed views and a JSON writer of their own)."""
+    r = subprocess.run([str(TTS), "report", str(VIEWS / ("%s.json" % name)), "--format", fmt],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (VIEWS / ("%s.%s" % (name, fmt))).read_bytes()
+
+
+def test_html_of_the_cold_fixture_is_byte_identical():
+    assert report(COLD, "html").stdout == (VIEWS / "cold.html").read_text()
