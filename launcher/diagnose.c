@@ -115,6 +115,7 @@ static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 
 	memset(c, 0, sizeof(*c));
 	c->root = root;
+	c->view = tl_view_decode(tl);
 	cfg = json_object_get(json_object_get(root, "launcher"), "config");
 	app = json_object_get(cfg, "app");
 	dir = jstr(app, "dir");
@@ -269,6 +270,10 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	if (!tl || !timeline_json(tl))
 		return DIAG_CLEAN;
 	ctx_init(&c, tl);
+	if (!c.view) {
+		json_decref(c.findings);
+		return DIAG_CLEAN; /* out of memory: nothing said rather than half */
+	}
 	diag_find_downloads(&c);
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		if (!(checks & groups[g].check))
@@ -279,6 +284,7 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	}
 	json_object_set_new(timeline_json(tl), "findings", c.findings);
 	json_decref(c.dls);
+	tl_view_free((struct tl_view *)c.view);
 	return level_of(c.findings);
 }
 

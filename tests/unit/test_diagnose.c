@@ -320,6 +320,35 @@ static void test_lazy_model_faults(void **state)
 	timeline_free(tl);
 }
 
+/* #16: a warm start's requests map model pages that are in memory already
+ * (minor faults, no time lost): no finding; one read back from disk (a
+ * major fault in a model file) is */
+static void test_lazy_model_faults_needs_major(void **state)
+{
+	struct timeline *tl = load("lazy-model-faults");
+	json_t *reqs = json_object_get(timeline_json(tl), "requests");
+	json_t *r0 = json_array_get(reqs, 0);
+
+	(void)state;
+	/* the demo's warm start: 149 model pages faulted, none from disk */
+	json_object_set_new(r0, "model_faults", json_integer(149));
+	json_object_set_new(r0, "model_major_faults", json_integer(0));
+	assert_int_equal(diagnose_run(tl, DIAG_MEMORY), DIAG_CLEAN);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "findings")), 0);
+	/* one of them read back from disk: the finding, with its count */
+	json_object_set_new(r0, "model_major_faults", json_integer(1));
+	assert_int_equal(diagnose_run(tl, DIAG_MEMORY), DIAG_WARNING);
+	{
+		json_t *f = json_array_get(json_object_get(timeline_json(tl), "findings"), 0);
+
+		assert_string_equal(json_string_value(json_object_get(f, "id")),
+				    "lazy-model-faults");
+		assert_float_equal(ev_num(f, "major_faults"), 1, 1e-9);
+		assert_float_equal(ev_num(f, "faults"), 149, 1e-9);
+	}
+	timeline_free(tl);
+}
+
 /* --check-* selects rules */
 static void test_checks_select(void **state)
 {
@@ -608,6 +637,7 @@ int main(void)
 	    cmocka_unit_test(test_wrong_cache),
 	    cmocka_unit_test(test_cache_not_persistent),
 	    cmocka_unit_test(test_lazy_model_faults),
+	    cmocka_unit_test(test_lazy_model_faults_needs_major),
 	    cmocka_unit_test(test_checks_select),
 	    cmocka_unit_test(test_rule_table_groups),
 	    cmocka_unit_test(test_cache_dirs),
