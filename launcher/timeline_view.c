@@ -100,8 +100,9 @@ static int decode_missing(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_missing) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_missing){str(e, "path"), str(e, "errno"), num(e, "attempts"),
-					     num(e, "first_ms"), num(e, "last_ms")};
+		out[i] =
+		    (struct tl_missing){str(e, "path"),	    str(e, "errno"),   num(e, "attempts"),
+					num(e, "first_ms"), num(e, "last_ms"), str(e, "class")};
 	v->missing = out;
 	return 0;
 }
@@ -147,8 +148,39 @@ static int decode_network(const json_t *root, struct tl_view *v)
 		    .bytes_in = num(e, "bytes_in"),
 		    .bytes_out = num(e, "bytes_out"),
 		    .connect_ms = num(e, "connect_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .dns = flag(e, "dns"),
 		};
 	v->network = out;
+	return 0;
+}
+
+static int decode_connects(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "connects"), *e;
+	struct tl_connect *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_connects) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_connect){str(e, "peer"), num(e, "port"), num(e, "pid"),
+					     num(e, "start_ms"), flag(e, "pending")};
+	v->connects = out;
+	return 0;
+}
+
+static int decode_locks(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "locks"), *e;
+	struct tl_lock *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_locks) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_lock){str(e, "path"), flag(e, "waiting"), num(e, "waiting_ms")};
+	v->locks = out;
 	return 0;
 }
 
@@ -367,14 +399,19 @@ static int decode_launcher(const json_t *root, struct tl_view *v)
 }
 
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
-    decode_marks,   decode_phases,   decode_files,    decode_missing, decode_downloads,
-    decode_network, decode_requests, decode_findings, decode_memory,  decode_sched,
-    decode_tracing, decode_process,  decode_launcher, decode_procs,   decode_imports,
+    decode_marks,    decode_phases,   decode_files,    decode_missing, decode_downloads,
+    decode_network,  decode_requests, decode_findings, decode_memory,  decode_sched,
+    decode_tracing,  decode_process,  decode_launcher, decode_procs,   decode_imports,
+    decode_connects, decode_locks,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
 {
-	const json_t *root = timeline_json(tl);
+	return tl_view_decode_tree(timeline_json(tl));
+}
+
+struct tl_view *tl_view_decode_tree(const json_t *root)
+{
 	struct tl_view *v = calloc(1, sizeof(*v));
 
 	if (!v)
@@ -397,6 +434,8 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->missing);
 	free((void *)v->downloads);
 	free((void *)v->network);
+	free((void *)v->connects);
+	free((void *)v->locks);
 	free((void *)v->requests);
 	free((void *)v->findings);
 	free((void *)v->memory.mlock_calls);

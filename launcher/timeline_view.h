@@ -41,6 +41,7 @@ struct tl_file {
 struct tl_missing {
 	const char *path, *errno_name;
 	double attempts, first_ms, last_ms;
+	const char *class; /* the path's file class */
 };
 
 struct tl_download {
@@ -54,6 +55,22 @@ struct tl_download {
 struct tl_peer {
 	const char *peer, *errno_name;
 	double connects, failures, bytes_in, bytes_out, connect_ms;
+	double last_ms;
+	bool dns; /* a name server */
+};
+
+/* connects[]: each connect(2) the tree made */
+struct tl_connect {
+	const char *peer;
+	double port, pid, start_ms;
+	bool pending; /* EINPROGRESS: its outcome is another record */
+};
+
+/* locks[]: the cache's lock files */
+struct tl_lock {
+	const char *path;
+	bool waiting; /* a blocking lock call still waiting */
+	double waiting_ms;
 };
 
 struct tl_request {
@@ -158,6 +175,10 @@ struct tl_view {
 	size_t n_downloads;
 	const struct tl_peer *network;
 	size_t n_network;
+	const struct tl_connect *connects;
+	size_t n_connects;
+	const struct tl_lock *locks;
+	size_t n_locks;
 	const struct tl_request *requests;
 	size_t n_requests;
 	bool has_requests; /* requests is a list (maybe empty) */

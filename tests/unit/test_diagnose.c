@@ -456,9 +456,32 @@ static json_t *model(const char *text)
 	return r;
 }
 
+/* stall_waiting_on over the views of root, with the download in flight
+ * and its name found as the live display finds them (progress.c) */
+static json_t *stall_of(const json_t *root, double since, double now)
+{
+	const json_t *fl;
+	char name[300];
+	struct stall_download dl = {0};
+	struct tl_view *v = tl_view_decode_tree(root);
+	json_t *w;
+
+	assert_non_null(v);
+	if (diagnose_downloads_in_flight(root, &fl) &&
+	    json_string_value(json_object_get(fl, "path"))) {
+		dl = (struct stall_download){json_string_value(json_object_get(fl, "path")),
+					     json_number_value(json_object_get(fl, "first_ms")),
+					     name};
+		progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
+	}
+	w = stall_waiting_on(v, NULL, dl.path ? &dl : NULL, since, now);
+	tl_view_free(v);
+	return w;
+}
+
 static json_t *waiting(const char *text, double since, double now, const char *kind)
 {
-	json_t *root = model(text), *w = stall_waiting_on(root, NULL, since, now), *hit = NULL, *x;
+	json_t *root = model(text), *w = stall_of(root, since, now), *hit = NULL, *x;
 	size_t i;
 
 	json_array_foreach (w, i, x)
@@ -497,7 +520,7 @@ static void test_stall_connect_completed(void **state)
 		  " \"start_ms\": 1000, \"ret\": -115, \"pending\": true},"
 		  " {\"peer\": \"?:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
 		  " \"ret\": 0, \"pending\": false}]}");
-	json_t *w = stall_waiting_on(root, NULL, 1000, 31000);
+	json_t *w = stall_of(root, 1000, 31000);
 
 	(void)state;
 	/* nothing else known: "unknown", never a connect that completed */
