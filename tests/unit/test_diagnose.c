@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "diagnose.h"
+#include "pipeline.h"
 #include "progress.h"
 #include "stall.h"
 #include "timeline.h"
@@ -261,7 +262,7 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 	json_object_del(timeline_json(tl), "cache_fs");
 
 	/* written: recorded with the file on disk */
-	diagnose_record_cache_fs(tl);
+	pipeline_record_cache_fs(tl);
 	diagnose_run(tl, DIAG_ALL);
 	before = json_deep_copy(json_object_get(timeline_json(tl), "findings"));
 	assert_int_equal(json_array_size(before), 1);
@@ -411,7 +412,7 @@ static void test_cache_dirs(void **state)
 	assert_string_equal(d[1].path, "/nonexistent/hf_home/hub");
 	assert_string_equal(d[2].path, "/nonexistent/app/checkpoints");
 	/* statfs of a cache not there yet: its nearest existing parent ("/") */
-	diagnose_record_cache_fs(tl);
+	pipeline_record_cache_fs(tl);
 	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "cache_fs")), 2);
 	assert_string_equal(
 	    json_string_value(json_object_get(
