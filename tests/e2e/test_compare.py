@@ -154,3 +154,26 @@ def test_mlock_verdict_probe_and_noise():
     # a start-up without the probe has none to leave out, and no such row
     r = compare(FIX / "before.json", FIX / "after.json")
     assert "readiness probes" not in r.stdout
+
+
+def test_compare_across_versions(tmp_path):
+    """issue 13: the format is versioned and older timelines still load: a
+    tts-launch.timeline/1 fixture compared with a timeline this build writes
+    (tts-launch.timeline/2), both ways, in text and JSON."""
+    new = tmp_path / "new.json"
+    r = subprocess.run([str(TTS), "run", "--set", "app.dir=%s" % tmp_path, "--set", "log.file=",
+                        "--set", "service.pidfile=", "--no-trace", "--timeline", str(new), "--",
+                        "/bin/true"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(new.read_text())["schema"] == "tts-launch.timeline/2"
+    old = FIX / "before.json"
+    assert json.loads(old.read_text())["schema"] == "tts-launch.timeline/1"
+    for a, b in ((old, new), (new, old)):
+        r = compare(a, b)
+        assert r.returncode == 0, r.stderr
+        c = json.loads(compare("--format", "json", a, b).stdout)
+        side = "before" if a == old else "after"
+        # the /1 side's figures are read as before the bump
+        assert c["startup_ms"][side] == 4000 and c["requests"]["p99_ms"][side] == 100
+        assert c["requests"]["count"][side] == 10
+        assert line(r.stdout, "start-up (ready / exit)" if a == old else "start-up (exit / ready)")
