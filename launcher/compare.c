@@ -56,11 +56,8 @@ double compare_percentile(const double *sorted, size_t n, double p)
 	return sorted[k - 1];
 }
 
-/* Duration of a phase entry: dur_ms, else end_ms - start_ms. */
-static double phase_dur(const struct tl_phase *p)
-{
-	return isfinite(p->dur_ms) ? p->dur_ms : p->end_ms - p->start_ms;
-}
+/* Duration of a phase entry: dur_ms (the view's: else end_ms - start_ms). */
+static double phase_dur(const struct tl_phase *p) { return p->dur_ms; }
 
 /* Phase names are unique in a timeline tts-launch wrote; a hand-made one may
  * repeat a name: the durations add. */
@@ -136,18 +133,9 @@ static int dbl_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Latency of a request: latency_ms, else dur_ms, else end_ms - start_ms (the
- * shapes the tracer wrote, or writes, for requests[]). */
-static double req_latency(const struct tl_request *r)
-{
-	double v = r->latency_ms;
-
-	if (!isfinite(v))
-		v = r->dur_ms;
-	if (!isfinite(v))
-		v = r->end_ms - r->start_ms;
-	return v;
-}
+/* Latency of a request: latency_ms (the view's: else dur_ms, else
+ * end_ms - start_ms, the shapes the tracer wrote, or writes). */
+static double req_latency(const struct tl_request *r) { return r->latency_ms; }
 
 struct mlock_side {
 	const char *mode, *status;
@@ -182,7 +170,7 @@ struct req_stats {
 };
 
 /* the mean of the finite values of one member over the requests kept */
-static double req_mean(const struct tl_view *tl, size_t off, size_t alt)
+static double req_mean(const struct tl_view *tl, size_t off)
 {
 	double sum = 0;
 	size_t n = 0;
@@ -191,8 +179,6 @@ static double req_mean(const struct tl_view *tl, size_t off, size_t alt)
 		const struct tl_request *r = &tl->requests[i];
 		double v = *(const double *)((const char *)r + off);
 
-		if (!isfinite(v) && alt)
-			v = *(const double *)((const char *)r + alt);
 		if (is_probe(r) || !isfinite(v))
 			continue;
 		sum += v;
@@ -232,10 +218,9 @@ static void req_stats(const struct tl_view *tl, struct req_stats *s)
 		s->p99 = compare_percentile(lat, nl, 99);
 		s->spread = s->p50 > 0 ? s->p99 / s->p50 : NAN;
 	}
-	s->faults = req_mean(tl, offsetof(struct tl_request, faults),
-			     offsetof(struct tl_request, page_faults));
-	s->major = req_mean(tl, offsetof(struct tl_request, major_faults), 0);
-	s->model = req_mean(tl, offsetof(struct tl_request, model_faults), 0);
+	s->faults = req_mean(tl, offsetof(struct tl_request, faults));
+	s->major = req_mean(tl, offsetof(struct tl_request, major_faults));
+	s->model = req_mean(tl, offsetof(struct tl_request, model_faults));
 	free(lat);
 }
 

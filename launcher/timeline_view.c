@@ -59,9 +59,13 @@ static int decode_phases(const json_t *root, struct tl_view *v)
 
 	if (LIST(arr, out, v->n_phases) < 0)
 		return -1;
-	json_array_foreach (arr, i, e)
+	json_array_foreach (arr, i, e) {
 		out[i] = (struct tl_phase){str(e, "name"), num(e, "start_ms"), num(e, "end_ms"),
 					   num(e, "dur_ms"), str(e, "source")};
+		/* the fallback lives here: a phase without dur_ms lasts end - start */
+		if (!tl_has(out[i].dur_ms))
+			out[i].dur_ms = out[i].end_ms - out[i].start_ms;
+	}
 	v->phases = out;
 	return 0;
 }
@@ -213,6 +217,20 @@ static int decode_requests(const json_t *root, struct tl_view *v)
 		    .method = str(e, "method"),
 		    .path = str(e, "path"),
 		};
+	/* the aliases resolved here, one way for every reader: latency_ms is
+	 * dur_ms (older name), else end - start; faults is page_faults */
+	for (i = 0; i < v->n_requests; i++) {
+		struct tl_request *r = &out[i];
+
+		if (!tl_has(r->latency_ms))
+			r->latency_ms = tl_has(r->dur_ms) ? r->dur_ms : r->end_ms - r->start_ms;
+		if (!tl_has(r->dur_ms))
+			r->dur_ms = r->latency_ms;
+		if (!tl_has(r->faults))
+			r->faults = r->page_faults;
+		if (!tl_has(r->page_faults))
+			r->page_faults = r->faults;
+	}
 	v->requests = out;
 	v->has_requests = json_is_array(arr);
 	return 0;

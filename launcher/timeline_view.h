@@ -5,7 +5,12 @@
  * One rule for a missing field: a number that is absent, null or not a
  * number reads as TL_NONE (NaN; tl_has() tells, tl_or0() gives 0), a string
  * as NULL, a flag as false, a list as empty. Strings are borrowed from the
- * model: valid while the timeline lives. */
+ * model: valid while the timeline lives.
+ *
+ * The view owns the fallbacks between names, so no reader repeats them
+ * (and the writer could drop its aliases): a phase's dur_ms is end - start
+ * when absent; a request's latency_ms and dur_ms are the same figure (the
+ * one present, else end - start), and so are faults and page_faults. */
 #ifndef TTS_TIMELINE_VIEW_H
 #define TTS_TIMELINE_VIEW_H
 
@@ -28,7 +33,7 @@ struct tl_mark {
 
 struct tl_phase {
 	const char *name;
-	double start_ms, end_ms, dur_ms; /* dur_ms: only hand-made timelines have it */
+	double start_ms, end_ms, dur_ms; /* dur_ms: else end - start */
 	const char *source;		 /* "launcher", "trace" */
 };
 

@@ -537,3 +537,18 @@ def test_outputs_of_traced_timelines_are_byte_identical(name, fmt):
 
 def test_html_of_the_cold_fixture_is_byte_identical():
     assert report(COLD, "html").stdout == (VIEWS / "cold.html").read_text()
+
+
+def test_the_view_resolves_the_older_names():
+    """The typed view owns the fallbacks between names (timeline_view.h):
+    cold.json's requests carry only the older dur_ms/page_faults, the
+    compare fixture's only latency_ms/faults, and every output reads the
+    same figures from either (the text summary read 0 ms and 0 faults from
+    the older names, /metrics 0 faults from the newer)."""
+    out = report(COLD, "text").stdout
+    assert "latency p50 180.2ms, p90 612.5ms, p99 612.5ms; per request 8589 faults" in out
+    prom = report(FIXTURES.parent / "compare" / "after.json", "prom").stdout
+    assert "indextts2_request_page_faults_total 4\n" in prom
+    evs = json.loads(report(COLD, "perfetto").stdout)["traceEvents"]
+    req = [e for e in evs if e.get("cat") == "request" and e["ph"] == "b"]
+    assert req and all(e["args"]["latency_ms"] == e["args"]["dur_ms"] for e in req)
