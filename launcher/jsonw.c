@@ -43,7 +43,7 @@ static void value_begin(struct jsonw *w)
 	newline(w, w->depth);
 }
 
-static void open(struct jsonw *w, char c)
+static void container_open(struct jsonw *w, char c)
 {
 	value_begin(w);
 	fputc(c, w->out);
@@ -52,7 +52,7 @@ static void open(struct jsonw *w, char c)
 	w->started[w->depth] = false;
 }
 
-static void close(struct jsonw *w, char c)
+static void container_close(struct jsonw *w, char c)
 {
 	if (w->started[w->depth])
 		newline(w, w->depth - 1);
@@ -61,10 +61,10 @@ static void close(struct jsonw *w, char c)
 		w->depth--;
 }
 
-void jw_obj(struct jsonw *w) { open(w, '{'); }
-void jw_obj_end(struct jsonw *w) { close(w, '}'); }
-void jw_arr(struct jsonw *w) { open(w, '['); }
-void jw_arr_end(struct jsonw *w) { close(w, ']'); }
+void jw_obj(struct jsonw *w) { container_open(w, '{'); }
+void jw_obj_end(struct jsonw *w) { container_close(w, '}'); }
+void jw_arr(struct jsonw *w) { container_open(w, '['); }
+void jw_arr_end(struct jsonw *w) { container_close(w, ']'); }
 
 static void string(FILE *out, const char *s)
 {
