@@ -238,5 +238,6 @@ clean:
 # (launcher/timeline_view.h). jansson's include guard defined, any json_t
 # use there fails to compile (issue 13). Add each renderer, rule file or
 # compare here once it is off the raw tree.
-NO_JANSSON := render render_prom render_svg render_text report peers
+NO_JANSSON := render render_html render_perfetto render_prom render_svg render_text report jsonw \
+              compare peers
 $(patsubst %,$(BUILD)/launcher/%.o,$(NO_JANSSON)): CFLAGS += -DJANSSON_H

@@ -1,6 +1,8 @@
 /* compare: two saved timelines side by side. Every figure is computed once,
- * into a JSON object (compare_build); the text table is rendered from it, so
- * `--format text` and `--format json` always agree.
+ * into a struct compare (compare_build), from the typed views of the two
+ * timelines; the text table and the JSON output (written with jsonw) are
+ * both rendered from it, so `--format text` and `--format json` always
+ * agree.
  *
  * A figure missing on one side (no ready mark, no requests, a phase that only
  * one start-up had) is null in JSON and "-" in the table; its difference and
@@ -13,40 +15,32 @@
 #include <string.h>
 
 #include "compare.h"
+#include "jsonw.h"
 #include "timeline.h"
 #include "timeline_view.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
 
-/* The model is read through its typed views (timeline_view.h: a wrong
- * type counts as missing); the comparison itself is built as JSON. */
+/* one figure on both sides (NAN: that side lacks it) */
+struct row {
+	double b, a;
+};
 
-/* integral values as JSON integers (counts stay 10, not 10.0) */
-static json_t *num_json(double v)
+static double row_diff(struct row r) { return isfinite(r.a) && isfinite(r.b) ? r.a - r.b : NAN; }
+
+static double row_ratio(struct row r)
 {
-	if (!isfinite(v))
-		return json_null();
-	if (v == floor(v) && fabs(v) < 9007199254740992.0)
-		return json_integer((json_int_t)v);
-	return json_real(v);
+	return isfinite(r.a) && isfinite(r.b) && r.b != 0 ? r.a / r.b : NAN;
 }
 
-static double val(const json_t *row, const char *key)
+bool compare_is_noise(double b, double a)
 {
-	const json_t *v = json_object_get(row, key);
-
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* {"before", "after", "diff", "ratio"} */
-static json_t *row(double b, double a)
-{
-	double diff = isfinite(a) && isfinite(b) ? a - b : NAN;
-	double ratio = isfinite(a) && isfinite(b) && b != 0 ? a / b : NAN;
-
-	return json_pack("{s:o, s:o, s:o, s:o}", "before", num_json(b), "after", num_json(a),
-			 "diff", num_json(diff), "ratio", num_json(ratio));
+	if (!isfinite(a) || !isfinite(b))
+		return false;
+	if (b < COMPARE_NOISE_FLOOR_MS && a < COMPARE_NOISE_FLOOR_MS)
+		return true;
+	return fabs(a - b) < fmax(COMPARE_NOISE_MIN_MS, COMPARE_NOISE_SHARE * fabs(b));
 }
 
 double compare_percentile(const double *sorted, size_t n, double p)
@@ -62,11 +56,8 @@ double compare_percentile(const double *sorted, size_t n, double p)
 	return sorted[k - 1];
 }
 
-/* Duration of a phase entry: dur_ms, else end_ms - start_ms. */
-static double phase_dur(const struct tl_phase *p)
-{
-	return isfinite(p->dur_ms) ? p->dur_ms : p->end_ms - p->start_ms;
-}
+/* Duration of a phase entry: dur_ms (the view's: else end_ms - start_ms). */
+static double phase_dur(const struct tl_phase *p) { return p->dur_ms; }
 
 /* Phase names are unique in a timeline tts-launch wrote; a hand-made one may
  * repeat a name: the durations add. */
@@ -121,37 +112,6 @@ static size_t phase_totals(const struct tl_view *v, int s, struct phase_total *t
 	return n;
 }
 
-/* One row per phase name: before's in before's order, then after's own. */
-static json_t *phases(const struct tl_view *before, const struct tl_view *after)
-{
-	size_t cap = before->n_phases + after->n_phases, nslot = 16;
-	struct phase_total *t = calloc(cap ? cap : 1, sizeof(*t));
-	json_t *out = json_array();
-	struct name_index x;
-	size_t n = 0;
-
-	while (nslot < cap * 2)
-		nslot *= 2;
-	x = (struct name_index){calloc(nslot, sizeof(size_t)), nslot};
-	if (!t || !out || !x.slot) {
-		free(t);
-		free(x.slot);
-		json_decref(out);
-		return NULL;
-	}
-	n = phase_totals(before, 0, t, n, &x);
-	n = phase_totals(after, 1, t, n, &x);
-	for (size_t k = 0; k < n; k++) {
-		json_t *r = row(t[k].total[0], t[k].total[1]);
-
-		json_object_set_new(r, "name", json_string(t[k].name));
-		json_array_append_new(out, r);
-	}
-	free(x.slot);
-	free(t);
-	return out;
-}
-
 /* Start-up: launch to the ready mark, else to the exit mark (a command that
  * never listened). *mark names which one. */
 static double startup(const struct tl_view *tl, const char **mark)
@@ -166,17 +126,6 @@ static double startup(const struct tl_view *tl, const char **mark)
 	return v;
 }
 
-static json_t *startup_row(const struct tl_view *before, const struct tl_view *after)
-{
-	const char *mb, *ma;
-	double b = startup(before, &mb), a = startup(after, &ma);
-	json_t *r = row(b, a);
-
-	json_object_set_new(r, "before_mark", mb ? json_string(mb) : json_null());
-	json_object_set_new(r, "after_mark", ma ? json_string(ma) : json_null());
-	return r;
-}
-
 static int dbl_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -184,43 +133,74 @@ static int dbl_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-struct req_stats {
-	double count, first, p50, p99, spread, faults, major;
+/* Latency of a request: latency_ms (the view's: else dur_ms, else
+ * end_ms - start_ms, the shapes the tracer wrote, or writes). */
+static double req_latency(const struct tl_request *r) { return r->latency_ms; }
+
+struct mlock_side {
+	const char *mode, *status;
+	double bytes_locked, calls;
 };
 
-/* Latency of a request: latency_ms, else dur_ms, else end_ms - start_ms (the
- * shapes the tracer wrote, or writes, for requests[]). */
-static double req_latency(const struct tl_request *r)
-{
-	double v = r->latency_ms;
+struct req_rows {
+	struct row count, probes, first, p50, p99, spread, faults, major, model;
+};
 
-	if (!isfinite(v))
-		v = r->dur_ms;
-	if (!isfinite(v))
-		v = r->end_ms - r->start_ms;
-	return v;
+struct compare {
+	struct tl_view *v[2]; /* before, after: the names below are borrowed from them */
+	const char *name[2];
+	struct phase_total *phases;
+	size_t n_phases;
+	struct row startup;
+	const char *mark[2];
+	struct row page_faults, major_faults;
+	struct req_rows rq;
+	struct mlock_side ml[2];
+	struct row bytes_locked;
+	char verdict[512];
+};
+
+/* A readiness probe: a connection that carried nothing in (a "does the
+ * port accept" check connects and closes). tts-launch itself sends none:
+ * it sees ready from the traced listen(2), or /proc/net/tcp untraced. */
+static bool is_probe(const struct tl_request *r) { return tl_has(r->bytes_in) && !r->bytes_in; }
+
+struct req_stats {
+	double count, probes, first, p50, p99, spread, faults, major, model;
+};
+
+/* the mean of the finite values of one member over the requests kept */
+static double req_mean(const struct tl_view *tl, size_t off)
+{
+	double sum = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < tl->n_requests; i++) {
+		const struct tl_request *r = &tl->requests[i];
+		double v = *(const double *)((const char *)r + off);
+
+		if (is_probe(r) || !isfinite(v))
+			continue;
+		sum += v;
+		n++;
+	}
+	return n ? sum / (double)n : NAN;
 }
 
 static void req_stats(const struct tl_view *tl, struct req_stats *s)
 {
-	size_t n = tl->n_requests, nl = 0, nf = 0, nm = 0;
+	size_t n = tl->n_requests, nl = 0, probes = 0;
 	double *lat = n ? calloc(n, sizeof(*lat)) : NULL, first_start = INFINITY;
-	double faults = 0, major = 0;
 
-	*s = (struct req_stats){.count = tl->has_requests ? (double)n : NAN,
-				.first = NAN,
-				.p50 = NAN,
-				.p99 = NAN,
-				.spread = NAN,
-				.faults = NAN,
-				.major = NAN};
+	*s = (struct req_stats){.first = NAN, .p50 = NAN, .p99 = NAN, .spread = NAN};
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_request *r = &tl->requests[i];
-		double l = req_latency(r), f = r->faults, m = r->major_faults;
-		double st = r->start_ms;
+		double l = req_latency(r), st = r->start_ms;
 
-		if (!isfinite(f))
-			f = r->page_faults;
+		if (is_probe(r)) {
+			probes++;
+			continue;
+		}
 		if (isfinite(l) && lat) {
 			lat[nl++] = l;
 			/* first request: the earliest start, else the first listed */
@@ -229,87 +209,229 @@ static void req_stats(const struct tl_view *tl, struct req_stats *s)
 				s->first = l;
 			}
 		}
-		if (isfinite(f))
-			faults += f, nf++;
-		if (isfinite(m))
-			major += m, nm++;
 	}
+	s->count = tl->has_requests ? (double)(n - probes) : NAN;
+	s->probes = tl->has_requests ? (double)probes : NAN;
 	if (nl) {
 		qsort(lat, nl, sizeof(*lat), dbl_cmp);
 		s->p50 = compare_percentile(lat, nl, 50);
 		s->p99 = compare_percentile(lat, nl, 99);
 		s->spread = s->p50 > 0 ? s->p99 / s->p50 : NAN;
 	}
-	if (nf)
-		s->faults = faults / (double)nf;
-	if (nm)
-		s->major = major / (double)nm;
+	s->faults = req_mean(tl, offsetof(struct tl_request, faults));
+	s->major = req_mean(tl, offsetof(struct tl_request, major_faults));
+	s->model = req_mean(tl, offsetof(struct tl_request, model_faults));
 	free(lat);
 }
 
-static json_t *requests(const struct tl_view *before, const struct tl_view *after)
+static void requests(struct compare *c)
 {
 	struct req_stats b, a;
 
-	req_stats(before, &b);
-	req_stats(after, &a);
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "count", row(b.count, a.count),
-			 "first_ms", row(b.first, a.first), "p50_ms", row(b.p50, a.p50), "p99_ms",
-			 row(b.p99, a.p99), "spread", row(b.spread, a.spread), "faults_per_request",
-			 row(b.faults, a.faults), "major_faults_per_request",
-			 row(b.major, a.major));
+	req_stats(c->v[0], &b);
+	req_stats(c->v[1], &a);
+	c->rq = (struct req_rows){
+	    {b.count, a.count},	  {b.probes, a.probes}, {b.first, a.first},
+	    {b.p50, a.p50},	  {b.p99, a.p99},	{b.spread, a.spread},
+	    {b.faults, a.faults}, {b.major, a.major},	{b.model, a.model},
+	};
 }
-
-static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 /* The shim's outcome (memory.mlock) and the traced calls (memory.mlock_calls).
  * Without the shim, the mode the launcher was configured with. */
-static json_t *mlock_side(const struct tl_view *tl)
+static struct mlock_side mlock_side(const struct tl_view *tl)
 {
 	const struct tl_memory *m = &tl->memory;
-	json_t *out;
+	struct mlock_side s = {m->mlock_mode, m->mlock_status, m->mlock_bytes_locked,
+			       m->has_mlock_calls ? (double)m->n_mlock_calls : NAN};
 
-	out = json_pack(
-	    "{s:o, s:o, s:o, s:o}", "mode", str_or_null(m->mlock_mode), "status",
-	    str_or_null(m->mlock_status), "bytes_locked", num_json(m->mlock_bytes_locked), "calls",
-	    m->has_mlock_calls ? json_integer((json_int_t)m->n_mlock_calls) : json_null());
-	if (!m->has_mlock) {
-		const char *mode = tl->config_mlock_mode;
-
-		if (mode) {
-			json_object_set_new(out, "mode", json_string(mode));
-			if (!strcmp(mode, "off"))
-				json_object_set_new(out, "status", json_string("off"));
-		}
+	if (!m->has_mlock && tl->config_mlock_mode) {
+		s.mode = tl->config_mlock_mode;
+		if (!strcmp(s.mode, "off"))
+			s.status = "off";
 	}
-	return out;
+	return s;
 }
 
-static json_t *compare_views(const struct tl_view *before, const struct tl_view *after,
-			     const char *before_name, const char *after_name)
+/* "with --mlock: request p99 50.9 -> 25.4 ms, model-file faults per request
+ * 499 -> 0": what changed, and the figures that tell whether it helped */
+static void verdict(struct compare *c)
 {
-	json_t *mlock_b = mlock_side(before), *mlock_a = mlock_side(after);
+	const char *mb = c->ml[0].mode ? c->ml[0].mode : "off";
+	const char *ma = c->ml[1].mode ? c->ml[1].mode : "off";
+	char *o = c->verdict;
+	size_t len = sizeof(c->verdict), k = 0;
+	const char *sep = ": ";
 
-	return json_pack(
-	    "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}}", "schema",
-	    "tts-launch.compare/1", "before", before_name ? before_name : "before", "after",
-	    after_name ? after_name : "after", "phases", phases(before, after), "startup_ms",
-	    startup_row(before, after), "page_faults",
-	    row(before->memory.page_faults, after->memory.page_faults), "major_faults",
-	    row(before->memory.major_faults, after->memory.major_faults), "requests",
-	    requests(before, after), "mlock", "before", mlock_b, "after", mlock_a, "bytes_locked",
-	    row(val(mlock_b, "bytes_locked"), val(mlock_a, "bytes_locked")));
+#define ADD(...)                                                                                   \
+	do {                                                                                       \
+		int w_ = snprintf(o + k, len - k, __VA_ARGS__);                                    \
+		if (w_ > 0)                                                                        \
+			k = k + (size_t)w_ < len ? k + (size_t)w_ : len - 1;                       \
+	} while (0)
+	if (strcmp(mb, ma) && strcmp(ma, "off"))
+		ADD(strcmp(ma, "all") ? "with --mlock=%.20s" : "with --mlock", ma);
+	else if (strcmp(mb, ma))
+		ADD("without --mlock (before: %.20s)", mb);
+	else
+		ADD("after vs before");
+	if (isfinite(c->rq.p99.b) && isfinite(c->rq.p99.a)) {
+		ADD("%srequest p99 %.1f -> %.1f ms", sep, c->rq.p99.b, c->rq.p99.a);
+		sep = ", ";
+	}
+	if (isfinite(c->rq.model.b) && isfinite(c->rq.model.a)) {
+		ADD("%smodel-file faults per request %.0f -> %.0f", sep, c->rq.model.b,
+		    c->rq.model.a);
+		sep = ", ";
+	}
+	if (!strcmp(sep, ": ") && isfinite(c->startup.b) && isfinite(c->startup.a)) {
+		ADD("%sstart-up %.1f -> %.1f ms", sep, c->startup.b, c->startup.a);
+		sep = ", ";
+	}
+	if (!strcmp(sep, ": "))
+		ADD(": no figure on both sides");
+#undef ADD
+	utf8_trim(c->verdict);
 }
 
-json_t *compare_build(const struct timeline *before, const struct timeline *after,
-		      const char *before_name, const char *after_name)
+void compare_free(struct compare *c)
 {
-	struct tl_view *b = tl_view_decode(before), *a = tl_view_decode(after);
-	json_t *cmp = b && a ? compare_views(b, a, before_name, after_name) : NULL;
+	if (!c)
+		return;
+	tl_view_free(c->v[0]);
+	tl_view_free(c->v[1]);
+	free(c->phases);
+	free(c);
+}
 
-	tl_view_free(a);
-	tl_view_free(b);
-	return cmp;
+struct compare *compare_build(const struct timeline *before, const struct timeline *after,
+			      const char *before_name, const char *after_name)
+{
+	struct compare *c = calloc(1, sizeof(*c));
+	size_t cap, nslot = 16;
+	struct name_index x;
+
+	if (!c)
+		return NULL;
+	c->v[0] = tl_view_decode(before);
+	c->v[1] = tl_view_decode(after);
+	if (!c->v[0] || !c->v[1]) {
+		compare_free(c);
+		return NULL;
+	}
+	c->name[0] = before_name ? before_name : "before";
+	c->name[1] = after_name ? after_name : "after";
+
+	/* one row per phase name: before's in before's order, then after's own */
+	cap = c->v[0]->n_phases + c->v[1]->n_phases;
+	while (nslot < cap * 2)
+		nslot *= 2;
+	c->phases = calloc(cap ? cap : 1, sizeof(*c->phases));
+	x = (struct name_index){calloc(nslot, sizeof(size_t)), nslot};
+	if (!c->phases || !x.slot) {
+		free(x.slot);
+		compare_free(c);
+		return NULL;
+	}
+	c->n_phases = phase_totals(c->v[0], 0, c->phases, 0, &x);
+	c->n_phases = phase_totals(c->v[1], 1, c->phases, c->n_phases, &x);
+	free(x.slot);
+
+	c->startup = (struct row){startup(c->v[0], &c->mark[0]), startup(c->v[1], &c->mark[1])};
+	c->page_faults = (struct row){c->v[0]->memory.page_faults, c->v[1]->memory.page_faults};
+	c->major_faults = (struct row){c->v[0]->memory.major_faults, c->v[1]->memory.major_faults};
+	requests(c);
+	c->ml[0] = mlock_side(c->v[0]);
+	c->ml[1] = mlock_side(c->v[1]);
+	c->bytes_locked = (struct row){c->ml[0].bytes_locked, c->ml[1].bytes_locked};
+	verdict(c);
+	return c;
+}
+
+const char *compare_verdict(const struct compare *c) { return c->verdict; }
+
+/* ---- JSON ---- */
+
+/* "before", "after", "diff", "ratio": integral values as integers */
+static void row_members(struct jsonw *w, struct row r)
+{
+	jw_knum(w, "before", r.b);
+	jw_knum(w, "after", r.a);
+	jw_knum(w, "diff", row_diff(r));
+	jw_knum(w, "ratio", row_ratio(r));
+}
+
+static void row_json(struct jsonw *w, const char *key, struct row r)
+{
+	jw_key(w, key);
+	jw_obj(w);
+	row_members(w, r);
+	jw_obj_end(w);
+}
+
+static void mlock_json(struct jsonw *w, const char *key, const struct mlock_side *s)
+{
+	jw_key(w, key);
+	jw_obj(w);
+	jw_kstr(w, "mode", s->mode);
+	jw_kstr(w, "status", s->status);
+	jw_knum(w, "bytes_locked", s->bytes_locked);
+	jw_knum(w, "calls", s->calls);
+	jw_obj_end(w);
+}
+
+int compare_write_json(const struct compare *c, FILE *out)
+{
+	struct jsonw w;
+
+	jw_init(&w, out, 2, 12);
+	jw_obj(&w);
+	jw_kstr(&w, "schema", "tts-launch.compare/1");
+	jw_kstr(&w, "before", c->name[0]);
+	jw_kstr(&w, "after", c->name[1]);
+	jw_key(&w, "phases");
+	jw_arr(&w);
+	for (size_t i = 0; i < c->n_phases; i++) {
+		struct row r = {c->phases[i].total[0], c->phases[i].total[1]};
+
+		jw_obj(&w);
+		row_members(&w, r);
+		jw_kstr(&w, "name", c->phases[i].name);
+		jw_key(&w, "noise");
+		jw_bool(&w, compare_is_noise(r.b, r.a));
+		jw_obj_end(&w);
+	}
+	jw_arr_end(&w);
+	jw_key(&w, "startup_ms");
+	jw_obj(&w);
+	row_members(&w, c->startup);
+	jw_kstr(&w, "before_mark", c->mark[0]);
+	jw_kstr(&w, "after_mark", c->mark[1]);
+	jw_obj_end(&w);
+	row_json(&w, "page_faults", c->page_faults);
+	row_json(&w, "major_faults", c->major_faults);
+	jw_key(&w, "requests");
+	jw_obj(&w);
+	row_json(&w, "count", c->rq.count);
+	row_json(&w, "first_ms", c->rq.first);
+	row_json(&w, "p50_ms", c->rq.p50);
+	row_json(&w, "p99_ms", c->rq.p99);
+	row_json(&w, "spread", c->rq.spread);
+	row_json(&w, "faults_per_request", c->rq.faults);
+	row_json(&w, "major_faults_per_request", c->rq.major);
+	row_json(&w, "model_faults_per_request", c->rq.model);
+	row_json(&w, "probes_excluded", c->rq.probes);
+	jw_obj_end(&w);
+	jw_key(&w, "mlock");
+	jw_obj(&w);
+	mlock_json(&w, "before", &c->ml[0]);
+	mlock_json(&w, "after", &c->ml[1]);
+	row_json(&w, "bytes_locked", c->bytes_locked);
+	jw_obj_end(&w);
+	jw_kstr(&w, "verdict", c->verdict);
+	jw_obj_end(&w);
+	fputc('\n', out);
+	return jw_error(&w);
 }
 
 /* ---- the text table ---- */
@@ -346,15 +468,16 @@ static void fmt(char *buf, size_t len, double v, enum unit u, bool sign)
 	}
 }
 
-static void print_row(FILE *out, int width, const char *label, const json_t *r, enum unit u)
+static void print_row(FILE *out, int width, const char *label, struct row r, enum unit u)
 {
 	char b[32], a[32], d[32], x[32];
+	double ratio = row_ratio(r);
 
-	fmt(b, sizeof(b), val(r, "before"), u, false);
-	fmt(a, sizeof(a), val(r, "after"), u, false);
-	fmt(d, sizeof(d), val(r, "diff"), u, true);
-	if (isfinite(val(r, "ratio")))
-		snprintf(x, sizeof(x), "%.2fx", val(r, "ratio"));
+	fmt(b, sizeof(b), r.b, u, false);
+	fmt(a, sizeof(a), r.a, u, false);
+	fmt(d, sizeof(d), row_diff(r), u, true);
+	if (isfinite(ratio))
+		snprintf(x, sizeof(x), "%.2fx", ratio);
 	else
 		snprintf(x, sizeof(x), "-");
 	fprintf(out, "  %-*s %12s %12s %12s %8s\n", width, label, b, a, d, x);
@@ -369,20 +492,15 @@ static void print_strs(FILE *out, int width, const char *label, const char *b, c
 		a ? text_esc(a, ea, sizeof(ea)) : "-");
 }
 
-void compare_print_text(const json_t *cmp, FILE *out)
+void compare_print_text(const struct compare *c, FILE *out)
 {
-	const json_t *ph = json_object_get(cmp, "phases"), *p,
-		     *rq = json_object_get(cmp, "requests");
-	const json_t *ml = json_object_get(cmp, "mlock"), *st = json_object_get(cmp, "startup_ms");
-	const json_t *mlb = json_object_get(ml, "before"), *mla = json_object_get(ml, "after");
-	const char *mb = json_string_value(json_object_get(st, "before_mark"));
-	const char *ma = json_string_value(json_object_get(st, "after_mark"));
 	char label[320], eb[1024], ea[1024], en[NAME_MAX_TEXT * 6 + 8];
-	int width = 26;
-	size_t i;
+	const char *mb = c->mark[0], *ma = c->mark[1];
+	int width = 32; /* "  model-file faults per request" */
+	size_t noise = 0;
 
-	json_array_foreach (ph, i, p) {
-		int n = (int)strlen(json_string_value(json_object_get(p, "name")));
+	for (size_t i = 0; i < c->n_phases; i++) {
+		int n = (int)strlen(c->phases[i].name);
 
 		if (n > NAME_MAX_TEXT)
 			n = NAME_MAX_TEXT;
@@ -390,16 +508,19 @@ void compare_print_text(const json_t *cmp, FILE *out)
 		if (n + 2 > width)
 			width = n + 2;
 	}
-	fprintf(out, "before: %s\nafter:  %s\n\n",
-		text_esc(json_string_value(json_object_get(cmp, "before")), eb, sizeof(eb)),
-		text_esc(json_string_value(json_object_get(cmp, "after")), ea, sizeof(ea)));
+	fprintf(out, "before: %s\nafter:  %s\n\n", text_esc(c->name[0], eb, sizeof(eb)),
+		text_esc(c->name[1], ea, sizeof(ea)));
 	fprintf(out, "  %-*s %12s %12s %12s %8s\n", width, "", "before", "after", "diff", "ratio");
 
 	fprintf(out, "  phases\n");
-	json_array_foreach (ph, i, p) {
-		const char *name =
-		    text_esc(json_string_value(json_object_get(p, "name")), en, sizeof(en));
+	for (size_t i = 0; i < c->n_phases; i++) {
+		const struct phase_total *p = &c->phases[i];
+		const char *name = text_esc(p->name, en, sizeof(en));
 
+		if (compare_is_noise(p->total[0], p->total[1])) {
+			noise++;
+			continue;
+		}
 		/* download:<64 hex digits>.incomplete would widen the whole table;
 		 * cut at a character boundary */
 		if (strlen(name) > NAME_MAX_TEXT)
@@ -407,38 +528,42 @@ void compare_print_text(const json_t *cmp, FILE *out)
 				 (int)utf8_prefix_len(name, NAME_MAX_TEXT - 3), name);
 		else
 			snprintf(label, sizeof(label), "  %s", name);
-		print_row(out, width, label, p, U_MS);
+		print_row(out, width, label, (struct row){p->total[0], p->total[1]}, U_MS);
 	}
-	if (!json_array_size(ph))
+	if (!c->n_phases)
 		fprintf(out, "    (none)\n");
+	else if (noise)
+		fprintf(out,
+			"    (%zu phase%s left out as noise: both under %.0f ms, or a difference "
+			"under max(%.0f ms, %.0f%%))\n",
+			noise, noise == 1 ? "" : "s", COMPARE_NOISE_FLOOR_MS, COMPARE_NOISE_MIN_MS,
+			COMPARE_NOISE_SHARE * 100);
 	/* "to ready" unless a side ended at exit */
 	if (mb && ma && strcmp(mb, ma))
 		snprintf(label, sizeof(label), "start-up (%s / %s)", mb, ma);
 	else
 		snprintf(label, sizeof(label), "start-up (to %s)", mb ? mb : ma ? ma : "ready");
-	print_row(out, width, label, st, U_MS);
-	print_row(out, width, "page faults (start-up)", json_object_get(cmp, "page_faults"),
-		  U_COUNT);
-	print_row(out, width, "major faults (start-up)", json_object_get(cmp, "major_faults"),
-		  U_COUNT);
+	print_row(out, width, label, c->startup, U_MS);
+	print_row(out, width, "page faults (start-up)", c->page_faults, U_COUNT);
+	print_row(out, width, "major faults (start-up)", c->major_faults, U_COUNT);
 
 	fprintf(out, "  requests\n");
-	print_row(out, width, "  count", json_object_get(rq, "count"), U_COUNT);
-	print_row(out, width, "  first latency", json_object_get(rq, "first_ms"), U_MS);
-	print_row(out, width, "  latency p50", json_object_get(rq, "p50_ms"), U_MS);
-	print_row(out, width, "  latency p99", json_object_get(rq, "p99_ms"), U_MS);
-	print_row(out, width, "  spread (p99/p50)", json_object_get(rq, "spread"), U_RATIO);
-	print_row(out, width, "  faults per request", json_object_get(rq, "faults_per_request"),
-		  U_MEAN);
-	print_row(out, width, "  major faults per request",
-		  json_object_get(rq, "major_faults_per_request"), U_MEAN);
+	print_row(out, width, "  count", c->rq.count, U_COUNT);
+	if (c->rq.probes.b > 0 || c->rq.probes.a > 0)
+		print_row(out, width, "  readiness probes (left out)", c->rq.probes, U_COUNT);
+	print_row(out, width, "  first latency", c->rq.first, U_MS);
+	print_row(out, width, "  latency p50", c->rq.p50, U_MS);
+	print_row(out, width, "  latency p99", c->rq.p99, U_MS);
+	print_row(out, width, "  spread (p99/p50)", c->rq.spread, U_RATIO);
+	print_row(out, width, "  faults per request", c->rq.faults, U_MEAN);
+	print_row(out, width, "  major faults per request", c->rq.major, U_MEAN);
+	print_row(out, width, "  model-file faults per request", c->rq.model, U_MEAN);
 
 	fprintf(out, "  mlock\n");
-	print_strs(out, width, "  mode", json_string_value(json_object_get(mlb, "mode")),
-		   json_string_value(json_object_get(mla, "mode")));
-	print_strs(out, width, "  result", json_string_value(json_object_get(mlb, "status")),
-		   json_string_value(json_object_get(mla, "status")));
-	print_row(out, width, "  locked", json_object_get(ml, "bytes_locked"), U_BYTES);
+	print_strs(out, width, "  mode", c->ml[0].mode, c->ml[1].mode);
+	print_strs(out, width, "  result", c->ml[0].status, c->ml[1].status);
+	print_row(out, width, "  locked", c->bytes_locked, U_BYTES);
+	fprintf(out, "\n%s\n", c->verdict);
 }
 
 /* ---- the command ---- */
@@ -456,7 +581,7 @@ int compare_command(int argc, char **argv)
 {
 	const char *files[2] = {NULL, NULL}, *format = "text";
 	struct timeline *tl[2] = {NULL, NULL};
-	json_t *cmp = NULL;
+	struct compare *cmp = NULL;
 	char err[512];
 	int nfiles = 0, rc = EXIT_USAGE, opts = 1;
 
@@ -518,8 +643,7 @@ int compare_command(int argc, char **argv)
 		goto cleanup;
 	}
 	if (!strcmp(format, "json")) {
-		if (json_dumpf(cmp, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) == 0)
-			putchar('\n');
+		compare_write_json(cmp, stdout);
 	} else {
 		compare_print_text(cmp, stdout);
 	}
@@ -529,7 +653,7 @@ int compare_command(int argc, char **argv)
 			strerror(errno));
 
 cleanup:
-	json_decref(cmp);
+	compare_free(cmp);
 	timeline_free(tl[1]);
 	timeline_free(tl[0]);
 	return rc;

@@ -4,22 +4,19 @@
  * live with their rules in diagnose_io.c, diagnose_download.c,
  * diagnose_memory.c) and stores their findings in the model. Rules read only
  * the model; what they need from the machine is recorded into it when the
- * timeline is written (diagnose_record_cache_fs), so `diagnose` on a saved
- * timeline answers the same anywhere. Rules and thresholds:
- * docs/diagnose.md. */
+ * timeline is written (the pipeline's cache_fs stage, from hostprobe), so
+ * `diagnose` on a saved timeline answers the same anywhere. Nothing here
+ * probes the machine. Rules and thresholds: docs/diagnose.md. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "diagnose.h"
 #include "diagnose_rules.h"
 #include "hfcache.h"
-#include "hostprobe.h"
 #include "timeline_internal.h"
 #include "util.h"
 
@@ -124,6 +121,7 @@ static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 
 	memset(c, 0, sizeof(*c));
 	c->root = root;
+	c->view = tl_view_decode(tl);
 	cfg = json_object_get(json_object_get(root, "launcher"), "config");
 	app = json_object_get(cfg, "app");
 	dir = jstr(app, "dir");
@@ -193,65 +191,6 @@ int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, b
 			     with_model_dir, out, max);
 }
 
-/* The *.incomplete files the trace saw under dir (and under no cache before
- * it) that are on disk now, with their size: whether a download was left
- * behind, read back by the rules instead of a stat on whatever machine runs
- * diagnose later. */
-static json_t *incomplete_on_disk(const json_t *root, const struct hf_cache_dir *dirs, int i)
-{
-	const json_t *app =
-	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
-	const char *app_dir = jstr(app, "dir");
-	json_t *list = json_array(), *f;
-	size_t k;
-
-	json_array_foreach (json_object_get(root, "files"), k, f) {
-		const char *path = jstr(f, "path");
-		char abs[PATH_MAX];
-		struct stat st;
-		bool earlier = false;
-
-		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
-			continue;
-		path_resolve(app_dir ? app_dir : "/", path, abs, sizeof(abs));
-		for (int j = 0; j < i; j++)
-			earlier |= path_under(abs, dirs[j].path);
-		if (earlier || !path_under(abs, dirs[i].path) || lstat(abs, &st) < 0 ||
-		    !S_ISREG(st.st_mode))
-			continue;
-		json_array_append_new(list, json_pack("{s:o, s:I}", "path", json_text(abs), "size",
-						      (json_int_t)st.st_size));
-	}
-	return list;
-}
-
-void diagnose_record_cache_fs(struct timeline *tl)
-{
-	struct hf_cache_dir dirs[HF_MAX_CACHE_DIRS];
-	json_t *list = json_array();
-	int n;
-
-	if (!tl || !timeline_json(tl))
-		return;
-	n = diagnose_cache_dirs(timeline_json(tl), dirs, HF_MAX_CACHE_DIRS, false);
-	for (int i = 0; i < n; i++) {
-		struct hostprobe_fs fs; /* a cache not made yet: its nearest parent */
-		char magic[32];
-
-		if (hostprobe_fs(dirs[i].path, &fs) < 0)
-			continue;
-		snprintf(magic, sizeof(magic), "0x%lx", fs.magic);
-		json_array_append_new(
-		    list, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?, s:o}", "dir",
-				    dirs[i].path, "role", dirs[i].role, "exists", fs.exists,
-				    "statfs_path", fs.statfs_path, "fs_type",
-				    fs.type ? fs.type : magic, "fs_magic", magic, "read_only",
-				    fs.read_only, "persistent", fs.lost == NULL, "lost", fs.lost,
-				    "incomplete", incomplete_on_disk(timeline_json(tl), dirs, i)));
-	}
-	json_object_set_new(timeline_json(tl), "cache_fs", list);
-}
-
 /* ---- entry points ---- */
 
 static int level_of(json_t *findings)
@@ -280,6 +219,10 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	if (!tl || !timeline_json(tl))
 		return DIAG_CLEAN;
 	ctx_init(&c, tl);
+	if (!c.view) {
+		json_decref(c.findings);
+		return DIAG_CLEAN; /* out of memory: nothing said rather than half */
+	}
 	diag_find_downloads(&c);
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		if (!(checks & groups[g].check))
@@ -290,6 +233,7 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	}
 	json_object_set_new(timeline_json(tl), "findings", c.findings);
 	json_decref(c.dls);
+	tl_view_free((struct tl_view *)c.view);
 	return level_of(c.findings);
 }
 

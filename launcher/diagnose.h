@@ -3,7 +3,7 @@
  * diagnose_download.c, diagnose_memory.c). They read only the model, so
  * they give the same answer at start-up and on a saved timeline anywhere:
  * what they need from the machine is recorded into the model when it is
- * written (diagnose_record_cache_fs). Each finding: id, severity, title,
+ * written (pipeline_record_cache_fs). Each finding: id, severity, title,
  * message, evidence, fix. Also the download facts the live display
  * (progress.c) and the stall explanation (stall.c) share with the rules. */
 #ifndef TTS_DIAGNOSE_H
@@ -47,13 +47,6 @@ int diagnose_command(const char *path, unsigned checks, const char *format);
 /* The Hugging Face caches of the run (hfcache.h) from the model's
  * launcher.config: its [app] and the environment recorded there. */
 int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir);
-
-/* statfs of each cache directory (or the nearest existing parent): file
- * system type, read-only, persistent; and the *.incomplete files the trace
- * saw that are still on disk under it, with their size; into the model's
- * "cache_fs". Done on this machine when the timeline is written; the rules
- * read it back and never look at the disk themselves. */
-void diagnose_record_cache_fs(struct timeline *tl);
 
 /* A path whose failed look-ups are normal, not a problem: the interpreter's
  * and libc's search paths (class system, python, library), ~/.netrc. The

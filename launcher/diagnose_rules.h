@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "diagnose.h"
+#include "timeline_view.h"
 
 #define DIAG_MAX_CACHES 4
 
@@ -20,7 +21,8 @@ struct diag_rule;
 
 /* What every rule needs, decoded once from the model by the engine. */
 struct diag_ctx {
-	json_t *root;
+	json_t *root;		    /* rules still on the raw tree; new ones read view */
+	const struct tl_view *view; /* the model's typed views, decoded once */
 	json_t *findings;
 	const struct diag_rule *rule; /* the row running: its id goes into findings */
 	enum diag_check check;	      /* its group's check, which goes there too */

@@ -3,6 +3,7 @@
 #include "hostprobe.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
@@ -12,6 +13,9 @@
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+
+#include "hfcache.h"
+#include "util.h"
 
 #define TRACEFS_MAGIC_ 0x74726163
 
@@ -190,4 +194,55 @@ json_t *hostprobe_host_json(void)
 		memset(&u, 0, sizeof(u));
 	return json_pack("{s:s, s:s, s:b, s:i, s:o}", "kernel", u.release, "machine", u.machine,
 			 "btf", hostprobe_btf() == 0, "uid", (int)geteuid(), "capabilities", caps);
+}
+
+/* The *.incomplete files among paths under dirs[i] (and under no cache
+ * before it) that are on disk now, with their size. */
+static json_t *incomplete_on_disk(const struct hf_cache_dir *dirs, int i, const char *app_dir,
+				  const char *const *paths, size_t n_paths)
+{
+	json_t *list = json_array();
+
+	for (size_t k = 0; list && k < n_paths; k++) {
+		const char *path = paths[k];
+		char abs[PATH_MAX];
+		struct stat st;
+		bool earlier = false;
+
+		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
+			continue;
+		path_resolve(app_dir ? app_dir : "/", path, abs, sizeof(abs));
+		for (int j = 0; j < i; j++)
+			earlier |= path_under(abs, dirs[j].path);
+		if (earlier || !path_under(abs, dirs[i].path) || lstat(abs, &st) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		json_array_append_new(list, json_pack("{s:o, s:I}", "path", json_text(abs), "size",
+						      (json_int_t)st.st_size));
+	}
+	return list;
+}
+
+json_t *hostprobe_cache_fs(const struct hf_cache_dir *dirs, int n, const char *app_dir,
+			   const char *const *paths, size_t n_paths)
+{
+	json_t *list = json_array();
+
+	for (int i = 0; list && i < n; i++) {
+		struct hostprobe_fs fs; /* a cache not made yet: its nearest parent */
+		char magic[32];
+
+		if (hostprobe_fs(dirs[i].path, &fs) < 0)
+			continue;
+		snprintf(magic, sizeof(magic), "0x%lx", fs.magic);
+		json_array_append_new(
+		    list,
+		    json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:b, s:b, s:s?, s:o}", "dir",
+			      dirs[i].path, "role", dirs[i].role, "exists", fs.exists,
+			      "statfs_path", fs.statfs_path, "fs_type", fs.type ? fs.type : magic,
+			      "fs_magic", magic, "read_only", fs.read_only, "persistent",
+			      fs.lost == NULL, "lost", fs.lost, "incomplete",
+			      incomplete_on_disk(dirs, i, app_dir, paths, n_paths)));
+	}
+	return list;
 }

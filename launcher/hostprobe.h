@@ -1,9 +1,10 @@
 /* hostprobe: the one module that asks the running kernel what it offers for
  * tracing (BTF, lockdown, tracefs, capabilities, unprivileged BPF,
  * RLIMIT_MEMLOCK, the kernel's identity for the minimal BTF) and a
- * filesystem's type and space. Used by doctor and the tracer; the pipeline
- * stores its answers in the model (host, tracing.tracefs), so readers of a
- * saved timeline never probe the machine they run on. */
+ * filesystem's type and space, and what is on disk in the caches. Used by
+ * doctor, the tracer and the pipeline, which stores its answers in the
+ * model (host, tracing.tracefs, cache_fs), so readers of a saved timeline
+ * never probe the machine they run on. */
 #ifndef TTS_HOSTPROBE_H
 #define TTS_HOSTPROBE_H
 
@@ -51,6 +52,17 @@ struct hostprobe_fs {
 };
 /* 0, or -1 with errno. */
 int hostprobe_fs(const char *dir, struct hostprobe_fs *out);
+
+/* The model's "cache_fs" section: for each of the n caches (hfcache.h's
+ * struct hf_cache_dir), hostprobe_fs of its directory, and the *.incomplete
+ * files among the traced paths (absolute, as the view's files[] resolved
+ * against app_dir) that are on disk under it now, with their size; a path
+ * under an earlier cache counts there only. What the rules read back
+ * instead of probing whatever machine runs diagnose later. NULL when out of
+ * memory. */
+struct hf_cache_dir;
+json_t *hostprobe_cache_fs(const struct hf_cache_dir *dirs, int n, const char *app_dir,
+			   const char *const *paths, size_t n_paths);
 
 /* The model's "host" section: kernel, machine, btf, uid, capabilities. */
 json_t *hostprobe_host_json(void);

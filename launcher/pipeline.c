@@ -5,14 +5,40 @@
 #include "pipeline.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "diagnose.h"
+#include "hostprobe.h"
 #include "mlock.h"
 #include "phases.h"
 #include "progress.h"
 #include "timeline_build.h"
 #include "timeline_internal.h"
+#include "timeline_view.h"
 #include "tracer.h"
+
+void pipeline_record_cache_fs(struct timeline *tl)
+{
+	struct hf_cache_dir dirs[HF_MAX_CACHE_DIRS];
+	struct tl_view *v = tl_view_decode(tl);
+	const char **paths = NULL;
+	json_t *list = NULL;
+	int n;
+
+	if (!v)
+		return;
+	paths = calloc(v->n_files ? v->n_files : 1, sizeof(*paths));
+	if (paths) {
+		for (size_t i = 0; i < v->n_files; i++)
+			paths[i] = v->files[i].path;
+		n = diagnose_cache_dirs(timeline_json(tl), dirs, HF_MAX_CACHE_DIRS, false);
+		list = hostprobe_cache_fs(dirs, n, v->config_app_dir, paths, v->n_files);
+	}
+	if (list)
+		json_object_set_new(timeline_json(tl), "cache_fs", list);
+	free(paths);
+	tl_view_free(v);
+}
 
 int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipeline_upto upto,
 		 char *err, size_t errlen)
@@ -36,7 +62,7 @@ int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipelin
 	if (upto < PIPE_FINDINGS)
 		return 0;
 	progress_timeline(in->progress, timeline_json(tl)); /* progress: stalls said */
-	diagnose_record_cache_fs(tl);			    /* cache_fs: statfs of the caches */
+	pipeline_record_cache_fs(tl);			    /* cache_fs: statfs of the caches */
 	diagnose_run(tl, DIAG_ALL); /* findings: stored, printed with the summary */
 	if (upto < PIPE_WRITE || !in->path || !*in->path)
 		return 0;

@@ -29,6 +29,12 @@ struct pipeline_in {
 	gid_t gid;
 };
 
+/* The cache_fs stage: the model's "cache_fs" from hostprobe_cache_fs over
+ * the run's caches (diagnose_cache_dirs) and the files the trace saw. Done
+ * on this machine when the timeline is written; the rules read it back and
+ * never look at the disk themselves. */
+void pipeline_record_cache_fs(struct timeline *tl);
+
 /* Runs the stages up to upto on tl. 0, or -1 when writing failed (err). */
 int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipeline_upto upto,
 		 char *err, size_t errlen);

@@ -14,6 +14,7 @@
 #include "diagnose.h"
 #include "hfcache.h"
 #include "stall.h"
+#include "timeline_internal.h" /* tl_view_decode_tree: the display samples the raw tree */
 #include "util.h"
 
 #define RATE_SAMPLES	8 /* rate over the last samples (about 5 s at 1 Hz) */
@@ -468,7 +469,21 @@ static void check_stall(struct progress *p, const json_t *root, double now)
 		return;
 	p->stalled = true;
 	p->next_stall = now + p->o.stall_s * 1000;
-	why = stall_waiting_on(root, p->peers, p->last_progress, now);
+	{
+		/* the download in flight and its name, then stall.c over the views */
+		const json_t *fl;
+		char name[300];
+		struct stall_download dl = {0};
+		struct tl_view *v = tl_view_decode_tree(root);
+
+		if (diagnose_downloads_in_flight(root, &fl) && jstr(fl, "path")) {
+			dl = (struct stall_download){jstr(fl, "path"), jnum(fl, "first_ms"), name};
+			progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
+		}
+		why = v ? stall_waiting_on(v, p->peers, dl.path ? &dl : NULL, p->last_progress, now)
+			: json_array();
+		tl_view_free(v);
+	}
 	json_array_foreach (why, i, w)
 		emit(p, true, "tts-launch: no progress for %.0f s: %s\n",
 		     (now - p->last_progress) / 1000, jstr(w, "message"));

@@ -15,52 +15,117 @@
 #include <string.h>
 
 #include "hfcache.h"
+#include "jsonw.h"
 #include "render_perfetto.h"
-#include "timeline_internal.h"
+#include "timeline_view.h"
 #include "util.h"
 
 /* Extra lanes get thread ids above any real one (pid_max is at most 2^22,
  * see proc(5)), so they never collide with a traced thread. */
 #define LANE_TID_BASE (1 << 22)
 
-struct events {
-	json_t **v;
-	size_t n, cap;
-	int next_lane_tid;
+/* One trace event, written once all are sorted: the members in the order
+ * name, cat, ph, s, id, ts, dur, pid, tid, args (those it has). */
+struct event {
+	char *name, *id, *args; /* owned; args: a JSON object, or NULL */
+	const char *cat, *scope;
+	char ph;
+	bool has_ts, has_dur;
+	long long ts, dur;
+	int pid, tid;
 };
 
-static double num(const json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
+struct events {
+	struct event *v;
+	size_t n, cap;
+	int next_lane_tid;
+	bool failed; /* out of memory somewhere */
+};
 
-	return json_is_number(v) ? json_number_value(v) : NAN;
+static long long us(double ms) { return llround(ms * 1000.0); }
+
+/* The arguments of one event: an object written by jsonw into memory. */
+struct args {
+	char *buf;
+	size_t len;
+	FILE *f;
+	struct jsonw w;
+};
+
+static struct jsonw *args_begin(struct args *a)
+{
+	*a = (struct args){0};
+	a->f = open_memstream(&a->buf, &a->len);
+	if (!a->f)
+		return NULL;
+	jw_init(&a->w, a->f, 0, 0);
+	jw_obj(&a->w);
+	return &a->w;
 }
 
-static json_int_t us(double ms) { return (json_int_t)llround(ms * 1000.0); }
-
-static int ev_add(struct events *e, json_t *ev)
+/* the object's text (owned), or NULL when out of memory */
+static char *args_end(struct args *a)
 {
-	if (!ev)
-		return -1;
+	if (!a->f)
+		return NULL;
+	jw_obj_end(&a->w);
+	if (fclose(a->f) != 0) {
+		free(a->buf);
+		return NULL;
+	}
+	return a->buf;
+}
+
+/* ev's strings are taken over (args) or copied (name, id) */
+static void ev_add(struct events *e, struct event ev, const char *name, const char *id)
+{
 	if (e->n == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 256;
-		json_t **v = realloc(e->v, cap * sizeof(*v));
+		struct event *v = realloc(e->v, cap * sizeof(*v));
 
 		if (!v) {
-			json_decref(ev);
-			return -1;
+			free(ev.args);
+			e->failed = true;
+			return;
 		}
 		e->v = v;
 		e->cap = cap;
 	}
+	ev.name = strdup(name ? name : "?");
+	ev.id = id ? strdup(id) : NULL;
+	if (!ev.name || (id && !ev.id)) {
+		free(ev.name);
+		free(ev.id);
+		free(ev.args);
+		e->failed = true;
+		return;
+	}
 	e->v[e->n++] = ev;
-	return 0;
 }
 
-static void meta(struct events *e, const char *what, int pid, int tid, const char *key, json_t *val)
+/* metadata: {"name": what, "ph": "M", ..., "args": {key: s or i}} */
+static void meta_str(struct events *e, const char *what, int pid, int tid, const char *key,
+		     const char *val)
 {
-	ev_add(e, json_pack("{s:s, s:s, s:i, s:i, s:{s:o}}", "name", what, "ph", "M", "pid", pid,
-			    "tid", tid, "args", key, val));
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+
+	if (w)
+		jw_kstr(w, key, val);
+	ev_add(e, (struct event){.ph = 'M', .pid = pid, .tid = tid, .args = args_end(&a)}, what,
+	       NULL);
+}
+
+static void meta_int(struct events *e, const char *what, int pid, int tid, const char *key,
+		     long long val)
+{
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+
+	if (w)
+		jw_kint(w, key, val);
+	ev_add(e, (struct event){.ph = 'M', .pid = pid, .tid = tid, .args = args_end(&a)}, what,
+	       NULL);
 }
 
 struct span_order {
@@ -162,7 +227,7 @@ fail:
 struct xspan {
 	const char *name, *cat;
 	double start, end;
-	json_t *args; /* stolen */
+	char *args; /* taken over */
 };
 
 static void emit_track(struct events *e, int pid, int tid, const char *lane_name, struct xspan *x,
@@ -194,23 +259,27 @@ static void emit_track(struct events *e, int pid, int tid, const char *lane_name
 		if (k > 0) {
 			snprintf(name, sizeof(name), "%.*s (%d)",
 				 (int)utf8_prefix_len(lane_name, 100), lane_name, k + 1);
-			meta(e, "thread_name", pid, tids[k], "name", json_string(name));
-			meta(e, "thread_sort_index", pid, tids[k], "sort_index", json_integer(k));
+			meta_str(e, "thread_name", pid, tids[k], "name", name);
+			meta_int(e, "thread_sort_index", pid, tids[k], "sort_index", k);
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:i}", "name", x[i].name,
-				       "cat", x[i].cat, "ph", "X", "ts", (json_int_t)s[i], "dur",
-				       (json_int_t)(f[i] - s[i]), "pid", pid, "tid", tids[lane[i]]);
-
-		if (ev && x[i].args) {
-			json_object_set(ev, "args", x[i].args);
-		}
-		ev_add(e, ev);
+		ev_add(e,
+		       (struct event){.cat = x[i].cat,
+				      .ph = 'X',
+				      .has_ts = true,
+				      .ts = (long long)s[i],
+				      .has_dur = true,
+				      .dur = (long long)(f[i] - s[i]),
+				      .pid = pid,
+				      .tid = tids[lane[i]],
+				      .args = x[i].args},
+		       x[i].name, NULL);
+		x[i].args = NULL;
 	}
 out:
 	for (size_t i = 0; i < n; i++)
-		json_decref(x[i].args);
+		free(x[i].args);
 	free(tids);
 	free(s);
 	free(f);
@@ -218,39 +287,65 @@ out:
 }
 
 static void instant(struct events *e, const char *name, const char *cat, const char *scope, int pid,
-		    int tid, double ms, json_t *args)
+		    int tid, double ms, char *args)
 {
-	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat,
-			       "ph", "i", "s", scope, "ts", us(ms), "pid", pid, "tid", tid);
-
-	if (ev && args)
-		json_object_set_new(ev, "args", args);
-	else
-		json_decref(args);
-	ev_add(e, ev);
+	ev_add(e,
+	       (struct event){.cat = cat,
+			      .scope = scope,
+			      .ph = 'i',
+			      .has_ts = true,
+			      .ts = us(ms),
+			      .pid = pid,
+			      .tid = tid,
+			      .args = args},
+	       name, NULL);
 }
 
-static void counter(struct events *e, const char *name, int pid, double ms, json_t *args)
+static void counter(struct events *e, const char *name, int pid, double ms, char *args)
 {
-	ev_add(e, json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:o}", "name", name, "cat", "counter",
-			    "ph", "C", "ts", us(ms), "pid", pid, "tid", pid, "args", args));
+	ev_add(e,
+	       (struct event){.cat = "counter",
+			      .ph = 'C',
+			      .has_ts = true,
+			      .ts = us(ms),
+			      .pid = pid,
+			      .tid = pid,
+			      .args = args},
+	       name, NULL);
+}
+
+/* a counter of one value, {key: v} */
+static void counter1(struct events *e, const char *name, int pid, double ms, const char *key,
+		     double v)
+{
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+
+	if (w)
+		jw_kreal(w, key, v);
+	counter(e, name, pid, ms, args_end(&a));
 }
 
 static void async_span(struct events *e, const char *name, const char *cat, int pid, const char *id,
-		       double a, double b, json_t *args)
+		       double a, double b, char *args)
 {
-	json_t *beg = json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat,
-				"ph", "b", "id", id, "ts", us(a), "pid", pid, "tid", pid);
-	json_t *end =
-	    json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:i}", "name", name, "cat", cat, "ph", "e",
-		      "id", id, "ts", us(b < a ? a : b), "pid", pid, "tid", pid);
-
-	if (beg && args)
-		json_object_set_new(beg, "args", args);
-	else
-		json_decref(args);
-	ev_add(e, beg);
-	ev_add(e, end);
+	ev_add(e,
+	       (struct event){.cat = cat,
+			      .ph = 'b',
+			      .has_ts = true,
+			      .ts = us(a),
+			      .pid = pid,
+			      .tid = pid,
+			      .args = args},
+	       name, id);
+	ev_add(e,
+	       (struct event){.cat = cat,
+			      .ph = 'e',
+			      .has_ts = true,
+			      .ts = us(b < a ? a : b),
+			      .pid = pid,
+			      .tid = pid},
+	       name, id);
 }
 
 /* "org/repo 108f71ed" for a hub cache blob, else the file name. */
@@ -269,22 +364,43 @@ static void download_label(const char *path, char *buf, size_t len)
 	utf8_trim(buf);
 }
 
-static double ts_key(const json_t *ev)
+/* by time (metadata, without one, first), then by position in the list
+ * (qsort is not stable) */
+static int ev_cmp(const void *a, const void *b)
 {
-	json_t *ts = json_object_get(ev, "ts");
-
-	return json_is_integer(ts) ? (double)json_integer_value(ts) : -1.0; /* metadata first */
-}
-
-/* by time, then by position in the list (qsort is not stable) */
-static int ord_cmp_ptr(const void *a, const void *b)
-{
-	json_t **x = *(json_t * *const *)a, **y = *(json_t * *const *)b;
-	double p = ts_key(*x), q = ts_key(*y);
+	const struct event *x = *(const struct event *const *)a,
+			   *y = *(const struct event *const *)b;
+	long long p = x->has_ts ? x->ts : -1, q = y->has_ts ? y->ts : -1;
 
 	if (p != q)
 		return p < q ? -1 : 1;
 	return x < y ? -1 : x > y;
+}
+
+static void ev_write(struct jsonw *w, const struct event *ev)
+{
+	char ph[2] = {ev->ph, 0};
+
+	jw_obj(w);
+	jw_kstr(w, "name", ev->name);
+	if (ev->cat)
+		jw_kstr(w, "cat", ev->cat);
+	jw_kstr(w, "ph", ph);
+	if (ev->scope)
+		jw_kstr(w, "s", ev->scope);
+	if (ev->id)
+		jw_kstr(w, "id", ev->id);
+	if (ev->has_ts)
+		jw_kint(w, "ts", ev->ts);
+	if (ev->has_dur)
+		jw_kint(w, "dur", ev->dur);
+	jw_kint(w, "pid", ev->pid);
+	jw_kint(w, "tid", ev->tid);
+	if (ev->args) {
+		jw_key(w, "args");
+		jw_raw(w, ev->args);
+	}
+	jw_obj_end(w);
 }
 
 /* A download's rate at its start or end time, and the running sum of the
@@ -325,29 +441,146 @@ static size_t rates_upto(const struct rate_at *r, size_t n, double t)
 	return lo;
 }
 
+/* request args: its members in the order the collector writes them */
+static char *request_args(const struct tl_request *r)
+{
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+	const struct {
+		const char *key;
+		double v;
+		bool ms;
+	} m[] = {
+	    {"start_ms", r->start_ms, true},
+	    {"end_ms", r->end_ms, true},
+	    {"latency_ms", r->latency_ms, true},
+	    {"close_ms", r->close_ms, true},
+	    {"faults", r->faults, false},
+	    {"major_faults", r->major_faults, false},
+	    {"bytes_out", r->bytes_out, false},
+	    {"bytes_in", r->bytes_in, false},
+	    {"writes", r->writes, false},
+	    {"pid", r->pid, false},
+	    {"tid", r->tid, false},
+	    {"port", r->port, false},
+	    {"model_faults", r->model_faults, false},
+	    {"model_major_faults", r->model_major_faults, false},
+	    {"dur_ms", r->dur_ms, true},
+	    {"page_faults", r->page_faults, false},
+	};
+
+	if (!w)
+		return NULL;
+	if (r->method)
+		jw_kstr(w, "method", r->method);
+	if (r->path)
+		jw_kstr(w, "path", r->path);
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		if (!tl_has(m[i].v))
+			continue;
+		jw_key(w, m[i].key);
+		if (m[i].ms)
+			jw_real(w, m[i].v);
+		else
+			jw_num(w, m[i].v);
+	}
+	return args_end(&a);
+}
+
+static char *mlock_args(const struct tl_mlock_call *c)
+{
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+
+	if (!w)
+		return NULL;
+	if (tl_has(c->pid))
+		jw_knum(w, "pid", c->pid);
+	if (c->call)
+		jw_kstr(w, "call", c->call);
+	if (tl_has(c->len))
+		jw_knum(w, "len", c->len);
+	if (tl_has(c->flags))
+		jw_knum(w, "flags", c->flags);
+	if (tl_has(c->result))
+		jw_knum(w, "result", c->result);
+	jw_kstr(w, "errno", c->errno_name);
+	jw_kreal(w, "start_ms", c->start_ms);
+	if (tl_has(c->dur_ms))
+		jw_kreal(w, "dur_ms", c->dur_ms);
+	return args_end(&a);
+}
+
+static void exit_json(struct jsonw *w, const struct tl_exit *x)
+{
+	if (!x->has) {
+		jw_null(w);
+		return;
+	}
+	jw_obj(w);
+	jw_knum(w, "code", x->code);
+	jw_knum(w, "signal", x->signal);
+	if (tl_has(x->ms))
+		jw_kreal(w, "ms", x->ms);
+	jw_obj_end(w);
+}
+
+static char *process_args(const struct tl_proc *p)
+{
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+
+	if (!w)
+		return NULL;
+	jw_key(w, "argv");
+	if (p->has_argv) {
+		jw_arr(w);
+		for (size_t i = 0; i < p->n_argv; i++)
+			jw_str(w, p->argv[i]);
+		jw_arr_end(w);
+	} else {
+		jw_null(w);
+	}
+	jw_key(w, "exit");
+	exit_json(w, &p->exit);
+	return args_end(&a);
+}
+
+static char *one_str_args(const char *key, const char *val)
+{
+	struct args a;
+	struct jsonw *w = args_begin(&a);
+
+	if (w)
+		jw_kstr(w, key, val);
+	return args_end(&a);
+}
+
+static int pid_of(double v) { return tl_has(v) ? (int)v : 0; }
+
 int render_perfetto(const struct timeline *tl, FILE *out)
 {
-	const json_t *root = timeline_json(tl), *v;
-	json_t *procs = json_object_get(root, "processes"), *mem = json_object_get(root, "memory");
-	json_t *marks = json_object_get(root, "marks"), *trace = NULL, *arr;
+	struct tl_view *v = tl_view_decode(tl);
 	struct events e = {.next_lane_tid = LANE_TID_BASE};
 	struct xspan *x = NULL;
 	int spid = 0, lpid = 0, rc = -1;
 	double end_ms = 0;
-	const char *key;
 	size_t i, n;
 
+	if (!v) {
+		errno = ENOMEM;
+		return -1;
+	}
 	/* the service and the launcher (its parent) */
-	v = json_object_get(json_object_get(root, "process"), "pid");
-	if (json_is_integer(v))
-		spid = (int)json_integer_value(v);
-	json_array_foreach (procs, i, v) {
-		int pid = (int)json_integer_value(json_object_get(v, "pid"));
+	if (tl_has(v->process.pid))
+		spid = (int)v->process.pid;
+	for (i = 0; i < v->n_procs; i++) {
+		int pid = pid_of(v->procs[i].pid);
 
 		if (!spid)
 			spid = pid;
-		if (pid == spid && json_is_integer(json_object_get(v, "ppid")))
-			lpid = (int)json_integer_value(json_object_get(v, "ppid"));
+		if (pid == spid && tl_has(v->procs[i].ppid))
+			lpid = (int)v->procs[i].ppid;
 	}
 	if (!lpid)
 		lpid = spid > 1 ? spid - 1 : 1;
@@ -355,26 +588,26 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		spid = lpid + 1;
 
 	/* how far the trace goes: the last thing seen */
-	json_object_foreach (marks, key, v)
-		if (json_number_value(v) > end_ms)
-			end_ms = json_number_value(v);
-	json_array_foreach (json_object_get(root, "phases"), i, v)
-		if (num(v, "end_ms") > end_ms)
-			end_ms = num(v, "end_ms");
+	for (i = 0; i < v->n_marks; i++)
+		if (v->marks[i].ms > end_ms)
+			end_ms = v->marks[i].ms;
+	for (i = 0; i < v->n_phases; i++)
+		if (v->phases[i].end_ms > end_ms)
+			end_ms = v->phases[i].end_ms;
 
 	/* the launcher: phases and marks */
-	meta(&e, "process_name", lpid, lpid, "name", json_string("tts-launch"));
-	meta(&e, "process_sort_index", lpid, lpid, "sort_index", json_integer(0));
-	meta(&e, "thread_name", lpid, lpid, "name", json_string("phases"));
-	arr = json_object_get(root, "phases");
-	n = json_array_size(arr);
+	meta_str(&e, "process_name", lpid, lpid, "name", "tts-launch");
+	meta_int(&e, "process_sort_index", lpid, lpid, "sort_index", 0);
+	meta_str(&e, "thread_name", lpid, lpid, "name", "phases");
+	n = v->n_phases;
 	x = calloc(n ? n : 1, sizeof(*x));
 	if (!x)
 		goto out;
-	json_array_foreach (arr, i, v) {
-		x[i] = (struct xspan){json_string_value(json_object_get(v, "name")) ?: "?", "phase",
-				      num(v, "start_ms"), num(v, "end_ms"),
-				      json_pack("{s:O?}", "source", json_object_get(v, "source"))};
+	for (i = 0; i < n; i++) {
+		const struct tl_phase *p = &v->phases[i];
+
+		x[i] = (struct xspan){p->name ?: "?", "phase", p->start_ms, p->end_ms,
+				      one_str_args("source", p->source)};
 		if (isnan(x[i].start))
 			x[i].start = 0;
 		if (isnan(x[i].end))
@@ -383,77 +616,86 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	emit_track(&e, lpid, lpid, "phases", x, n);
 	free(x);
 	x = NULL;
-	json_object_foreach (marks, key, v)
-		if (json_is_number(v))
-			instant(&e, key, "mark", "g", lpid, lpid, json_number_value(v), NULL);
+	for (i = 0; i < v->n_marks; i++)
+		instant(&e, v->marks[i].name, "mark", "g", lpid, lpid, v->marks[i].ms, NULL);
 
 	/* each traced process: its lifetime and its Python imports */
-	json_array_foreach (procs, i, v) {
-		int pid = (int)json_integer_value(json_object_get(v, "pid"));
-		const char *cmd = json_string_value(json_object_get(v, "command"));
-		json_t *imp = json_object_get(json_object_get(root, "python"), "imports"), *m;
-		double a = num(v, "exec_ms"), b = num(v, "exit_ms");
-		size_t j, k = 0;
+	for (i = 0; i < v->n_procs; i++) {
+		const struct tl_proc *p = &v->procs[i];
+		int pid = pid_of(p->pid);
+		const char *cmd = p->command;
+		double a = p->exec_ms, b = p->exit_ms;
+		size_t k = 0;
 		char name[256];
 
 		if (isnan(a))
-			a = num(v, "fork_ms");
+			a = p->fork_ms;
 		if (isnan(a))
 			continue;
 		if (isnan(b))
 			b = end_ms;
 		snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(base_name(cmd), 200),
 			 base_name(cmd), pid);
-		meta(&e, "process_name", pid, pid, "name", json_string(name));
-		meta(&e, "process_sort_index", pid, pid, "sort_index",
-		     json_integer(pid == spid ? 1 : 2));
-		meta(&e, "thread_name", pid, pid, "name", json_string(base_name(cmd)));
-		x = calloc(json_array_size(imp) + 1, sizeof(*x));
+		meta_str(&e, "process_name", pid, pid, "name", name);
+		meta_int(&e, "process_sort_index", pid, pid, "sort_index", pid == spid ? 1 : 2);
+		meta_str(&e, "thread_name", pid, pid, "name", base_name(cmd));
+		x = calloc(v->n_imports + 1, sizeof(*x));
 		if (!x)
 			goto out;
 		x[k++] =
-		    (struct xspan){base_name(cmd), "process", a, b < a ? a : b,
-				   json_pack("{s:O?, s:O?}", "argv", json_object_get(v, "argv"),
-					     "exit", json_object_get(v, "exit"))};
-		json_array_foreach (imp, j, m) {
-			if (json_integer_value(json_object_get(m, "pid")) != pid ||
-			    isnan(num(m, "start_ms")) || isnan(num(m, "end_ms")))
+		    (struct xspan){base_name(cmd), "process", a, b < a ? a : b, process_args(p)};
+		for (size_t j = 0; j < v->n_imports; j++) {
+			const struct tl_import *m = &v->imports[j];
+			struct args fa;
+			struct jsonw *w;
+
+			if (pid_of(m->pid) != pid || isnan(m->start_ms) || isnan(m->end_ms))
 				continue;
-			x[k++] = (struct xspan){
-			    json_string_value(json_object_get(m, "name")) ?: "?", "import",
-			    num(m, "start_ms"), num(m, "end_ms"),
-			    json_pack("{s:O?}", "found", json_object_get(m, "found"))};
+			w = args_begin(&fa);
+			if (w) {
+				jw_key(w, "found");
+				if (m->found < 0)
+					jw_null(w);
+				else
+					jw_bool(w, m->found);
+			}
+			x[k++] = (struct xspan){m->name ?: "?", "import", m->start_ms, m->end_ms,
+						args_end(&fa)};
 		}
 		emit_track(&e, pid, pid, base_name(cmd), x, k);
 		free(x);
 		x = NULL;
 	}
-	if (!json_array_size(procs)) {
-		meta(&e, "process_name", spid, spid, "name", json_string("service"));
-		meta(&e, "process_sort_index", spid, spid, "sort_index", json_integer(1));
+	if (!v->n_procs) {
+		meta_str(&e, "process_name", spid, spid, "name", "service");
+		meta_int(&e, "process_sort_index", spid, spid, "sort_index", 1);
 	}
 
 	/* downloads: async spans, and the summed download rate as a counter */
-	arr = json_object_get(root, "downloads");
 	{
-		size_t nd = json_array_size(arr);
+		size_t nd = v->n_downloads;
 		double *t = calloc(2 * nd + 1, sizeof(double));
 
-		json_array_foreach (arr, i, v) {
+		for (i = 0; i < nd; i++) {
+			const struct tl_download *d = &v->downloads[i];
 			char label[256], id[32];
-			double a = num(v, "first_ms"), b = num(v, "last_ms");
+			double a = d->first_ms, b = d->last_ms;
+			struct args da;
+			struct jsonw *w;
 
 			if (isnan(a) || isnan(b))
 				continue;
-			download_label(json_string_value(json_object_get(v, "path")), label,
-				       sizeof(label));
+			download_label(d->path, label, sizeof(label));
 			snprintf(id, sizeof(id), "download-%zu", i);
-			async_span(&e, label, "download", spid, id, a, b,
-				   json_pack("{s:O?, s:O?, s:O?, s:O?}", "path",
-					     json_object_get(v, "path"), "bytes",
-					     json_object_get(v, "bytes"), "rate_mb_s",
-					     json_object_get(v, "rate_mb_s"), "completed",
-					     json_object_get(v, "completed")));
+			w = args_begin(&da);
+			if (w) {
+				jw_kstr(w, "path", d->path);
+				jw_knum(w, "bytes", d->bytes);
+				jw_kreal(w, "rate_mb_s", d->rate_mb_s);
+				jw_key(w, "completed");
+				jw_bool(w, d->completed);
+			}
+			async_span(&e, label, "download", spid, id, a, b, args_end(&da));
 			if (t) {
 				t[2 * i] = a;
 				t[2 * i + 1] = b;
@@ -466,11 +708,11 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		struct rate_at *st = calloc(nd + 1, sizeof(*st)), *en = calloc(nd + 1, sizeof(*en));
 		size_t ns = 0;
 
-		json_array_foreach (arr, i, v) {
-			double a = num(v, "first_ms"), b = num(v, "last_ms");
+		for (i = 0; i < nd; i++) {
+			double a = v->downloads[i].first_ms, b = v->downloads[i].last_ms;
 
 			if (st && en && a < b) { /* false for NaN: such a download adds nothing */
-				double r = num(v, "bytes") / 1e3 / (b - a);
+				double r = v->downloads[i].bytes / 1e3 / (b - a);
 
 				if (!isfinite(r))
 					r = 0; /* no byte count: no rate */
@@ -495,7 +737,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 				mbs = (ks ? st[ks - 1].sum : 0) - (ke ? en[ke - 1].sum : 0);
 			if (mbs < 0)
 				mbs = 0;
-			counter(&e, "download MB/s", spid, at, json_pack("{s:f}", "MB/s", mbs));
+			counter1(&e, "download MB/s", spid, at, "MB/s", mbs);
 		}
 		free(st);
 		free(en);
@@ -503,113 +745,126 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	}
 
 	/* requests after ready: async spans */
-	json_array_foreach (json_object_get(root, "requests"), i, v) {
-		double a = num(v, "start_ms"), b = num(v, "end_ms");
+	for (i = 0; i < v->n_requests; i++) {
+		const struct tl_request *r = &v->requests[i];
+		double a = r->start_ms, b = r->end_ms;
 		char id[32], name[256];
-		const char *method = json_string_value(json_object_get(v, "method"));
-		const char *path = json_string_value(json_object_get(v, "path"));
 
 		if (isnan(b))
-			b = a + num(v, "dur_ms");
+			b = a + r->dur_ms;
 		if (isnan(a) || isnan(b))
 			continue;
 		snprintf(id, sizeof(id), "request-%zu", i);
-		if (method || path)
-			snprintf(name, sizeof(name), "%s %s", method ?: "", path ?: "");
+		if (r->method || r->path)
+			snprintf(name, sizeof(name), "%s %s", r->method ?: "", r->path ?: "");
 		else
 			snprintf(name, sizeof(name), "request %zu", i + 1);
 		utf8_trim(name);
-		async_span(&e, name, "request", spid, id, a, b, json_deep_copy(v));
+		async_span(&e, name, "request", spid, id, a, b, request_args(r));
 	}
 
 	/* page faults per second, one point per bucket of the series */
 	{
-		json_t *fr = json_object_get(mem, "fault_rate");
-		double bucket = num(fr, "bucket_ms");
+		const struct tl_series *fr = &v->memory.fault_rate;
+		double bucket = fr->bucket_ms;
 
 		if (bucket > 0) {
-			json_array_foreach (json_object_get(fr, "counts"), i, v)
-				counter(&e, "page faults/s", spid, (double)i * bucket,
-					json_pack("{s:f}", "faults/s",
-						  (double)json_integer_value(v) * 1000.0 / bucket));
-			if (json_array_size(json_object_get(fr, "counts")))
-				counter(&e, "page faults/s", spid,
-					(double)json_array_size(json_object_get(fr, "counts")) *
-					    bucket,
-					json_pack("{s:f}", "faults/s", 0.0));
+			for (i = 0; i < fr->n; i++)
+				counter1(&e, "page faults/s", spid, (double)i * bucket, "faults/s",
+					 tl_or0(fr->counts[i]) * 1000.0 / bucket);
+			if (fr->n)
+				counter1(&e, "page faults/s", spid, (double)fr->n * bucket,
+					 "faults/s", 0.0);
 		}
 	}
 
 	/* off-CPU time: the trace keeps totals per process, not a series, so
 	 * the counter goes from 0 at exec to the totals at exit */
-	json_array_foreach (json_object_get(json_object_get(root, "sched"), "processes"), i, v) {
-		int pid = (int)json_integer_value(json_object_get(v, "pid"));
+	for (i = 0; i < v->sched.n_processes; i++) {
+		const struct tl_sched_proc *s = &v->sched.processes[i];
+		int pid = pid_of(s->pid);
 		double a = NAN, b = NAN;
-		json_t *p;
-		size_t j;
 
-		json_array_foreach (procs, j, p)
-			if (json_integer_value(json_object_get(p, "pid")) == pid) {
-				a = num(p, "exec_ms");
-				b = num(p, "exit_ms");
+		for (size_t j = 0; j < v->n_procs; j++)
+			if (pid_of(v->procs[j].pid) == pid) {
+				a = v->procs[j].exec_ms;
+				b = v->procs[j].exit_ms;
 			}
 		if (isnan(a))
 			continue;
 		if (isnan(b) || b < a)
 			b = end_ms > a ? end_ms : a;
-		counter(
-		    &e, "off-CPU ms", pid, a,
-		    json_pack("{s:f, s:f, s:f}", "io_wait", 0.0, "sleep", 0.0, "runqueue", 0.0));
-		counter(&e, "off-CPU ms", pid, b,
-			json_pack("{s:f, s:f, s:f}", "io_wait", num(v, "io_wait_ms"), "sleep",
-				  num(v, "sleep_ms"), "runqueue", num(v, "runqueue_ms")));
+		for (int end = 0; end < 2; end++) {
+			struct args ca;
+			struct jsonw *w;
+
+			/* totals that are not numbers: no point (JSON has no NaN) */
+			if (end &&
+			    (isnan(s->io_wait_ms) || isnan(s->sleep_ms) || isnan(s->runqueue_ms)))
+				break;
+			w = args_begin(&ca);
+			if (w) {
+				jw_kreal(w, "io_wait", end ? s->io_wait_ms : 0.0);
+				jw_kreal(w, "sleep", end ? s->sleep_ms : 0.0);
+				jw_kreal(w, "runqueue", end ? s->runqueue_ms : 0.0);
+			}
+			counter(&e, "off-CPU ms", pid, end ? b : a, args_end(&ca));
+		}
 	}
 
 	/* mlock calls: instants on the process that made them */
-	json_array_foreach (json_object_get(mem, "mlock_calls"), i, v) {
-		int pid = json_is_integer(json_object_get(v, "pid"))
-			      ? (int)json_integer_value(json_object_get(v, "pid"))
-			      : spid;
-		const char *call = json_string_value(json_object_get(v, "call"));
+	for (i = 0; i < v->memory.n_mlock_calls; i++) {
+		const struct tl_mlock_call *c = &v->memory.mlock_calls[i];
+		int pid = tl_has(c->pid) ? (int)c->pid : spid;
 
-		if (isnan(num(v, "start_ms")))
+		if (isnan(c->start_ms))
 			continue;
-		instant(&e, call ? call : "mlock", "mlock", "p", pid, pid, num(v, "start_ms"),
-			json_deep_copy(v));
+		instant(&e, c->call ? c->call : "mlock", "mlock", "p", pid, pid, c->start_ms,
+			mlock_args(c));
 	}
 
+	if (e.failed) {
+		errno = ENOMEM;
+		goto out;
+	}
 	/* sort by time (metadata first); equal times keep their order, so a
 	 * zero-length async span still has its "b" before its "e" */
 	{
-		json_t ***ord = calloc(e.n ? e.n : 1, sizeof(*ord));
+		struct event **ord = calloc(e.n ? e.n : 1, sizeof(*ord));
+		struct jsonw w;
 
 		if (!ord)
 			goto out;
-		/* sort pointers into e.v so that ev_cmp can break ties by position */
 		for (i = 0; i < e.n; i++)
 			ord[i] = &e.v[i];
-		qsort(ord, e.n, sizeof(*ord), ord_cmp_ptr);
-		trace = json_array();
+		qsort(ord, e.n, sizeof(*ord), ev_cmp);
+		jw_init(&w, out, 0, 0);
+		jw_obj(&w);
+		jw_key(&w, "traceEvents");
+		jw_arr(&w);
 		for (i = 0; i < e.n; i++)
-			json_array_append(trace, *ord[i]);
+			ev_write(&w, ord[i]);
+		jw_arr_end(&w);
+		jw_kstr(&w, "displayTimeUnit", "ms");
+		jw_key(&w, "otherData");
+		jw_obj(&w);
+		jw_kstr(&w, "generator", "tts-launch");
+		jw_kstr(&w, "schema", v->schema);
+		jw_obj_end(&w);
+		jw_obj_end(&w);
 		free(ord);
-	}
-	{
-		json_t *doc = json_pack("{s:o, s:s, s:{s:s, s:O?}}", "traceEvents", trace,
-					"displayTimeUnit", "ms", "otherData", "generator",
-					"tts-launch", "schema", json_object_get(root, "schema"));
-
-		trace = NULL;
-		if (doc && json_dumpf(doc, out, JSON_COMPACT) == 0 && fputc('\n', out) != EOF)
+		if (fputc('\n', out) != EOF && !jw_error(&w))
 			rc = 0;
-		json_decref(doc);
 	}
 out:
-	json_decref(trace);
-	for (i = 0; i < e.n; i++)
-		json_decref(e.v[i]);
+	for (i = 0; i < e.n; i++) {
+		free(e.v[i].name);
+		free(e.v[i].id);
+		free(e.v[i].args);
+	}
 	free(e.v);
 	free(x);
+	tl_view_free(v);
 	if (rc < 0 && !errno)
 		errno = EIO;
 	return rc;

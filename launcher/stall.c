@@ -1,5 +1,5 @@
 /* stall: what a start-up that stopped progressing waits on (stall.h),
- * read from the timeline model alone: a connect still pending, a lock, a
+ * read from the timeline model alone, through its typed views: a connect still pending, a lock, a
  * peer that does not answer or stopped sending, a missing path tried again.
  * The live display (progress.c) decides when the start is stalled and says
  * this; the kinds and messages are documented in docs/diagnose.md ("While
@@ -12,7 +12,6 @@
 
 #include "diagnose.h"
 #include "hfcache.h"
-#include "progress.h"
 #include "util.h"
 
 #define WAIT_MIN_MS 1000.0 /* a connect or request younger than this is not "waiting" */
@@ -31,63 +30,64 @@ static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
 	json_array_append_new(list, item);
 }
 
-json_t *stall_waiting_on(const json_t *root, const json_t *peers, double since_ms, double now_ms)
+json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers,
+			 const struct stall_download *dl, double since_ms, double now_ms)
 {
-	json_t *list = json_array(), *own = NULL, *pending = json_object(), *c, *h;
-	const json_t *dl, *e;
+	json_t *list = json_array(), *own = NULL, *pending = json_object(), *h;
 	const char *key;
 	size_t i;
 
-	diagnose_downloads_in_flight(root, &dl);
 	/* 1. connects still in progress: a pending (EINPROGRESS) record with no
-	 * completion record for the same process and peer after it */
-	json_array_foreach (json_object_get(root, "connects"), i, e) {
+	 * completion record for the same process and port after it */
+	for (i = 0; i < v->n_connects; i++) {
+		const struct tl_connect *e = &v->connects[i];
 		char k[256];
 
-		if (!jstr(e, "peer") || jnum(e, "port") == 0)
+		if (!e->peer || tl_or0(e->port) == 0)
 			continue;
 		/* by process and port: a completion record may not carry the
 		 * address (only the socket's port is certain there) */
-		snprintf(k, sizeof(k), "%d %d", (int)jnum(e, "pid"), (int)jnum(e, "port"));
-		if (json_is_true(json_object_get(e, "pending")))
-			json_object_set(pending, k, (json_t *)e);
+		snprintf(k, sizeof(k), "%d %d", (int)tl_or0(e->pid), (int)tl_or0(e->port));
+		if (e->pending)
+			json_object_set_new(pending, k, json_integer((json_int_t)i));
 		else
 			json_object_del(pending, k);
 	}
-	json_object_foreach (pending, key, c) {
-		double age = now_ms - jnum(c, "start_ms");
+	json_object_foreach (pending, key, h) {
+		const struct tl_connect *c = &v->connects[json_integer_value(h)];
+		double age = now_ms - tl_or0(c->start_ms);
 
 		if (age < WAIT_MIN_MS)
 			continue;
 		waiting_add(list,
-			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer",
-				      jstr(c, "peer"), "pid", (int)jnum(c, "pid"), "seconds",
-				      age / 1000),
+			    json_pack("{s:s, s:s, s:i, s:f}", "kind", "connect", "peer", c->peer,
+				      "pid", (int)tl_or0(c->pid), "seconds", age / 1000),
 			    "blocked in a connect to %s for %.0f s (no answer to the connection "
 			    "request: a firewall dropping packets, or a host that is down)",
-			    jstr(c, "peer"), age / 1000);
+			    c->peer, age / 1000);
 	}
 	json_decref(pending);
 
 	/* 2. a blocking flock/fcntl lock still waiting (locks[], when the
 	 * tracer records them); else a .lock file opened when progress stopped */
-	json_array_foreach (json_object_get(root, "locks"), i, e) {
-		if (!json_is_true(json_object_get(e, "waiting")) || !jstr(e, "path"))
+	for (i = 0; i < v->n_locks; i++) {
+		const struct tl_lock *e = &v->locks[i];
+
+		if (!e->waiting || !e->path)
 			continue;
 		waiting_add(
 		    list,
-		    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", jstr(e, "path"),
-			      "seconds", jnum(e, "waiting_ms") / 1000, "blocked", 1),
+		    json_pack("{s:s, s:s, s:f, s:b}", "kind", "lock", "path", e->path, "seconds",
+			      tl_or0(e->waiting_ms) / 1000, "blocked", 1),
 		    "waiting for the lock %s for %.0f s: another process holds it (fuser -v %s "
 		    "shows which)",
-		    jstr(e, "path"), jnum(e, "waiting_ms") / 1000, jstr(e, "path"));
+		    e->path, tl_or0(e->waiting_ms) / 1000, e->path);
 	}
-	json_array_foreach (json_object_get(root, "files"), i, e) {
-		const char *path = jstr(e, "path");
-		double t = jnum(e, "last_ms");
+	for (i = 0; i < v->n_files && !v->n_locks; i++) {
+		const char *path = v->files[i].path;
+		double t = tl_or0(v->files[i].last_ms);
 
-		if (!path || !hf_lock_file(path) || t < since_ms - 1500 ||
-		    json_array_size(json_object_get(root, "locks")))
+		if (!path || !hf_lock_file(path) || t < since_ms - 1500)
 			continue;
 		waiting_add(list,
 			    json_pack("{s:s, s:s, s:f}", "kind", "lock", "path", path, "seconds",
@@ -101,16 +101,16 @@ json_t *stall_waiting_on(const json_t *root, const json_t *peers, double since_m
 	 * whose data stopped coming */
 	if (!peers) {
 		own = json_object();
-		json_array_foreach (json_object_get(root, "network"), i, e) {
-			if (!jstr(e, "peer") || json_is_true(json_object_get(e, "dns")) ||
-			    !strncmp(jstr(e, "peer"), "unix:", 5))
+		for (i = 0; i < v->n_network; i++) {
+			const struct tl_peer *e = &v->network[i];
+			double in = tl_or0(e->bytes_in), last = tl_or0(e->last_ms);
+
+			if (!e->peer || e->dns || !strncmp(e->peer, "unix:", 5))
 				continue;
 			json_object_set_new(
-			    own, jstr(e, "peer"),
-			    json_pack("{s:f, s:f, s:f, s:f}", "in", jnum(e, "bytes_in"), "out",
-				      jnum(e, "bytes_out"), "t_in",
-				      jnum(e, "bytes_in") > 0 ? jnum(e, "last_ms") : -1.0, "t_out",
-				      jnum(e, "bytes_in") > 0 ? -1.0 : jnum(e, "last_ms")));
+			    own, e->peer,
+			    json_pack("{s:f, s:f, s:f, s:f}", "in", in, "out", tl_or0(e->bytes_out),
+				      "t_in", in > 0 ? last : -1.0, "t_out", in > 0 ? -1.0 : last));
 		}
 		peers = own;
 	}
@@ -130,44 +130,41 @@ json_t *stall_waiting_on(const json_t *root, const json_t *peers, double since_m
 			    "nothing came back (a hub or proxy that accepts connections but does "
 			    "not answer; each request waits for HF_HUB_ETAG_TIMEOUT)",
 			    key, (now_ms - t_out) / 1000);
-		} else if (dl && jnum(h, "in") > 0 && t_in >= 0 && t_in <= since_ms + 1500 &&
-			   now_ms - t_in >= WAIT_MIN_MS && t_in >= jnum(dl, "first_ms") - 1500) {
-			char name[300];
-
-			progress_download_name(root, jstr(dl, "path"), jnum(dl, "first_ms"), name,
-					       sizeof(name));
+		} else if (dl && dl->path && jnum(h, "in") > 0 && t_in >= 0 &&
+			   t_in <= since_ms + 1500 && now_ms - t_in >= WAIT_MIN_MS &&
+			   t_in >= dl->first_ms - 1500) {
 			fmt_bytes(b, sizeof(b), jnum(h, "in"));
 			waiting_add(
 			    list,
 			    json_pack("{s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
-				      "peer", key, "path", jstr(dl, "path"), "bytes_in",
-				      jnum(h, "in"), "seconds", (now_ms - t_in) / 1000),
+				      "peer", key, "path", dl->path, "bytes_in", jnum(h, "in"),
+				      "seconds", (now_ms - t_in) / 1000),
 			    "reading from %s, which has sent nothing for %.0f s, while "
 			    "downloading %s (%s received from it in all; HF_HUB_DOWNLOAD_TIMEOUT "
 			    "ends the wait)",
-			    key, (now_ms - t_in) / 1000, name, b);
+			    key, (now_ms - t_in) / 1000, dl->name ? dl->name : base_name(dl->path),
+			    b);
 		}
 	}
 	json_decref(own);
 
 	/* 4. the same missing path tried again while nothing else moved */
-	json_array_foreach (json_object_get(root, "missing_paths"), i, e) {
-		const char *path = jstr(e, "path");
-		double attempts = jnum(e, "attempts");
+	for (i = 0; i < v->n_missing; i++) {
+		const struct tl_missing *e = &v->missing[i];
+		double attempts = tl_or0(e->attempts), first = tl_or0(e->first_ms),
+		       last = tl_or0(e->last_ms);
 
-		if (!path || diagnose_benign_missing(path, jstr(e, "class")) || attempts < 2 ||
-		    jnum(e, "last_ms") < since_ms)
+		if (!e->path || diagnose_benign_missing(e->path, e->class) || attempts < 2 ||
+		    last < since_ms)
 			continue;
-		waiting_add(
-		    list,
-		    json_pack("{s:s, s:s, s:f, s:s?, s:f}", "kind", "missing-path", "path", path,
-			      "attempts", attempts, "errno", jstr(e, "errno"), "seconds",
-			      (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000),
-		    "sleeping between retries of the missing path %s: %.0f attempts over %.0f s "
-		    "(%s), the last %.0f s ago",
-		    path, attempts, (jnum(e, "last_ms") - jnum(e, "first_ms")) / 1000,
-		    jstr(e, "errno") ? jstr(e, "errno") : "failed",
-		    (now_ms - jnum(e, "last_ms")) / 1000);
+		waiting_add(list,
+			    json_pack("{s:s, s:s, s:f, s:s?, s:f}", "kind", "missing-path", "path",
+				      e->path, "attempts", attempts, "errno", e->errno_name,
+				      "seconds", (last - first) / 1000),
+			    "sleeping between retries of the missing path %s: %.0f attempts over "
+			    "%.0f s (%s), the last %.0f s ago",
+			    e->path, attempts, (last - first) / 1000,
+			    e->errno_name ? e->errno_name : "failed", (now_ms - last) / 1000);
 	}
 	if (!json_array_size(list))
 		waiting_add(

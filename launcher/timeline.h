@@ -1,5 +1,5 @@
 /* timeline: the model of one start-up, in the versioned JSON format of
- * docs/timeline.md ("tts-launch.timeline/1"). The model is opaque: renderers
+ * docs/timeline.md ("tts-launch.timeline/2"). The model is opaque: renderers
  * and compare read it through the typed views of timeline_view.h, so they
  * also work on a saved file; modules that still build the tree use
  * timeline_internal.h. */
@@ -13,13 +13,13 @@
 #include "config.h"
 
 /* The version this build writes. */
-#define TIMELINE_SCHEMA "tts-launch.timeline/1"
+#define TIMELINE_SCHEMA "tts-launch.timeline/2"
 /* The versions it loads, TIMELINE_SCHEMA first (timeline.c). */
 extern const char *const timeline_schemas[];
 extern const size_t timeline_n_schemas;
 /* Is schema one of timeline_schemas? */
 bool timeline_schema_loadable(const char *schema);
-/* "tts-launch.timeline/1[ or ...]" into buf, for messages. */
+/* "tts-launch.timeline/2 or tts-launch.timeline/1" into buf, for messages. */
 void timeline_schema_list(char *buf, size_t len);
 
 struct timeline;

@@ -2,9 +2,8 @@
  * that still build or patch the tree directly until they move to typed
  * sections: tracer.c (the trace sections), diagnose.c (findings, cache_fs),
  * mlock.c (memory.mlock), supervise.c (progress, the findings said so far),
- * timeline_view.c (the decoders themselves), and two renderers that copy
- * raw member values into their output: render_html.c (a mistyped member is
- * shown as its JSON) and render_perfetto.c (args). Renderers, compare and
+ * progress.c (it samples the tree; stall.c gets the views of it), and
+ * timeline_view.c (the decoders themselves). Renderers, compare and
  * rules compiled in the Makefile's NO_JANSSON list cannot include this. */
 #ifndef TTS_TIMELINE_INTERNAL_H
 #define TTS_TIMELINE_INTERNAL_H
@@ -22,6 +21,11 @@ struct timeline *timeline_wrap(json_t *root);
 /* The checks of timeline_load on a parsed tree (name: for messages); 0, or
  * -1 with err. */
 int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen);
+
+/* The typed views (timeline_view.h) of a raw tree, for a module that holds
+ * only the tree (the live display samples it); tl_view_decode is this on
+ * the model's own tree. */
+struct tl_view *tl_view_decode_tree(const json_t *root);
 
 /* Sort an array of objects by a numeric member (stable). */
 void timeline_sort_by(json_t *array, const char *key);

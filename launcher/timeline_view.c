@@ -60,9 +60,13 @@ static int decode_phases(const json_t *root, struct tl_view *v)
 
 	if (LIST(arr, out, v->n_phases) < 0)
 		return -1;
-	json_array_foreach (arr, i, e)
+	json_array_foreach (arr, i, e) {
 		out[i] = (struct tl_phase){str(e, "name"), num(e, "start_ms"), num(e, "end_ms"),
-					   num(e, "dur_ms")};
+					   num(e, "dur_ms"), str(e, "source")};
+		/* the fallback lives here: a phase without dur_ms lasts end - start */
+		if (!tl_has(out[i].dur_ms))
+			out[i].dur_ms = out[i].end_ms - out[i].start_ms;
+	}
 	v->phases = out;
 	return 0;
 }
@@ -101,8 +105,9 @@ static int decode_missing(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_missing) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_missing){str(e, "path"), str(e, "errno"), num(e, "attempts"),
-					     num(e, "first_ms"), num(e, "last_ms")};
+		out[i] =
+		    (struct tl_missing){str(e, "path"),	    str(e, "errno"),   num(e, "attempts"),
+					num(e, "first_ms"), num(e, "last_ms"), str(e, "class")};
 	v->missing = out;
 	return 0;
 }
@@ -162,10 +167,41 @@ static int decode_network(const json_t *root, struct tl_view *v)
 		    .port = num(e, "port"),
 		    .inbound =
 			flag(e, "inbound") || (str(e, "role") && !strcmp(str(e, "role"), "client")),
+		    .last_ms = num(e, "last_ms"),
+		    .dns = flag(e, "dns"),
 		};
 	for (i = 0; i < v->n_network; i++)
 		peer_label(&out[i]);
 	v->network = out;
+	return 0;
+}
+
+static int decode_connects(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "connects"), *e;
+	struct tl_connect *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_connects) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_connect){str(e, "peer"), num(e, "port"), num(e, "pid"),
+					     num(e, "start_ms"), flag(e, "pending")};
+	v->connects = out;
+	return 0;
+}
+
+static int decode_locks(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "locks"), *e;
+	struct tl_lock *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_locks) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_lock){str(e, "path"), flag(e, "waiting"), num(e, "waiting_ms")};
+	v->locks = out;
 	return 0;
 }
 
@@ -183,10 +219,35 @@ static int decode_requests(const json_t *root, struct tl_view *v)
 		    .end_ms = num(e, "end_ms"),
 		    .dur_ms = num(e, "dur_ms"),
 		    .latency_ms = num(e, "latency_ms"),
+		    .close_ms = num(e, "close_ms"),
 		    .faults = num(e, "faults"),
 		    .page_faults = num(e, "page_faults"),
 		    .major_faults = num(e, "major_faults"),
+		    .model_faults = num(e, "model_faults"),
+		    .model_major_faults = num(e, "model_major_faults"),
+		    .bytes_out = num(e, "bytes_out"),
+		    .bytes_in = num(e, "bytes_in"),
+		    .writes = num(e, "writes"),
+		    .pid = num(e, "pid"),
+		    .tid = num(e, "tid"),
+		    .port = num(e, "port"),
+		    .method = str(e, "method"),
+		    .path = str(e, "path"),
 		};
+	/* the aliases resolved here, one way for every reader: latency_ms is
+	 * dur_ms (older name), else end - start; faults is page_faults */
+	for (i = 0; i < v->n_requests; i++) {
+		struct tl_request *r = &out[i];
+
+		if (!tl_has(r->latency_ms))
+			r->latency_ms = tl_has(r->dur_ms) ? r->dur_ms : r->end_ms - r->start_ms;
+		if (!tl_has(r->dur_ms))
+			r->dur_ms = r->latency_ms;
+		if (!tl_has(r->faults))
+			r->faults = r->page_faults;
+		if (!tl_has(r->page_faults))
+			r->page_faults = r->faults;
+	}
 	v->requests = out;
 	v->has_requests = json_is_array(arr);
 	return 0;
@@ -201,8 +262,8 @@ static int decode_findings(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_findings) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_finding){str(e, "id"), str(e, "severity"), str(e, "title"),
-					     str(e, "message"), str(e, "fix")};
+		out[i] = (struct tl_finding){str(e, "id"),	str(e, "severity"), str(e, "title"),
+					     str(e, "message"), str(e, "fix"),	    str(e, "rule")};
 	v->findings = out;
 	return 0;
 }
@@ -247,6 +308,11 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 		    .errno_name = str(e, "errno"),
 		    .ok = json_is_integer(r) && !json_integer_value(r),
 		    .failed = json_is_integer(r) && json_integer_value(r) < 0,
+		    .pid = num(e, "pid"),
+		    .len = num(e, "len"),
+		    .flags = num(e, "flags"),
+		    .result = num(e, "result"),
+		    .start_ms = num(e, "start_ms"),
 		    .dur_ms = num(e, "dur_ms"),
 		};
 	}
@@ -256,10 +322,19 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 
 static int decode_sched(const json_t *root, struct tl_view *v)
 {
-	const json_t *s = json_object_get(root, "sched");
+	const json_t *s = json_object_get(root, "sched"), *arr = json_object_get(s, "processes"),
+		     *e;
+	struct tl_sched_proc *out;
+	size_t i;
 
-	v->sched =
-	    (struct tl_sched){num(s, "io_wait_ms"), num(s, "sleep_ms"), num(s, "runqueue_ms")};
+	v->sched = (struct tl_sched){num(s, "io_wait_ms"), num(s, "sleep_ms"),
+				     num(s, "runqueue_ms"), NULL, 0};
+	if (LIST(arr, out, v->sched.n_processes) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_sched_proc){num(e, "pid"), num(e, "io_wait_ms"),
+						num(e, "sleep_ms"), num(e, "runqueue_ms")};
+	v->sched.processes = out;
 	return 0;
 }
 
@@ -272,17 +347,80 @@ static int decode_tracing(const json_t *root, struct tl_view *v)
 	return 0;
 }
 
-static int decode_process(const json_t *root, struct tl_view *v)
+/* a list of strings (NULL for an element that is not one) */
+static int words(const json_t *arr, const char *const **out, size_t *n)
 {
-	const json_t *cmd = json_object_get(json_object_get(root, "process"), "command"), *e;
-	const char **words;
+	const char **w;
+	const json_t *e;
 	size_t i;
 
-	if (LIST(cmd, words, v->process.n_command) < 0)
+	if (LIST(arr, w, *n) < 0)
 		return -1;
-	json_array_foreach (cmd, i, e)
-		words[i] = json_string_value(e);
-	v->process.command = words;
+	json_array_foreach (arr, i, e)
+		w[i] = json_string_value(e);
+	*out = w;
+	return 0;
+}
+
+static struct tl_exit exit_of(const json_t *x)
+{
+	return (struct tl_exit){json_is_object(x), num(x, "code"), num(x, "signal"), num(x, "ms")};
+}
+
+static int decode_process(const json_t *root, struct tl_view *v)
+{
+	const json_t *p = json_object_get(root, "process");
+
+	v->schema = str(root, "schema");
+	v->process.pid = num(p, "pid");
+	v->process.exit = exit_of(json_object_get(p, "exit"));
+	return words(json_object_get(p, "command"), &v->process.command, &v->process.n_command);
+}
+
+static int decode_procs(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "processes"), *e;
+	struct tl_proc *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_procs) < 0)
+		return -1;
+	v->procs = out;
+	json_array_foreach (arr, i, e) {
+		const json_t *argv = json_object_get(e, "argv");
+
+		out[i] = (struct tl_proc){
+		    .pid = num(e, "pid"),
+		    .ppid = num(e, "ppid"),
+		    .command = str(e, "command"),
+		    .has_argv = json_is_array(argv),
+		    .fork_ms = num(e, "fork_ms"),
+		    .exec_ms = num(e, "exec_ms"),
+		    .exit_ms = num(e, "exit_ms"),
+		    .exit = exit_of(json_object_get(e, "exit")),
+		};
+		if (words(argv, &out[i].argv, &out[i].n_argv) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_imports(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(json_object_get(root, "python"), "imports"), *e;
+	struct tl_import *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_imports) < 0)
+		return -1;
+	json_array_foreach (arr, i, e) {
+		const json_t *f = json_object_get(e, "found");
+
+		out[i] =
+		    (struct tl_import){str(e, "name"), num(e, "pid"), num(e, "start_ms"),
+				       num(e, "end_ms"), json_is_boolean(f) ? json_is_true(f) : -1};
+	}
+	v->imports = out;
 	return 0;
 }
 
@@ -296,14 +434,19 @@ static int decode_launcher(const json_t *root, struct tl_view *v)
 }
 
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
-    decode_marks,   decode_phases,   decode_files,    decode_missing, decode_downloads,
-    decode_network, decode_requests, decode_findings, decode_memory,  decode_sched,
-    decode_tracing, decode_process,  decode_launcher,
+    decode_marks,    decode_phases,   decode_files,    decode_missing, decode_downloads,
+    decode_network,  decode_requests, decode_findings, decode_memory,  decode_sched,
+    decode_tracing,  decode_process,  decode_launcher, decode_procs,   decode_imports,
+    decode_connects, decode_locks,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
 {
-	const json_t *root = timeline_json(tl);
+	return tl_view_decode_tree(timeline_json(tl));
+}
+
+struct tl_view *tl_view_decode_tree(const json_t *root)
+{
 	struct tl_view *v = calloc(1, sizeof(*v));
 
 	if (!v)
@@ -326,11 +469,18 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->missing);
 	free((void *)v->downloads);
 	free((void *)v->network);
+	free((void *)v->connects);
+	free((void *)v->locks);
 	free((void *)v->requests);
 	free((void *)v->findings);
 	free((void *)v->memory.mlock_calls);
 	free((void *)v->memory.fault_rate.counts);
 	free((void *)v->process.command);
+	free((void *)v->sched.processes);
+	for (size_t i = 0; v->procs && i < v->n_procs; i++)
+		free((void *)v->procs[i].argv);
+	free((void *)v->procs);
+	free((void *)v->imports);
 	free(v);
 }
 

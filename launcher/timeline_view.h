@@ -5,7 +5,12 @@
  * One rule for a missing field: a number that is absent, null or not a
  * number reads as TL_NONE (NaN; tl_has() tells, tl_or0() gives 0), a string
  * as NULL, a flag as false, a list as empty. Strings are borrowed from the
- * model: valid while the timeline lives. */
+ * model: valid while the timeline lives.
+ *
+ * The view owns the fallbacks between names, so no reader repeats them
+ * (and the writer could drop its aliases): a phase's dur_ms is end - start
+ * when absent; a request's latency_ms and dur_ms are the same figure (the
+ * one present, else end - start), and so are faults and page_faults. */
 #ifndef TTS_TIMELINE_VIEW_H
 #define TTS_TIMELINE_VIEW_H
 
@@ -28,7 +33,8 @@ struct tl_mark {
 
 struct tl_phase {
 	const char *name;
-	double start_ms, end_ms, dur_ms; /* dur_ms: only hand-made timelines have it */
+	double start_ms, end_ms, dur_ms; /* dur_ms: else end - start */
+	const char *source;		 /* "launcher", "trace" */
 };
 
 struct tl_file {
@@ -40,6 +46,7 @@ struct tl_file {
 struct tl_missing {
 	const char *path, *errno_name;
 	double attempts, first_ms, last_ms;
+	const char *class; /* the path's file class */
 };
 
 struct tl_download {
@@ -58,18 +65,65 @@ struct tl_peer {
 	const char *role; /* hub, cas, modelscope, mirror, dns, client, other; NULL: older */
 	double port;
 	bool inbound; /* a client of the service, not a peer it contacted */
+	double last_ms;
+	bool dns; /* a name server */
+};
+
+/* connects[]: each connect(2) the tree made */
+struct tl_connect {
+	const char *peer;
+	double port, pid, start_ms;
+	bool pending; /* EINPROGRESS: its outcome is another record */
+};
+
+/* locks[]: the cache's lock files */
+struct tl_lock {
+	const char *path;
+	bool waiting; /* a blocking lock call still waiting */
+	double waiting_ms;
 };
 
 struct tl_request {
-	double start_ms, end_ms, dur_ms, latency_ms;
-	double faults, page_faults, major_faults;
+	double start_ms, end_ms, dur_ms, latency_ms, close_ms;
+	double faults, page_faults, major_faults, model_faults, model_major_faults;
+	double bytes_out, bytes_in, writes, pid, tid, port;
+	const char *method, *path; /* hand-made timelines only */
+};
+
+/* process.exit, processes[].exit: code or signal (TL_NONE: null) */
+struct tl_exit {
+	bool has; /* an object (null or absent: false) */
+	double code, signal, ms;
+};
+
+/* processes[]: each traced process */
+struct tl_proc {
+	double pid, ppid;
+	const char *command;
+	const char *const *argv; /* NULL for a word that is not a string */
+	size_t n_argv;
+	bool has_argv; /* argv is a list */
+	double fork_ms, exec_ms, exit_ms;
+	struct tl_exit exit;
+};
+
+/* python.imports[] */
+struct tl_import {
+	const char *name;
+	double pid, start_ms, end_ms;
+	int found; /* 1, 0, or -1 when not a flag */
+};
+
+/* sched.processes[] */
+struct tl_sched_proc {
+	double pid, io_wait_ms, sleep_ms, runqueue_ms;
 };
 
 struct tl_mlock_call {
 	const char *call, *errno_name;
 	bool ok;     /* result is the integer 0 */
 	bool failed; /* result is a negative integer */
-	double dur_ms;
+	double pid, len, flags, result, start_ms, dur_ms;
 };
 
 /* memory.fault_rate: page faults per bucket_ms from time 0 */
@@ -94,11 +148,15 @@ struct tl_memory {
 
 struct tl_sched {
 	double io_wait_ms, sleep_ms, runqueue_ms;
+	const struct tl_sched_proc *processes;
+	size_t n_processes;
 };
 
 struct tl_process {
 	const char *const *command; /* its words; NULL for one that is not a string */
 	size_t n_command;
+	double pid;
+	struct tl_exit exit;
 };
 
 struct tl_tracing {
@@ -109,10 +167,12 @@ struct tl_tracing {
 
 struct tl_finding {
 	const char *id, *severity, *title, *message, *fix;
+	const char *rule; /* hand-made timelines: the rule's name instead of id */
 };
 
 /* Every section a reader needs, decoded from one timeline. */
 struct tl_view {
+	const char *schema;	     /* the version string it was written with */
 	const struct tl_mark *marks; /* numeric marks, in the model's order */
 	size_t n_marks;
 	const struct tl_phase *phases;
@@ -125,6 +185,10 @@ struct tl_view {
 	size_t n_downloads;
 	const struct tl_peer *network;
 	size_t n_network;
+	const struct tl_connect *connects;
+	size_t n_connects;
+	const struct tl_lock *locks;
+	size_t n_locks;
 	const struct tl_request *requests;
 	size_t n_requests;
 	bool has_requests; /* requests is a list (maybe empty) */
@@ -134,6 +198,10 @@ struct tl_view {
 	struct tl_sched sched;
 	struct tl_tracing tracing;
 	struct tl_process process;
+	const struct tl_proc *procs; /* processes[] */
+	size_t n_procs;
+	const struct tl_import *imports; /* python.imports[] */
+	size_t n_imports;
 	const char *config_mlock_mode; /* launcher.config.mlock.mode */
 	const char *config_app_dir;    /* launcher.config.app.dir */
 };

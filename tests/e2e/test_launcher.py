@@ -273,7 +273,7 @@ def test_timeline_written_untraced(app):
     r = app.run("run", "-c", str(app.ini), "--no-trace", "--timeline", str(tl), "--", "sh", "-c", "exit 5")
     assert r.returncode == 5
     data = json.loads(tl.read_text())
-    assert data["schema"] == "tts-launch.timeline/1"
+    assert data["schema"] == "tts-launch.timeline/2"
     assert data["tracing"]["enabled"] is False
     assert {"launch", "spawn", "exec"} <= set(m["name"] if isinstance(m, dict) else m
                                              for m in data["marks"])

@@ -54,3 +54,43 @@ def test_data_keyed_objects_stay_open(run_tl):
     tl = copy.deepcopy(run_tl)
     tl["marks"]["my_own_mark"] = 1.0
     assert errors(tl) == []
+
+
+# objects keyed by data, not by the format: open on purpose
+OPEN_BY_DATA = {"$.launcher.config", "$.memory.mlock.events[]"}
+
+
+def open_objects(node, path="$"):
+    """Object schemas that let any key through: neither additionalProperties
+    false nor a schema every extra key must match."""
+    defs = SCHEMA["definitions"]
+    if "$ref" in node:
+        node = defs[node["$ref"].split("/")[-1]]
+    out = []
+    types = node.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "object" in types or "properties" in node:
+        ap = node.get("additionalProperties")
+        if ap is not False and not isinstance(ap, dict):
+            out.append(path)
+        for k, v in node.get("properties", {}).items():
+            out += open_objects(v, path + "." + k)
+        if isinstance(ap, dict):
+            out += open_objects(ap, path + ".*")
+    if isinstance(node.get("items"), dict):
+        out += open_objects(node["items"], path + "[]")
+    return out
+
+
+def test_every_section_is_closed():
+    """issue 13: the schema forbids additional properties per section."""
+    assert set(open_objects(SCHEMA)) == OPEN_BY_DATA
+
+
+def test_schema_version_2_and_1():
+    assert SCHEMA["properties"]["schema"]["enum"] == ["tts-launch.timeline/2",
+                                                      "tts-launch.timeline/1"]
+
+
+def test_run_writes_version_2(run_tl):
+    assert run_tl["schema"] == "tts-launch.timeline/2"

@@ -6,12 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "compare.h"
 #include "fuzz.h"
 #include "timeline.h"
-#include "timeline_internal.h"
 
 #define FUZZ_MAX_INPUT (256 << 10)
 
@@ -21,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t before_len = nul ? (size_t)(nul - data) : size;
 	struct timeline *before, *after = NULL;
 	char err[1024];
-	json_t *cmp;
+	struct compare *cmp;
 
 	if (size > FUZZ_MAX_INPUT)
 		return -1;
@@ -39,8 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cmp = compare_build(before, after ? after : before, "before.json", "after.json");
 	if (cmp) {
 		compare_print_text(cmp, fuzz_out());
-		json_dumpf(cmp, fuzz_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-		json_decref(cmp);
+		compare_write_json(cmp, fuzz_out());
+		compare_free(cmp);
 	}
 	timeline_free(after);
 	timeline_free(before);

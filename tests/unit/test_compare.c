@@ -30,6 +30,27 @@ static json_t *load(const char *name)
 	return root;
 }
 
+/* The comparison as the JSON compare_write_json wrote (c freed) */
+static json_t *compare_json(struct compare *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_error_t jerr;
+	json_t *out;
+
+	assert_non_null(c);
+	assert_non_null(f);
+	assert_int_equal(compare_write_json(c, f), 0);
+	fclose(f);
+	compare_free(c);
+	out = json_loads(buf, 0, &jerr);
+	if (!out)
+		fail_msg("compare's JSON does not parse: %s: %s", jerr.text, buf);
+	free(buf);
+	return out;
+}
+
 /* compare_build over two raw trees (borrowed) */
 static json_t *build_json(json_t *before, json_t *after, const char *bn, const char *an)
 {
@@ -39,7 +60,7 @@ static json_t *build_json(json_t *before, json_t *after, const char *bn, const c
 
 	assert_non_null(b);
 	assert_non_null(a);
-	cmp = compare_build(b, a, bn, an);
+	cmp = compare_json(compare_build(b, a, bn, an));
 	timeline_free(a);
 	timeline_free(b);
 	return cmp;
@@ -69,7 +90,8 @@ static void assert_null_key(const json_t *obj, const char *key)
 	assert_true(json_is_null(json_object_get(obj, key)));
 }
 
-/* before/after/diff/ratio of a row, exactly (NAN: null) */
+/* before/after/diff/ratio of a row (NAN: null), to the 12 significant
+ * digits the JSON output has (integral figures: exactly) */
 static void assert_row(const json_t *r, double b, double a, double diff, double ratio)
 {
 	const char *keys[] = {"before", "after", "diff", "ratio"};
@@ -79,7 +101,8 @@ static void assert_row(const json_t *r, double b, double a, double diff, double 
 	for (int i = 0; i < 4; i++) {
 		if (isnan(want[i]))
 			assert_null_key(r, keys[i]);
-		else if (get(r, keys[i]) != want[i])
+		else if (fabs(get(r, keys[i]) - want[i]) > 1e-11 * fabs(want[i]) ||
+			 (want[i] == floor(want[i]) && get(r, keys[i]) != want[i]))
 			fail_msg("%s: %.17g, expected %.17g", keys[i], get(r, keys[i]), want[i]);
 	}
 }
@@ -248,12 +271,19 @@ static void test_missing_figures(void **state)
 
 static void test_text_has_the_figures(void **state)
 {
-	json_t *cmp = build(FIXTURES "before.json", FIXTURES "after.json");
+	char err[512];
+	struct timeline *b = timeline_load(FIXTURES "before.json", err, sizeof(err));
+	struct timeline *a = timeline_load(FIXTURES "after.json", err, sizeof(err));
+	struct compare *cmp;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	(void)state;
+	assert_non_null(b);
+	assert_non_null(a);
+	cmp = compare_build(b, a, "before.json", "after.json");
+	assert_non_null(cmp);
 	assert_non_null(f);
 	compare_print_text(cmp, f);
 	fclose(f);
@@ -263,8 +293,28 @@ static void test_text_has_the_figures(void **state)
 	assert_non_null(strstr(buf, "0.25x"));
 	assert_non_null(strstr(buf, "start-up (to ready)"));
 	assert_non_null(strstr(buf, "500.0 MiB"));
+	/* launch: 10 ms on both sides, noise: left out of the table */
+	assert_null(strstr(buf, "launch "));
+	assert_non_null(strstr(buf, "1 phase left out as noise"));
+	/* the verdict ends it */
+	assert_non_null(strstr(buf, "\nwith --mlock: request p99 100.0 -> 44.0 ms\n"));
+	assert_string_equal(compare_verdict(cmp), "with --mlock: request p99 100.0 -> 44.0 ms");
 	free(buf);
-	json_decref(cmp);
+	compare_free(cmp);
+	timeline_free(a);
+	timeline_free(b);
+}
+
+/* the noise rule of compare.h */
+static void test_noise(void **state)
+{
+	(void)state;
+	assert_true(compare_is_noise(1.4, 4.9));    /* both under 5 ms, ratio 3.5x */
+	assert_false(compare_is_noise(1.4, 5.6));   /* one over 5 ms, 3.6 ms apart */
+	assert_true(compare_is_noise(100, 101.9));  /* under 2 ms apart */
+	assert_true(compare_is_noise(1000, 1049));  /* under 5% */
+	assert_false(compare_is_noise(1000, 1051)); /* over 5% and 2 ms */
+	assert_false(compare_is_noise(NAN, 1));	    /* one side only: shown */
 }
 
 int main(void)
@@ -278,6 +328,7 @@ int main(void)
 	    cmocka_unit_test(test_mlock_both_shapes),
 	    cmocka_unit_test(test_missing_figures),
 	    cmocka_unit_test(test_text_has_the_figures),
+	    cmocka_unit_test(test_noise),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "diagnose.h"
+#include "pipeline.h"
 #include "progress.h"
 #include "stall.h"
 #include "timeline.h"
@@ -262,7 +263,7 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 	json_object_del(timeline_json(tl), "cache_fs");
 
 	/* written: recorded with the file on disk */
-	diagnose_record_cache_fs(tl);
+	pipeline_record_cache_fs(tl);
 	diagnose_run(tl, DIAG_ALL & ~DIAG_EXIT);
 	before = json_deep_copy(json_object_get(timeline_json(tl), "findings"));
 	assert_int_equal(json_array_size(before), 1);
@@ -318,6 +319,35 @@ static void test_lazy_model_faults(void **state)
 	/* the second request's 3 major faults were not in model files */
 	assert_int_equal(json_array_size(ev(f, "requests")), 1);
 	assert_true(contains(json_string_value(json_object_get(f, "fix")), "--mlock=models"));
+	timeline_free(tl);
+}
+
+/* #16: a warm start's requests map model pages that are in memory already
+ * (minor faults, no time lost): no finding; one read back from disk (a
+ * major fault in a model file) is */
+static void test_lazy_model_faults_needs_major(void **state)
+{
+	struct timeline *tl = load("lazy-model-faults");
+	json_t *reqs = json_object_get(timeline_json(tl), "requests");
+	json_t *r0 = json_array_get(reqs, 0);
+
+	(void)state;
+	/* the demo's warm start: 149 model pages faulted, none from disk */
+	json_object_set_new(r0, "model_faults", json_integer(149));
+	json_object_set_new(r0, "model_major_faults", json_integer(0));
+	assert_int_equal(diagnose_run(tl, DIAG_MEMORY), DIAG_CLEAN);
+	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "findings")), 0);
+	/* one of them read back from disk: the finding, with its count */
+	json_object_set_new(r0, "model_major_faults", json_integer(1));
+	assert_int_equal(diagnose_run(tl, DIAG_MEMORY), DIAG_WARNING);
+	{
+		json_t *f = json_array_get(json_object_get(timeline_json(tl), "findings"), 0);
+
+		assert_string_equal(json_string_value(json_object_get(f, "id")),
+				    "lazy-model-faults");
+		assert_float_equal(ev_num(f, "major_faults"), 1, 1e-9);
+		assert_float_equal(ev_num(f, "faults"), 149, 1e-9);
+	}
 	timeline_free(tl);
 }
 
@@ -384,7 +414,7 @@ static void test_cache_dirs(void **state)
 	assert_string_equal(d[1].path, "/nonexistent/hf_home/hub");
 	assert_string_equal(d[2].path, "/nonexistent/app/checkpoints");
 	/* statfs of a cache not there yet: its nearest existing parent ("/") */
-	diagnose_record_cache_fs(tl);
+	pipeline_record_cache_fs(tl);
 	assert_int_equal(json_array_size(json_object_get(timeline_json(tl), "cache_fs")), 2);
 	assert_string_equal(
 	    json_string_value(json_object_get(
@@ -429,9 +459,32 @@ static json_t *model(const char *text)
 	return r;
 }
 
+/* stall_waiting_on over the views of root, with the download in flight
+ * and its name found as the live display finds them (progress.c) */
+static json_t *stall_of(const json_t *root, double since, double now)
+{
+	const json_t *fl;
+	char name[300];
+	struct stall_download dl = {0};
+	struct tl_view *v = tl_view_decode_tree(root);
+	json_t *w;
+
+	assert_non_null(v);
+	if (diagnose_downloads_in_flight(root, &fl) &&
+	    json_string_value(json_object_get(fl, "path"))) {
+		dl = (struct stall_download){json_string_value(json_object_get(fl, "path")),
+					     json_number_value(json_object_get(fl, "first_ms")),
+					     name};
+		progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
+	}
+	w = stall_waiting_on(v, NULL, dl.path ? &dl : NULL, since, now);
+	tl_view_free(v);
+	return w;
+}
+
 static json_t *waiting(const char *text, double since, double now, const char *kind)
 {
-	json_t *root = model(text), *w = stall_waiting_on(root, NULL, since, now), *hit = NULL, *x;
+	json_t *root = model(text), *w = stall_of(root, since, now), *hit = NULL, *x;
 	size_t i;
 
 	json_array_foreach (w, i, x)
@@ -470,7 +523,7 @@ static void test_stall_connect_completed(void **state)
 		  " \"start_ms\": 1000, \"ret\": -115, \"pending\": true},"
 		  " {\"peer\": \"?:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
 		  " \"ret\": 0, \"pending\": false}]}");
-	json_t *w = stall_waiting_on(root, NULL, 1000, 31000);
+	json_t *w = stall_of(root, 1000, 31000);
 
 	(void)state;
 	/* nothing else known: "unknown", never a connect that completed */
@@ -610,6 +663,7 @@ int main(void)
 	    cmocka_unit_test(test_wrong_cache),
 	    cmocka_unit_test(test_cache_not_persistent),
 	    cmocka_unit_test(test_lazy_model_faults),
+	    cmocka_unit_test(test_lazy_model_faults_needs_major),
 	    cmocka_unit_test(test_checks_select),
 	    cmocka_unit_test(test_rule_table_groups),
 	    cmocka_unit_test(test_cache_dirs),

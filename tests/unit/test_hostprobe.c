@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "hfcache.h"
 #include "hostprobe.h"
 
 static void test_kernel_id_matches_uname_and_btf(void **state)
@@ -111,6 +112,51 @@ static void test_host_json(void **state)
 	json_decref(h);
 }
 
+/* cache_fs: each cache's file system, and the traced *.incomplete files on
+ * disk under it now (relative ones resolved against the app dir; one under
+ * an earlier cache counted there only; a finished or vanished one not) */
+static void test_cache_fs(void **state)
+{
+	char tmp[] = "/tmp/hostprobe-cachefs-XXXXXX", a[512], b[512], cmd[1200];
+	struct hf_cache_dir dirs[2];
+	const char *paths[5];
+	json_t *l, *inc;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmp));
+	snprintf(a, sizeof(a), "%s/hub/models--o--r/blobs/aa.incomplete", tmp);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/hub/models--o--r/blobs", tmp);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(a, "w");
+	assert_non_null(f);
+	fputs("12345", f);
+	fclose(f);
+	snprintf(b, sizeof(b), "%s/hub/models--o--r/blobs/gone.incomplete", tmp);
+	snprintf(dirs[0].path, sizeof(dirs[0].path), "%s/hub", tmp);
+	dirs[0].role = "HF_HUB_CACHE";
+	snprintf(dirs[1].path, sizeof(dirs[1].path), "%s", tmp);
+	dirs[1].role = "model_dir/hf_cache";
+	paths[0] = "hub/models--o--r/blobs/aa.incomplete"; /* relative to the app dir */
+	paths[1] = b;
+	paths[2] = "[fd] aa.incomplete";
+	paths[3] = NULL;
+	paths[4] = "/etc/passwd";
+	l = hostprobe_cache_fs(dirs, 2, tmp, paths, 5);
+	assert_non_null(l);
+	assert_int_equal(json_array_size(l), 2);
+	assert_true(json_is_true(json_object_get(json_array_get(l, 0), "exists")));
+	inc = json_object_get(json_array_get(l, 0), "incomplete");
+	assert_int_equal(json_array_size(inc), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(inc, 0), "path")), a);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(inc, 0), "size")), 5);
+	/* under the first cache: not again under the second */
+	assert_int_equal(json_array_size(json_object_get(json_array_get(l, 1), "incomplete")), 0);
+	json_decref(l);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +165,7 @@ int main(void)
 	    cmocka_unit_test(test_caps_and_limits),
 	    cmocka_unit_test(test_fs_nearest_ancestor),
 	    cmocka_unit_test(test_host_json),
+	    cmocka_unit_test(test_cache_fs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,87 @@
+/* timeline_view: the one rule for missing fields and the fallbacks between
+ * names the view owns (a phase's dur_ms, a request's latency_ms/dur_ms and
+ * faults/page_faults), so no reader repeats them. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "timeline_internal.h"
+#include "timeline_view.h"
+
+static json_t *root; /* the tree the view borrows its strings from */
+
+static struct tl_view *view_of(const char *text)
+{
+	json_error_t e;
+	struct tl_view *v;
+
+	root = json_loads(text, 0, &e);
+	if (!root)
+		fail_msg("bad test JSON: %s", e.text);
+	v = tl_view_decode_tree(root);
+	assert_non_null(v);
+	return v;
+}
+
+static void view_free(struct tl_view *v)
+{
+	tl_view_free(v);
+	json_decref(root);
+	root = NULL;
+}
+
+static void test_phase_duration(void **state)
+{
+	struct tl_view *v =
+	    view_of("{\"phases\": [{\"name\": \"a\", \"start_ms\": 10, \"end_ms\": 25},"
+		    " {\"name\": \"b\", \"start_ms\": 0, \"end_ms\": 9, \"dur_ms\": 4},"
+		    " {\"name\": \"c\", \"start_ms\": 3}]}");
+
+	(void)state;
+	assert_int_equal(v->n_phases, 3);
+	assert_true(v->phases[0].dur_ms == 15); /* end - start */
+	assert_true(v->phases[1].dur_ms == 4);	/* as written */
+	assert_false(tl_has(v->phases[2].dur_ms));
+	view_free(v);
+}
+
+static void test_request_aliases(void **state)
+{
+	struct tl_view *v =
+	    view_of("{\"requests\": ["
+		    " {\"start_ms\": 1, \"end_ms\": 5, \"dur_ms\": 4, \"page_faults\": 7},"
+		    " {\"start_ms\": 1, \"end_ms\": 9, \"latency_ms\": 8, \"faults\": 2},"
+		    " {\"start_ms\": 2, \"end_ms\": 5},"
+		    " {\"start_ms\": \"x\"}]}");
+
+	(void)state;
+	assert_int_equal(v->n_requests, 4);
+	/* the older names */
+	assert_true(v->requests[0].latency_ms == 4 && v->requests[0].dur_ms == 4);
+	assert_true(v->requests[0].faults == 7 && v->requests[0].page_faults == 7);
+	/* the newer */
+	assert_true(v->requests[1].latency_ms == 8 && v->requests[1].dur_ms == 8);
+	assert_true(v->requests[1].faults == 2 && v->requests[1].page_faults == 2);
+	/* neither: end - start; no fault count */
+	assert_true(v->requests[2].latency_ms == 3 && v->requests[2].dur_ms == 3);
+	assert_false(tl_has(v->requests[2].faults));
+	/* a mistyped start: none, and nothing derived from it */
+	assert_false(tl_has(v->requests[3].latency_ms));
+	view_free(v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_phase_duration),
+	    cmocka_unit_test(test_request_aliases),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
