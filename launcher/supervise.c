@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "collector.h"
 #include "diagnose.h"
 #include "instance.h"
+#include "interp.h"
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
@@ -340,6 +342,15 @@ static void on_exit_status(struct session *s)
 		timeline_set_exit(s->tl, -1, si.si_status, clock_ms());
 		session_say(s, "tts-launch: service killed by SIG%s (exit %d)\n",
 			    sigabbrev_np(si.si_status), code);
+	}
+	if (s->tracer) {
+		/* uv run: how its python child ended (its exit record came first) */
+		char line[PATH_MAX + 160];
+
+		tracer_poll(s->tracer);
+		if (interp_exit_line(tracer_collector(s->tracer)->procs, -s->child.pid, code, line,
+				     sizeof(line)) == 0)
+			session_say(s, "tts-launch: %s\n", line);
 	}
 	s->exit_code = code;
 	metrics_set_running(s->metrics, false); /* a scrape racing the exit */
