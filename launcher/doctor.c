@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hostprobe.h"
+#include "interp.h"
 #include "procfs.h"
 #include "tracer.h"
 
@@ -179,6 +180,11 @@ static void check_app(const struct config *c)
 	}
 	if (config_app_interpreter(c, found, sizeof(found), err, sizeof(err)) < 0)
 		line("FAIL", "interpreter", "%s", err);
+	else if (interp_is_runner(found))
+		line("OK", "interpreter",
+		     "%s (a runner: it starts the app's " CONFIG_VENV_PYTHON
+		     " as its child, which tts-launch follows)",
+		     found);
 	else if (c->python_venv)
 		line("OK", "interpreter",
 		     "%s (the app's " CONFIG_VENV_PYTHON ": [app] python unset)", found);

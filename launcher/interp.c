@@ -139,6 +139,8 @@ int interp_exit_line(json_t *procs, pid_t main, int main_code, char *buf, size_t
 	runner = base_name(proc_command(m));
 	sig = jnum(ex, "signal");
 	code = jnum(ex, "code");
+	if (!(sig > 0) && code == 0)
+		return -1; /* a clean end needs no words */
 	if (sig > 0)
 		snprintf(buf, len,
 			 "the interpreter %s (pid %d, started by %s) was killed by SIG%s; %s "

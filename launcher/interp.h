@@ -35,7 +35,8 @@ json_t *interp_find(json_t *procs, pid_t main);
  * exit, runner: null | {pid, command}}, or JSON null when there is none. */
 json_t *interp_json(json_t *procs, pid_t main);
 
-/* When main is a runner whose interpreter has exited: a line saying how
+/* When main is a runner whose interpreter has exited by a signal or with a
+ * non-zero status: a line saying how
  * ("the interpreter /x/.venv/bin/python (pid 12) was killed by SIGKILL;
  * uv passed it on as exit 137"). 0 with the line, -1 when there is none. */
 int interp_exit_line(json_t *procs, pid_t main, int main_code, char *buf, size_t len);

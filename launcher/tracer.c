@@ -528,7 +528,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	int err, n_py;
 	__u32 root, flags = 0;
 	struct proc_stat root_stat = {0};
-	double t_open, t_load, t_attach;
+	double t_open, t_load, t_attach, t_usdt;
 
 	snprintf(why, whylen, "unknown error");
 	verbose_level = o->verbose;
@@ -641,6 +641,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		probe_add(t, pname);
 	}
 
+	t_usdt = clock_ms();
 	if (t->n_ulinks)
 		keep_uprobes(t);
 
@@ -653,8 +654,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 	if (o->verbose)
 		fprintf(stderr,
-			"tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms\n",
-			t_load - t_open, t_attach - t_load, clock_ms() - t_attach);
+			"tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms, "
+			"uprobe keeper %.1f ms\n",
+			t_load - t_open, t_attach - t_load, t_usdt - t_attach, clock_ms() - t_usdt);
 	return t;
 
 fail:

@@ -181,6 +181,12 @@ def test_uv_run_interpreter_followed(uvapp, tracing_ok):
     assert "argparse" in names
 
 
+def test_doctor_names_the_runner(uvapp):
+    d = tts("doctor", "-c", str(uvapp.ini), cwd=uvapp.dir)
+    assert "OK    interpreter            %s (a runner: it starts the app's .venv/bin/python" \
+        % UV in d.stdout, d.stdout
+
+
 def test_uv_run_stop_ends_the_interpreter(uvapp):
     uvapp.start("--no-trace")
     pid, _ = uvapp.interpreter()

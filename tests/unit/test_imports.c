@@ -141,6 +141,11 @@ static void test_interpreter_behind_uv(void **state)
 	assert_int_equal(interp_exit_line(procs, 100, 137, line, sizeof(line)), 0);
 	assert_non_null(strstr(line, "(pid 102, started by uv) was killed by SIGKILL"));
 	assert_non_null(strstr(line, "exit 137"));
+	json_object_set_new(ip, "exit", json_pack("{s:i, s:n}", "code", 3, "signal"));
+	assert_int_equal(interp_exit_line(procs, 100, 3, line, sizeof(line)), 0);
+	assert_non_null(strstr(line, "exited with status 3; uv exited with 3"));
+	json_object_set_new(ip, "exit", json_pack("{s:i, s:n}", "code", 0, "signal"));
+	assert_int_equal(interp_exit_line(procs, 100, 0, line, sizeof(line)), -1); /* clean */
 	/* a python run directly is its own interpreter, no runner */
 	j = interp_json(procs, 103);
 	assert_int_equal((int)jnum(j, "pid"), 103);
