@@ -146,11 +146,11 @@ json_t *imports_derive(json_t *root)
 
 void imports_snapshot(json_t *root, json_t *usdt_imports, bool usdt)
 {
-	json_t *py, *imports = usdt_imports ? usdt_imports : json_array(), *derived = NULL;
+	json_t *py, *imports = usdt_imports ? json_incref(usdt_imports) : json_array();
+	json_t *derived = NULL;
 	json_t *process = json_object_get(root, "process");
 	pid_t main = (pid_t)jnum(process, "pid");
 
-	json_incref(imports);
 	if (json_array_size(imports) == 0) {
 		derived = imports_derive(root);
 		if (json_array_size(derived)) {
