@@ -233,6 +233,18 @@ static int python_candidates(const struct config *cfg, char out[][PATH_MAX], int
 	return n;
 }
 
+/* Does path start with the ELF magic? */
+static bool is_elf(const char *path)
+{
+	char m[4] = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 {
 	struct bpf_link **nl = realloc(*links, (*n + 1) * sizeof(*nl));
@@ -624,7 +636,12 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		if (!ls || !ld) {
 			err = err ? err : errno;
 			bpf_link__destroy(ls);
-			if (err == ENOENT)
+			if (!is_elf(pys[i]))
+				fallback(t, "python_imports",
+					 "%s is not an ELF binary (a wrapper script such as a "
+					 "pyenv shim: the interpreter it starts is not probed)",
+					 pys[i]);
+			else if (err == ENOENT)
 				fallback(t, "python_imports",
 					 "%s has no USDT probes (a CPython built without "
 					 "--with-dtrace)",

@@ -342,3 +342,21 @@ def test_keeper_dies_with_a_killed_tts_launch(tmp_path, tracing_ok):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_wrapper_script_interpreter_gets_derived_imports(tmp_path, tracing_ok):
+    """A wrapper named python3 (a pyenv shim) is no binary to probe: said so,
+    and the imports of the python it execs are derived."""
+    shim = tmp_path / "bin" / "python3"
+    shim.parent.mkdir()
+    shim.write_text("#!/bin/sh\nexec %s \"$@\"\n" % PY)
+    shim.chmod(0o755)
+    tl = tmp_path / "t.json"
+    r = tts("run", "--timeline", str(tl), "--", str(shim), "-c", "import json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(tl.read_text())
+    fb = [f["reason"] for f in t["tracing"]["fallbacks"] if f["probe"] == "python_imports"]
+    assert "%s is not an ELF binary" % shim in " ".join(fb), fb
+    assert t["python"]["imports_from"] == "module_files"
+    assert "json" in [i["name"] for i in t["python"]["imports"]]
+    assert t["python"]["interpreter"]["command"] == PY  # the wrapper exec'd it
