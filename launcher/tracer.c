@@ -198,9 +198,10 @@ static void load_failure(char *why, size_t whylen, int err)
 /* The Python binary to put the import probes on: the interpreter this run
  * execs (the -- COMMAND when it is a python, else [app] python; a runner's
  * (uv run) is the app's .venv python), resolved to its real file (a uprobe
- * is per inode; the pid tree filters in-kernel). /usr/bin/python3 only when
- * no interpreter is known (a shell command that starts one): each binary
- * probed costs its attach, and its detach at the end (keep_uprobes). */
+ * is per inode; the pid tree filters in-kernel). None when the command is
+ * no python (a shell, a binary): a binary probed costs its attach and its
+ * detach (keep_uprobes), and imports.c derives the imports of a python
+ * started some other way from its module files. */
 static int python_candidates(const struct config *cfg, char out[][PATH_MAX], int max)
 {
 	char found[PATH_MAX], err[CONFIG_ERR_MAX], *venv = NULL;
@@ -226,8 +227,8 @@ static int python_candidates(const struct config *cfg, char out[][PATH_MAX], int
 			   : NULL;
 	}
 	if (!cand || !interp_is_python(cand))
-		cand = "/usr/bin/python3";
-	if (max > 0 && realpath(cand, out[0]))
+		cand = NULL; /* a shell or a binary: imports, if any, are derived */
+	if (cand && max > 0 && realpath(cand, out[0]))
 		n = 1;
 	free(venv);
 	return n;
@@ -572,7 +573,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		fallback(t, "python_imports",
 			 o->cfg && !o->cfg->python_usdt
 			     ? "switched off in the configuration ([trace] python_usdt)"
-			     : "no python interpreter found to attach to");
+			     : "the command is no Python interpreter: imports, if any, "
+			       "derived from module files");
 
 	/* open -> configure -> load; first with the build kernel's minimal BTF
 	 * when this is that kernel, else (or when that fails) with the full one */
