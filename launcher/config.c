@@ -477,6 +477,8 @@ static int apply_named(struct config *c, const char *section, const char *key, c
 		return -1;
 	}
 	k = find_key(section, key);
+	if (k && k->offset == OFF(python))
+		c->python_set = true;
 	if (k)
 		return apply(c, k, value, where, err, errlen);
 	if (!strcmp(section, "env")) {
@@ -721,6 +723,16 @@ int config_finish(struct config *c, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if (!c->python_set && !c->n_command) {
+		/* uv's layout: the app's own .venv, when it has one */
+		char *venv = config_venv_python(c->app_dir);
+
+		if (venv) {
+			free(c->python);
+			c->python = venv;
+			c->python_venv = true;
+		}
+	}
 	if (!c->n_command) {
 		if (!has_word(c->python)) {
 			set_err(err, errlen,
@@ -778,157 +790,6 @@ int config_finish(struct config *c, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
-}
-
-/* The first word of s (malloc'd), or NULL. */
-static char *first_word(const char *s)
-{
-	s += strspn(s, " \t");
-	return *s ? strndup(s, strcspn(s, " \t")) : NULL;
-}
-
-/* An executable regular file? */
-static bool is_executable(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
-}
-
-int config_check_app(const struct config *c, char *err, size_t errlen)
-{
-	char *prog, *script, *path = NULL;
-	const char *search = NULL;
-	bool found = false;
-	int rc = -1;
-
-	if (c->n_command)
-		return 0;
-	prog = first_word(c->python);
-	script = first_word(c->script);
-	if (!prog || !script) {
-		set_err(err, errlen, "%s: [app] python and script must not be empty", c->source);
-		goto out;
-	}
-	if (strchr(prog, '/')) {
-		path = config_path(c, prog);
-		found = is_executable(path);
-	} else {
-		/* execvpe searches the service's PATH: [env] PATH, else ours */
-		for (size_t i = 0; i < c->n_env; i++)
-			if (!strcmp(c->env[i].name, "PATH"))
-				search = c->env[i].value;
-		if (!search)
-			search = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
-		for (const char *d = search; !found;) {
-			size_t len = strcspn(d, ":");
-
-			free(path);
-			if (asprintf(&path, "%.*s/%s", (int)len, len ? d : ".", prog) < 0) {
-				path = NULL;
-				break;
-			}
-			found = is_executable(path);
-			if (!d[len])
-				break;
-			d += len + 1;
-		}
-	}
-	if (!found) {
-		set_err(err, errlen,
-			"%s: [app] python '%s': %s (set [app] python to the interpreter, e.g. "
-			"/usr/bin/python3 or .venv/bin/python)",
-			c->source, prog,
-			strchr(prog, '/') ? "no executable file there" : "not found on PATH");
-		goto out;
-	}
-	free(path);
-	path = NULL;
-	if (script[0] != '-') {
-		struct stat st;
-
-		path = config_path(c, script);
-		if (stat(path, &st) < 0) {
-			set_err(err, errlen,
-				"%s: [app] script '%s': %s: %s (set [app] dir to the IndexTTS2 "
-				"directory, or [app] script to the script to start)",
-				c->source, script, path, strerror(errno));
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	free(prog);
-	free(script);
-	free(path);
-	return rc;
-}
-
-/* Split s on spaces and tabs, appending to argv. */
-static void split_words(const char *s, char ***argv, size_t *n)
-{
-	const char *p = s;
-
-	while (*p) {
-		size_t len;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		len = strcspn(p, " \t");
-		if (!len)
-			break;
-		*argv = realloc(*argv, (*n + 2) * sizeof(char *));
-		if (!*argv) {
-			perror("tts-launch: out of memory");
-			exit(1);
-		}
-		(*argv)[(*n)++] = strndup(p, len);
-		p += len;
-	}
-}
-
-char **config_service_argv(const struct config *c)
-{
-	char **argv = calloc(1, sizeof(char *));
-	size_t n = 0;
-	char port[16];
-
-	if (!argv) {
-		perror("tts-launch: out of memory");
-		exit(1);
-	}
-
-	if (c->n_command) {
-		free(argv);
-		argv = calloc((size_t)c->n_command + 1, sizeof(char *));
-		if (!argv) {
-			perror("tts-launch: out of memory");
-			exit(1);
-		}
-		for (int i = 0; i < c->n_command; i++)
-			argv[i] = xstrdup(c->command[i]);
-		return argv;
-	}
-	split_words(c->python, &argv, &n);
-	split_words(c->script, &argv, &n);
-	/* webui.py takes --host/--port/--model_dir; pass what is configured
-	 * unless the args already say it. */
-	if (!strstr(c->args, "--port") && c->port) {
-		snprintf(port, sizeof(port), "%d", c->port);
-		split_words("--port", &argv, &n);
-		split_words(port, &argv, &n);
-	}
-	if (!strstr(c->args, "--host") && has_word(c->host)) {
-		split_words("--host", &argv, &n);
-		split_words(c->host, &argv, &n);
-	}
-	if (!strstr(c->args, "--model_dir") && has_word(c->model_dir)) {
-		split_words("--model_dir", &argv, &n);
-		split_words(c->model_dir, &argv, &n);
-	}
-	split_words(c->args, &argv, &n);
-	argv[n] = NULL;
-	return argv;
 }
 
 const char *config_mlock_name(enum mlock_mode m) { return mlock_names[m]; }

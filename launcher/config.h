@@ -25,10 +25,12 @@ struct config {
 	char *source; /* file the settings came from, or "(built-in defaults)" */
 
 	/* [app] */
-	char *app_dir; /* absolute after config_finish() */
-	char *python;  /* interpreter or runner, split on spaces ("uv run") */
-	char *script;  /* webui.py */
-	char *args;    /* extra arguments, split on spaces */
+	char *app_dir;	  /* absolute after config_finish() */
+	char *python;	  /* interpreter or runner, split on spaces ("uv run") */
+	bool python_set;  /* [app] python given (file or --set) */
+	bool python_venv; /* unset, and the app's .venv/bin/python is used */
+	char *script;	  /* webui.py */
+	char *args;	  /* extra arguments, split on spaces */
 	char *host;
 	int port; /* 0: no port (a -- COMMAND without one) */
 	char *model_dir;
@@ -123,6 +125,21 @@ const char *config_locate(const char *explicit_file);
  * [service] user unset, the user becomes the owner of [app] dir (when that
  * is not root): root runs only what root chose. */
 int config_finish(struct config *c, char *err, size_t errlen);
+
+/* uv's layout: the interpreter of the app's own virtual environment. */
+#define CONFIG_VENV_PYTHON ".venv/bin/python"
+
+/* app_dir/.venv/bin/python (malloc'd) when it is an executable file, else
+ * NULL. config_finish() uses it when [app] python is unset. */
+char *config_venv_python(const char *app_dir);
+
+/* The interpreter's file as exec finds it (the first word of [app] python:
+ * on the service's PATH without a '/', else relative to app_dir) in out;
+ * -1 with the message `run` and `doctor` both give. */
+int config_app_interpreter(const struct config *c, char *out, size_t outlen, char *err,
+			   size_t errlen);
+/* The script (first word of [app] script) in app_dir, or "-m" as is. */
+int config_app_script(const struct config *c, char *out, size_t outlen, char *err, size_t errlen);
 
 /* The configured app can start: the interpreter (first word of [app]
  * python) is an executable file (found on the service's PATH when it has no

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "instance.h"
+#include "interp.h"
 #include "pidfile.h"
 #include "procfs.h"
 #include "redact.h"
@@ -374,7 +375,8 @@ int control_status(const struct config *c)
 	struct instance in = INSTANCE_INIT;
 	pid_t holder, svc;
 	int rc = 0, ports[16], np;
-	char *cmd;
+	char *cmd, exe[PATH_MAX];
+	pid_t ipid;
 	bool ok;
 
 	holder = find_holder(c, &in, false, &rc);
@@ -413,6 +415,9 @@ int control_status(const struct config *c)
 	printf("running: pid %d, up %.0fs: %s\n", svc, proc_age_seconds(proc_start_ticks(svc)),
 	       cmd ? cmd : "?");
 	free(cmd);
+	ipid = interp_live(svc, exe, sizeof(exe)); /* uv run: python is its child */
+	if (ipid > 0)
+		printf("interpreter: pid %d (%s), started by pid %d\n", ipid, exe, svc);
 	printf("supervisor: pid %d (holds the lock %s)\n", holder, in.lock);
 	printf("pidfile: %s%s\n", in.pidfile,
 	       ok ? "" : " (does not name this service: not trusted, ignored)");

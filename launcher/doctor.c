@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hostprobe.h"
+#include "interp.h"
 #include "peers.h"
 #include "procfs.h"
 #include "tracer.h"
@@ -174,10 +175,11 @@ static bool in_path(const char *prog, char *found, size_t len)
 	return ok;
 }
 
+/* The same resolution and messages as `run`'s check (config_app.c): what
+ * doctor passes, `run` starts; what it fails, `run` refuses with exit 2. */
 static void check_app(const struct config *c)
 {
-	char interp[512], found[1024];
-	char *script;
+	char found[4096], err[CONFIG_ERR_MAX];
 
 	if (c->n_command) {
 		if (in_path(c->command[0], found, sizeof(found)))
@@ -186,18 +188,22 @@ static void check_app(const struct config *c)
 			line("FAIL", "command", "%s not found or not executable", c->command[0]);
 		return;
 	}
-	snprintf(interp, sizeof(interp), "%.*s", (int)strcspn(c->python, " \t"), c->python);
-	if (in_path(interp, found, sizeof(found)))
+	if (config_app_interpreter(c, found, sizeof(found), err, sizeof(err)) < 0)
+		line("FAIL", "interpreter", "%s", err);
+	else if (interp_is_runner(found))
+		line("OK", "interpreter",
+		     "%s (a runner: it starts the app's " CONFIG_VENV_PYTHON
+		     " as its child, which tts-launch follows)",
+		     found);
+	else if (c->python_venv)
+		line("OK", "interpreter",
+		     "%s (the app's " CONFIG_VENV_PYTHON ": [app] python unset)", found);
+	else
 		line("OK", "interpreter", "%s", found);
+	if (config_app_script(c, found, sizeof(found), err, sizeof(err)) < 0)
+		line("FAIL", "script", "%s", err);
 	else
-		line("FAIL", "interpreter", "%s not found or not executable: set [app] python",
-		     interp);
-	script = config_path(c, c->script);
-	if (access(script, R_OK) == 0)
-		line("OK", "script", "%s", script);
-	else
-		line("FAIL", "script", "%s: %s: set [app] dir and script", script, strerror(errno));
-	free(script);
+		line("OK", "script", "%s", found);
 }
 
 static void check_port(const struct config *c)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "interp.h"
 #include "timeline_internal.h"
 #include "util.h"
 
@@ -176,7 +177,7 @@ int mlock_prepare(struct mlock_ctl *m, const struct config *c, char ***envp, cha
 	/* Which process arms: webui.py's interpreter, even behind a runner
 	 * such as `uv run` (the shim stays inert and in the environment until
 	 * a python starts); a -- COMMAND: the command itself. */
-	env_set(envp, MLOCK_ENV_EXE, c->n_command ? "*" : "python*");
+	env_set(envp, MLOCK_ENV_EXE, interp_exe_glob(c));
 	return 0;
 }
 

@@ -25,10 +25,10 @@ static void span_add(struct span *s, double a, double b)
 
 void phases_infer(struct timeline *tl)
 {
-	json_t *root, *phases, *p, *files, *imports, *cfg;
+	json_t *root, *phases, *p, *files, *imports, *cfg, *interp;
 	struct span imp = {0}, pyfiles = {0}, conf = {0}, cache = {0}, model = {0}, lock = {0};
 	const char *app_dir, *model_dir;
-	double spawn, exec, ready, last_work = -1;
+	double spawn, exec, ready, py_exec, last_work = -1;
 	size_t i;
 
 	if (!tl)
@@ -54,9 +54,19 @@ void phases_infer(struct timeline *tl)
 	if (spawn >= 0 && exec >= 0)
 		timeline_phase_from(tl, "spawn", spawn, exec, "trace");
 
+	/* a runner (uv run) starts the interpreter as its child: from the
+	 * runner's exec to the interpreter's, then the interpreter's imports */
+	interp = json_object_get(json_object_get(root, "python"), "interpreter");
+	py_exec = exec;
+	if (json_is_object(json_object_get(interp, "runner")) && jnum(interp, "exec_ms") >= 0 &&
+	    exec >= 0) {
+		py_exec = jnum(interp, "exec_ms");
+		timeline_phase_from(tl, "runner", exec, py_exec, "trace");
+	}
 	imports = json_object_get(json_object_get(root, "python"), "imports");
 	json_array_foreach (imports, i, p)
-		span_add(&imp, jnum(p, "start_ms"), jnum(p, "end_ms"));
+		if (jnum(p, "start_ms") >= py_exec)
+			span_add(&imp, jnum(p, "start_ms"), jnum(p, "end_ms"));
 
 	files = json_object_get(root, "files");
 	json_array_foreach (files, i, p) {
@@ -66,7 +76,7 @@ void phases_infer(struct timeline *tl)
 
 		if (!cls || !path)
 			continue;
-		if (!strcmp(cls, "python"))
+		if (!strcmp(cls, "python") && a >= py_exec)
 			span_add(&pyfiles, a, b);
 		else if (!strcmp(cls, "model"))
 			span_add(&model, a, b);
@@ -91,8 +101,8 @@ void phases_infer(struct timeline *tl)
 
 	if (!imp.set)
 		imp = pyfiles; /* no USDT: Python's own files stand for its imports */
-	if (exec >= 0 && imp.set)
-		timeline_phase_from(tl, "interpreter_start", exec, imp.a, "trace");
+	if (py_exec >= 0 && imp.set)
+		timeline_phase_from(tl, "interpreter_start", py_exec, imp.a, "trace");
 	if (imp.set)
 		timeline_phase_from(tl, "imports", imp.a, imp.b, "trace");
 	if (conf.set)

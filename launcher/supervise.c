@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "collector.h"
 #include "diagnose.h"
 #include "instance.h"
+#include "interp.h"
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
@@ -354,6 +356,15 @@ static void on_exit_status(struct session *s)
 			    sigabbrev_np(si.si_status),
 			    s->ready || s->stop_sig ? "" : " before it was ready", code);
 		s->code_of = "signal";
+	}
+	if (s->tracer) {
+		/* uv run: how its python child ended (its exit record came first) */
+		char line[PATH_MAX + 160];
+
+		tracer_poll(s->tracer);
+		if (interp_exit_line(tracer_collector(s->tracer)->procs, -s->child.pid, code, line,
+				     sizeof(line)) == 0)
+			session_say(s, "tts-launch: %s\n", line);
 	}
 	s->exit_code = code;
 	notify_send(&s->sd, "STOPPING=1");

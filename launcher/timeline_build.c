@@ -23,6 +23,7 @@
 #include "classify.h"
 #include "clock.h"
 #include "hfcache.h"
+#include "imports.h"
 #include "procfs.h"
 #include "redact.h"
 #include "timeline_internal.h"
@@ -788,8 +789,7 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	snap_procs(t, root);
 	snap_memory(t, root);
 	snap_block(t, root, cnt);
-	json_object_set_new(root, "python",
-			    json_pack("{s:b, s:O}", "usdt", st->usdt, "imports", t->imports));
+	imports_snapshot(root, t->imports, st->usdt); /* python: USDT or derived imports */
 	json_object_set_new(root, "requests", json_deep_copy(t->requests));
 	json_object_set_new(tr, "requests_window_s",
 			    t->req_window_ms < 0 ? json_null()

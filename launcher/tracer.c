@@ -8,16 +8,20 @@
  * untraced. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <netdb.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +30,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "hostprobe.h"
+#include "interp.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -39,6 +44,7 @@ struct tracer {
 	size_t n_links;
 	struct bpf_link **ulinks; /* uprobes (USDT): slow to remove */
 	size_t n_ulinks;
+	bool uprobes_kept; /* a keeper holds their last references (keep_uprobes) */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
@@ -195,33 +201,55 @@ static void load_failure(char *why, size_t whylen, int err)
 		snprintf(why, whylen, "failed to load BPF programs: %s", strerror(err));
 }
 
-/* Python binaries to put the import probes on: the system interpreter and
- * the configured one, resolved to real files (a uprobe is per inode, so every
- * process running that file is covered; the pid tree filters in-kernel). */
+/* The Python binary to put the import probes on: the interpreter this run
+ * execs (the -- COMMAND when it is a python, else [app] python; a runner's
+ * (uv run) is the app's .venv python), resolved to its real file (a uprobe
+ * is per inode; the pid tree filters in-kernel). None when the command is
+ * no python (a shell, a binary): a binary probed costs its attach and its
+ * detach (keep_uprobes), and imports.c derives the imports of a python
+ * started some other way from its module files. */
 static int python_candidates(const struct config *cfg, char out[][PATH_MAX], int max)
 {
-	const char *cands[3] = {"/usr/bin/python3", NULL, NULL};
-	char first[PATH_MAX], rp[PATH_MAX];
+	char found[PATH_MAX], err[CONFIG_ERR_MAX], *venv = NULL;
+	const char *cand = NULL;
 	int n = 0;
 
-	if (cfg && cfg->n_command > 0 && cfg->command[0])
-		cands[1] = cfg->command[0];
-	if (cfg && cfg->python && *cfg->python) {
-		snprintf(first, sizeof(first), "%s", cfg->python);
-		first[strcspn(first, " ")] = 0;
-		cands[2] = first;
+	if (cfg && cfg->n_command > 0 && cfg->command[0]) {
+		cand = cfg->command[0];
+	} else if (cfg &&
+		   config_app_interpreter(cfg, found, sizeof(found), err, sizeof(err)) == 0) {
+		cand = found;
+		if (interp_is_runner(found))
+			cand = venv = config_venv_python(cfg->app_dir);
 	}
-	for (int i = 0; i < 3 && n < max; i++) {
-		bool dup = false;
+	if (cand && !strchr(cand, '/') && interp_is_python(cand)) {
+		/* a bare name: where the service's PATH finds it */
+		struct config c = *cfg;
 
-		if (!cands[i] || !strstr(cands[i], "python") || !realpath(cands[i], rp))
-			continue;
-		for (int j = 0; j < n; j++)
-			dup |= !strcmp(out[j], rp);
-		if (!dup)
-			snprintf(out[n++], PATH_MAX, "%s", rp);
+		c.python = (char *)cand;
+		c.source = (char *)"";
+		cand = config_app_interpreter(&c, found, sizeof(found), err, sizeof(err)) == 0
+			   ? found
+			   : NULL;
 	}
+	if (!cand || !interp_is_python(cand))
+		cand = NULL; /* a shell or a binary: imports, if any, are derived */
+	if (cand && max > 0 && realpath(cand, out[0]))
+		n = 1;
+	free(venv);
 	return n;
+}
+
+/* Does path start with the ELF magic? */
+static bool is_elf(const char *path)
+{
+	char m[4] = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
 }
 
 static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
@@ -238,41 +266,126 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 
 static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
-/* Removing a uprobe waits for an RCU grace period per probe (~80 ms each on
- * the test machines, measured with strace -tt), and the last close of its
- * perf event fd is where that happens. A short-lived grandchild takes the
- * last references, so tts-launch exits (and its caller continues) without
- * waiting; the probes still only count the exited tree. */
-static void release_uprobes(struct tracer *t)
+/* Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
+ * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
+ * exit), paid by whoever drops the last reference to its link. So the main
+ * process never drops one: right after the attach, a keeper process (a
+ * grandchild, re-parented away from us so the supervisor never counts it
+ * with the service's processes) holds a copy of every uprobe link fd and
+ * nothing else; tts-launch disconnects its own links and lets its exit drop
+ * references that are not the last. The keeper waits on a pidfd of
+ * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
+ * keeper closes the links (paying the grace periods where no caller waits)
+ * and exits; its life is tts-launch's plus that detach. */
+
+/* The fds of this process's bpf_links of the uprobe programs (USDT: libbpf
+ * keeps a USDT link's per-site uprobe links to itself; getaddrinfo's pair):
+ * from /proc/self/fdinfo. */
+static int uprobe_link_fds(struct tracer *t, int *fds, int max)
 {
-	int fds[16], n = 0;
+	struct bpf_program *progs[] = {t->skel->progs.py_import_start,
+				       t->skel->progs.py_import_done, t->skel->progs.gai_enter,
+				       t->skel->progs.gai_exit};
+	__u32 ids[4] = {0, 0, 0, 0};
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	for (int i = 0; i < 4; i++) {
+		struct bpf_prog_info pi;
+		__u32 len = sizeof(pi);
+
+		memset(&pi, 0, sizeof(pi));
+		if (bpf_program__fd(progs[i]) >= 0 &&
+		    !bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &pi, &len))
+			ids[i] = pi.id;
+	}
+	dir = opendir("/proc/self/fdinfo");
+	while (dir && (d = readdir(dir)) && n < max) {
+		char path[300], line[128];
+		bool perf = false;
+		__u32 prog = 0;
+		FILE *f;
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			perf |= !strncmp(line, "link_type:", 10) && strstr(line, "perf");
+			if (!strncmp(line, "prog_id:", 8))
+				prog = (__u32)strtoul(line + 8, NULL, 10);
+		}
+		if (f)
+			fclose(f);
+		if (perf && prog &&
+		    (prog == ids[0] || prog == ids[1] || prog == ids[2] || prog == ids[3]))
+			fds[n++] = atoi(d->d_name);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+/* The keeper: only the link fds and the pidfd stay open; out of the
+ * terminal's process group (a Ctrl-C is tts-launch's to handle). */
+static void keeper_main(int pidfd, int *fds, int n) __attribute__((noreturn));
+static void keeper_main(int pidfd, int *fds, int n)
+{
+	struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+	int keep[66], m = 0;
+	unsigned int from = 0;
+
+	for (int i = 0; i < n; i++)
+		keep[m++] = fds[i];
+	keep[m++] = pidfd;
+	qsort(keep, (size_t)m, sizeof(keep[0]), int_cmp);
+	for (int i = 0; i < m; i++) {
+		if ((unsigned int)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned int)keep[i] - 1, 0);
+		from = (unsigned int)keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0u, 0);
+	setsid();
+	prctl(PR_SET_NAME, "tts-launch-upr", 0, 0, 0);
+	for (int sig = 1; sig < 32; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_IGN);
+	/* tts-launch's death, however it comes */
+	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	_exit(0);
+}
+
+static void keep_uprobes(struct tracer *t)
+{
+	int fds[64], n = uprobe_link_fds(t, fds, 64), pidfd, reaper = 0, st;
 	pid_t p;
 
-	for (size_t i = 0; i < t->n_ulinks && n < 16; i++)
-		if (bpf_link__fd(t->ulinks[i]) >= 0)
-			fds[n++] = bpf_link__fd(t->ulinks[i]);
-	if (!n)
+	if (!n || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
 		return;
-	qsort(fds, (size_t)n, sizeof(fds[0]), int_cmp);
+	/* re-parented past us: the supervisor adopts the service's orphans
+	 * (spawn.c), and the keeper is none of them. The service has not
+	 * exec'd yet, so nothing else can be orphaned meanwhile. */
+	prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0);
+	if (reaper)
+		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 	p = fork();
 	if (p == 0) {
-		if (fork() == 0) {
-			unsigned int from = 0;
+		pid_t k = fork();
 
-			/* keep only the uprobe fds, then drop them */
-			for (int i = 0; i < n; i++) {
-				if ((unsigned int)fds[i] > from)
-					syscall(SYS_close_range, from, (unsigned int)fds[i] - 1, 0);
-				from = (unsigned int)fds[i] + 1;
-			}
-			syscall(SYS_close_range, from, ~0u, 0);
-			for (int i = 0; i < n; i++)
-				close(fds[i]);
-		}
-		_exit(0);
+		if (k == 0)
+			keeper_main(pidfd, fds, n);
+		_exit(k > 0 ? 0 : 1);
 	}
-	if (p > 0)
-		waitpid(p, NULL, 0);
+	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	if (reaper)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	close(pidfd);
+	t->uprobes_kept = p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* ---- start ---- */
@@ -473,7 +586,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	int err, n_py;
 	__u32 root, flags = 0;
 	struct proc_stat root_stat = {0};
-	double t_open, t_load, t_attach;
+	double t_open, t_load, t_attach, t_usdt;
 
 	snprintf(why, whylen, "unknown error");
 	verbose_level = o->verbose;
@@ -505,7 +618,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		fallback(t, "python_imports",
 			 o->cfg && !o->cfg->python_usdt
 			     ? "switched off in the configuration ([trace] python_usdt)"
-			     : "no python interpreter found to attach to");
+			     : "the command is no Python interpreter: imports, if any, "
+			       "derived from module files");
 
 	/* open -> configure -> load; first with the build kernel's minimal BTF
 	 * when this is that kernel, else (or when that fails) with the full one */
@@ -570,8 +684,19 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		if (!ls || !ld) {
 			err = err ? err : errno;
 			bpf_link__destroy(ls);
-			fallback(t, "python_imports", "failed to attach USDT to %s: %s", pys[i],
-				 strerror(err));
+			if (!is_elf(pys[i]))
+				fallback(t, "python_imports",
+					 "%s is not an ELF binary (a wrapper script such as a "
+					 "pyenv shim: the interpreter it starts is not probed)",
+					 pys[i]);
+			else if (err == ENOENT)
+				fallback(t, "python_imports",
+					 "%s has no USDT probes (a CPython built without "
+					 "--with-dtrace)",
+					 pys[i]);
+			else
+				fallback(t, "python_imports", "failed to attach USDT to %s: %s",
+					 pys[i], strerror(err));
 			continue;
 		}
 		add_link(&t->ulinks, &t->n_ulinks, ls);
@@ -580,6 +705,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		snprintf(pname, sizeof(pname), "python_imports:%.*s", PATH_MAX - 1, pys[i]);
 		probe_add(t, pname);
 	}
+
+	t_usdt = clock_ms();
+	if (t->n_ulinks)
+		keep_uprobes(t);
 
 	/* ring buffer */
 	t->rb =
@@ -590,8 +719,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 	if (o->verbose)
 		fprintf(stderr,
-			"tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms\n",
-			t_load - t_open, t_attach - t_load, clock_ms() - t_attach);
+			"tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms, "
+			"uprobe keeper %.1f ms\n",
+			t_load - t_open, t_attach - t_load, t_usdt - t_attach, clock_ms() - t_usdt);
 	return t;
 
 fail:
@@ -634,9 +764,12 @@ void tracer_free(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
-	release_uprobes(t);
-	for (size_t i = 0; i < t->n_ulinks; i++)
+	/* kept: never detached here (the keeper drops the last references) */
+	for (size_t i = 0; i < t->n_ulinks; i++) {
+		if (t->uprobes_kept)
+			bpf_link__disconnect(t->ulinks[i]);
 		bpf_link__destroy(t->ulinks[i]);
+	}
 	free(t->ulinks);
 	for (size_t i = 0; i < t->n_links; i++)
 		bpf_link__destroy(t->links[i]);

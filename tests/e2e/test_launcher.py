@@ -289,11 +289,11 @@ def test_doctor(app):
         assert name in checks, r.stdout
     assert checks["script"] == "OK" and checks["interpreter"] == "OK" and checks["port"] == "OK"
     assert r.returncode == (1 if "FAIL" in checks.values() else 0)
-    # A missing script is a FAIL with its fix, and exit 1.
+    # A missing script is a FAIL with its fix (run's message), and exit 1.
     r = app.run("doctor", "-c", str(app.ini), "--set", "app.script=nope.py")
     assert r.returncode == 1
-    assert any(l.startswith("FAIL") and "nope.py" in l and "set [app] dir and script" in l
-               for l in r.stdout.splitlines())
+    assert any(l.startswith("FAIL") and "nope.py" in l and "set [app] dir to the IndexTTS2 "
+               "directory, or [app] script" in l for l in r.stdout.splitlines())
     # A held port is named.
     holder = app.spawn([PY, "webui.py", "--port", str(app.port)])
     wait_for(lambda: port_open(app.port), what="listener")

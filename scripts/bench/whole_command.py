@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""The whole command as a user times it (issue 17): `tts-launch -- /usr/bin/python3 -c pass`
+(and `-c 'import torch'`) from its fork to its exit, against the same command
+untraced, paired and interleaved like trace_overhead.py (each round in a
+rotated order, an untraced run between any two others, a 0.5 s pause before
+each run; the paired ratio is each run against the mean of the untraced runs
+just before and after it, with a 95% bootstrap interval). Unlike
+trace_overhead.py, which times the workload inside tts-launch, this includes
+tts-launch's own start (open, load, attach) and its end (the timeline, the
+probes' teardown: detaching a uprobe costs an RCU grace period).
+
+Variants: untraced; tts-launch; tts-launch with [trace] python_usdt = false;
+and with --baseline BIN, another tts-launch build (the one before a change)
+with the same settings, so before/after are measured side by side.
+
+    scripts/bench/whole_command.py [--runs N] [--workload pass|torch|all] [--baseline BIN] [--json OUT]
+
+Needs root (BPF) and a built build/tts-launch.
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trace_overhead import PY, SETTLE_S, TTS, paired, paired_ci  # noqa: E402
+
+WORKLOADS = {"pass": [PY, "-c", "pass"], "torch": [PY, "-c", "import torch"]}
+
+
+def variants(baseline):
+    v = [("untraced", None, []), ("tts-launch", TTS, []),
+         ("tts-launch, python_usdt off", TTS, ["--set", "trace.python_usdt=false"])]
+    if baseline:
+        v.append(("baseline tts-launch (%s)" % baseline, Path(baseline), []))
+    return v
+
+
+def run_once(tts, sets, argv, tmp):
+    """Fork to exit of the whole command: (wall ms, CPU ms of it and its
+    waited-for descendants)."""
+    if tts:
+        argv = [str(tts), "run", "--set", "app.dir=%s" % tmp, "--set",
+                "log.file=%s" % (tmp / "log"), "--set", "service.pidfile=", "--timeline",
+                str(tmp / "t.json"), *sets, "--", *argv]
+    t0 = time.monotonic_ns()
+    p = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = (time.monotonic_ns() - t0) / 1e6
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise RuntimeError("%s exited %d" % (" ".join(argv), p.returncode))
+    if tts and not json.loads((tmp / "t.json").read_text())["tracing"]["enabled"]:
+        raise RuntimeError("%s ran untraced" % tts)
+    return wall, (ru.ru_utime + ru.ru_stime) * 1000
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--workload", choices=["pass", "torch", "all"], default="all")
+    ap.add_argument("--baseline", help="another tts-launch binary, measured beside this one")
+    ap.add_argument("--json", help="write raw results here")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("whole_command: run as root (tts-launch needs BPF)")
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    vs = variants(a.baseline)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="tts-bench-whole-") as d:
+        tmp = Path(d)
+        names = ["pass", "torch"] if a.workload == "all" else [a.workload]
+        for wl in names:
+            argv = WORKLOADS[wl]
+            run_once(None, [], argv, tmp)  # warm the page cache
+            walls = {v[0]: [] for v in vs}
+            cpus = {v[0]: [] for v in vs}
+            base = {v[0]: [] for v in vs}
+            for i in range(a.runs):
+                others = vs[1:]
+                others = others[i % len(others):] + others[:i % len(others)]
+                time.sleep(SETTLE_S)
+                before = run_once(None, [], argv, tmp)
+                walls["untraced"].append(before[0])
+                cpus["untraced"].append(before[1])
+                for name, tts, sets in others:
+                    time.sleep(SETTLE_S)
+                    w, c = run_once(tts, sets, argv, tmp)
+                    time.sleep(SETTLE_S)
+                    after = run_once(None, [], argv, tmp)
+                    walls[name].append(w)
+                    cpus[name].append(c)
+                    base[name].append((before[0] + after[0]) / 2)
+                    before = after
+                print("%s: round %d/%d: %s" % (wl, i + 1, a.runs, ", ".join(
+                    "%s %.0f ms" % (v[0], walls[v[0]][-1]) for v in vs)), file=sys.stderr)
+            base["untraced"] = walls["untraced"]
+            results[" ".join(argv)] = {"walls_ms": walls, "cpu_ms": cpus, "base_walls_ms": base}
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    print("| command | variant | median wall (ms) | paired ratio | its 95% interval | min-max (ms) "
+          "| median CPU (ms) |")
+    print("| --- | --- | ---: | ---: | --- | --- | ---: |")
+    for cmd, r in results.items():
+        for name, _, _ in vs:
+            w, b = r["walls_ms"][name], r["base_walls_ms"][name]
+            print("| `%s` | %s | %.0f | %.3fx | %.3f-%.3f | %.0f-%.0f | %.0f |" % (
+                cmd, name, statistics.median(w), paired(w, b), *paired_ci(w, b), min(w), max(w),
+                statistics.median(r["cpu_ms"][name])))
+    print("\n(%d interleaved rounds per command, each in a rotated order, an untraced run\n"
+          "between any two others; fork to exit of the whole command, as a user times it.)"
+          % a.runs)
+
+
+if __name__ == "__main__":
+    main()
