@@ -271,5 +271,7 @@ int sx_other(struct sys_call *c);
 int sx_bytes(struct sys_call *c);
 int sx_net(struct sys_call *c);
 int sx_mlock(struct sys_call *c);
+int sx_fwrite(struct sys_call *c);
+int sx_copy(struct sys_call *c);
 
 #endif

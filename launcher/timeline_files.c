@@ -1,10 +1,14 @@
 /* timeline_files: the file side of the model's trace sections; see
- * timeline_files.h. Moved out of timeline_build.c as it was.
+ * timeline_files.h. The downloads, copies and xet sections are
+ * timeline_downloads.c's.
  *
  * Still here, to move (issue 13): the file classes come from
- * classify_file and hfcache's cache directories; a download's final
- * size and whether it finished are read from the live disk (stat/access). */
+ * classify_file and hfcache's cache directories; whether a download not
+ * seen renamed was completed by someone else is read from the live disk
+ * (access of its final path: downloads[].completed). A lock's holder is
+ * read from /proc/locks while the tree is refused it (locks[].holder_pid). */
 #include "timeline_files.h"
+#include "timeline_files_int.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,7 +29,7 @@
 #include "trace.skel.h"
 #include "util.h"
 
-static const char *config_env(const void *cfg, const char *name)
+const char *tf_config_env(const void *cfg, const char *name)
 {
 	const struct config *c = cfg;
 
@@ -41,12 +45,12 @@ static int cache_dirs(const struct config *cfg, char dirs[][PATH_MAX])
 {
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
 	const char *app = cfg && cfg->app_dir ? cfg->app_dir : "/";
-	int n = hf_cache_dirs(app, cfg ? cfg->model_dir : NULL, config_env, cfg, false, d,
+	int n = hf_cache_dirs(app, cfg ? cfg->model_dir : NULL, tf_config_env, cfg, false, d,
 			      HF_MAX_CACHE_DIRS);
 
 	for (int i = 0; i < n; i++)
 		snprintf(dirs[i], PATH_MAX, "%.*s", PATH_MAX - 1, d[i].path);
-	hf_home(app, config_env, cfg, dirs[n], PATH_MAX);
+	hf_home(app, tf_config_env, cfg, dirs[n], PATH_MAX);
 	return n + 1;
 }
 
@@ -62,13 +66,6 @@ json_t *errno_json(int e)
 
 	return n ? json_string(n) : json_null();
 }
-
-struct io_ent {
-	struct file_key k;
-	struct file_val v;
-	bool claimed;  /* reads, maps, faults (and writes unless wclaimed) given to a path */
-	bool wclaimed; /* writes given to a download (*.incomplete) path */
-};
 
 static int io_cmp(const void *a, const void *b)
 {
@@ -108,18 +105,6 @@ static json_t *file_json(const char *path, const char *cls, const struct path_va
 	json_object_set_new(f, "write_errno", errno_json(fv->write_errors ? fv->write_errno : 0));
 	return f;
 }
-
-/* One path of the paths map, made absolute; relative and absolute spellings
- * of one file are merged. */
-struct pent {
-	char path[PATH_MAX];
-	struct path_val pv;
-	__u64 base_dev, base_ino; /* a relative path's directory */
-	bool rel;
-	const char *cls;
-	struct io_ent *ie;  /* the inode it opened, if its I/O was seen */
-	struct file_val fv; /* the I/O given to this path */
-};
 
 static int pent_first_cmp(const void *a, const void *b)
 {
@@ -315,6 +300,82 @@ static json_t *lock_json(const char *path)
 	    "waiting", false, "waiting_ms", "waiting_pid");
 }
 
+/* Who holds a lock on inode k now (/proc/locks: "N: FLOCK ADVISORY WRITE
+ * PID MAJ:MIN:INO ..."), not counting the tree's waiter: the holder's pid,
+ * 0 when none; its command into cmd. While the tree polls (filelock:
+ * LOCK_NB, 50 ms sleep) the other process still holds it, so the live
+ * answer at a snapshot is the holder's. */
+static int lock_holder(const struct file_key *k, __u32 self, char *cmd, size_t len)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	int pid = 0;
+
+	if (len)
+		cmd[0] = 0;
+	if (!f)
+		return 0;
+	while (!pid && fgets(line, sizeof(line), f)) {
+		unsigned int maj, min;
+		unsigned long long ino;
+		int p;
+
+		/* "1: FLOCK  ADVISORY  WRITE 29165 fe:00:1146985 0 EOF" ("->" lines wait) */
+		if (strstr(line, "->") ||
+		    sscanf(line, "%*d: %*s %*s %*s %d %x:%x:%llu", &p, &maj, &min, &ino) != 4)
+			continue;
+		/* the kernel's dev_t: major in the upper 12 bits (MKDEV) */
+		if (ino == k->ino && ((__u64)maj << 20 | min) == k->dev && (__u32)p != self)
+			pid = p;
+	}
+	fclose(f);
+	if (pid) {
+		char path[64];
+		FILE *c;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		c = fopen(path, "re");
+		if (c) {
+			if (fgets(cmd, (int)len, c))
+				cmd[strcspn(cmd, "\n")] = 0;
+			fclose(c);
+		}
+	}
+	return pid;
+}
+
+/* Holders seen by earlier snapshots: the final one comes after the wait
+ * ended, when /proc/locks no longer shows them (one trace per process) */
+#define HOLDERS_MAX 64
+static struct {
+	struct file_key k;
+	int pid;
+	char cmd[64];
+} holders[HOLDERS_MAX];
+static int n_holders;
+
+static int holder_remembered(const struct file_key *k, __u32 self, bool live, char *cmd, size_t len)
+{
+	int pid = live ? lock_holder(k, self, cmd, len) : 0;
+
+	for (int i = 0; i < n_holders; i++) {
+		if (holders[i].k.dev != k->dev || holders[i].k.ino != k->ino)
+			continue;
+		if (pid) {
+			holders[i].pid = pid;
+			snprintf(holders[i].cmd, sizeof(holders[i].cmd), "%s", cmd);
+		}
+		snprintf(cmd, len, "%s", holders[i].cmd);
+		return holders[i].pid;
+	}
+	if (pid && n_holders < HOLDERS_MAX) {
+		holders[n_holders].k = *k;
+		holders[n_holders].pid = pid;
+		snprintf(holders[n_holders++].cmd, sizeof(holders[0].cmd), "%s", cmd);
+	}
+	return pid;
+}
+
 /* flock/fcntl locks per file, and the blocking lock calls in progress now */
 static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, json_t *root)
 {
@@ -362,6 +423,16 @@ static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, 
 			json_object_set_new(l, "contended_ms", ms_json(end - ff));
 		}
 		json_object_set_new(l, "pid", json_integer(v.pid));
+		/* refused and not had since: who holds it (the model's record) */
+		if (v.failures) {
+			char cmd[64] = "";
+			int h = holder_remembered(&k, v.pid, v.acquired_ns < v.last_ns, cmd,
+						  sizeof(cmd));
+
+			json_object_set_new(l, "holder_pid", h ? json_integer(h) : json_null());
+			json_object_set_new(l, "holder_command",
+					    h && *cmd ? json_text(cmd) : json_null());
+		}
 		json_array_append_new(list, l);
 	}
 	/* blocking lock calls not returned yet: the file by /proc/TID/fd/FD.
@@ -411,6 +482,7 @@ void timeline_snap_files(struct collector *t, json_t *root)
 	struct io_ent *io = NULL;
 	struct pent *pe = NULL;
 	struct path_dirs dt = {0};
+	struct dl_ctx dx;
 	size_t n_io = 0, cap = 0, n_pe = 0, cap_pe = 0, m;
 	struct path_key pk, pnext;
 	struct file_key fk, fnext;
@@ -422,6 +494,7 @@ void timeline_snap_files(struct collector *t, json_t *root)
 	int nd, more;
 
 	nd = cache_dirs(t->cfg, dirs);
+	dl_ctx_init(&dx, t);
 	for (int i = 0; i < nd; i++)
 		dp[i] = dirs[i];
 	dp[nd] = NULL;
@@ -487,6 +560,13 @@ void timeline_snap_files(struct collector *t, json_t *root)
 		struct file_key key = {.dev = pe[i].pv.dev, .ino = pe[i].pv.ino};
 
 		pe[i].cls = classify_file(pe[i].path, dp);
+		if (hf_temp_writer(pe[i].path) == HF_W_MIRROR) {
+			char fin[PATH_MAX];
+
+			hf_temp_final(pe[i].path, fin, sizeof(fin));
+			if (hf_mirror_target(fin, dx.model_dir, dx.app_dir))
+				pe[i].cls = "download";
+		}
 		memset(&pe[i].fv, 0, sizeof(pe[i].fv));
 		pe[i].ie =
 		    pe[i].pv.opens && n_io ? bsearch(&key, io, n_io, sizeof(*io), io_cmp) : NULL;
@@ -551,45 +631,13 @@ void timeline_snap_files(struct collector *t, json_t *root)
 		if (dl ? fv.last_write_ns > last : fv.last_ns > last)
 			last = dl ? fv.last_write_ns : fv.last_ns;
 		json_array_append_new(files, file_json(path, cls, &pv, &fv, first, last));
-		if (dl && fv.bytes_written) {
-			char final[PATH_MAX];
-			size_t l = strlen(path) - strlen(".incomplete");
-			double a = clock_ns_to_ms(first), b = clock_ns_to_ms(last);
-			const char *renamed = NULL, *link = NULL;
-			double rename_ms = -1;
-			struct stat st;
-
-			snprintf(final, sizeof(final), "%.*s", (int)l, path);
-			/* complete when the trace saw it renamed to its final name */
-			for (size_t i = 0; r2 && i < t->n_path2; i++) {
-				if (t->path2[i].type == EV_RENAME && t->path2[i].ret == 0 &&
-				    !strcmp(r2[i][0], path)) {
-					renamed = r2[i][1];
-					rename_ms = clock_ns_to_ms(t->path2[i].ts_ns);
-				}
-			}
-			for (size_t i = 0; renamed && r2 && i < t->n_path2; i++)
-				if (t->path2[i].type == EV_SYMLINK && t->path2[i].ret == 0 &&
-				    !strcmp(r2[i][0], renamed))
-					link = r2[i][1];
-			json_array_append_new(
-			    downloads,
-			    json_pack(
-				"{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, s:o}",
-				"path", json_text(path), "bytes", (json_int_t)fv.bytes_written,
-				"size",
-				!stat(renamed ? renamed : final, &st) ? json_integer(st.st_size)
-								      : json_null(),
-				"first_ms", ms_json(a), "last_ms", ms_json(b), "dur_ms",
-				ms_json(b - a), "rate_mb_s",
-				b > a ? json_real(fv.bytes_written / 1e3 / (b - a)) : json_null(),
-				"complete", renamed != NULL, "completed",
-				renamed != NULL || access(final, F_OK) == 0, "final_path",
-				json_text(renamed), "rename_ms",
-				renamed ? ms_json(rename_ms) : json_null(), "link",
-				json_text(link)));
-		}
+		/* written, or opened for writing (a transfer that has not written yet) */
+		if (dl && (fv.bytes_written || (pv.open_flags & 3)))
+			json_array_append_new(downloads,
+					      download_json(&dx, pe, n_pe, j, r2, t, first, last));
 	}
+	snap_copies(&dx, t, pe, n_pe, root);
+	free(dx.wr);
 
 	/* inodes read or written but never opened by path in the tree (inherited
 	 * fds such as the log file): named by their dentry */
@@ -603,6 +651,7 @@ void timeline_snap_files(struct collector *t, json_t *root)
 				      file_json(name, classify_file(io[i].v.name, dp), NULL,
 						&io[i].v, io[i].v.first_ns, io[i].v.last_ns));
 	}
+	snap_xet(t, files, root);
 	snap_locks(t, pe, n_pe, root);
 	snap_failops(t, &dt, files, renames, root);
 	paths_dirs_free(&dt);

@@ -1,7 +1,7 @@
 /* timeline_files: the file side of the trace sections (files,
- * missing_paths, downloads, renames, symlinks, locks, failed_ops) from the
- * paths, files, locks and failops maps and the collector's renames; called
- * by timeline_build. */
+ * missing_paths, downloads, copies, xet, renames, symlinks, locks,
+ * failed_ops) from the paths, files, wranges, copies, locks and failops
+ * maps and the collector's renames; called by timeline_build. */
 #ifndef TTS_TIMELINE_FILES_H
 #define TTS_TIMELINE_FILES_H
 
