@@ -407,14 +407,15 @@ void hf_xet_dir(const char *app_dir, hf_env_fn env, const void *ctx, char *out, 
 
 /* INDEXTTS2.md: the sizes of IndexTTS2's large files (approximate) */
 const struct hf_known_file hf_known_files[] = {
-    {"gpt.pth", 3500000000LL},
-    {"s2mel.pth", 1200000000LL},
-    {"w2v-bert-2.0/model.safetensors", 2300000000LL},
-    {"semantic_codec/model.safetensors", 177000000LL},
-    {"semantic_codec_model.safetensors", 177000000LL},
-    {"campplus_cn_common.bin", 28000000LL},
-    {"bigvgan_generator.pt", 450000000LL},
-    {NULL, 0},
+    {"gpt.pth", 3500000000LL, "gpt.pth"},
+    {"s2mel.pth", 1200000000LL, "s2mel.pth"},
+    {"w2v-bert-2.0/model.safetensors", 2300000000LL, "hf_cache/w2v-bert-2.0/model.safetensors"},
+    {"semantic_codec/model.safetensors", 177000000LL, "hf_cache/semantic_codec/model.safetensors"},
+    /* the copy2 of the one above: on disk twice */
+    {"semantic_codec_model.safetensors", 177000000LL, "hf_cache/semantic_codec_model.safetensors"},
+    {"campplus_cn_common.bin", 28000000LL, "hf_cache/campplus_cn_common.bin"},
+    {"bigvgan_generator.pt", 450000000LL, "hf_cache/bigvgan/bigvgan_generator.pt"},
+    {NULL, 0, NULL},
 };
 
 long long hf_known_size(const char *final)

@@ -141,6 +141,7 @@ long long hf_known_size(const char *final);
 struct hf_known_file {
 	const char *suffix; /* the final path ends with "/" suffix */
 	long long bytes;
+	const char *flat; /* where the 2026 start keeps it, under model_dir */
 };
 extern const struct hf_known_file hf_known_files[];
 
