@@ -464,7 +464,7 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 
 /* Copies (copies[]: shutil.copy2/copytree through sendfile): one line per
  * file when first seen, "migrating" when it comes from a hub cache. */
-static void sample_copies(struct progress *p, const json_t *root)
+static void sample_copies(struct progress *p, const json_t *root, bool final)
 {
 	const json_t *c;
 	size_t i;
@@ -474,6 +474,10 @@ static void sample_copies(struct progress *p, const json_t *root)
 		char sz[32];
 
 		if (!path || json_object_get(p->copies, path))
+			continue;
+		/* a copy that began while the snapshot was read may not have its
+		 * source's path yet ("[fd] NAME"): said from a later snapshot */
+		if (!final && (!src || !strncmp(src, "[fd] ", 5)))
 			continue;
 		json_object_set_new(p->copies, path, json_real(jnum(c, "bytes")));
 		fmt_bytes(sz, sizeof(sz), jnum(c, "size") > 0 ? jnum(c, "size") : jnum(c, "bytes"));
@@ -588,7 +592,7 @@ void progress_sample(struct progress *p, const json_t *root, double now_ms)
 	p->samples++;
 	sample_peers(p, root, now_ms);
 	sample_files(p, root, now_ms);
-	sample_copies(p, root);
+	sample_copies(p, root, false);
 	check_stall(p, root, now_ms);
 }
 
@@ -607,7 +611,7 @@ void progress_timeline(struct progress *p, json_t *root)
 		say_downloaded(p, pf);
 	}
 	/* the copies in the final model, and all a migration moved */
-	sample_copies(p, root);
+	sample_copies(p, root, true);
 	{
 		const json_t *c;
 		double mig = 0;
