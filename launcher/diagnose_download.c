@@ -43,7 +43,11 @@ int diagnose_downloads_in_flight(const json_t *root, const json_t **last)
 	json_array_foreach (json_object_get(root, "files"), i, f) {
 		const char *path = jstr(f, "path");
 
-		if (!path || strncmp(path, "/", 1) || !str_ends_with(path, ".incomplete") ||
+		/* a download's temp file, whichever client writes it (the class
+		 * timeline_files gives it), or an older timeline's *.incomplete */
+		if (!path || strncmp(path, "/", 1) ||
+		    !(str_ends_with(path, ".incomplete") ||
+		      (jstr(f, "class") && !strcmp(jstr(f, "class"), "download"))) ||
 		    jnum(f, "opens") <= 0 || diagnose_download_done(root, path))
 			continue;
 		n++;
@@ -91,14 +95,14 @@ void diag_find_downloads(struct diag_ctx *c)
 		if (fin)
 			path_resolve(c->app_dir, fin, fabs, sizeof(fabs));
 		json_object_set_new(named, path, json_true());
-		json_array_append_new(c->dls,
-				      json_pack("{s:s, s:f, s:f, s:f, s:s?, s:s?, s:s, s:b, s:f}",
-						"path", abs, "bytes", jnum(f, "bytes"), "first_ms",
-						jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"),
-						"final", fin ? fabs : NULL, "name", jstr(f, "name"),
-						"writer", jstr(f, "writer"), "complete",
-						json_is_true(json_object_get(f, "complete")),
-						"threads", jnum(f, "threads")));
+		json_array_append_new(
+		    c->dls,
+		    json_pack("{s:s, s:f, s:f, s:f, s:s?, s:s?, s:s, s:b, s:f, s:f}", "path", abs,
+			      "bytes", jnum(f, "bytes"), "first_ms", jnum(f, "first_ms"), "last_ms",
+			      jnum(f, "last_ms"), "final", fin ? fabs : NULL, "name",
+			      jstr(f, "name"), "writer", jstr(f, "writer"), "complete",
+			      json_is_true(json_object_get(f, "complete")), "threads",
+			      jnum(f, "threads"), "expected_size", jnum(f, "expected_size")));
 	}
 	/* every file by its name (the dentry's for "[fd] NAME"), 16 to 255
 	 * bytes: a download's other names are then found by looking up each
@@ -381,9 +385,10 @@ static void rule_interrupted(struct diag_ctx *c)
 static void rule_slow_download(struct diag_ctx *c)
 {
 	json_t *files = json_array(), *f;
-	double bytes = 0, a = -1, b = -1;
+	double bytes = 0, a = -1, b = -1, left = 0, r;
 	size_t i;
-	char rate[32], total[32], msg_files[1024] = "";
+	int unknown = 0;
+	char rate[32], total[32], msg_files[1024] = "", tail[128];
 
 	json_array_foreach (c->dls, i, f) {
 		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
@@ -396,6 +401,13 @@ static void rule_slow_download(struct diag_ctx *c)
 						       w, "seconds", diag_round3(dur / 1000),
 						       "rate_bps", diag_round3(w / (dur / 1000))));
 		bytes += w;
+		/* what is still to come, where the size is known (downloads[]) */
+		if (!json_is_true(json_object_get(f, "complete"))) {
+			if (jnum(f, "expected_size") > w)
+				left += jnum(f, "expected_size") - w;
+			else
+				unknown++;
+		}
 		if (a < 0 || jnum(f, "first_ms") < a)
 			a = jnum(f, "first_ms");
 		if (jnum(f, "last_ms") > b)
@@ -414,20 +426,28 @@ static void rule_slow_download(struct diag_ctx *c)
 		json_decref(files);
 		return;
 	}
-	fmt_bytes(rate, sizeof(rate), bytes / ((b - a) / 1000));
+	r = bytes / ((b - a) / 1000);
+	fmt_bytes(rate, sizeof(rate), r);
 	fmt_bytes(total, sizeof(total), bytes);
+	if (unknown)
+		snprintf(tail, sizeof(tail), "time left unknown (no expected size)");
+	else if (left > 0)
+		snprintf(tail, sizeof(tail),
+			 "about %.0f s left at that rate (from the expected sizes)", left / r);
+	else
+		snprintf(tail, sizeof(tail), "all of it arrived");
 	diag_add(
 	    c, DIAG_WARNING, "slow model download",
-	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:n}", "files", files, "bytes", bytes, "seconds",
-		      diag_round3((b - a) / 1000), "rate_bps",
-		      diag_round3(bytes / ((b - a) / 1000)), "endpoint", c->endpoint, "time_left"),
+	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:o}", "files", files, "bytes", bytes, "seconds",
+		      diag_round3((b - a) / 1000), "rate_bps", diag_round3(r), "endpoint",
+		      c->endpoint, "time_left",
+		      unknown ? json_null() : json_real(diag_round3(left / r))),
 	    (b - a) / 1000,
 	    "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
 	    "https://hf-mirror.com, or a local proxy), or download the models once ahead of time "
 	    "into the cache and start with HF_HUB_OFFLINE=1",
-	    "%s in %.1f s (%s/s) from %s: %s; time left unknown (the trace does not see the "
-	    "expected size)",
-	    total, (b - a) / 1000, rate, c->endpoint ? c->endpoint : "the hub", msg_files);
+	    "%s in %.1f s (%s/s) from %s: %s; %s", total, (b - a) / 1000, rate,
+	    c->endpoint ? c->endpoint : "the hub", msg_files, tail);
 }
 
 /* Every needed file came from the cache: nothing downloaded, snapshots read. */
