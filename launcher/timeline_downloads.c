@@ -118,7 +118,8 @@ struct wr_sum {
 	__u64 max_end;
 	__u64 first_ns, last_ns;
 	int threads;
-	int ranges; /* disjoint ranges in the union */
+	int ranges;   /* disjoint ranges in the union */
+	__u64 min_lo; /* the lowest offset written */
 };
 
 static int u64pair_cmp(const void *a, const void *b)
@@ -167,6 +168,9 @@ static bool wr_sum(const struct dl_ctx *dx, __u64 dev, __u64 ino, struct wr_sum 
 	qsort(iv, n, sizeof(*iv), u64pair_cmp);
 	for (size_t i = 0; i < n;) {
 		__u64 lo = iv[i][0], hi = iv[i][1];
+
+		if (!o->ranges)
+			o->min_lo = lo;
 
 		for (i++; i < n && iv[i][0] <= hi; i++)
 			if (iv[i][1] > hi)
@@ -300,8 +304,9 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	char final[PATH_MAX], named[PATH_MAX], name[PATH_MAX];
 	double a = clock_ns_to_ms(first), b = clock_ns_to_ms(last), rename_ms;
 	struct wr_sum ws;
-	__u64 bytes;
+	__u64 bytes, have;
 	long long known, expected = 0;
+	bool resumed;
 	json_t *d;
 
 	dl_final(pe, n_pe, j, r2, t, final, named, &renamed, &rename_ms, &link);
@@ -310,9 +315,14 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	 * sum of the writes */
 	bytes = wr_sum(dx, pe[j].pv.dev, pe[j].pv.ino, &ws) ? ws.distinct : fv->bytes_written;
 	known = hf_known_size(*final ? final : path);
+	/* resumed (plain HTTP, ModelScope: Range): one run of writes that
+	 * starts past 0 and reaches the end; the file then has what an
+	 * earlier run wrote too (have), which its percent counts */
+	resumed = ws.ranges == 1 && ws.min_lo > 0 && ws.max_end >= ws.isize;
+	have = resumed ? ws.isize : bytes;
 	if (renamed && ws.isize)
 		expected = (long long)ws.isize; /* done: its size, from the kernel */
-	else if (ws.isize > bytes)
+	else if (!resumed && ws.isize > bytes)
 		expected = (long long)ws.isize; /* written at offsets: the highest so far */
 	else if (known)
 		expected = known;
@@ -348,9 +358,11 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 			    : expected == known && expected != (long long)ws.isize
 				? json_string("known")
 				: json_string(renamed ? "kernel" : "highest_offset"));
+	json_object_set_new(d, "resumed_from",
+			    resumed ? json_integer((json_int_t)ws.min_lo) : json_null());
 	json_object_set_new(
 	    d, "percent",
-	    expected ? json_real(bytes >= (__u64)expected ? 100.0 : 100.0 * bytes / expected)
+	    expected ? json_real(have >= (__u64)expected ? 100.0 : 100.0 * have / expected)
 		     : json_null());
 	return d;
 }

@@ -231,7 +231,15 @@ def test_mid_stream_drop_fails_the_start_and_names_the_partial_file(tmp_path, mo
     """HF_HUB_DISABLE_XET=1, the CAS bridge closing after 20000 bytes: urllib3
     2.x's ChunkedEncodingError ends the start; the download is there with its
     20000 bytes, never completed, and download-interrupted names it."""
-    run, app = launch(tmp_path, models, env={"HF_HUB_DISABLE_XET": "1"},
+    def pre(app):
+        # w2v-bert-2.0 there: the first transfer is a single file (a partial
+        # snapshot folder would not be fetched again: IndexTTS2 checks that
+        # the folder is not empty, not what is in it)
+        w2v = app / "checkpoints" / "hf_cache" / "w2v-bert-2.0"
+        w2v.mkdir(parents=True)
+        for f in models["manifest"][W2V]["files"]:
+            shutil.copy(os.path.join(models["dir"], "hub", *W2V.split("/"), f), w2v / f)
+    run, app = launch(tmp_path, models, env={"HF_HUB_DISABLE_XET": "1"}, pre=pre,
                       world_args=("--knobs", 'cas={"drop_after": 20000}'))
     assert run.rc != 0, run.output()
     dl = downloads(run)
@@ -242,6 +250,14 @@ def test_mid_stream_drop_fails_the_start_and_names_the_partial_file(tmp_path, mo
     f = findings(run)["download-interrupted"]
     assert f["evidence"]["name"] == d["name"] and f["message"].startswith(d["name"] + ":")
     assert f["evidence"]["bytes_written"] == 20000
+    # started again: plain HTTP resumes the partial file (Range): this run
+    # writes the rest, from 20000 on; the file is whole
+    run2 = WorldLaunch(tmp_path / "run2", app, env={"HF_HUB_DISABLE_XET": "1"})
+    assert run2.rc == 0, run2.output()
+    d2 = downloads(run2)[d["name"]]
+    assert d2["complete"] and d2["resumed_from"] == 20000 and d2["percent"] == 100.0
+    assert d2["bytes"] == d2["size"] - 20000 and d2["path"] == d["path"]
+    assert "download-interrupted" not in findings(run2)
 
 
 def test_xet_chunk_cache_on_tmpfs(tmp_path, models):
