@@ -271,6 +271,8 @@ int sx_other(struct sys_call *c);
 int sx_bytes(struct sys_call *c);
 int sx_net(struct sys_call *c);
 int sx_mlock(struct sys_call *c);
+int sx_fwrite(struct sys_call *c);
+int sx_copy(struct sys_call *c);
 
 /* A message that may carry the peer's name (names.bpf.c): a bounded copy to
  * user space (kind: enum trace_payload_kind). */

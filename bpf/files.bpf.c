@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* files: the file system as the tree uses it: path lookups and opens
  * folded per directory and name (paths), failed mkdir/unlink/rmdir (failops),
- * locks, the cwd, renames and symlinks, and the model files a process maps
- * (mranges, for the fault probes). Called from sys_exit (syscalls.bpf.c). */
+ * locks, the cwd, renames and symlinks, the model files a process maps
+ * (mranges, for the fault probes), the ranges each thread writes into a
+ * file (wranges: what a download wrote, offsets included) and the copies
+ * made by sendfile/copy_file_range (copies). Called from sys_exit
+ * (syscalls.bpf.c). */
 #include "common.bpf.h"
 
 static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, __u64 now)
@@ -185,6 +188,10 @@ static __always_inline void on_lock(struct inflight *in, long ret, __u32 tgid, _
 		v->err = -ret;
 		if (!v->first_fail_ns)
 			v->first_fail_ns = in->ts;
+		/* a refused poll (filelock: LOCK_NB, sleep, again) is a start
+		 * waiting on a download's lock: live snapshots go on, and see
+		 * the holder (/proc/locks) while it holds */
+		__sync_fetch_and_add(&dl_activity, 1);
 	} else {
 		v->acquired_ns = now;
 	}
@@ -309,6 +316,130 @@ SYS_HANDLER(sx_other)
 	default:
 		/* rename, symlink */
 		on_path2(&c->in, c->ret, c->tgid, c->now);
+	}
+	return 0;
+}
+
+/* write/pwrite/writev/pwritev that wrote ret bytes (a0 fd, a3 the offset
+ * of the p* calls; the others wrote at the file position, which the call
+ * has moved past them): the range into this thread's ranges of the file */
+SYS_HANDLER(sx_fwrite)
+{
+	struct file *f;
+	struct file_key fk;
+	struct wr_key k = {};
+	struct wr_val *v, init = {};
+	__u64 off, end, n;
+	__u32 mode;
+	long nr;
+
+	if (!c || c->ret <= 0)
+		return 0;
+	f = fd_file(c->in.a0);
+	if (!f)
+		return 0;
+	file_id(f, &fk, &mode);
+	if ((mode & S_IFMT_) != S_IFREG_)
+		return 0;
+	n = c->ret;
+	nr = c->in.nr;
+	if ((nr == __NR_pwrite64 || nr == __NR_pwritev || nr == __NR_pwritev2) &&
+	    (__s64)c->in.a3 >= 0)
+		off = c->in.a3;
+	else
+		off = BPF_CORE_READ(f, f_pos) - n;
+	end = off + n;
+	k.dev = fk.dev;
+	k.ino = fk.ino;
+	k.tid = (__u32)bpf_get_current_pid_tgid();
+	v = bpf_map_lookup_elem(&wranges, &k);
+	if (!v) {
+		init.first_ns = c->now;
+		init.pid = c->tgid;
+		v = map_add(&wranges, &k, &init, CNT_WRANGES_FULL);
+		if (!v)
+			return 0;
+	}
+	v->last_ns = c->now;
+	v->isize = BPF_CORE_READ(f, f_inode, i_size);
+	if (end > v->max_end)
+		v->max_end = end;
+	for (int i = 0; i < WR_SLOTS; i++) {
+		if (i >= v->n)
+			break;
+		/* overlapping or touching: one range (user space merges across slots) */
+		if (off <= v->hi[i] && end >= v->lo[i]) {
+			if (off < v->lo[i])
+				v->lo[i] = off;
+			if (end > v->hi[i])
+				v->hi[i] = end;
+			return 0;
+		}
+	}
+	if (v->n < WR_SLOTS) {
+		__u32 s = v->n & (WR_SLOTS - 1);
+
+		v->lo[s] = off;
+		v->hi[s] = end;
+		v->n++;
+	} else {
+		v->extra += n;
+	}
+	return 0;
+}
+
+/* sendfile / copy_file_range that moved ret bytes from file a1 into file
+ * a0: a copy (shutil.copy2 on Linux), by destination */
+SYS_HANDLER(sx_copy)
+{
+	struct file *dst, *src;
+	struct file_key dk, sk;
+	struct copy_val *v, init = {};
+	struct file_val *fv;
+	__u32 dmode, smode;
+
+	if (!c || c->ret <= 0)
+		return 0;
+	dst = fd_file(c->in.a0);
+	src = fd_file(c->in.a1);
+	if (!dst || !src)
+		return 0;
+	file_id(dst, &dk, &dmode);
+	file_id(src, &sk, &smode);
+	if ((dmode & S_IFMT_) != S_IFREG_ || (smode & S_IFMT_) != S_IFREG_)
+		return 0;
+	v = bpf_map_lookup_elem(&copies, &dk);
+	if (!v) {
+		init.src = sk;
+		init.first_ns = c->now;
+		init.pid = c->tgid;
+		bpf_probe_read_kernel_str(init.src_name, sizeof(init.src_name),
+					  BPF_CORE_READ(src, f_path.dentry, d_name.name));
+		bpf_probe_read_kernel_str(init.dst_name, sizeof(init.dst_name),
+					  BPF_CORE_READ(dst, f_path.dentry, d_name.name));
+		v = map_add(&copies, &dk, &init, CNT_COPIES_FULL);
+		if (!v)
+			return 0;
+	}
+	__sync_fetch_and_add(&v->bytes, c->ret);
+	__sync_fetch_and_add(&v->calls, 1);
+	v->last_ns = c->now;
+	v->isize = BPF_CORE_READ(dst, f_inode, i_size);
+	/* the files map sees the bytes too: read from one, written to the other */
+	fv = file_entry(src, &sk, c->now);
+	if (fv) {
+		__sync_fetch_and_add(&fv->bytes_read, c->ret);
+		__sync_fetch_and_add(&fv->reads, 1);
+		fv->last_ns = c->now;
+	}
+	fv = file_entry(dst, &dk, c->now);
+	if (fv) {
+		__sync_fetch_and_add(&fv->bytes_written, c->ret);
+		__sync_fetch_and_add(&fv->writes, 1);
+		if (!fv->first_write_ns)
+			fv->first_write_ns = c->now;
+		fv->last_write_ns = c->now;
+		fv->last_ns = c->now;
 	}
 	return 0;
 }

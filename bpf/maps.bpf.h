@@ -29,9 +29,10 @@ extern __u64 ready_ns;
 /* Set once a model file is mapped: until then no fault can be in one, and
  * the fault probes skip the range scan. */
 extern __u64 model_mapped;
-/* Bytes written to regular files plus bytes received from peers: what a
- * download moves. The launcher reads it from the mmapped .bss (no syscall)
- * to snapshot the maps for live progress only while something moves. */
+/* Bytes written to regular files plus bytes received from peers (what a
+ * download moves), plus one per refused lock poll (a download waiting). The launcher reads it from
+ * the mmapped .bss (no syscall) to snapshot the maps for live progress only while something moves.
+ */
 extern __u64 dl_activity;
 /* set by the launcher when [trace] requests_window ends: only mlock calls
  * are still taken from the syscall probes (docs/timeline.md, "light") */
@@ -231,6 +232,22 @@ TL_MAP struct {
 	__type(value, struct lock_val);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } locks SEC(".maps");
+
+TL_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* (file, thread) pairs that wrote */
+	__type(key, struct wr_key);
+	__type(value, struct wr_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} wranges SEC(".maps");
+
+TL_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct file_key); /* the destination */
+	__type(value, struct copy_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} copies SEC(".maps");
 
 TL_MAP struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

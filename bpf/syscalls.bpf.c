@@ -176,12 +176,19 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 	case __NR_preadv:
 	case __NR_preadv2:
 	case __NR_write:
-	case __NR_pwrite64:
 	case __NR_writev:
-	case __NR_pwritev:
-	case __NR_pwritev2:
 		/* a1: the buffer or iovec (names.bpf.c: a TLS hello) */
 		return set_args(in, P1(regs), P2(regs), 0, 0);
+	/* a3: the offset (pwritev2: -1 is the file position) */
+	case __NR_pwrite64:
+	case __NR_pwritev:
+	case __NR_pwritev2:
+		return set_args(in, P1(regs), P2(regs), 0, P4(regs));
+	/* copies: a0 the destination fd, a1 the source fd */
+	case __NR_sendfile:
+		return ret > 0 && set_args(in, P1(regs), P2(regs), 0, 0);
+	case __NR_copy_file_range:
+		return ret > 0 && set_args(in, P3(regs), P1(regs), 0, 0);
 	case __NR_mmap: {
 		long fd = P5(regs);
 
@@ -265,16 +272,23 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	case __NR_unlinkat:
 		sx_dirop(&c);
 		break;
-	case __NR_read:
-	case __NR_pread64:
-	case __NR_readv:
-	case __NR_preadv:
-	case __NR_preadv2:
 	case __NR_write:
 	case __NR_pwrite64:
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
+		sx_bytes(&c);
+		sx_fwrite(&c); /* the ranges written, for downloads */
+		break;
+	case __NR_sendfile:
+	case __NR_copy_file_range:
+		sx_copy(&c);
+		break;
+	case __NR_read:
+	case __NR_pread64:
+	case __NR_readv:
+	case __NR_preadv:
+	case __NR_preadv2:
 	case __NR_recvfrom:
 	case __NR_sendto:
 	case __NR_recvmsg:

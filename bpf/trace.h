@@ -357,6 +357,51 @@ struct file_val {
 };
 _Static_assert(sizeof(struct file_val) == 192, "file_val layout changed");
 
+/* wranges map: the ranges one thread wrote into one regular file (write,
+ * pwrite, writev, pwritev: the offset from the call or the file position),
+ * merged as they come: what a download wrote is the union over its
+ * threads, exact while each thread's writes fold into WR_SLOTS ranges (a
+ * sequential writer: one; Xet's workers: one per term run); a write that
+ * finds no slot is added to extra (exact unless it overlaps another). Per
+ * thread, so no two CPUs update one entry at once. */
+#define WR_SLOTS 8
+struct wr_key {
+	__u64 dev;
+	__u64 ino;
+	__u32 tid;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct wr_key) == 24, "wr_key layout changed");
+
+struct wr_val {
+	__u64 lo[WR_SLOTS]; /* [lo, hi): bytes written */
+	__u64 hi[WR_SLOTS];
+	__u64 extra;	/* bytes of writes no slot took */
+	__u64 isize;	/* the inode's i_size after this thread's last write */
+	__u64 first_ns; /* its first write */
+	__u64 last_ns;	/* its last write */
+	__u64 max_end;	/* the highest end offset it wrote */
+	__u32 n;	/* slots used */
+	__u32 pid;	/* tgid */
+};
+_Static_assert(sizeof(struct wr_val) == 176, "wr_val layout changed");
+
+/* copies map: a file written by sendfile/copy_file_range from another file
+ * (shutil.copy2/copytree on Linux), keyed by the destination's inode */
+struct copy_val {
+	struct file_key src;
+	__u64 bytes; /* moved into the destination */
+	__u64 calls;
+	__u64 first_ns;
+	__u64 last_ns;
+	__u64 isize; /* the destination's i_size after the last call */
+	__u32 pid;
+	__u32 pad;
+	char src_name[TRACE_NAME_MAX]; /* the source's dentry name */
+	char dst_name[TRACE_NAME_MAX];
+};
+_Static_assert(sizeof(struct copy_val) == 160, "copy_val layout changed");
+
 /* failops map: failed mkdir/unlink/rmdir, one entry per operation and path */
 struct failop_key {
 	__u32 op; /* enum trace_failop */
@@ -453,6 +498,8 @@ enum trace_counter {
 	CNT_FAILOPS_FULL,
 	CNT_LOCKS_FULL,
 	CNT_THREADS_FULL, /* fltseen full: a thread's faults not counted */
+	CNT_WRANGES_FULL, /* wranges full: a file's write ranges not kept */
+	CNT_COPIES_FULL,
 	CNT_MAX,
 };
 

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "hfcache.h"
 #include "util.h"
 
 const char *const classify_model_suffixes[] = {
@@ -24,8 +25,14 @@ const char *classify_file(const char *path, const char *const *cache_dirs)
 					     ".ini",  ".cfg", ".conf", NULL};
 	bool in_cache = false, pyish;
 
-	if (str_ends_with(path, ".incomplete"))
+	/* the temp files downloads are written to (hfcache.c's rules; a
+	 * NAME.tmp is one only where IndexTTS2's mirror fallback writes, which
+	 * takes the model dir: timeline_files.c decides) */
+	if (hf_temp_writer(path) != HF_W_NONE && hf_temp_writer(path) != HF_W_MIRROR)
 		return "download";
+	/* Xet's chunk/shard caches: the transfer's own, not downloads */
+	if (hf_in_xet_cache(path, NULL))
+		return "xet_cache";
 	for (; cache_dirs && *cache_dirs; cache_dirs++)
 		in_cache |= path_under(path, *cache_dirs);
 	/* site-packages' *.pth are interpreter start-up files, not torch checkpoints */

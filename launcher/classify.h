@@ -1,5 +1,5 @@
-/* classify: a file's class in the timeline (model, download, hf_cache,
- * python, library, config, system, other: docs/timeline.md) from its path,
+/* classify: a file's class in the timeline (model, download, xet_cache,
+ * hf_cache, python, library, config, system, other: docs/timeline.md) from its path,
  * and the one table of model-weight suffixes, which the BPF side gets as
  * rodata (targ_model_suf/targ_model_mask: which mapped files' faults count
  * as model faults). */

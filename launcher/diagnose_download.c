@@ -15,8 +15,10 @@
 #include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
-#define SLOW_MIN_MS   2000.0
-#define SLOW_RATE_BPS (1024.0 * 1024.0)
+#define SLOW_MIN_MS	2000.0
+#define SLOW_RATE_BPS	(1024.0 * 1024.0)
+#define DROP_MIN_GAP_MS 500.0
+#define LOCK_WAIT_MS	1000.0
 
 /* ---- downloads in flight: shared with progress.c and stall.c ---- */
 
@@ -41,7 +43,11 @@ int diagnose_downloads_in_flight(const json_t *root, const json_t **last)
 	json_array_foreach (json_object_get(root, "files"), i, f) {
 		const char *path = jstr(f, "path");
 
-		if (!path || strncmp(path, "/", 1) || !str_ends_with(path, ".incomplete") ||
+		/* a download's temp file, whichever client writes it (the class
+		 * timeline_files gives it), or an older timeline's *.incomplete */
+		if (!path || strncmp(path, "/", 1) ||
+		    !(str_ends_with(path, ".incomplete") ||
+		      (jstr(f, "class") && !strcmp(jstr(f, "class"), "download"))) ||
 		    jnum(f, "opens") <= 0 || diagnose_download_done(root, path))
 			continue;
 		n++;
@@ -53,15 +59,51 @@ int diagnose_downloads_in_flight(const json_t *root, const json_t **last)
 
 /* ---- what a download is, for the rules ---- */
 
-/* The downloads: each blobs/ETAG.incomplete opened, with the bytes written
- * to its inode whichever name the trace gave them (the .incomplete path,
- * the blob it was renamed to, or "[fd] NAME" for writes seen only by inode),
- * plus any other file written inside a models--* folder. */
+/* The download whose final path is abs, or NULL */
+static const json_t *dl_by_final(const struct diag_ctx *c, const char *abs)
+{
+	const json_t *d;
+	size_t i;
+
+	json_array_foreach (c->dls, i, d)
+		if (jstr(d, "final") && !strcmp(jstr(d, "final"), abs))
+			return d;
+	return NULL;
+}
+
+/* The downloads. A timeline that names them (downloads[] with a writer:
+ * every client's temp file, its final path and name, the distinct bytes)
+ * gives them as they are; an older one: each blobs/ETAG.incomplete opened,
+ * with the bytes written to its inode whichever name the trace gave them
+ * (the .incomplete path, the blob it was renamed to, or "[fd] NAME" for
+ * writes seen only by inode). Either way, plus any other file written
+ * inside a models--* folder. */
 void diag_find_downloads(struct diag_ctx *c)
 {
 	json_t *files = json_object_get(c->root, "files"), *f, *g, *by_name = json_object();
+	json_t *named = json_object(); /* temp paths the downloads list gave */
 	size_t i, j;
 
+	c->dls = json_array();
+	json_array_foreach (json_object_get(c->root, "downloads"), i, f) {
+		const char *path = jstr(f, "path"), *fin = jstr(f, "final_path");
+		char abs[PATH_MAX], fabs[PATH_MAX];
+
+		if (!path || !jstr(f, "writer") || !strncmp(path, "[fd] ", 5))
+			continue;
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
+		if (fin)
+			path_resolve(c->app_dir, fin, fabs, sizeof(fabs));
+		json_object_set_new(named, path, json_true());
+		json_array_append_new(
+		    c->dls,
+		    json_pack("{s:s, s:f, s:f, s:f, s:s?, s:s?, s:s, s:b, s:f, s:f}", "path", abs,
+			      "bytes", jnum(f, "bytes"), "first_ms", jnum(f, "first_ms"), "last_ms",
+			      jnum(f, "last_ms"), "final", fin ? fabs : NULL, "name",
+			      jstr(f, "name"), "writer", jstr(f, "writer"), "complete",
+			      json_is_true(json_object_get(f, "complete")), "threads",
+			      jnum(f, "threads"), "expected_size", jnum(f, "expected_size")));
+	}
 	/* every file by its name (the dentry's for "[fd] NAME"), 16 to 255
 	 * bytes: a download's other names are then found by looking up each
 	 * prefix of its base name, not by a scan of all files per download */
@@ -79,14 +121,14 @@ void diag_find_downloads(struct diag_ctx *c)
 			json_object_set_new(by_name, name, l = json_array());
 		json_array_append(l, f);
 	}
-	c->dls = json_array();
 	json_array_foreach (files, i, f) {
 		const char *path = jstr(f, "path"), *b;
 		double bytes, last;
 		char abs[PATH_MAX];
 		size_t bl;
 
-		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
+		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete") ||
+		    json_object_get(named, path))
 			continue;
 		b = base_name(path);
 		bl = strlen(b);
@@ -113,15 +155,19 @@ void diag_find_downloads(struct diag_ctx *c)
 
 		if (!path || !strncmp(path, "[fd] ", 5) || str_ends_with(path, ".incomplete") ||
 		    !hf_repo_folder(path, NULL) || hf_cache_meta(path) ||
-		    jnum(f, "bytes_written") <= 0)
+		    jnum(f, "bytes_written") <= 0 || json_object_get(named, path))
 			continue;
+		/* the blob a named download was renamed to is that download */
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
+		if (dl_by_final(c, abs))
+			continue;
 		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs,
 							"bytes", jnum(f, "bytes_written"),
 							"first_ms", jnum(f, "first_ms"), "last_ms",
 							jnum(f, "last_ms")));
 	}
 	json_decref(by_name);
+	json_decref(named);
 }
 
 static void cache_root(const char *abs, char *out, size_t len)
@@ -142,7 +188,15 @@ static void rule_wrong_cache(struct diag_ctx *c)
 		char abs[PATH_MAX], r[PATH_MAX];
 		bool ok = false;
 
-		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
+		/* local_dir, ModelScope and the mirror write where they were told
+		 * (IndexTTS2's flat hf_cache/ layout): deliberate, not a cache */
+		if (jstr(f, "writer") && strcmp(jstr(f, "writer"), "hub_cache"))
+			continue;
+		snprintf(abs, sizeof(abs), "%s",
+			 jstr(f, "final") ? jstr(f, "final") : jstr(f, "path"));
+		/* only a hub cache's layout (models--ORG--NAME) can be moved as one */
+		if (!hf_repo_folder(abs, NULL))
+			continue;
 		for (int k = 0; k < c->n_caches; k++)
 			ok |= path_under(abs, c->caches[k]);
 		if (ok)
@@ -268,9 +322,12 @@ static void rule_interrupted(struct diag_ctx *c)
 		char abs[PATH_MAX], a[32];
 		double on_disk = -1, written = jnum(f, "bytes_written");
 		json_t *d, *size;
-		bool left;
+		bool left, xet;
 
-		if (!path || !str_ends_with(path, ".incomplete"))
+		if (!path)
+			continue;
+		d = json_object_get(by_path, path);
+		if (!str_ends_with(path, ".incomplete") && !(d && jstr(d, "writer")))
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		/* recorded answers only, so that diagnose on a saved timeline says
@@ -278,7 +335,6 @@ static void rule_interrupted(struct diag_ctx *c)
 		 * (downloads[].complete, from the trace), else whether the file was
 		 * on disk when the timeline was written (cache_fs[].incomplete),
 		 * else the tracer's downloads[].completed */
-		d = json_object_get(by_path, path);
 		size = json_object_get(on_disk_idx, abs);
 		if (d && json_is_boolean(json_object_get(d, "complete")))
 			left = json_is_false(json_object_get(d, "complete"));
@@ -293,23 +349,32 @@ static void rule_interrupted(struct diag_ctx *c)
 		if (json_object_get(dls_by_path, abs))
 			written = jnum(json_object_get(dls_by_path, abs), "bytes");
 		fmt_bytes(a, sizeof(a), written);
+		/* Xet (written from several threads) starts over; huggingface_hub's
+		 * plain HTTP and ModelScope resume with a Range request */
+		xet = d && jnum(d, "threads") > 1;
 		diag_add(
 		    c, c->failed ? DIAG_ERROR : DIAG_WARNING, "interrupted download left behind",
-		    json_pack("{s:s, s:f, s:o, s:f, s:f, s:i}", "path", abs, "bytes_written",
-			      written, "size_on_disk",
-			      on_disk >= 0 ? json_real(on_disk) : json_null(), "first_ms",
-			      jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"), "connects",
+		    json_pack("{s:s, s:s?, s:s?, s:f, s:o, s:f, s:f, s:i, s:b}", "path", abs,
+			      "name", d ? jstr(d, "name") : NULL, "writer",
+			      d ? jstr(d, "writer") : NULL, "bytes_written", written,
+			      "size_on_disk", on_disk >= 0 ? json_real(on_disk) : json_null(),
+			      "first_ms", jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"),
+			      "connects",
 			      hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
-						   jnum(f, "last_ms") + 1)),
+						   jnum(f, "last_ms") + 1),
+			      "xet", xet),
 		    -1,
-		    "start again: the download resumes from the .incomplete file (HTTP Range); if "
-		    "it "
-		    "keeps breaking, the connection to the hub is cut mid-stream (proxy, VPN, "
-		    "unstable "
-		    "link): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT to a mirror; delete "
-		    "the "
-		    "file to start that download over",
-		    "%s: %s written this run, never completed", abs, a);
+		    xet ? "start again: Xet does not resume a partial file, it fetches it anew; "
+			  "if it keeps breaking, the connection to the CAS is cut mid-stream "
+			  "(proxy, VPN, unstable link): HF_HUB_DISABLE_XET=1 makes "
+			  "huggingface_hub use one resumable HTTP download instead"
+			: "start again: the download resumes from the partial file (HTTP Range); "
+			  "if it keeps breaking, the connection is cut mid-stream (proxy, VPN, "
+			  "unstable link; with urllib3 2.x huggingface_hub does not retry a "
+			  "ChunkedEncodingError): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT "
+			  "to a mirror; delete the partial file to start that download over",
+		    "%s: %s written this run, never completed (%s)",
+		    d && jstr(d, "name") ? jstr(d, "name") : abs, a, abs);
 	}
 	json_decref(by_path);
 	json_decref(dls_by_path);
@@ -320,9 +385,10 @@ static void rule_interrupted(struct diag_ctx *c)
 static void rule_slow_download(struct diag_ctx *c)
 {
 	json_t *files = json_array(), *f;
-	double bytes = 0, a = -1, b = -1;
+	double bytes = 0, a = -1, b = -1, left = 0, r;
 	size_t i;
-	char rate[32], total[32], msg_files[1024] = "";
+	int unknown = 0;
+	char rate[32], total[32], msg_files[1024] = "", tail[128];
 
 	json_array_foreach (c->dls, i, f) {
 		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
@@ -335,6 +401,13 @@ static void rule_slow_download(struct diag_ctx *c)
 						       w, "seconds", diag_round3(dur / 1000),
 						       "rate_bps", diag_round3(w / (dur / 1000))));
 		bytes += w;
+		/* what is still to come, where the size is known (downloads[]) */
+		if (!json_is_true(json_object_get(f, "complete"))) {
+			if (jnum(f, "expected_size") > w)
+				left += jnum(f, "expected_size") - w;
+			else
+				unknown++;
+		}
 		if (a < 0 || jnum(f, "first_ms") < a)
 			a = jnum(f, "first_ms");
 		if (jnum(f, "last_ms") > b)
@@ -345,32 +418,190 @@ static void rule_slow_download(struct diag_ctx *c)
 			fmt_bytes(one, sizeof(one), w / (dur / 1000));
 			snprintf(msg_files + strlen(msg_files),
 				 sizeof(msg_files) - strlen(msg_files), "%s%.80s at %s/s",
-				 *msg_files ? ", " : "", base_name(abs), one);
+				 *msg_files ? ", " : "",
+				 jstr(f, "name") ? jstr(f, "name") : base_name(abs), one);
 		}
 	}
 	if (!json_array_size(files)) {
 		json_decref(files);
 		return;
 	}
-	fmt_bytes(rate, sizeof(rate), bytes / ((b - a) / 1000));
+	r = bytes / ((b - a) / 1000);
+	fmt_bytes(rate, sizeof(rate), r);
 	fmt_bytes(total, sizeof(total), bytes);
+	if (unknown)
+		snprintf(tail, sizeof(tail), "time left unknown (no expected size)");
+	else if (left > 0)
+		snprintf(tail, sizeof(tail),
+			 "about %.0f s left at that rate (from the expected sizes)", left / r);
+	else
+		snprintf(tail, sizeof(tail), "all of it arrived");
 	diag_add(
 	    c, DIAG_WARNING, "slow model download",
-	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:n}", "files", files, "bytes", bytes, "seconds",
-		      diag_round3((b - a) / 1000), "rate_bps",
-		      diag_round3(bytes / ((b - a) / 1000)), "endpoint", c->endpoint, "time_left"),
+	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:o}", "files", files, "bytes", bytes, "seconds",
+		      diag_round3((b - a) / 1000), "rate_bps", diag_round3(r), "endpoint",
+		      c->endpoint, "time_left",
+		      unknown ? json_null() : json_real(diag_round3(left / r))),
 	    (b - a) / 1000,
 	    "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
 	    "https://hf-mirror.com, or a local proxy), or download the models once ahead of time "
 	    "into the cache and start with HF_HUB_OFFLINE=1",
-	    "%s in %.1f s (%s/s) from %s: %s; time left unknown (the trace does not see the "
-	    "expected size)",
-	    total, (b - a) / 1000, rate, c->endpoint ? c->endpoint : "the hub", msg_files);
+	    "%s in %.1f s (%s/s) from %s: %s; %s", total, (b - a) / 1000, rate,
+	    c->endpoint ? c->endpoint : "the hub", msg_files, tail);
+}
+
+/* Xet's chunk cache (the model's xet section, recorded when the timeline
+ * was written): on tmpfs or a container's layer every byte of the transfer
+ * is written twice, once to the download and once to RAM or the layer; a
+ * full disk there fails the transfer's writes. */
+static void rule_xet_cache(struct diag_ctx *c)
+{
+	json_t *x = json_object_get(c->root, "xet");
+	const char *dir = jstr(x, "dir"), *err = jstr(x, "write_errno");
+	char b[32], fix[2 * PATH_MAX + 512];
+
+	if (!json_is_object(x) || !dir || jnum(x, "bytes_written") <= 0)
+		return;
+	fmt_bytes(b, sizeof(b), jnum(x, "bytes_written"));
+	if (err && (!strcmp(err, "ENOSPC") || !strcmp(err, "EDQUOT"))) {
+		snprintf(fix, sizeof(fix),
+			 "free space where %s is, or move it to a disk with room: [env] "
+			 "HF_XET_CACHE = /var/cache/indextts/xet in tts-launch.ini; a smaller "
+			 "cache: HF_XET_CHUNK_CACHE_SIZE_BYTES (0 turns it off); or "
+			 "HF_HUB_DISABLE_XET=1 (plain HTTP, no chunk cache)",
+			 dir);
+		diag_add(
+		    c, c->failed ? DIAG_ERROR : DIAG_WARNING, "Xet chunk cache full",
+		    json_pack("{s:s, s:f, s:f, s:s}", "dir", dir, "bytes_written",
+			      jnum(x, "bytes_written"), "write_errors", jnum(x, "write_errors"),
+			      "errno", err),
+		    -1, fix, "%.0f write%s into Xet's cache %s failed with %s (%s written there)",
+		    jnum(x, "write_errors"), jnum(x, "write_errors") == 1 ? "" : "s", dir, err, b);
+		return;
+	}
+	if (!json_is_false(json_object_get(x, "persistent")))
+		return;
+	snprintf(fix, sizeof(fix),
+		 "put Xet's cache on a disk: [env] HF_XET_CACHE = /var/cache/indextts/xet in "
+		 "tts-launch.ini (HF_HOME moves it too), or turn the chunk cache off with "
+		 "HF_XET_CHUNK_CACHE_SIZE_BYTES=0; %s is on %s",
+		 dir, jstr(x, "fs_type") ?: "?");
+	diag_add(c, DIAG_WARNING, "Xet chunk cache on a file system that is not kept",
+		 json_pack("{s:s, s:O, s:O, s:f, s:f}", "dir", dir, "fs_type",
+			   json_object_get(x, "fs_type"), "lost", json_object_get(x, "lost"),
+			   "bytes_written", jnum(x, "bytes_written"), "files", jnum(x, "files")),
+		 -1, fix,
+		 "Xet wrote %s into its chunk cache %s on %s (%s): every byte downloaded is "
+		 "written twice, and the cache is gone on the next start",
+		 b, dir, jstr(x, "fs_type") ?: "?", jstr(x, "lost") ?: "not kept");
+}
+
+/* The configured model dir, absolute ("" when unset) */
+static void model_dir_abs(const struct diag_ctx *c, char *out, size_t len)
+{
+	const char *md = jstr(
+	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "app"),
+	    "model_dir");
+
+	out[0] = 0;
+	if (md && *md)
+		path_resolve(c->app_dir, md, out, len);
+}
+
+/* A local_dir download waiting on its lock (filelock 3.19 polls it:
+ * LOCK_EX|LOCK_NB, 50 ms sleep, again) that another process holds: the
+ * holder as the tracer found it (locks[].holder_pid). The hub cache's
+ * .locks/ are diagnose_io's lock-wait. */
+static void rule_download_lock(struct diag_ctx *c)
+{
+	json_t *l;
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "locks"), i, l) {
+		const char *path = jstr(l, "path"), *cmd = jstr(l, "holder_command");
+		char fin[PATH_MAX], name[PATH_MAX], md[PATH_MAX] = "", who[160] = "another process";
+		double ms = json_is_true(json_object_get(l, "waiting")) ? jnum(l, "waiting_ms")
+									: jnum(l, "contended_ms");
+		bool still = json_is_true(json_object_get(l, "waiting")) ||
+			     json_is_null(json_object_get(l, "acquired_ms"));
+		json_int_t pid = json_integer_value(json_object_get(l, "holder_pid"));
+
+		if (!path || !hf_local_dir_lock(path, fin, sizeof(fin)) || ms < LOCK_WAIT_MS ||
+		    jnum(l, "failures") <= 0)
+			continue;
+		model_dir_abs(c, md, sizeof(md));
+		hf_download_name(fin, md, c->app_dir, name, sizeof(name));
+		if (pid > 0)
+			snprintf(who, sizeof(who), "pid %lld%s%.64s%s", (long long)pid,
+				 cmd ? " (" : "", cmd ? cmd : "", cmd ? ")" : "");
+		diag_add(
+		    c, still && c->ready < 0 ? DIAG_ERROR : DIAG_WARNING,
+		    "download waiting for another process's lock",
+		    json_pack("{s:s, s:s, s:s, s:o, s:s?, s:f, s:f, s:b}", "lock", path, "name",
+			      name, "file", fin, "holder_pid",
+			      pid > 0 ? json_integer(pid) : json_null(), "holder_command", cmd,
+			      "seconds", diag_round3(ms / 1000), "polls", jnum(l, "failures"),
+			      "still_waiting", still),
+		    ms / 1000,
+		    "another process is downloading the same file into the same folder "
+		    "(a second IndexTTS2 instance, a snapshot_download): let it finish, or stop "
+		    "it; the lock file itself stays (filelock never removes it) and means "
+		    "nothing once its holder is gone",
+		    "%s: the start %s %.1f s for its download lock %s, held by %s", name,
+		    still ? "was still waiting after" : "waited", ms / 1000, path, who);
+	}
+}
+
+/* Files downloaded although a hub cache on this machine already had them
+ * (downloads[].also_in: the same etag under models--ORG--NAME/blobs/, recorded when
+ * the timeline was written): IndexTTS2 (ee40fa7) migrates an old cache only
+ * from model_dir/hf_cache and HF_HUB_CACHE (default ~/.cache/huggingface/hub,
+ * not HF_HOME/hub), so an old cache elsewhere is downloaded again (#701). */
+static void rule_downloaded_twice(struct diag_ctx *c)
+{
+	json_t *files = json_array(), *d;
+	double bytes = 0;
+	char first_cache[PATH_MAX] = "", b[32], fix[PATH_MAX + 600];
+	size_t i;
+
+	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
+		const char *blob = jstr(d, "also_in");
+
+		if (!blob || !json_is_true(json_object_get(d, "complete")))
+			continue;
+		if (!*first_cache)
+			snprintf(first_cache, sizeof(first_cache), "%.*s",
+				 (int)hf_cache_root_len(blob), blob);
+		bytes += jnum(d, "bytes");
+		json_array_append_new(files, json_pack("{s:s?, s:s, s:f}", "name", jstr(d, "name"),
+						       "cached", blob, "bytes", jnum(d, "bytes")));
+	}
+	if (!json_array_size(files)) {
+		json_decref(files);
+		return;
+	}
+	fmt_bytes(b, sizeof(b), bytes);
+	snprintf(fix, sizeof(fix),
+		 "IndexTTS2 copies an old cache only from model_dir/hf_cache or HF_HUB_CACHE: "
+		 "start once with [env] HF_HUB_CACHE = %s so what is there is copied, not "
+		 "downloaded; then that cache can go (rm -r %s/models--*) to free the space",
+		 first_cache, first_cache);
+	diag_add(c, DIAG_WARNING, "models downloaded although a cache has them",
+		 json_pack("{s:o, s:f, s:s}", "files", files, "bytes", bytes, "cache", first_cache),
+		 -1, fix,
+		 "%zu file%s (%s) downloaded again although the hub cache %s has the same "
+		 "file%s (first: %s)",
+		 json_array_size(files), json_array_size(files) == 1 ? "" : "s", b, first_cache,
+		 json_array_size(files) == 1 ? "" : "s",
+		 jstr(json_array_get(files, 0), "name") ?: "?");
 }
 
 const struct diag_rule diag_download_rules[] = {
     {"download-interrupted", rule_interrupted},
     {"download-slow", rule_slow_download},
     {"wrong-cache", rule_wrong_cache},
+    {"xet-cache", rule_xet_cache},
+    {"download-lock-wait", rule_download_lock},
+    {"downloaded-twice", rule_downloaded_twice},
     {NULL, NULL},
 };

@@ -7,14 +7,17 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "hfcache.h"
 #include "hostprobe.h"
 #include "interp.h"
 #include "peers.h"
 #include "procfs.h"
 #include "tracer.h"
+#include "util.h"
 
 static int fails;
 
@@ -268,6 +271,97 @@ static void check_writable(const struct config *c, const char *what, const char 
 	free(path);
 }
 
+/* ---- downloads: the settings the clients read, the caches' disks ---- */
+
+/* doctor_env for hfcache's env callback */
+static const char *svc_env(const void *ctx, const char *name) { return doctor_env(ctx, name); }
+
+/* One directory's file system: WARN when writes there do not last */
+static void check_dir_fs(const char *what, const char *dir)
+{
+	struct hostprobe_fs fs;
+	struct statvfs sv;
+	char free_s[32] = "?";
+
+	if (hostprobe_fs(dir, &fs) < 0) {
+		line("WARN", what, "%s: %s", dir, strerror(errno));
+		return;
+	}
+	if (statvfs(fs.statfs_path, &sv) == 0)
+		fmt_bytes(free_s, sizeof(free_s), (double)sv.f_bavail * sv.f_frsize);
+	if (fs.lost)
+		line("WARN", what,
+		     "%s is on %s (%s): put it on a disk, or every start downloads again", dir,
+		     fs.type ? fs.type : "?", fs.lost);
+	else if (fs.read_only)
+		line("WARN", what, "%s is on a read-only file system (%s)", dir,
+		     fs.type ? fs.type : "?");
+	else
+		line("OK", what, "%s (%s, %s free)%s", dir, fs.type ? fs.type : "?", free_s,
+		     fs.exists ? "" : ", not made yet");
+}
+
+static void check_downloads(const struct config *c)
+{
+	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
+	const char *app = c->app_dir ? c->app_dir : "/";
+	const char *xet_off = svc_env(c, "HF_HUB_DISABLE_XET"), *ms = svc_env(c, "USE_MODELSCOPE");
+	char md[PATH_MAX] = "", xet[PATH_MAX], need_s[32], free_s[32];
+	long long need = 0;
+	struct hostprobe_fs fs;
+	struct statvfs sv;
+	int n;
+
+	line("INFO", "HF_HUB_DISABLE_XET", "%s",
+	     xet_off && *xet_off ? xet_off
+				 : "unset: Xet-backed repos (IndexTTS2's) download through Xet, "
+				   "which has no read timeout");
+	line("INFO", "USE_MODELSCOPE", "%s",
+	     ms && *ms ? ms
+		       : "unset: every start probes huggingface.co and modelscope.cn (3 s "
+			 "timeout each) to choose");
+	n = hf_cache_dirs(app, c->model_dir, svc_env, c, false, d, HF_MAX_CACHE_DIRS);
+	for (int i = 0; i < n; i++) {
+		char what[40];
+
+		snprintf(what, sizeof(what), "cache %s", d[i].role);
+		check_dir_fs(what, d[i].path);
+	}
+	hf_xet_dir(app, svc_env, c, xet, sizeof(xet));
+	if (!xet_off || !*xet_off || !strcmp(xet_off, "0"))
+		check_dir_fs("xet chunk-cache", xet);
+	/* the known model files the 2026 layout still lacks, against the
+	 * space where they go (Xet writes each byte again into its cache) */
+	if (!c->model_dir || !*c->model_dir)
+		return;
+	path_resolve(app, c->model_dir, md, sizeof(md));
+	for (const struct hf_known_file *k = hf_known_files; k->suffix; k++) {
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%.*s/%s", PATH_MAX - 200, md, k->flat);
+		if (access(p, F_OK) != 0)
+			need += k->bytes;
+	}
+	if (!need) {
+		line("OK", "model files", "every known IndexTTS2 model file is in %s", md);
+		return;
+	}
+	fmt_bytes(need_s, sizeof(need_s), (double)need);
+	if (hostprobe_fs(md, &fs) < 0 || statvfs(fs.statfs_path, &sv) < 0) {
+		line("WARN", "free space", "%s: %s", md, strerror(errno));
+		return;
+	}
+	fmt_bytes(free_s, sizeof(free_s), (double)sv.f_bavail * sv.f_frsize);
+	if ((double)sv.f_bavail * sv.f_frsize < (double)need)
+		line("WARN", "free space",
+		     "%s has %s free, the model files still missing need about %s: free space "
+		     "or point [app] model_dir at a larger disk",
+		     md, free_s, need_s);
+	else
+		line("OK", "free space", "%s has %s free; the missing model files need about %s",
+		     md, free_s, need_s);
+}
+
 int doctor_run(const struct config *c)
 {
 	fails = 0;
@@ -286,6 +380,7 @@ int doctor_run(const struct config *c)
 	check_writable(c, "timeline", "[trace] timeline", c->timeline, "WARN");
 	/* names only warn: an offline machine with every model cached is fine */
 	peers_doctor_resolve(stdout, doctor_env(c, "HF_ENDPOINT"), 2000);
+	check_downloads(c);
 	printf("%s\n", fails ? "some checks failed: see the fixes above" : "all checks passed");
 	return fails ? 1 : 0;
 }

@@ -2,9 +2,12 @@
  * from the service's environment (HF_HUB_CACHE, HF_HOME, HOME) and [app]
  * dir / model_dir, and the cache's layout: a repository's folder
  * models--ORG--NAME (org/name), its snapshots/ and blobs/, the cache's
- * bookkeeping (.locks/, refs/, .no_exist/) and lock files. The single home
- * of these rules for the tracer's file classes, the live progress, diagnose
- * and the renderers. */
+ * bookkeeping (.locks/, refs/, .no_exist/) and lock files; the temp files
+ * each downloader writes and what they become (hub cache blobs, local_dir,
+ * ModelScope, hf-mirror), how a download is named, the Xet caches, and the
+ * known sizes of IndexTTS2's model files. The single home of these rules
+ * for the tracer's file classes, the timeline's downloads, the live
+ * progress, diagnose, doctor and the renderers. */
 #ifndef TTS_HFCACHE_H
 #define TTS_HFCACHE_H
 
@@ -61,7 +64,9 @@ const char *hf_snapshot_file(const char *path);
 /* path is in a snapshots/ folder. */
 bool hf_in_snapshots(const char *path);
 
-/* The cache's bookkeeping, not downloaded content: .locks/, refs/, .no_exist/. */
+/* The cache's bookkeeping, not downloaded content: .locks/, refs/, .no_exist/;
+ * local_dir's .cache/huggingface/ files but its .incomplete temps; ModelScope's
+ * .mdl/.msc/.mv. */
 bool hf_cache_meta(const char *path);
 
 /* path is in the cache's .locks/ folder. */
@@ -69,5 +74,75 @@ bool hf_in_locks(const char *path);
 
 /* A lock file huggingface_hub flock()s: .locks/.../NAME.lock. */
 bool hf_lock_file(const char *path);
+
+/* ---- downloads: the temp files each client writes ---- */
+
+/* Who writes a temp file that is renamed into a download's final name. */
+enum hf_writer {
+	HF_W_NONE = 0,
+	HF_W_HUB_CACHE,	 /* huggingface_hub's cache: models--O--N/blobs/ETAG.incomplete */
+	HF_W_LOCAL_DIR,	 /* local_dir: L/.cache/huggingface/download/[SUB/]B64.ETAG.incomplete */
+	HF_W_MODELSCOPE, /* modelscope: L/._____temp/NAME */
+	HF_W_MIRROR,	 /* IndexTTS2's hf-mirror fallback: NAME.tmp, os.replace */
+};
+
+/* "hub_cache", "local_dir", "modelscope", "mirror" ("" for none) */
+const char *hf_writer_name(enum hf_writer w);
+
+/* The writer whose temp-file rule path follows; HF_W_NONE when path is no
+ * download temp (the Xet caches' own temp files included). */
+enum hf_writer hf_temp_writer(const char *path);
+
+/* The file the temp path becomes, from its name alone: the blob (hub
+ * cache), LOCAL/NAME (ModelScope), NAME (mirror). false for local_dir
+ * (hf_local_dir_final) and non-temps. */
+bool hf_temp_final(const char *path, char *out, size_t len);
+
+/* local_dir: the temp file's name is urlsafe_b64(sha1("NAME.metadata")).ETAG
+ * .incomplete next to download/[SUB/]NAME.metadata and NAME.lock
+ * (_local_folder.py). When peer (a path in the temp's folder) is that
+ * NAME.lock or NAME.metadata, the final path LOCAL/[SUB/]NAME into out. */
+bool hf_local_dir_final(const char *temp, const char *peer, char *out, size_t len);
+
+/* A NAME.tmp whose final path is this is IndexTTS2's hf-mirror fallback
+ * (examples_downloader.py): under the model dir, or the app's examples/. */
+bool hf_mirror_target(const char *final, const char *model_dir, const char *app_dir);
+
+/* A local_dir download's lock, L/.cache/huggingface/download/[SUB/]NAME.lock:
+ * the file it guards, L/[SUB/]NAME, into out. */
+bool hf_local_dir_lock(const char *path, char *out, size_t len);
+
+/* The etag in a local_dir temp name (B64.ETAG.incomplete) into out. The hub
+ * cache keeps the same file as models--ORG--NAME/blobs/ETAG. */
+bool hf_local_dir_etag(const char *temp, char *out, size_t len);
+
+/* urlsafe base64 of the SHA-1 of s (28 characters and a NUL into out[29]). */
+void hf_short_hash(const char *s, char out[29]);
+
+/* The name a download (or copy) is shown by, from the file it becomes:
+ * in a hub cache ORG/NAME:FILE (FILE inside the snapshot; the blob's name
+ * when only that is known), else relative to model_dir, else to app_dir,
+ * else the absolute path. docs/timeline.md, "downloads". */
+void hf_download_name(const char *final, const char *model_dir, const char *app_dir, char *out,
+		      size_t len);
+
+/* Xet's caches: $HF_XET_CACHE, else hf_home()/xet (absolute). */
+void hf_xet_dir(const char *app_dir, hf_env_fn env, const void *ctx, char *out, size_t len);
+
+/* path is in Xet's chunk, shard or staging cache (under a folder of those
+ * names, or under xet_dir when given): the transfer's own, not a download. */
+bool hf_in_xet_cache(const char *path, const char *xet_dir);
+
+/* The size IndexTTS2's file final is known to have (INDEXTTS2.md), 0 when
+ * it is none of them: an estimate, for percent done before the end. */
+long long hf_known_size(const char *final);
+
+/* The known files, for doctor's free-space check: NULL-terminated. */
+struct hf_known_file {
+	const char *suffix; /* the final path ends with "/" suffix */
+	long long bytes;
+	const char *flat; /* where the 2026 start keeps it, under model_dir */
+};
+extern const struct hf_known_file hf_known_files[];
 
 #endif

@@ -35,6 +35,9 @@ struct pfile {
 	bool download;	 /* a *.incomplete blob */
 	bool done;	 /* its completion was said */
 	bool waited;	 /* complete, its snapshot link not seen: said next sample */
+	double expected; /* the download's expected size (downloads[]), 0: unknown */
+	bool estimated;	 /* ... IndexTTS2's known size, not the kernel's */
+	bool named;	 /* the name is the timeline's (downloads[].name) */
 };
 
 struct progress {
@@ -43,6 +46,7 @@ struct progress {
 	size_t n_files, cap_files;
 	json_t *peers;	/* {peer: {in, out, t_in, t_out}} */
 	json_t *stalls; /* reported stalls, for the timeline */
+	json_t *copies; /* copies said: {path: bytes} */
 	double sig;	/* progress signature: changes when anything moves */
 	double faults;
 	double last_progress;
@@ -72,6 +76,7 @@ struct progress *progress_new(const struct progress_opts *o)
 		p->o.mode = PROGRESS_LOG;
 	p->peers = json_object();
 	p->stalls = json_array();
+	p->copies = json_object();
 	p->last_progress = -1;
 	return p;
 }
@@ -85,6 +90,7 @@ void progress_free(struct progress *p)
 	free(p->files);
 	json_decref(p->peers);
 	json_decref(p->stalls);
+	json_decref(p->copies);
 	free(p);
 }
 
@@ -100,14 +106,35 @@ void progress_snapshot_cost(struct progress *p, double ms)
 
 /* ---- naming a download ---- */
 
+/* The timeline's entry for the download whose temp (or final) path is
+ * path, or NULL */
+static const json_t *dl_entry(const json_t *root, const char *path)
+{
+	const json_t *d;
+	size_t i;
+
+	json_array_foreach (json_object_get(root, "downloads"), i, d)
+		if ((jstr(d, "path") && !strcmp(jstr(d, "path"), path)) ||
+		    (jstr(d, "final_path") && !strcmp(jstr(d, "final_path"), path)))
+			return d;
+	return NULL;
+}
+
 bool progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
 			    size_t len)
 {
 	char repo[256], folder[PATH_MAX], best[PATH_MAX] = "";
 	double best_ms = -1;
-	const json_t *v;
+	const json_t *v = dl_entry(root, path);
 	size_t i;
 
+	/* the timeline names every download (hfcache.c's rules, final once
+	 * renamed or linked) */
+	if (v && jstr(v, "name")) {
+		snprintf(out, len, "%s", jstr(v, "name"));
+		return json_is_true(json_object_get(v, "complete")) &&
+		       (jstr(v, "link") || strcmp(jstr(v, "writer") ?: "", "hub_cache"));
+	}
 	if (!hf_repo_id(path, repo, sizeof(repo)) || !*repo) {
 		const char *b = strrchr(path, '/');
 
@@ -124,7 +151,7 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 		    !strncmp(r, path, n) && jnum(v, "result") == 0) {
 			const char *f = hf_snapshot_file(q);
 
-			snprintf(out, len, "%s/%s", repo, f ? f : q + strlen(folder));
+			snprintf(out, len, "%s:%s", repo, f ? f : q + strlen(folder));
 			return true;
 		}
 	}
@@ -143,11 +170,11 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 	if (*best) {
 		const char *f = strchr(best, '/'); /* past COMMIT/ */
 
-		snprintf(out, len, "%s/%s", repo, f ? f + 1 : best);
+		snprintf(out, len, "%s:%s", repo, f ? f + 1 : best);
 	} else {
 		const char *b = strrchr(path, '/');
 
-		snprintf(out, len, "%s/%.12s...", repo, b ? b + 1 : path);
+		snprintf(out, len, "%s:%.12s...", repo, b ? b + 1 : path);
 	}
 	return false;
 }
@@ -200,12 +227,19 @@ static double file_rate(const struct pfile *f, double now)
 /* A file being written where downloads go: an *.incomplete blob, or a
  * file growing under a cache or the model directory (not the cache's
  * bookkeeping: locks, refs, .no_exist). */
-static bool watched(const char *path, const struct hf_cache_dir *dirs, int n)
+static bool watched(const json_t *root, const char *path, const struct hf_cache_dir *dirs, int n)
 {
+	const json_t *c;
+	size_t i;
+
 	if (!strncmp(path, "[fd] ", 5))
 		return false;
-	if (str_ends_with(path, ".incomplete"))
+	if (str_ends_with(path, ".incomplete") || dl_entry(root, path))
 		return true;
+	/* a copy (copies[]) is said as one, not as a download */
+	json_array_foreach (json_object_get(root, "copies"), i, c)
+		if (jstr(c, "path") && !strcmp(jstr(c, "path"), path))
+			return false;
 	if (hf_cache_meta(path))
 		return false;
 	for (int i = 0; i < n; i++)
@@ -286,6 +320,32 @@ static void say_downloaded(struct progress *p, struct pfile *pf)
 		emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloaded %s: %s\n", pf->name, sz);
 }
 
+/* ", 12% of 2.1 GiB, 40 s left" when the expected size is known ("about"
+ * and "known size" when it is IndexTTS2's table's, an estimate), else "" */
+static void left_text(const struct pfile *pf, double rate, char *out, size_t len)
+{
+	char of[32], eta[48] = "";
+	double pct;
+
+	out[0] = 0;
+	if (pf->expected <= 0)
+		return;
+	pct = pf->bytes >= pf->expected ? 100 : 100 * pf->bytes / pf->expected;
+	fmt_bytes(of, sizeof(of), pf->expected);
+	if (rate > 0 && pf->expected > pf->bytes) {
+		double s = (pf->expected - pf->bytes) / rate;
+
+		if (s < 120)
+			snprintf(eta, sizeof(eta), ", %.0f s left", s);
+		else
+			snprintf(eta, sizeof(eta), ", %.0f min left", s / 60);
+	}
+	snprintf(out, len, ", %.0f%% of %s%s%s", pct, pf->estimated ? "about " : "", of,
+		 pf->estimated ? " (known size)" : "");
+	if (strlen(out) + strlen(eta) < len)
+		strcat(out, eta);
+}
+
 /* Files: sizes, rates, what is active; lines per the mode. Returns the
  * bytes written to watched files (part of the progress signature). */
 static double sample_files(struct progress *p, const json_t *root, double now)
@@ -295,7 +355,7 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 	char line[1024] = "";
 	int active = 0;
 	double total = 0, net = net_in(root);
-	const json_t *f, *flying;
+	const json_t *f, *flying, *dl;
 	size_t i;
 	int n_flying = diagnose_downloads_in_flight(root, &flying);
 
@@ -304,19 +364,33 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		double w = jnum(f, "bytes_written");
 		struct pfile *pf;
 
-		if (!path || (w <= 0 && f != flying) || !watched(path, dirs, nd))
+		if (!path || (w <= 0 && f != flying) || !watched(root, path, dirs, nd))
 			continue;
 		total += w;
 		pf = file_get(p, path);
 		if (!pf)
 			continue;
+		dl = dl_entry(root, path);
 		if (!pf->n) {
 			pf->first_seen = now;
 			pf->net0 = net;
 			pf->first_ms = jnum(f, "first_ms");
-			pf->download = str_ends_with(path, ".incomplete");
+			pf->download = str_ends_with(path, ".incomplete") || dl;
 			progress_download_name(root, path, jnum(f, "first_ms"), pf->name,
 					       sizeof(pf->name));
+		}
+		if (dl) {
+			/* the distinct bytes written, the expected size (Xet's
+			 * parallel writes: not the sum of the writes) */
+			if (jnum(dl, "bytes") > 0)
+				w = jnum(dl, "bytes");
+			pf->expected = jnum(dl, "expected_size");
+			pf->estimated = jstr(dl, "expected_from") &&
+					!strcmp(jstr(dl, "expected_from"), "known");
+			if (jstr(dl, "name") && !pf->named) {
+				snprintf(pf->name, sizeof(pf->name), "%s", jstr(dl, "name"));
+				pf->named = true;
+			}
 		}
 		/* the only download in flight: the data received since it was
 		 * first seen is its progress (the file grows in 10 MiB steps) */
@@ -333,7 +407,7 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 	}
 	for (size_t k = 0; k < p->n_files; k++) {
 		struct pfile *pf = &p->files[k];
-		char sz[32], rt[32];
+		char sz[32], rt[32], left[128];
 		double rate;
 
 		if (pf->download && !pf->done && diagnose_download_done(root, pf->path)) {
@@ -354,6 +428,7 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		rate = file_rate(pf, now);
 		fmt_bytes(sz, sizeof(sz), pf->bytes);
 		fmt_bytes(rt, sizeof(rt), rate);
+		left_text(pf, rate, left, sizeof(left));
 		active++;
 		if (p->o.mode == PROGRESS_OFF)
 			continue;
@@ -361,11 +436,11 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		if (pf->last_logged < 0 || now - pf->last_logged >= p->o.log_every_s * 1000 - 50) {
 			pf->last_logged = now;
 			emit(p, p->o.mode == PROGRESS_LOG,
-			     "tts-launch: downloading %s: %s at %s/s\n", pf->name, sz, rt);
+			     "tts-launch: downloading %s: %s at %s/s%s\n", pf->name, sz, rt, left);
 		}
 		if (active == 1)
-			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s at %s/s",
-				 pf->name, sz, rt);
+			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s at %s/s%s",
+				 pf->name, sz, rt, left);
 	}
 	if (p->o.mode == PROGRESS_TTY) {
 		int width = tty_width(p->o.tty);
@@ -386,6 +461,36 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 		}
 	}
 	return total;
+}
+
+/* Copies (copies[]: shutil.copy2/copytree through sendfile): one line per
+ * file when first seen, "migrating" when it comes from a hub cache. */
+static void sample_copies(struct progress *p, const json_t *root, bool final)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach (json_object_get(root, "copies"), i, c) {
+		const char *path = jstr(c, "path"), *src = jstr(c, "source");
+		char sz[32];
+
+		if (!path || json_object_get(p->copies, path))
+			continue;
+		/* a copy that began while the snapshot was read may not have its
+		 * source's path yet ("[fd] NAME"): said from a later snapshot */
+		if (!final && (!src || !strncmp(src, "[fd] ", 5)))
+			continue;
+		json_object_set_new(p->copies, path, json_real(jnum(c, "bytes")));
+		fmt_bytes(sz, sizeof(sz), jnum(c, "size") > 0 ? jnum(c, "size") : jnum(c, "bytes"));
+		if (p->o.mode != PROGRESS_OFF)
+			emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: %s %s (%s) from %s\n",
+			     json_is_true(json_object_get(c, "from_cache")) ? "migrating"
+									    : "copying",
+			     jstr(c, "name") ? jstr(c, "name") : path, sz,
+			     json_is_true(json_object_get(c, "from_cache")) ? "the old cache"
+			     : src					    ? src
+									    : "?");
+	}
 }
 
 /* ---- stalls ---- */
@@ -502,6 +607,7 @@ void progress_sample(struct progress *p, const json_t *root, double now_ms)
 	p->samples++;
 	sample_peers(p, root, now_ms);
 	sample_files(p, root, now_ms);
+	sample_copies(p, root, false);
 	check_stall(p, root, now_ms);
 }
 
@@ -518,6 +624,29 @@ void progress_timeline(struct progress *p, json_t *root)
 			continue;
 		progress_download_name(root, pf->path, pf->first_ms, pf->name, sizeof(pf->name));
 		say_downloaded(p, pf);
+	}
+	/* the copies in the final model, and all a migration moved */
+	sample_copies(p, root, true);
+	{
+		const json_t *c;
+		double mig = 0;
+		int n = 0;
+		size_t i;
+
+		json_array_foreach (json_object_get(root, "copies"), i, c)
+			if (json_is_true(json_object_get(c, "from_cache"))) {
+				mig += jnum(c, "bytes");
+				n++;
+			}
+		if (n && p->o.mode != PROGRESS_OFF) {
+			char sz[32];
+
+			fmt_bytes(sz, sizeof(sz), mig);
+			emit(p, p->o.mode == PROGRESS_LOG,
+			     "tts-launch: migrated %s from the old cache (%d file%s copied, not "
+			     "downloaded)\n",
+			     sz, n, n == 1 ? "" : "s");
+		}
 	}
 	json_object_set_new(root, "progress",
 			    json_pack("{s:i, s:f, s:f, s:O}", "samples", p->samples,

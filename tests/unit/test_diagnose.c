@@ -563,7 +563,7 @@ static void test_stall_download(void **state)
 
 	(void)state;
 	assert_true(contains(json_string_value(json_object_get(w, "message")),
-			     "downloading funasr/campplus/campplus_cn_common.bin"));
+			     "downloading funasr/campplus:campplus_cn_common.bin"));
 	assert_true(contains(json_string_value(json_object_get(w, "message")),
 			     "reading from 127.0.0.1:8999, which has sent nothing for 38 s"));
 	json_decref(w);
@@ -614,7 +614,7 @@ static void test_download_name(void **state)
 	/* the last snapshot probe before the blob was opened names it */
 	assert_false(progress_download_name(
 	    root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete", 1000, name, sizeof(name)));
-	assert_string_equal(name, "amphion/MaskGCT/semantic_codec/model.safetensors");
+	assert_string_equal(name, "amphion/MaskGCT:semantic_codec/model.safetensors");
 	progress_download_name(root, "/x/models/big.bin", 1000, name, sizeof(name));
 	assert_string_equal(name, "big.bin");
 	json_decref(root);
@@ -638,10 +638,10 @@ static void test_download_name_from_the_snapshot_link(void **state)
 	(void)state;
 	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete",
 					   1000, name, sizeof(name)));
-	assert_string_equal(name, "facebook/w2v/model.safetensors");
+	assert_string_equal(name, "facebook/w2v:model.safetensors");
 	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/90aa", 1000, name,
 					   sizeof(name)));
-	assert_string_equal(name, "facebook/w2v/config.json");
+	assert_string_equal(name, "facebook/w2v:config.json");
 	json_decref(root);
 }
 

@@ -118,12 +118,104 @@ static void test_cache_dirs(void **state)
 	assert_int_equal(hf_cache_dirs("/app", NULL, env_of, env, true, d, 1), 1);
 }
 
+static void test_temp_writers(void **state)
+{
+	char out[512];
+
+	(void)state;
+	assert_int_equal(hf_temp_writer("/h/hub/models--a--b/blobs/e1.incomplete"), HF_W_HUB_CACHE);
+	assert_int_equal(hf_temp_writer("/m/.cache/huggingface/download/s/X=.e.incomplete"),
+			 HF_W_LOCAL_DIR);
+	assert_int_equal(hf_temp_writer("/m/._____temp/campplus_cn_common.bin"), HF_W_MODELSCOPE);
+	assert_int_equal(hf_temp_writer("/m/campplus_cn_common.bin.tmp"), HF_W_MIRROR);
+	assert_int_equal(hf_temp_writer("/m/x.tmp"), HF_W_NONE);
+	assert_int_equal(hf_temp_writer("/h/xet/e/chunk-cache/ab/abc/0-1.12ab.tmp"), HF_W_NONE);
+	assert_int_equal(hf_temp_writer("/m/model.bin"), HF_W_NONE);
+	assert_string_equal(hf_writer_name(HF_W_LOCAL_DIR), "local_dir");
+	assert_true(hf_temp_final("/h/hub/models--a--b/blobs/e1.incomplete", out, sizeof(out)));
+	assert_string_equal(out, "/h/hub/models--a--b/blobs/e1");
+	assert_true(hf_temp_final("/m/._____temp/x.bin", out, sizeof(out)));
+	assert_string_equal(out, "/m/x.bin");
+	assert_true(hf_temp_final("/m/x.bin.tmp", out, sizeof(out)));
+	assert_string_equal(out, "/m/x.bin");
+	assert_false(hf_temp_final("/m/.cache/huggingface/download/X=.e.incomplete", out, 8));
+}
+
+static void test_local_dir_names(void **state)
+{
+	const char *t = "/ck/hf_cache/.cache/huggingface/download/XRAwiExoq78Qbz0xuYectGBSVtE=."
+			"9c0e.incomplete";
+	const char *n = "/ck/hf_cache/.cache/huggingface/download/semantic_codec/"
+			"xGOKKLRSlIhH692hSVvI1-gpoa8=.4f1a.incomplete";
+	char h[29], out[512];
+
+	(void)state;
+	/* python3 -c 'base64.urlsafe_b64encode(hashlib.sha1(b"...").digest())' */
+	hf_short_hash("campplus_cn_common.bin.metadata", h);
+	assert_string_equal(h, "XRAwiExoq78Qbz0xuYectGBSVtE=");
+	hf_short_hash("model.safetensors.metadata", h);
+	assert_string_equal(h, "xGOKKLRSlIhH692hSVvI1-gpoa8=");
+	assert_true(hf_local_dir_final(
+	    t, "/ck/hf_cache/.cache/huggingface/download/campplus_cn_common.bin.lock", out,
+	    sizeof(out)));
+	assert_string_equal(out, "/ck/hf_cache/campplus_cn_common.bin");
+	assert_false(hf_local_dir_final(t, "/ck/hf_cache/.cache/huggingface/download/gpt.pth.lock",
+					out, sizeof(out)));
+	/* a nested name: the temp sits in download/SUB/ */
+	assert_true(hf_local_dir_final(
+	    n, "/ck/hf_cache/.cache/huggingface/download/semantic_codec/model.safetensors.metadata",
+	    out, sizeof(out)));
+	assert_string_equal(out, "/ck/hf_cache/semantic_codec/model.safetensors");
+	assert_true(hf_local_dir_etag(t, out, sizeof(out)));
+	assert_string_equal(out, "9c0e");
+	assert_false(
+	    hf_local_dir_etag("/h/hub/models--a--b/blobs/e1.incomplete", out, sizeof(out)));
+	assert_true(hf_local_dir_lock(
+	    "/ck/hf_cache/.cache/huggingface/download/semantic_codec/model.safetensors.lock", out,
+	    sizeof(out)));
+	assert_string_equal(out, "/ck/hf_cache/semantic_codec/model.safetensors");
+	assert_false(hf_local_dir_lock("/h/hub/.locks/models--a--b/e1.lock", out, sizeof(out)));
+}
+
+static void test_download_names_and_sizes(void **state)
+{
+	char out[512];
+
+	(void)state;
+	hf_download_name("/h/hub/models--funasr--campplus/snapshots/c1/campplus_cn_common.bin",
+			 "/app/ck", "/app", out, sizeof(out));
+	assert_string_equal(out, "funasr/campplus:campplus_cn_common.bin");
+	hf_download_name("/h/hub/models--funasr--campplus/blobs/e1", NULL, NULL, out, sizeof(out));
+	assert_string_equal(out, "funasr/campplus:blobs/e1");
+	hf_download_name("/app/ck/hf_cache/w2v-bert-2.0/model.safetensors", "/app/ck", "/app", out,
+			 sizeof(out));
+	assert_string_equal(out, "hf_cache/w2v-bert-2.0/model.safetensors");
+	hf_download_name("/app/examples/voice_01.wav", "/app/ck", "/app", out, sizeof(out));
+	assert_string_equal(out, "examples/voice_01.wav");
+	hf_download_name("/srv/x.bin", "/app/ck", "/app", out, sizeof(out));
+	assert_string_equal(out, "/srv/x.bin");
+	assert_true(hf_known_size("/app/ck/hf_cache/w2v-bert-2.0/model.safetensors") >
+		    2000000000LL);
+	assert_true(hf_known_size("/h/hub/models--facebook--w2v-bert-2.0/snapshots/c/"
+				  "model.safetensors") > 2000000000LL);
+	assert_int_equal(hf_known_size("/app/ck/hf_cache/other/model.safetensors"), 0);
+	assert_int_equal(hf_known_size("/app/ck/gpt.pth"), 3500000000LL);
+	assert_true(hf_in_xet_cache("/h/xet/x/chunk-cache/a/b", NULL));
+	assert_true(hf_in_xet_cache("/h/xet/x/anything", "/h/xet"));
+	assert_false(hf_in_xet_cache("/h/hub/models--a--b/blobs/e", "/h/xet"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_repo_folder),	       cmocka_unit_test(test_repo_id),
-	    cmocka_unit_test(test_root_and_snapshots), cmocka_unit_test(test_bookkeeping_and_locks),
+	    cmocka_unit_test(test_repo_folder),
+	    cmocka_unit_test(test_repo_id),
+	    cmocka_unit_test(test_root_and_snapshots),
+	    cmocka_unit_test(test_bookkeeping_and_locks),
 	    cmocka_unit_test(test_cache_dirs),
+	    cmocka_unit_test(test_temp_writers),
+	    cmocka_unit_test(test_local_dir_names),
+	    cmocka_unit_test(test_download_names_and_sizes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,213 @@
+/* The download rules of issue 14 (diagnose_download.c) over the healthy
+ * fixture plus one inline section each: wrong-cache only for the hub cache
+ * layout (local_dir downloads are deliberate) with a fix that names folders,
+ * never a temp file; xet-cache; download-lock-wait; downloaded-twice. Each
+ * fires on its case and is silent on the healthy model. Run from the top of
+ * the tree (make unit). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "diagnose.h"
+#include "timeline.h"
+#include "timeline_internal.h"
+
+#define HEALTHY "tests/fixtures/timelines-diagnose/healthy.json"
+#define MD	"/nonexistent/app/checkpoints"
+
+/* The healthy model with section key set to the JSON text (NULL: as is);
+ * the findings after every rule ran. */
+static json_t *run_with(const char *key, const char *text, struct timeline **out)
+{
+	char err[512];
+	struct timeline *tl = timeline_load(HEALTHY, err, sizeof(err));
+	json_error_t e;
+	json_t *v;
+
+	if (!tl)
+		fail_msg("%s", err);
+	if (key) {
+		v = json_loads(text, 0, &e);
+		if (!v)
+			fail_msg("bad test JSON: %s", e.text);
+		json_object_set_new(timeline_json(tl), key, v);
+	}
+	diagnose_run(tl, DIAG_ALL);
+	*out = tl;
+	return json_object_get(timeline_json(tl), "findings");
+}
+
+static json_t *find(json_t *fs, const char *id)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach (fs, i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "id")), id))
+			return f;
+	return NULL;
+}
+
+static const char *ev_str(json_t *f, const char *k)
+{
+	return json_string_value(json_object_get(json_object_get(f, "evidence"), k));
+}
+
+static void test_healthy_has_none(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with(NULL, NULL, &tl);
+
+	(void)state;
+	assert_int_equal(json_array_size(fs), 0);
+	timeline_free(tl);
+}
+
+#define DL(path, writer, final, name)                                                              \
+	"{\"path\": \"" path "\", \"name\": \"" name "\", \"kind\": \"download\", \"writer\": "    \
+	"\"" writer "\", \"bytes\": 1000, \"bytes_written\": 1000, \"size\": 1000, \"threads\": "  \
+	"1, \"first_ms\": 100, \"last_ms\": 200, \"complete\": true, \"completed\": true, "        \
+	"\"final_path\": \"" final "\", \"rename_ms\": 201, \"link\": null}"
+
+static void test_wrong_cache_local_dir_is_deliberate(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with(
+	    "downloads",
+	    "[" DL("/elsewhere/ld/.cache/huggingface/download/XRAwiExoq78Qbz0xuYectGBSVtE=.e1."
+		   "incomplete",
+		   "local_dir", "/elsewhere/ld/campplus_cn_common.bin",
+		   "/elsewhere/ld/campplus_cn_common.bin") "]",
+	    &tl);
+
+	(void)state;
+	assert_null(find(fs, "wrong-cache"));
+	timeline_free(tl);
+}
+
+static void test_wrong_cache_hub_cache_fix_names_folders(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with(
+	    "downloads",
+	    "[" DL("/root/.cache/huggingface/hub/models--a--b/blobs/e1.incomplete", "hub_cache",
+		   "/root/.cache/huggingface/hub/models--a--b/blobs/e1", "a/b:f.bin") "]",
+	    &tl);
+	json_t *f = find(fs, "wrong-cache");
+	const char *fix;
+
+	(void)state;
+	assert_non_null(f);
+	assert_string_equal(ev_str(f, "written_to"), "/root/.cache/huggingface/hub");
+	fix = json_string_value(json_object_get(f, "fix"));
+	assert_non_null(strstr(fix, "mv /root/.cache/huggingface/hub/models--* " MD "/hf_cache/"));
+	assert_null(strstr(fix, ".incomplete"));
+	timeline_free(tl);
+}
+
+static void test_xet_cache_on_tmpfs(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with("xet",
+			      "{\"dir\": \"/dev/shm/xet\", \"files\": 3, \"bytes_written\": 5000, "
+			      "\"write_errors\": 0, \"fs_type\": \"tmpfs\", \"persistent\": false, "
+			      "\"lost\": \"memory\"}",
+			      &tl);
+	json_t *f = find(fs, "xet-cache");
+
+	(void)state;
+	assert_non_null(f);
+	assert_string_equal(ev_str(f, "dir"), "/dev/shm/xet");
+	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "HF_XET_CACHE"));
+	timeline_free(tl);
+	/* on a disk: nothing */
+	fs = run_with("xet",
+		      "{\"dir\": \"/var/xet\", \"files\": 3, \"bytes_written\": 5000, "
+		      "\"write_errors\": 0, \"fs_type\": \"ext4\", \"persistent\": true}",
+		      &tl);
+	assert_null(find(fs, "xet-cache"));
+	timeline_free(tl);
+	/* full: the failed writes */
+	fs = run_with("xet",
+		      "{\"dir\": \"/var/xet\", \"files\": 3, \"bytes_written\": 5000, "
+		      "\"write_errors\": 2, \"write_errno\": \"ENOSPC\", \"fs_type\": \"ext4\", "
+		      "\"persistent\": true}",
+		      &tl);
+	f = find(fs, "xet-cache");
+	assert_non_null(f);
+	assert_string_equal(json_string_value(json_object_get(f, "title")), "Xet chunk cache full");
+	timeline_free(tl);
+}
+
+static void test_download_lock_wait_names_the_holder(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with(
+	    "locks",
+	    "[{\"path\": \"" MD
+	    "/hf_cache/.cache/huggingface/download/campplus_cn_common.bin.lock\", "
+	    "\"calls\": 40, \"blocking_calls\": 0, \"failures\": 39, \"errno\": \"EAGAIN\", "
+	    "\"wait_ms\": 0, \"max_wait_ms\": 0, \"contended_ms\": 2000, \"acquired_ms\": 2500, "
+	    "\"waiting\": false, \"holder_pid\": 4242, \"holder_command\": \"python3\"}]",
+	    &tl);
+	json_t *f = find(fs, "download-lock-wait");
+
+	(void)state;
+	assert_non_null(f);
+	assert_string_equal(ev_str(f, "name"), "hf_cache/campplus_cn_common.bin");
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(f, "evidence"), "holder_pid")),
+	    4242);
+	assert_non_null(strstr(json_string_value(json_object_get(f, "message")), "pid 4242"));
+	timeline_free(tl);
+	/* a short wait (one refused poll) is no finding */
+	fs = run_with("locks",
+		      "[{\"path\": \"" MD "/.cache/huggingface/download/gpt.pth.lock\", \"calls\": "
+		      "2, \"failures\": 1, \"contended_ms\": 50, \"acquired_ms\": 100, "
+		      "\"waiting\": false}]",
+		      &tl);
+	assert_null(find(fs, "download-lock-wait"));
+	timeline_free(tl);
+}
+
+static void test_downloaded_twice(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with(
+	    "downloads",
+	    "[{\"path\": \"" MD
+	    "/hf_cache/.cache/huggingface/download/X=.e1.incomplete\", \"name\": "
+	    "\"hf_cache/campplus_cn_common.bin\", \"kind\": \"download\", \"writer\": "
+	    "\"local_dir\", \"bytes\": 1000, \"first_ms\": 100, \"last_ms\": 200, \"complete\": "
+	    "true, \"completed\": true, \"final_path\": \"" MD
+	    "/hf_cache/campplus_cn_common.bin\", "
+	    "\"also_in\": \"/srv/hf/hub/models--funasr--campplus/blobs/e1\"}]",
+	    &tl);
+	json_t *f = find(fs, "downloaded-twice");
+
+	(void)state;
+	assert_non_null(f);
+	assert_string_equal(ev_str(f, "cache"), "/srv/hf/hub");
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(f, "fix")), "HF_HUB_CACHE = /srv/hf/hub"));
+	timeline_free(tl);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_healthy_has_none),
+	    cmocka_unit_test(test_wrong_cache_local_dir_is_deliberate),
+	    cmocka_unit_test(test_wrong_cache_hub_cache_fix_names_folders),
+	    cmocka_unit_test(test_xet_cache_on_tmpfs),
+	    cmocka_unit_test(test_download_lock_wait_names_the_holder),
+	    cmocka_unit_test(test_downloaded_twice),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
