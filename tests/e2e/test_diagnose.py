@@ -326,7 +326,8 @@ def test_warm_start_with_a_request_has_no_lazy_faults(warm, hub):  # noqa: F811
     # real finding, not this scenario)
     for d, _, names in os.walk(warm["app"], followlinks=True):  # model dirs are links
         for n in names:
-            if n.endswith(".safetensors"):
+            # every weight file a request may map (.safetensors, .pth, .pt, .bin, ...)
+            if os.path.isfile(os.path.join(d, n)):
                 Path(d, n).read_bytes()
     run = Launch(warm["tmp"] / "warmreq", warm["app"], endpoint=hub.url)
     run.wait()
@@ -337,7 +338,8 @@ def test_warm_start_with_a_request_has_no_lazy_faults(warm, hub):  # noqa: F811
     assert urllib.request.urlopen(req, timeout=WAIT).read()[:4] == b"RIFF"
     tl = run.stop()
     assert tl["requests"], "the request was not traced"
-    assert sum(r.get("model_major_faults", 0) for r in tl["requests"]) == 0
+    assert sum(r.get("model_major_faults", 0) for r in tl["requests"]) == 0, \
+        [f for f in tl["files"] if f.get("major_faults")]
     assert "lazy-model-faults" not in [f["id"] for f in tl["findings"]], tl["findings"]
     rc, out, _ = diagnose(run.timeline)
     assert "lazy-model-faults" not in [f["id"] for f in out["findings"]]

@@ -290,7 +290,8 @@ def test_doctor_checks_the_log_and_timeline_can_be_written(app):  # noqa: F811
     lines = d.stdout.splitlines()
     log = [l for l in lines if " log file " in l]
     tl = [l for l in lines if " timeline " in l]
-    assert log and log[0].startswith("FAIL") and "nowhere" in log[0] and "[log] file" in log[0]
+    assert log and log[0].startswith("FAIL") and "nowhere" in log[0] and "[log] file" in log[0], \
+        (d.returncode, d.stdout, d.stderr)
     assert tl and tl[0].startswith("WARN") and "[trace] timeline" in tl[0]
     assert d.returncode == 1
     (app.dir / "out").mkdir()
