@@ -272,4 +272,9 @@ int sx_bytes(struct sys_call *c);
 int sx_net(struct sys_call *c);
 int sx_mlock(struct sys_call *c);
 
+/* attribution (attrib.bpf.c), called from sched_switch: a thread of the
+ * tree leaves the CPU (current is that thread) / comes back */
+int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __u64 now);
+int attr_arrive(__u32 tid, __u32 tgid, __u64 now);
+
 #endif

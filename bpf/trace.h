@@ -45,6 +45,7 @@ enum trace_event_type {
 	EV_SYMLINK,  /* struct tl_path2_event: old = link target (as written), new = link path */
 	EV_REQUEST,  /* struct tl_req_event: a connection accepted on a listened port ended */
 	EV_CONN_END, /* struct tl_conn_event: an established outbound TCP connection ended */
+	EV_OFFCPU,   /* struct tl_off_event: a thread of the tree was off CPU (attribution) */
 };
 
 /* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
@@ -203,6 +204,53 @@ struct tl_import_event {
 };
 _Static_assert(sizeof(struct tl_import_event) == 160, "tl_import_event layout changed");
 TL_HEAD_ASSERT(tl_import_event);
+
+/* EV_OFFCPU: one off-CPU interval of a thread of the tree (attrib.bpf.c),
+ * from its switch-out to its switch-in: why it left (reason), what it was
+ * blocked in (the syscall and the object of its fd, or the fault), and who
+ * woke it. User space (launcher/attribution.c) turns the critical thread's
+ * intervals, and the on-CPU gaps between them, into the exclusive breakdown
+ * of the start-up. Main threads send every interval, other threads those of
+ * at least targ_off_min_ns; none after the ready listen. */
+enum trace_off_reason {
+	OFF_RUNQ = 0, /* preempted, or yielded runnable: waiting for a CPU */
+	OFF_IO,	      /* D state: uninterruptible, mostly I/O */
+	OFF_SLEEP,    /* S state: sleeping, waiting for an event */
+};
+
+enum trace_off_obj {
+	OFFOBJ_NONE = 0, /* no fd, or not a call on an fd */
+	OFFOBJ_FILE,	 /* a regular file (dev/ino) */
+	OFFOBJ_SOCKET,	 /* a socket: family, port, addr (the peer; port 0: not connected) */
+	OFFOBJ_PIPE,	 /* a pipe or FIFO */
+	OFFOBJ_OTHER,	 /* another kind of fd (tty, eventfd, epoll, device...) */
+};
+
+enum trace_off_flag {
+	OFFF_FAULT = 1u, /* in a page fault (no syscall); dev/ino: the model file, if any */
+	OFFF_NOFDS = 2u, /* poll/select with no fds: a sleep */
+	OFFF_WOKEN = 4u, /* wake_ns and the waker are set */
+	OFFF_USER = 8u,	 /* preempted in user mode (not in a syscall) */
+};
+
+#define TRACE_SYSNR_NONE (-1) /* nr: not in a syscall */
+
+struct tl_off_event {
+	TL_HEAD; /* ts_ns: switched out; dur_ns: until it was back on a CPU */
+	__u32 tid;
+	__u32 reason;		    /* enum trace_off_reason */
+	__s32 nr;		    /* the syscall in progress (TRACE_SYSNR_NONE: none) */
+	__u32 flags;		    /* enum trace_off_flag */
+	__u64 wake_ns;		    /* woken (runnable) at; 0: not seen */
+	__u32 waker_pid, waker_tid; /* the task that woke it (0: an interrupt, or not seen) */
+	__u32 obj;		    /* enum trace_off_obj of the call's fd */
+	__u16 port, family;	    /* OFFOBJ_SOCKET: the peer (host order) */
+	__u64 dev, ino;		    /* OFFOBJ_FILE, or the model file of a fault */
+	__u8 addr[16];		    /* OFFOBJ_SOCKET: the peer's address (v4 in the first 4) */
+	char waker_comm[TRACE_COMM_MAX];
+};
+_Static_assert(sizeof(struct tl_off_event) == 112, "tl_off_event layout changed");
+TL_HEAD_ASSERT(tl_off_event);
 
 /* inflight map (key: tid): a syscall of the tree between enter and exit */
 struct inflight {
@@ -389,6 +437,7 @@ enum trace_counter {
 	CNT_FAILOPS_FULL,
 	CNT_LOCKS_FULL,
 	CNT_THREADS_FULL, /* fltseen full: a thread's faults not counted */
+	CNT_OFF_DROPS,	  /* off-CPU records not sent: budget spent or ring full (attrib.bpf.c) */
 	CNT_MAX,
 };
 

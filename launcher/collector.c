@@ -56,6 +56,7 @@ void collector_free(struct collector *c)
 	json_decref(c->requests);
 	paths_dirs_free(&c->dirs);
 	free(c->path2);
+	attr_store_free(&c->off);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -365,6 +366,10 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	if (headed && (h->type == EV_IMPORT_START || h->type == EV_IMPORT_DONE)) {
 		if (size >= sizeof(struct tl_import_event))
 			on_import(t, data);
+		return 0;
+	}
+	if (headed && h->type == EV_OFFCPU) {
+		attr_store_add(&t->off, data, size);
 		return 0;
 	}
 	if (headed && h->type == EV_CONN_END) {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "attribution.h"
 #include "config.h"
 #include "paths.h"
 #include "trace.h"
@@ -49,6 +50,7 @@ struct collector {
 	json_t *requests;
 	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
 	unsigned long long req_after_window;
+	struct attr_store off; /* off-CPU intervals, for the attribution (attrib_build.c) */
 };
 
 /* An empty collector for the tree rooted at root; req_window_ms < 0: every

@@ -71,6 +71,8 @@ static const struct probe {
     {"block_rq_issue", PROBE_SECTION, false, true, NULL},
     {"block_rq_complete", PROBE_SECTION, false, true, NULL},
     {"inet_sock_set_state", PROBE_SECTION, false, true, NULL},
+    {"attr_waking", PROBE_SECTION, false, true, NULL}, /* attribution: who woke a thread */
+    {"attr_fault", PROBE_SECTION, false, true, NULL},  /* attribution: a fault in progress */
     {"py_import_start", PROBE_USDT, false, false, NULL},
     {"py_import_done", PROBE_USDT, false, false, NULL},
 };
