@@ -11,13 +11,69 @@
  * sched_waking notes who woke it and when (offwaketime's one hop).
  * attr_arrive sends the interval as one EV_OFFCPU record: every interval
  * of a main thread, those of other threads from targ_off_min_ns, none after
- * the ready listen, at most targ_off_max in all (then counted as lost). */
+ * the ready listen, at most targ_off_max in all (then counted as lost).
+ *
+ * Python frames: for the main thread of a process running the interpreter
+ * the launcher found (targ_py_*: CPython 3.11 built as a fixed-address
+ * executable, Debian's /usr/bin/python3.11), the top frame's code object,
+ * read from the thread's PyThreadState at each switch-out (the caller of a
+ * sleep, a recv...) and at the fault tick's samples (faults.bpf.c calls
+ * attr_tick: cpu). Each code object's names go to user space once. */
 #include "common.bpf.h"
 
 const volatile __u64 targ_off_min_ns = 1000000; /* other threads: shorter intervals not sent */
 const volatile __u32 targ_off_max = 400000;	/* records in all (112 bytes each) */
 __u64 off_sent = 0;
 
+/* the interpreter (launcher/pyframes.c): _PyRuntime's address, and the
+ * executable's inode (only processes running that file are read); 0: off */
+const volatile __u64 targ_py_runtime = 0;
+const volatile __u64 targ_py_dev = 0;
+const volatile __u64 targ_py_ino = 0;
+
+/* CPython 3.11 (x86_64), from its headers: Include/internal/pycore_runtime.h
+ * (_PyRuntimeState.interpreters.head), pycore_interp.h (threads.head),
+ * cpython/pystate.h (PyThreadState next, cframe, native_thread_id),
+ * pycore_frame.h (_PyCFrame.current_frame, _PyInterpreterFrame.f_code),
+ * cpython/code.h (co_filename, co_qualname, co_firstlineno) and
+ * cpython/unicodeobject.h (PyASCIIObject: state, then the data) */
+#define PY311_RT_INTERP_HEAD   40
+#define PY311_IS_THREADS_HEAD  16
+#define PY311_TS_NEXT	       8
+#define PY311_TS_CFRAME	       56
+#define PY311_TS_NATIVE_TID    160
+#define PY311_CFRAME_CURRENT   8
+#define PY311_FRAME_CODE       32
+#define PY311_CODE_FIRSTLINENO 72
+#define PY311_CODE_FILENAME    112
+#define PY311_CODE_QUALNAME    128
+#define PY311_STR_STATE	       32
+#define PY311_STR_ASCII_DATA   48
+#define PY311_STR_UTF8	       56 /* PyCompactUnicodeObject.utf8 (non-ASCII) */
+#define PY_THREADS_MAX	       32
+
+/* main thread -> its PyThreadState */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} pyts SEC(".maps");
+
+struct pycode_key {
+	__u64 code;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* code objects whose names were sent */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct pycode_key);
+	__type(value, __u8);
+} pyseen SEC(".maps");
 #include <bpf/bpf_endian.h>
 
 #define S_IFIFO_ 0010000
@@ -157,6 +213,124 @@ static __always_inline void fault_file(__u32 tgid, __u64 addr, struct tl_off_eve
 	}
 }
 
+static __always_inline __u64 rd_user(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+/* current runs the interpreter the launcher found */
+static __always_inline bool py_current(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct inode *i = BPF_CORE_READ(t, mm, exe_file, f_inode);
+
+	return i && BPF_CORE_READ(i, i_ino) == targ_py_ino &&
+	       BPF_CORE_READ(i, i_sb, s_dev) == targ_py_dev;
+}
+
+/* A code object's names, once per process. */
+static __always_inline void py_names(__u32 tgid, __u64 code)
+{
+	struct pycode_key k = {code, tgid, 0};
+	struct tl_pycode_event *e;
+	__u64 s, data;
+	__u32 state = 0;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&pyseen, &k))
+		return;
+	bpf_map_update_elem(&pyseen, &k, &one, BPF_ANY);
+	e = ring_reserve(sizeof(*e));
+	if (!e)
+		return;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->dur_ns = 0;
+	e->type = EV_PYCODE;
+	e->pid = tgid;
+	e->code = code;
+	e->line = 0;
+	e->pad = 0;
+	bpf_probe_read_user(&e->line, sizeof(e->line), (void *)(code + PY311_CODE_FIRSTLINENO));
+	e->name[0] = e->file[0] = 0;
+	/* compact ASCII strings hold their data after the header; others are
+	 * read through their UTF-8 copy, when there is one */
+	s = rd_user(code + PY311_CODE_QUALNAME);
+	bpf_probe_read_user(&state, sizeof(state), (void *)(s + PY311_STR_STATE));
+	data = (state & 0x60) == 0x60 ? s + PY311_STR_ASCII_DATA : rd_user(s + PY311_STR_UTF8);
+	if (data)
+		bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)data);
+	s = rd_user(code + PY311_CODE_FILENAME);
+	state = 0;
+	bpf_probe_read_user(&state, sizeof(state), (void *)(s + PY311_STR_STATE));
+	data = (state & 0x60) == 0x60 ? s + PY311_STR_ASCII_DATA : rd_user(s + PY311_STR_UTF8);
+	if (data)
+		bpf_probe_read_user_str(e->file, sizeof(e->file), (void *)data);
+	ev_submit_lazy(e);
+}
+
+/* The code object of the top Python frame of main thread tid (current),
+ * or 0. Its PyThreadState is found once by walking the interpreter's
+ * threads for its native id, then kept (and checked) per thread. */
+static __always_inline __u64 py_top(__u32 tgid, __u32 tid)
+{
+	__u64 *cached = bpf_map_lookup_elem(&pyts, &tid), ts = 0, t, frame, code;
+
+	if (!targ_py_runtime || tid != tgid || !py_current())
+		return 0;
+	if (cached && rd_user(*cached + PY311_TS_NATIVE_TID) == tid) {
+		ts = *cached;
+	} else {
+		t = rd_user(rd_user(targ_py_runtime + PY311_RT_INTERP_HEAD) +
+			    PY311_IS_THREADS_HEAD);
+		for (int i = 0; i < PY_THREADS_MAX && t; i++) {
+			if (rd_user(t + PY311_TS_NATIVE_TID) == tid) {
+				ts = t;
+				break;
+			}
+			t = rd_user(t + PY311_TS_NEXT);
+		}
+		if (!ts)
+			return 0;
+		bpf_map_update_elem(&pyts, &tid, &ts, BPF_ANY);
+	}
+	frame = rd_user(rd_user(ts + PY311_TS_CFRAME) + PY311_CFRAME_CURRENT);
+	if (!frame)
+		return 0;
+	code = rd_user(frame + PY311_FRAME_CODE);
+	if (code)
+		py_names(tgid, code);
+	return code;
+}
+
+/* The fault tick (faults.bpf.c) interrupted thread tid of tgid, of the
+ * tree, in user mode: a sample of its Python function until ready. */
+__attribute__((noinline)) int attr_tick(__u32 tgid, __u32 tid)
+{
+	struct tl_pysample_event *e;
+	__u64 code, ready = ready_ns;
+
+	if (ready || !targ_py_runtime)
+		return 0;
+	code = py_top(tgid, tid);
+	if (!code)
+		return 0;
+	e = ring_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->dur_ns = 0;
+	e->type = EV_PYSAMPLE;
+	e->pid = tgid;
+	e->tid = tid;
+	e->pad = 0;
+	e->code = code;
+	ev_submit_lazy(e);
+	return 0;
+}
+
 /* Thread tid of tgid (current) leaves the CPU for reason. */
 __attribute__((noinline)) int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __u64 now)
 {
@@ -173,6 +347,10 @@ __attribute__((noinline)) int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __
 	o.tid = tid;
 	o.reason = reason;
 	o.nr = TRACE_SYSNR_NONE;
+	/* the Python function it leaves the CPU in: the caller of what it
+	 * blocks in, or what ran when it was preempted (ready: no more records) */
+	if (!ready_ns)
+		o.pycode = py_top(tgid, tid);
 	if (!regs)
 		goto save;
 	/* preempted: it did not block in anything (in a syscall or not) */

@@ -276,5 +276,7 @@ int sx_mlock(struct sys_call *c);
  * tree leaves the CPU (current is that thread) / comes back */
 int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __u64 now);
 int attr_arrive(__u32 tid, __u32 tgid, __u64 now);
+/* the fault tick interrupted a thread of the tree in user mode (attrib.bpf.c) */
+int attr_tick(__u32 tgid, __u32 tid);
 
 #endif

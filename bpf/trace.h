@@ -46,6 +46,8 @@ enum trace_event_type {
 	EV_REQUEST,  /* struct tl_req_event: a connection accepted on a listened port ended */
 	EV_CONN_END, /* struct tl_conn_event: an established outbound TCP connection ended */
 	EV_OFFCPU,   /* struct tl_off_event: a thread of the tree was off CPU (attribution) */
+	EV_PYCODE,   /* struct tl_pycode_event: a Python code object, first seen */
+	EV_PYSAMPLE, /* struct tl_pysample_event: the Python function on CPU at a tick */
 };
 
 /* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
@@ -248,9 +250,36 @@ struct tl_off_event {
 	__u64 dev, ino;		    /* OFFOBJ_FILE, or the model file of a fault */
 	__u8 addr[16];		    /* OFFOBJ_SOCKET: the peer's address (v4 in the first 4) */
 	char waker_comm[TRACE_COMM_MAX];
+	__u64 pycode; /* main threads of Python: the top frame's code object (0: none) */
 };
-_Static_assert(sizeof(struct tl_off_event) == 112, "tl_off_event layout changed");
+_Static_assert(sizeof(struct tl_off_event) == 120, "tl_off_event layout changed");
 TL_HEAD_ASSERT(tl_off_event);
+
+/* Python frames (attrib.bpf.c; CPython 3.11's layout): a code object's
+ * names, sent once per process and code object; the code objects are
+ * referred to by address (a code object lives as long as its function). */
+#define TRACE_PYNAME_MAX 64
+#define TRACE_PYFILE_MAX 128
+struct tl_pycode_event {
+	TL_HEAD;    /* pid: the process */
+	__u64 code; /* PyCodeObject * */
+	__u32 line; /* co_firstlineno: the def line */
+	__u32 pad;
+	char name[TRACE_PYNAME_MAX]; /* co_qualname ("Class.method") */
+	char file[TRACE_PYFILE_MAX]; /* co_filename */
+};
+_Static_assert(sizeof(struct tl_pycode_event) == 232, "tl_pycode_event layout changed");
+TL_HEAD_ASSERT(tl_pycode_event);
+
+/* a sample of the main thread of a Python process on CPU (the fault tick) */
+struct tl_pysample_event {
+	TL_HEAD;
+	__u32 tid;
+	__u32 pad;
+	__u64 code; /* the top frame's code object */
+};
+_Static_assert(sizeof(struct tl_pysample_event) == 40, "tl_pysample_event layout changed");
+TL_HEAD_ASSERT(tl_pysample_event);
 
 /* inflight map (key: tid): a syscall of the tree between enter and exit */
 struct inflight {

@@ -112,6 +112,22 @@ static bool in_tree(void *ctx, int pid)
 	return json_object_get(n->c->procs, k) != NULL;
 }
 
+static bool py_func(void *ctx, int pid, __u64 code, char *out, size_t len)
+{
+	struct names *n = ctx;
+
+	return attr_store_pyname(&n->c->off, pid, code, out, len);
+}
+
+static int sample_cmp(const void *pa, const void *pb)
+{
+	const struct attr_sample *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->t < b->t ? -1 : a->t > b->t ? 1 : 0;
+}
+
 static double num(json_t *o, const char *key, double dflt)
 {
 	json_t *v = json_object_get(o, key);
@@ -139,7 +155,7 @@ static int import_cmp(const void *pa, const void *pb)
 }
 
 static json_t *section_json(const struct attr_result *r, double start, double end, bool complete,
-			    size_t records, unsigned long long lost)
+			    size_t records, size_t samples, unsigned long long lost)
 {
 	json_t *causes = json_array();
 
@@ -149,22 +165,25 @@ static json_t *section_json(const struct attr_result *r, double start, double en
 							json_text(r->causes[i].what), "ms",
 							r->causes[i].us / 1000.0, "pieces",
 							(json_int_t)r->causes[i].pieces));
-	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:o}", "start_ms", ms_json(start),
-			 "end_ms", ms_json(end), "window_ms", r->window_us / 1000.0, "explained_ms",
-			 r->explained_us / 1000.0, "complete", complete, "records",
-			 (json_int_t)records, "lost", (json_int_t)lost, "causes", causes);
+	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:I, s:o}", "start_ms",
+			 ms_json(start), "end_ms", ms_json(end), "window_ms", r->window_us / 1000.0,
+			 "explained_ms", r->explained_us / 1000.0, "complete", complete, "records",
+			 (json_int_t)records, "samples", (json_int_t)samples, "lost",
+			 (json_int_t)lost, "causes", causes);
 }
 
 void attribution_build(struct timeline *tl, struct collector *c)
 {
 	json_t *root = timeline_json(tl), *rootp, *p;
 	struct names nm = {.c = c};
-	struct attr_names an = {name_file, name_peer, in_tree, &nm};
+	struct attr_names an = {name_file, name_peer, in_tree, py_func, &nm};
 	struct attr_input in = {0};
 	struct attr_result r;
 	struct attr_proc *procs = NULL;
 	struct attr_import *imps = NULL;
 	struct attr_off *offs = NULL;
+	struct attr_sample *samples = NULL;
+	char(*funcs)[96] = NULL;
 	const struct attr_store *st;
 	__u64 cnt[CNT_MAX];
 	const char *key;
@@ -190,7 +209,9 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	imps = calloc(json_array_size(c->imports) + 1, sizeof(*imps));
 	offs = calloc(st->n + 1, sizeof(*offs));
 	nm.f = calloc(st->n + 1, sizeof(*nm.f));
-	if (!procs || !imps || !offs || !nm.f)
+	samples = calloc(st->n_samples + 1, sizeof(*samples));
+	funcs = calloc(st->n_samples + 1, sizeof(*funcs));
+	if (!procs || !imps || !offs || !nm.f || !samples || !funcs)
 		goto out;
 	json_object_foreach (c->procs, key, p) {
 		struct attr_proc *a = &procs[in.n_procs++];
@@ -245,6 +266,19 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an,
 			      &offs[in.n_offs++]);
 	}
+	/* the Python functions seen on CPU */
+	for (i = 0; i < st->n_samples; i++) {
+		const struct tl_pysample_event *e = &st->samples[i];
+
+		if (!attr_store_pyname(st, (int)e->pid, e->code, funcs[in.n_samples],
+				       sizeof(funcs[0])))
+			continue;
+		samples[in.n_samples] = (struct attr_sample){(int)e->tid, clock_ns_to_ms(e->ts_ns),
+							     funcs[in.n_samples]};
+		in.n_samples++;
+	}
+	qsort(samples, in.n_samples, sizeof(*samples), sample_cmp);
+	in.samples = samples;
 	in.offs = offs;
 	in.procs = procs;
 	in.imports = imps;
@@ -252,7 +286,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 		collector_counters(c, cnt);
 		json_object_set_new(root, "attribution",
 				    section_json(&r, in.start, in.end, complete, st->n,
-						 st->lost + cnt[CNT_OFF_DROPS]));
+						 st->n_samples, st->lost + cnt[CNT_OFF_DROPS]));
 		attr_result_free(&r);
 	}
 out:
@@ -262,6 +296,8 @@ out:
 	free(procs);
 	free(imps);
 	free(offs);
+	free(samples);
+	free(funcs);
 }
 
 /* ---- the view ---- */

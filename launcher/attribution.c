@@ -30,28 +30,68 @@ enum attr_kind attr_kind_of(const char *s)
 
 #define ATTR_STORE_MAX (1u << 20) /* records kept: 112 MiB at most */
 
+/* Append one record of size sz to *v (n, cap), growing it. */
+static bool keep(void **v, size_t *n, size_t *cap, const void *data, size_t sz)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 1024;
+		void *nv = *n < ATTR_STORE_MAX ? realloc(*v, c * sz) : NULL;
+
+		if (!nv)
+			return false;
+		*v = nv;
+		*cap = c;
+	}
+	memcpy((char *)*v + (*n)++ * sz, data, sz);
+	return true;
+}
+
 void attr_store_add(struct attr_store *s, const void *data, size_t size)
 {
-	if (size < sizeof(struct tl_off_event))
-		return;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		struct tl_off_event *n =
-		    s->n < ATTR_STORE_MAX ? realloc(s->recs, cap * sizeof(*n)) : NULL;
+	const struct tl_head *h = data;
+	bool ok = true;
 
-		if (!n) {
-			s->lost++;
-			return;
+	if (size < sizeof(*h))
+		return;
+	if (h->type == EV_OFFCPU && size >= sizeof(*s->recs))
+		ok = keep((void **)&s->recs, &s->n, &s->cap, data, sizeof(*s->recs));
+	else if (h->type == EV_PYCODE && size >= sizeof(*s->codes))
+		ok = keep((void **)&s->codes, &s->n_codes, &s->cap_codes, data, sizeof(*s->codes));
+	else if (h->type == EV_PYSAMPLE && size >= sizeof(*s->samples))
+		ok = keep((void **)&s->samples, &s->n_samples, &s->cap_samples, data,
+			  sizeof(*s->samples));
+	if (!ok)
+		s->lost++;
+}
+
+bool attr_store_pyname(const struct attr_store *s, int pid, __u64 code, char *out, size_t len)
+{
+	for (size_t i = s->n_codes; code && i-- > 0;) {
+		const struct tl_pycode_event *c = &s->codes[i];
+		const char *file = c->file, *cut, *p;
+
+		if (c->code != code || (int)c->pid != pid)
+			continue;
+		/* the file's last two components: enough to find it, short */
+		cut = memrchr(c->file, '/', strnlen(c->file, sizeof(c->file)));
+		if (cut) {
+			for (p = cut; p > c->file && p[-1] != '/'; p--)
+				;
+			file = p > c->file ? p : c->file;
 		}
-		s->recs = n;
-		s->cap = cap;
+		snprintf(out, len, "%.*s (%.*s:%u)", (int)strnlen(c->name, sizeof(c->name)),
+			 c->name, (int)strnlen(file, sizeof(c->file) - (size_t)(file - c->file)),
+			 file, c->line);
+		return c->name[0] != 0;
 	}
-	memcpy(&s->recs[s->n++], data, sizeof(struct tl_off_event));
+	return false;
 }
 
 void attr_store_free(struct attr_store *s)
 {
 	free(s->recs);
+	free(s->codes);
+	free(s->samples);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -217,6 +257,8 @@ void attr_classify(const struct tl_off_event *e, double start_ms, double end_ms,
 	o->tid = (int)e->tid;
 	o->waker_pid = (int)e->waker_pid;
 	o->waker_tid = (int)e->waker_tid;
+	if (e->pycode && nm && nm->pyfunc)
+		nm->pyfunc(nm->ctx, (int)e->pid, e->pycode, o->py, sizeof(o->py));
 	if (!call) {
 		snprintf(buf, sizeof(buf), "syscall %d", e->nr);
 		call = e->nr == TRACE_SYSNR_NONE ? "no syscall" : buf;
@@ -280,7 +322,8 @@ void attr_classify(const struct tl_off_event *e, double start_ms, double end_ms,
 		return;
 	}
 	if (is_sleep_call(e->nr) || (e->flags & OFFF_NOFDS)) {
-		set(o, AK_SLEEP, HOP_NONE, call);
+		/* a sleep is its Python caller's (a retry back-off says where) */
+		set(o, AK_SLEEP, HOP_NONE, o->py[0] ? o->py : call);
 		return;
 	}
 	if (e->reason == OFF_IO) {
@@ -381,7 +424,7 @@ static const struct attr_proc *proc_of(const struct attr_input *in, int pid)
 
 /* cpu of process pid in [a, b): inside a top-level import it is the
  * import's, else the process's (imports sorted by start) */
-static void emit_cpu(struct walk *w, int pid, bool main_thread, double a, double b)
+static void emit_cpu_plain(struct walk *w, int pid, bool main_thread, double a, double b)
 {
 	const struct attr_proc *p = proc_of(w->in, pid);
 	char what[96];
@@ -402,6 +445,54 @@ static void emit_cpu(struct walk *w, int pid, bool main_thread, double a, double
 		t = e;
 	}
 	emit(w, AK_CPU, what, t, b);
+}
+
+/* the first sample of tid at or after a */
+static size_t first_sample(const struct attr_input *in, int tid, double a)
+{
+	size_t lo = 0, hi = in->n_samples;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct attr_sample *s = &in->samples[mid];
+
+		if (s->tid < tid || (s->tid == tid && s->t < a))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void emit_func(struct walk *w, int pid, bool main_thread, const char *func, double a,
+		      double b)
+{
+	/* inside the import machinery the import in progress says more */
+	if (func && *func && !strstr(func, "(<frozen importlib"))
+		emit(w, AK_CPU, func, a, b);
+	else
+		emit_cpu_plain(w, pid, main_thread, a, b);
+}
+
+/* cpu of thread tid in [a, b): each stretch up to an observation of its
+ * Python function is that function's: the samples in [a, b), then at_end
+ * (the frame read when it left the CPU at b); the stretch after the last
+ * one, when nothing was seen at b, the last sample's, else before (the
+ * frame it left the CPU in at a); without any, emit_cpu_plain */
+static void emit_cpu(struct walk *w, int pid, int tid, bool main_thread, double a, double b,
+		     const char *at_end, const char *before)
+{
+	const struct attr_input *in = w->in;
+	const char *last = NULL;
+	double t = a;
+
+	for (size_t i = first_sample(in, tid, a);
+	     i < in->n_samples && in->samples[i].tid == tid && in->samples[i].t < b; i++) {
+		emit_func(w, pid, main_thread, in->samples[i].func, t, in->samples[i].t);
+		t = in->samples[i].t;
+		last = in->samples[i].func;
+	}
+	emit_func(w, pid, main_thread, at_end ? at_end : last ? last : before, t, b);
 }
 
 /* the first interval of tid that ends after a */
@@ -445,6 +536,7 @@ static void walk_thread(struct walk *w, int pid, int tid, double a, double b, in
 {
 	const struct attr_proc *p = proc_of(w->in, pid);
 	bool main_thread = pid == tid;
+	const char *prev_py = NULL;
 	double t = a;
 
 	/* a main thread exists from its exec (or fork) to its exit */
@@ -467,14 +559,16 @@ static void walk_thread(struct walk *w, int pid, int tid, double a, double b, in
 			break;
 		if (!(e > s))
 			continue;
-		emit_cpu(w, pid, main_thread, t, s);
+		emit_cpu(w, pid, tid, main_thread, t, s, o->py[0] ? o->py : NULL, prev_py);
+		if (o->py[0])
+			prev_py = o->py;
 		/* woken: runnable from then on, waiting for a CPU */
 		wk = o->kind != AK_RUNQ && o->wake >= s && o->wake < e ? o->wake : e;
 		emit_wait(w, o, s, wk, depth);
 		emit(w, AK_RUNQ, "woken, waiting for a CPU", wk, e);
 		t = e;
 	}
-	emit_cpu(w, pid, main_thread, t, b);
+	emit_cpu(w, pid, tid, main_thread, t, b, NULL, prev_py);
 }
 
 static int off_cmp(const void *pa, const void *pb)

@@ -38,14 +38,22 @@ const char *attr_kind_name(enum attr_kind k);
 /* The kind named s, or AK_N. */
 enum attr_kind attr_kind_of(const char *s);
 
-/* The records the kernel sent, as they came (the collector keeps them). */
+/* The records the kernel sent, as they came (the collector keeps them):
+ * off-CPU intervals, Python code objects' names, on-CPU samples. */
 struct attr_store {
 	struct tl_off_event *recs;
 	size_t n, cap;
+	struct tl_pycode_event *codes;
+	size_t n_codes, cap_codes;
+	struct tl_pysample_event *samples;
+	size_t n_samples, cap_samples;
 	unsigned long long lost; /* could not be kept (out of memory) */
 };
 
+/* One record of type EV_OFFCPU, EV_PYCODE or EV_PYSAMPLE (others ignored). */
 void attr_store_add(struct attr_store *s, const void *data, size_t size);
+/* "qualname (file:line)" of code object code in process pid; false if unknown. */
+bool attr_store_pyname(const struct attr_store *s, int pid, __u64 code, char *out, size_t len);
 void attr_store_free(struct attr_store *s);
 
 /* What a wait on a task of the tree becomes (attr_classify's result). */
@@ -64,6 +72,7 @@ struct attr_off {
 	enum attr_kind kind;
 	enum attr_hop hop;
 	char what[96];
+	char py[96]; /* the Python function it blocked in ("" none) */
 };
 
 /* Names attr_classify needs from outside: the path of a file (dev/ino),
@@ -73,6 +82,8 @@ struct attr_names {
 	bool (*file)(void *ctx, __u64 dev, __u64 ino, char *out, size_t len);
 	bool (*peer)(void *ctx, int family, const __u8 *addr, int port, char *out, size_t len);
 	bool (*in_tree)(void *ctx, int pid); /* a process of the traced tree */
+	/* the Python function of code object code in pid (NULL: never) */
+	bool (*pyfunc)(void *ctx, int pid, __u64 code, char *out, size_t len);
 	void *ctx;
 };
 
@@ -97,6 +108,13 @@ struct attr_import {
 	const char *name;
 };
 
+/* A Python function seen on CPU in a main thread at an instant. */
+struct attr_sample {
+	int tid;
+	double t;
+	const char *func;
+};
+
 struct attr_input {
 	double start, end; /* the window */
 	int root;	   /* the critical process to begin with */
@@ -106,6 +124,8 @@ struct attr_input {
 	size_t n_procs;
 	const struct attr_import *imports; /* sorted by start */
 	size_t n_imports;
+	const struct attr_sample *samples; /* sorted by tid, then t */
+	size_t n_samples;
 };
 
 struct attr_cause {

@@ -368,7 +368,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 			on_import(t, data);
 		return 0;
 	}
-	if (headed && h->type == EV_OFFCPU) {
+	if (headed && (h->type == EV_OFFCPU || h->type == EV_PYCODE || h->type == EV_PYSAMPLE)) {
 		attr_store_add(&t->off, data, size);
 		return 0;
 	}

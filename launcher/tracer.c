@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "hostprobe.h"
+#include "pyframes.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -354,7 +355,8 @@ static void attach_fault_tick(struct tracer *t, pid_t root)
 /* open -> configure (rodata) -> load; first with the build kernel's minimal
  * BTF when this is that kernel, else (or when that fails) with the full
  * one. usdt false: the Python import programs are not loaded. */
-static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_t whylen)
+static struct trace_bpf *open_load(bool usdt, __u32 ready_port, const struct pyframes_target *py,
+				   char *why, size_t whylen)
 {
 	struct trace_bpf *skel = NULL;
 	int err;
@@ -383,6 +385,11 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_
 		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
+		if (py) { /* attribution: the interpreter whose frames are read */
+			skel->rodata->targ_py_runtime = py->runtime;
+			skel->rodata->targ_py_dev = py->dev;
+			skel->rodata->targ_py_ino = py->ino;
+		}
 		/* more suffixes than the kernel holds would be model files to the
 		 * launcher only: a build-time limit, said at once */
 		if (classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
@@ -415,7 +422,7 @@ int tracer_test_load(char *why, size_t whylen)
 		return -1;
 	}
 	libbpf_set_print(print_libbpf);
-	skel = open_load(true, 0, why, whylen);
+	skel = open_load(true, 0, NULL, why, whylen);
 	if (!skel)
 		return -1;
 	bpf_object__for_each_program (prog, skel->obj)
@@ -430,6 +437,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	struct tracer *t = NULL;
 	struct bpf_program *prog;
 	char pys[3][PATH_MAX];
+	struct pyframes_target pyt;
+	bool have_pyt = false;
 	int err, n_py;
 	__u32 root, flags = 0;
 	struct proc_stat root_stat = {0};
@@ -469,7 +478,17 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 
 	/* open -> configure -> load; first with the build kernel's minimal BTF
 	 * when this is that kernel, else (or when that fails) with the full one */
-	t->skel = open_load(n_py > 0, (__u32)o->listen_port, why, whylen);
+	/* attribution: Python frames from the interpreter's own symbols */
+	{
+		char cands[3][PATH_MAX], pwhy[512];
+		int n = python_candidates(o->cfg, cands, 3);
+
+		if (pyframes_find(cands, n, &pyt, pwhy, sizeof(pwhy)))
+			have_pyt = true;
+		else
+			fallback(t, "python_frames", "%s", pwhy);
+	}
+	t->skel = open_load(n_py > 0, (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
 	if (!t->skel)
 		goto fail;
 	t->col.skel = t->skel;

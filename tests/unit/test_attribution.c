@@ -73,7 +73,7 @@ static void test_wait_then_runqueue_after_wakeup(void **st)
 {
 	struct attr_off o[] = {off(10, 10, 10, 40, 35, AK_SLEEP, "clock_nanosleep"),
 			       off(10, 10, 50, 60, -1, AK_RUNQ, "cpu contention")};
-	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -97,7 +97,7 @@ static void test_overlaps_and_window_edges_count_once(void **st)
 			       off(10, 10, 30, 50, -1, AK_DISK, "/m/a.bin"),
 			       off(10, 10, 40, 60, -1, AK_DISK, "/m/a.bin"),
 			       off(10, 10, 90, 300, -1, AK_SLEEP, "nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -116,7 +116,7 @@ static void test_wait_on_another_thread_is_what_it_did(void **st)
 	 * was waiting for the network from 20 to 50 */
 	struct attr_off o[] = {off(10, 10, 10, 60, 60, AK_LOCK, "futex"),
 			       off(10, 11, 20, 50, -1, AK_NET, "hub:443")};
-	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -142,7 +142,7 @@ static void test_child_and_followed_process(void **st)
 	struct attr_off o[] = {off(10, 10, 1, 200, -1, AK_CHILD, "python3"),
 			       off(20, 20, 40, 70, 70, AK_CHILD, "sleep"),
 			       off(20, 20, 80, 90, -1, AK_SLEEP, "nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 3, p, 3, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 3, p, 3, NULL, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -164,7 +164,7 @@ static void test_cpu_inside_an_import_and_exit(void **st)
 	struct attr_proc p[] = {{10, 1, 2, 80, "python3", false}};
 	struct attr_import im[] = {{10, 10, 30, "torch"}, {11, 0, 100, "other-process"}};
 	struct attr_off o[] = {off(10, 10, 20, 25, -1, AK_DISK, "/usr/lib/libtorch.so")};
-	struct attr_input in = {0, 100, 10, o, 1, p, 1, im, 2};
+	struct attr_input in = {0, 100, 10, o, 1, p, 1, im, 2, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -182,7 +182,7 @@ static void test_cpu_inside_an_import_and_exit(void **st)
 static void test_many_causes_are_capped_keeping_the_sum(void **st)
 {
 	struct attr_off o[200];
-	struct attr_input in = {0, 1000, 10, o, 200, procs1, 1, NULL, 0};
+	struct attr_input in = {0, 1000, 10, o, 200, procs1, 1, NULL, 0, NULL, 0};
 	struct attr_result r;
 	char what[32];
 
@@ -195,6 +195,56 @@ static void test_many_causes_are_capped_keeping_the_sum(void **st)
 	assert_true(r.n_causes <= ATTR_MAX_CAUSES);
 	assert_tiles(&r, 1000000);
 	attr_result_free(&r);
+}
+
+static void test_samples_name_the_cpu(void **st)
+{
+	/* samples of burn at 20 and 40, of load at 70; preempted at 50-55 in
+	 * load (the frame read at the switch-out); a sample in the import
+	 * machinery leaves the import in progress its name */
+	struct attr_sample s[] = {{10, 20, "burn (p.py:3)"},
+				  {10, 40, "burn (p.py:3)"},
+				  {10, 70, "load (p.py:9)"},
+				  {10, 85, "_find (<frozen importlib._bootstrap>:1)"},
+				  {11, 30, "other thread"}};
+	struct attr_import im[] = {{10, 80, 100, "json"}};
+	struct attr_off o[] = {off(10, 10, 50, 55, -1, AK_RUNQ, "cpu contention")};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, s, 5};
+	struct attr_result r;
+
+	(void)st;
+	snprintf(o[0].py, sizeof(o[0].py), "load (p.py:9)");
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	/* [0,40] up to burn's samples; [40,50] before the preemption in load */
+	assert_int_equal(us_of(&r, AK_CPU, "burn (p.py:3)"), 40000);
+	assert_int_equal(us_of(&r, AK_CPU, "load (p.py:9)"), 10000 + 15000);
+	assert_int_equal(us_of(&r, AK_RUNQ, NULL), 5000);
+	assert_int_equal(us_of(&r, AK_CPU, "import json"), 20000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), 10000);
+	assert_int_equal(us_of(&r, AK_CPU, "other thread"), -1);
+	attr_result_free(&r);
+}
+
+static void test_store_names_code_objects(void **st)
+{
+	struct attr_store s = {0};
+	struct tl_pycode_event c = {.type = EV_PYCODE, .pid = 10, .code = 0x1234, .line = 41};
+	struct tl_pysample_event smp = {.type = EV_PYSAMPLE, .pid = 10, .tid = 10, .code = 0x1234};
+	char out[96];
+
+	(void)st;
+	snprintf(c.name, sizeof(c.name), "Loader.burn");
+	snprintf(c.file, sizeof(c.file), "/srv/app/tests/helpers/phases.py");
+	attr_store_add(&s, &c, sizeof(c));
+	attr_store_add(&s, &smp, sizeof(smp));
+	assert_int_equal(s.n_codes, 1);
+	assert_int_equal(s.n_samples, 1);
+	assert_true(attr_store_pyname(&s, 10, 0x1234, out, sizeof(out)));
+	assert_string_equal(out, "Loader.burn (helpers/phases.py:41)");
+	assert_false(attr_store_pyname(&s, 11, 0x1234, out, sizeof(out))); /* another process */
+	assert_false(attr_store_pyname(&s, 10, 0, out, sizeof(out)));
+	attr_store_free(&s);
 }
 
 /* ---- classification of kernel records ---- */
@@ -221,7 +271,14 @@ static bool in_tree(void *ctx, int pid)
 	return pid == 10 || pid == 30;
 }
 
-static const struct attr_names names = {file_name, peer_name, in_tree, NULL};
+static bool py_name(void *ctx, int pid, __u64 code, char *out, size_t len)
+{
+	(void)ctx;
+	snprintf(out, len, "nap (p.py:%d)", (int)code + pid);
+	return true;
+}
+
+static const struct attr_names names = {file_name, peer_name, in_tree, py_name, NULL};
 
 static struct attr_off classify(struct tl_off_event *e)
 {
@@ -288,6 +345,11 @@ static void test_classify(void **st)
 	o = classify(&e);
 	assert_int_equal(o.kind, AK_SLEEP);
 	assert_string_equal(o.what, "clock_nanosleep");
+	e.pycode = 2; /* its Python caller names it */
+	o = classify(&e);
+	assert_string_equal(o.what, "nap (p.py:12)");
+	assert_string_equal(o.py, "nap (p.py:12)");
+	e.pycode = 0;
 
 	e.nr = SYS_poll;
 	e.flags = OFFF_NOFDS;
@@ -357,7 +419,7 @@ static void test_kind_names(void **st)
 static void test_store_keeps_records(void **st)
 {
 	struct attr_store s = {0};
-	struct tl_off_event e = {.tid = 7};
+	struct tl_off_event e = {.type = EV_OFFCPU, .tid = 7};
 
 	(void)st;
 	attr_store_add(&s, &e, sizeof(e) - 1); /* short: ignored */
@@ -379,6 +441,8 @@ int main(void)
 	    cmocka_unit_test(test_child_and_followed_process),
 	    cmocka_unit_test(test_cpu_inside_an_import_and_exit),
 	    cmocka_unit_test(test_many_causes_are_capped_keeping_the_sum),
+	    cmocka_unit_test(test_samples_name_the_cpu),
+	    cmocka_unit_test(test_store_names_code_objects),
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_kind_names),
 	    cmocka_unit_test(test_store_keeps_records),
