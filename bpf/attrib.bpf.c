@@ -341,6 +341,9 @@ __attribute__((noinline)) int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __
 	struct fault_slot *fs;
 	long nr;
 
+	/* after the ready listen nothing is sent: nothing to note either */
+	if (ready_ns)
+		return 0;
 	o.ts_ns = now;
 	o.type = EV_OFFCPU;
 	o.pid = tgid;
@@ -348,9 +351,8 @@ __attribute__((noinline)) int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __
 	o.reason = reason;
 	o.nr = TRACE_SYSNR_NONE;
 	/* the Python function it leaves the CPU in: the caller of what it
-	 * blocks in, or what ran when it was preempted (ready: no more records) */
-	if (!ready_ns)
-		o.pycode = py_top(tgid, tid);
+	 * blocks in, or what ran when it was preempted */
+	o.pycode = py_top(tgid, tid);
 	if (!regs)
 		goto save;
 	/* preempted: it did not block in anything (in a syscall or not) */

@@ -157,7 +157,7 @@ static int import_cmp(const void *pa, const void *pb)
 static json_t *section_json(const struct attr_result *r, double start, double end, bool complete,
 			    size_t records, size_t samples, unsigned long long lost)
 {
-	json_t *causes = json_array();
+	json_t *causes = json_array(), *strip = json_array();
 
 	for (size_t i = 0; i < r->n_causes; i++)
 		json_array_append_new(causes, json_pack("{s:s, s:o, s:f, s:I}", "kind",
@@ -165,11 +165,17 @@ static json_t *section_json(const struct attr_result *r, double start, double en
 							json_text(r->causes[i].what), "ms",
 							r->causes[i].us / 1000.0, "pieces",
 							(json_int_t)r->causes[i].pieces));
-	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:I, s:o}", "start_ms",
+	for (size_t i = 0; i < r->n_segs; i++)
+		json_array_append_new(strip, json_pack("{s:o, s:o, s:s}", "start_ms",
+						       ms_json(r->segs[i].start), "end_ms",
+						       ms_json(r->segs[i].end), "kind",
+						       attr_kind_name(r->segs[i].kind)));
+	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "start_ms",
 			 ms_json(start), "end_ms", ms_json(end), "window_ms", r->window_us / 1000.0,
 			 "explained_ms", r->explained_us / 1000.0, "complete", complete, "records",
 			 (json_int_t)records, "samples", (json_int_t)samples, "lost",
-			 (json_int_t)lost, "causes", causes);
+			 (json_int_t)lost, "causes", causes, "strip", strip, "strip_cut",
+			 r->segs_cut);
 }
 
 void attribution_build(struct timeline *tl, struct collector *c)
@@ -334,6 +340,19 @@ bool attr_view_decode(const struct timeline *tl, struct attr_view *v)
 		n++;
 	}
 	v->r.n_causes = n;
+	/* the strip (for a plot's state track); absent in older sections */
+	n = 0;
+	v->r.segs = calloc(json_array_size(json_object_get(a, "strip")) + 1, sizeof(*v->r.segs));
+	json_array_foreach (json_object_get(a, "strip"), i, c) {
+		enum attr_kind kind = attr_kind_of(json_string_value(json_object_get(c, "kind")));
+		double s = num(c, "start_ms", -1), e = num(c, "end_ms", -1);
+
+		if (!v->r.segs || kind == AK_N || !(s >= 0) || !(e >= s))
+			continue;
+		v->r.segs[n++] = (struct attr_seg){s, e, kind};
+	}
+	v->r.n_segs = n;
+	v->r.segs_cut = json_is_true(json_object_get(a, "strip_cut"));
 	v->r.window_us = llround(v->window_ms * 1000);
 	v->r.explained_us = llround(v->explained_ms * 1000);
 	return true;

@@ -349,6 +349,9 @@ struct walk {
 	size_t n;
 	struct slot *tab; /* open addressing by (kind, what) */
 	size_t cap, used;
+	struct attr_seg *segs;
+	size_t n_segs;
+	bool segs_cut;
 	bool oom;
 };
 
@@ -412,6 +415,13 @@ static void emit(struct walk *w, enum attr_kind k, const char *what, double a, d
 		return;
 	s->us += us_of(b) - us_of(a);
 	s->pieces++;
+	/* the strip: pieces come in time order */
+	if (w->n_segs && w->segs[w->n_segs - 1].kind == k && w->segs[w->n_segs - 1].end == a)
+		w->segs[w->n_segs - 1].end = b;
+	else if (w->segs && w->n_segs < ATTR_MAX_SEGS)
+		w->segs[w->n_segs++] = (struct attr_seg){a, b, k};
+	else
+		w->segs_cut = true;
 }
 
 static const struct attr_proc *proc_of(const struct attr_input *in, int pid)
@@ -626,6 +636,11 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 		w.offs[i] = &in->offs[i];
 	w.n = in->n_offs;
 	qsort(w.offs, w.n, sizeof(*w.offs), off_cmp);
+	w.segs = malloc(ATTR_MAX_SEGS * sizeof(*w.segs));
+	if (!w.segs) {
+		free(w.offs);
+		return -1;
+	}
 
 	/* the window, by critical process: each from its start to the next's */
 	t = in->start;
@@ -645,6 +660,9 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 	free(w.offs);
 
 	out->window_us = us_of(in->end) - us_of(in->start);
+	out->segs = w.segs;
+	out->n_segs = w.n_segs;
+	out->segs_cut = w.segs_cut;
 	out->causes = calloc(w.used ? w.used : 1, sizeof(*out->causes));
 	if (!out->causes || w.oom) {
 		free(w.tab);
@@ -693,5 +711,6 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 void attr_result_free(struct attr_result *r)
 {
 	free(r->causes);
+	free(r->segs);
 	memset(r, 0, sizeof(*r));
 }

@@ -135,12 +135,22 @@ struct attr_cause {
 	unsigned long long pieces;
 };
 
-#define ATTR_MAX_CAUSES 40 /* kept by size; the rest summed per kind */
+#define ATTR_MAX_CAUSES 40   /* kept by size; the rest summed per kind */
+#define ATTR_MAX_SEGS	2000 /* the strip: later runs are not kept (strip_cut) */
+
+/* A run of one kind along the critical path, in time order (the strip). */
+struct attr_seg {
+	double start, end;
+	enum attr_kind kind;
+};
 
 struct attr_result {
 	long long window_us, explained_us;
 	struct attr_cause *causes; /* largest first */
 	size_t n_causes;
+	struct attr_seg *segs; /* the window in time order, adjacent pieces of a kind merged */
+	size_t n_segs;
+	bool segs_cut; /* more than ATTR_MAX_SEGS runs: the strip ends early */
 };
 
 /* The breakdown of in's window. 0, or -1 when out of memory. */

@@ -83,6 +83,13 @@ static void test_wait_then_runqueue_after_wakeup(void **st)
 	assert_int_equal(kind_us(&r, AK_RUNQ), 15000);
 	assert_int_equal(us_of(&r, AK_CPU, "python3"), 60000);
 	assert_int_equal(r.explained_us, 100000);
+	/* the strip: cpu, sleep, runqueue, cpu, runqueue, cpu, in order */
+	assert_int_equal(r.n_segs, 6);
+	assert_int_equal(r.segs[1].kind, AK_SLEEP);
+	assert_true(r.segs[1].start == 10 && r.segs[1].end == 35);
+	assert_int_equal(r.segs[2].kind, AK_RUNQ);
+	assert_true(r.segs[5].end == 100);
+	assert_false(r.segs_cut);
 	/* largest first */
 	assert_int_equal(r.causes[0].kind, AK_CPU);
 	attr_result_free(&r);
