@@ -345,7 +345,8 @@ struct slot {
 
 struct walk {
 	const struct attr_input *in;
-	const struct attr_off **offs; /* sorted by tid, then start */
+	const struct attr_off **offs;	/* sorted by tid, then start */
+	const struct attr_proc **procs; /* sorted by pid */
 	size_t n;
 	struct slot *tab; /* open addressing by (kind, what) */
 	size_t cap, used;
@@ -424,11 +425,21 @@ static void emit(struct walk *w, enum attr_kind k, const char *what, double a, d
 		w->segs_cut = true;
 }
 
-static const struct attr_proc *proc_of(const struct attr_input *in, int pid)
+/* the process pid (a binary search: a tree may have thousands) */
+static const struct attr_proc *proc_of(const struct walk *w, int pid)
 {
-	for (size_t i = 0; i < in->n_procs; i++)
-		if (in->procs[i].pid == pid)
-			return &in->procs[i];
+	size_t lo = 0, hi = w->in->n_procs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (w->procs[mid]->pid == pid)
+			return w->procs[mid];
+		if (w->procs[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -436,7 +447,7 @@ static const struct attr_proc *proc_of(const struct attr_input *in, int pid)
  * import's, else the process's (imports sorted by start) */
 static void emit_cpu_plain(struct walk *w, int pid, bool main_thread, double a, double b)
 {
-	const struct attr_proc *p = proc_of(w->in, pid);
+	const struct attr_proc *p = proc_of(w, pid);
 	char what[96];
 	double t = a;
 
@@ -533,8 +544,8 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 		walk_thread(w, o->pid, o->waker_tid, a, b, depth + 1);
 		return;
 	}
-	if (o->hop == HOP_PROCESS && depth == 0 && (p = proc_of(w->in, o->waker_pid)) &&
-	    p->followed && p->start <= a) {
+	if (o->hop == HOP_PROCESS && depth == 0 && (p = proc_of(w, o->waker_pid)) && p->followed &&
+	    p->start <= a) {
 		walk_thread(w, p->pid, p->pid, a, b, depth + 1);
 		return;
 	}
@@ -544,7 +555,7 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 /* Thread tid of process pid over [a, b): its intervals, cpu between them. */
 static void walk_thread(struct walk *w, int pid, int tid, double a, double b, int depth)
 {
-	const struct attr_proc *p = proc_of(w->in, pid);
+	const struct attr_proc *p = proc_of(w, pid);
 	bool main_thread = pid == tid;
 	const char *prev_py = NULL;
 	double t = a;
@@ -589,6 +600,14 @@ static int off_cmp(const void *pa, const void *pb)
 	if (a->tid != b->tid)
 		return a->tid < b->tid ? -1 : 1;
 	return a->start < b->start ? -1 : a->start > b->start ? 1 : 0;
+}
+
+static int proc_cmp(const void *pa, const void *pb)
+{
+	const struct attr_proc *a = *(const struct attr_proc *const *)pa;
+	const struct attr_proc *b = *(const struct attr_proc *const *)pb;
+
+	return (a->pid > b->pid) - (a->pid < b->pid);
 }
 
 static int cause_cmp(const void *pa, const void *pb)
@@ -637,10 +656,16 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 	w.n = in->n_offs;
 	qsort(w.offs, w.n, sizeof(*w.offs), off_cmp);
 	w.segs = malloc(ATTR_MAX_SEGS * sizeof(*w.segs));
-	if (!w.segs) {
+	w.procs = malloc((in->n_procs ? in->n_procs : 1) * sizeof(*w.procs));
+	if (!w.segs || !w.procs) {
 		free(w.offs);
+		free(w.segs);
+		free(w.procs);
 		return -1;
 	}
+	for (size_t i = 0; i < in->n_procs; i++)
+		w.procs[i] = &in->procs[i];
+	qsort(w.procs, in->n_procs, sizeof(*w.procs), proc_cmp);
 
 	/* the window, by critical process: each from its start to the next's */
 	t = in->start;
@@ -658,6 +683,7 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 		t = next;
 	}
 	free(w.offs);
+	free(w.procs);
 
 	out->window_us = us_of(in->end) - us_of(in->start);
 	out->segs = w.segs;
