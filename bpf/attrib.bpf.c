@@ -50,7 +50,10 @@ const volatile __u64 targ_py_ino = 0;
 #define PY311_STR_STATE	       32
 #define PY311_STR_ASCII_DATA   48
 #define PY311_STR_UTF8	       56 /* PyCompactUnicodeObject.utf8 (non-ASCII) */
-#define PY_THREADS_MAX	       32
+/* thread states walked to find a main thread's (newest first: the main
+ * thread's is last, found at its first switch-out after start-up, when there
+ * are few, then kept); 32 cost ~20 ms more verification before the exec */
+#define PY_THREADS_MAX 8
 
 /* main thread -> its PyThreadState */
 struct {
