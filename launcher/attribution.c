@@ -445,14 +445,19 @@ static const struct attr_proc *proc_of(const struct walk *w, int pid)
 
 /* cpu of process pid in [a, b): inside a top-level import it is the
  * import's, else the process's (imports sorted by start) */
-static void emit_cpu_plain(struct walk *w, int pid, bool main_thread, double a, double b)
+static void emit_cpu_plain(struct walk *w, int pid, bool main_thread, double a, double b,
+			   const char *outside)
 {
 	const struct attr_proc *p = proc_of(w, pid);
 	char what[96];
 	double t = a;
 
-	snprintf(what, sizeof(what), "%s%s", p && p->comm && *p->comm ? p->comm : "process",
-		 main_thread ? "" : " (thread)");
+	/* outside the imports: the given name, else the process's */
+	if (outside)
+		snprintf(what, sizeof(what), "%s", outside);
+	else
+		snprintf(what, sizeof(what), "%s%s", p && p->comm && *p->comm ? p->comm : "process",
+			 main_thread ? "" : " (thread)");
 	for (size_t i = 0; main_thread && i < w->in->n_imports && t < b; i++) {
 		const struct attr_import *im = &w->in->imports[i];
 		char iw[96];
@@ -488,11 +493,16 @@ static size_t first_sample(const struct attr_input *in, int tid, double a)
 static void emit_func(struct walk *w, int pid, bool main_thread, const char *func, double a,
 		      double b)
 {
-	/* inside the import machinery the import in progress says more */
-	if (func && *func && !strstr(func, "(<frozen importlib"))
-		emit(w, AK_CPU, func, a, b);
+	/* inside the import machinery, or running a module's body, the
+	 * top-level import in progress says more (one "import torch", not a
+	 * hundred of its modules); a module body outside imports (the script
+	 * itself) keeps its name */
+	if (!func || !*func || strstr(func, "(<frozen importlib"))
+		emit_cpu_plain(w, pid, main_thread, a, b, NULL);
+	else if (!strncmp(func, "<module> (", 10))
+		emit_cpu_plain(w, pid, main_thread, a, b, func);
 	else
-		emit_cpu_plain(w, pid, main_thread, a, b);
+		emit(w, AK_CPU, func, a, b);
 }
 
 /* cpu of thread tid in [a, b): each stretch up to an observation of its

@@ -207,12 +207,12 @@ static void test_many_causes_are_capped_keeping_the_sum(void **st)
 static void test_samples_name_the_cpu(void **st)
 {
 	/* samples of burn at 20 and 40, of load at 70; preempted at 50-55 in
-	 * load (the frame read at the switch-out); a sample in the import
-	 * machinery leaves the import in progress its name */
+	 * load (the frame read at the switch-out); a sample of a module body
+	 * leaves the import in progress its name, and keeps its own outside */
 	struct attr_sample s[] = {{10, 20, "burn (p.py:3)"},
 				  {10, 40, "burn (p.py:3)"},
 				  {10, 70, "load (p.py:9)"},
-				  {10, 85, "_find (<frozen importlib._bootstrap>:1)"},
+				  {10, 85, "<module> (json/__init__.py:1)"},
 				  {11, 30, "other thread"}};
 	struct attr_import im[] = {{10, 80, 100, "json"}};
 	struct attr_off o[] = {off(10, 10, 50, 55, -1, AK_RUNQ, "cpu contention")};
@@ -228,7 +228,8 @@ static void test_samples_name_the_cpu(void **st)
 	assert_int_equal(us_of(&r, AK_CPU, "load (p.py:9)"), 10000 + 15000);
 	assert_int_equal(us_of(&r, AK_RUNQ, NULL), 5000);
 	assert_int_equal(us_of(&r, AK_CPU, "import json"), 20000);
-	assert_int_equal(us_of(&r, AK_CPU, "python3"), 10000);
+	assert_int_equal(us_of(&r, AK_CPU, "<module> (json/__init__.py:1)"), 10000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), -1);
 	assert_int_equal(us_of(&r, AK_CPU, "other thread"), -1);
 	attr_result_free(&r);
 }
