@@ -73,8 +73,9 @@ static bool check_one(const char *path, struct pyframes_target *out, char *why, 
 	}
 	if (!dynsym(elf, "_PyRuntime", &rt, &rt_off)) {
 		snprintf(why, whylen,
-			 "%s has no _PyRuntime (a libpython3.x.so build: not read yet); "
-			 "cpu and sleep are named without Python functions",
+			 "%s has no _PyRuntime among its dynamic symbols (a libpython3.x.so "
+			 "build, or one that does not export it: not read yet); its cpu and "
+			 "sleep are named without Python functions",
 			 path);
 		goto done;
 	}

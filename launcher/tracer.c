@@ -478,15 +478,26 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 
 	/* open -> configure -> load; first with the build kernel's minimal BTF
 	 * when this is that kernel, else (or when that fails) with the full one */
-	/* attribution: Python frames from the interpreter's own symbols */
+	/* attribution: Python frames from the interpreter's own symbols; the
+	 * first candidate that can be read is, each other one is a fallback */
 	{
 		char cands[3][PATH_MAX], pwhy[512];
 		int n = python_candidates(o->cfg, cands, 3);
+		struct pyframes_target other;
 
-		if (pyframes_find(cands, n, &pyt, pwhy, sizeof(pwhy)))
-			have_pyt = true;
-		else
-			fallback(t, "python_frames", "%s", pwhy);
+		for (int i = 0; i < n; i++) {
+			if (!pyframes_find(&cands[i], 1, have_pyt ? &other : &pyt, pwhy,
+					   sizeof(pwhy)))
+				fallback(t, "python_frames", "%s", pwhy);
+			else if (!have_pyt)
+				have_pyt = true;
+			else if (other.ino != pyt.ino || other.dev != pyt.dev)
+				fallback(t, "python_frames",
+					 "%s: frames are read for one interpreter only (%s)",
+					 other.path, pyt.path);
+		}
+		if (!n)
+			fallback(t, "python_frames", "no python interpreter found");
 	}
 	t->skel = open_load(n_py > 0, (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
 	if (!t->skel)

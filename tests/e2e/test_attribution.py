@@ -180,6 +180,22 @@ def test_folded_without_the_section_says_so(tmp_path):
     assert "no attribution section" in r.stderr
 
 
+def test_unreadable_interpreter_is_a_fallback(tracing_ok, tmp_path):
+    """A 'python' whose frames cannot be read (here not CPython at all) is
+    named in tracing.fallbacks; the breakdown still tiles the window."""
+    fake = tmp_path / "python3"
+    fake.write_bytes(Path("/bin/true").read_bytes())
+    fake.chmod(0o755)
+    tl = tmp_path / "t.json"
+    r = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
+                        str(fake)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(tl.read_text())
+    fb = [f["reason"] for f in t["tracing"]["fallbacks"] if f["probe"] == "python_frames"]
+    assert any(str(fake) in x and "_PyRuntime" in x for x in fb), t["tracing"]["fallbacks"]
+    assert_tiles(t["attribution"])
+
+
 class Launch(simfix.Launch):
     def __init__(self, tmp, app, endpoint, etag_timeout):
         super().__init__(tmp, app, {"HF_ENDPOINT": endpoint,
