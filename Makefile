@@ -43,7 +43,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 # unresolved when the extern comes before the definition), then the domains
 # in the order their programs are attached (sys_enter, sys_exit first, as in
 # the timeline's probe list). A new bpf/X.bpf.c not named here links last.
-BPF_ORDER := maps syscalls tree faults sched block net names python files
+BPF_ORDER := maps syscalls tree faults sched block net names python files attrib
 BPF_PARTS := $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)) \
              $(filter-out $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)), \
                           $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS)))
@@ -239,5 +239,5 @@ clean:
 # use there fails to compile (issue 13). Add each renderer, rule file or
 # compare here once it is off the raw tree.
 NO_JANSSON := render render_html render_perfetto render_prom render_svg render_text report jsonw \
-              compare peers
+              compare peers render_attrib
 $(patsubst %,$(BUILD)/launcher/%.o,$(NO_JANSSON)): CFLAGS += -DJANSSON_H

@@ -278,4 +278,11 @@ int sx_copy(struct sys_call *c);
  * user space (kind: enum trace_payload_kind). */
 int names_payload(const struct peer_key *k, __u64 sk, __u64 buf, __u64 len, __u32 kind);
 
+/* attribution (attrib.bpf.c), called from sched_switch: a thread of the
+ * tree leaves the CPU (current is that thread) / comes back */
+int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __u64 now);
+int attr_arrive(__u32 tid, __u32 tgid, __u64 now);
+/* the fault tick interrupted a thread of the tree in user mode (attrib.bpf.c) */
+int attr_tick(__u32 tgid, __u32 tid);
+
 #endif

@@ -141,6 +141,8 @@ int fault_tick(struct bpf_perf_event_data *ctx)
 	if (!bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	flt_sync_current(tgid, 0);
+	/* a sample of the Python function on CPU, for the attribution */
+	attr_tick(tgid, (__u32)bpf_get_current_pid_tgid());
 	return 0;
 }
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* sched: off-CPU time of the tree's threads (run queue, I/O wait, sleep). */
+/* sched: off-CPU time of the tree's threads (run queue, I/O wait, sleep),
+ * summed per process; each interval also goes to attrib.bpf.c (attr_leave,
+ * attr_arrive), which says what the thread was blocked in. */
 #include "common.bpf.h"
 
 SEC("raw_tp/sched_switch")
@@ -35,6 +37,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		else
 			o.reason = OFFCPU_SLEEP;
 		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
+		attr_leave(ptgid, tid, o.reason, now);
 		flt_sync(prev, ptgid, now);
 	}
 	if (bpf_map_lookup_elem(&procs, &ntgid)) {
@@ -47,6 +50,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			return 0;
 		if (!now)
 			now = bpf_ktime_get_ns();
+		attr_arrive(tid, ntgid, now);
 		d = now - o->ts;
 		s = bpf_map_lookup_elem(&procstat, &ntgid);
 		if (!s)

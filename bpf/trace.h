@@ -47,6 +47,9 @@ enum trace_event_type {
 	EV_CONN_END, /* struct tl_conn_event: an established outbound TCP connection ended */
 	EV_NAME,     /* struct tl_name_event: a getaddrinfo call of the tree returned */
 	EV_PAYLOAD,  /* struct tl_payload_event: the first bytes of a TLS hello or DNS answer */
+	EV_OFFCPU,   /* struct tl_off_event: a thread of the tree was off CPU (attribution) */
+	EV_PYCODE,   /* struct tl_pycode_event: a Python code object, first seen */
+	EV_PYSAMPLE, /* struct tl_pysample_event: the Python function on CPU at a tick */
 };
 
 /* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
@@ -257,6 +260,79 @@ struct tl_payload_event {
 };
 _Static_assert(sizeof(struct tl_payload_event) == 576, "tl_payload_event layout changed");
 TL_HEAD_ASSERT(tl_payload_event);
+/* EV_OFFCPU: one off-CPU interval of a thread of the tree (attrib.bpf.c),
+ * from its switch-out to its switch-in: why it left (reason), what it was
+ * blocked in (the syscall and the object of its fd, or the fault), and who
+ * woke it. User space (launcher/attribution.c) turns the critical thread's
+ * intervals, and the on-CPU gaps between them, into the exclusive breakdown
+ * of the start-up. Main threads send every interval, other threads those of
+ * at least targ_off_min_ns; none after the ready listen. */
+enum trace_off_reason {
+	OFF_RUNQ = 0, /* preempted, or yielded runnable: waiting for a CPU */
+	OFF_IO,	      /* D state: uninterruptible, mostly I/O */
+	OFF_SLEEP,    /* S state: sleeping, waiting for an event */
+};
+
+enum trace_off_obj {
+	OFFOBJ_NONE = 0, /* no fd, or not a call on an fd */
+	OFFOBJ_FILE,	 /* a regular file (dev/ino) */
+	OFFOBJ_SOCKET,	 /* a socket: family, port, addr (the peer; port 0: not connected) */
+	OFFOBJ_PIPE,	 /* a pipe or FIFO */
+	OFFOBJ_OTHER,	 /* another kind of fd (tty, eventfd, epoll, device...) */
+};
+
+enum trace_off_flag {
+	OFFF_FAULT = 1u, /* in a page fault (no syscall); dev/ino: the model file, if any */
+	OFFF_NOFDS = 2u, /* poll/select with no fds: a sleep */
+	OFFF_WOKEN = 4u, /* wake_ns and the waker are set */
+	OFFF_USER = 8u,	 /* preempted in user mode (not in a syscall) */
+};
+
+#define TRACE_SYSNR_NONE (-1) /* nr: not in a syscall */
+
+struct tl_off_event {
+	TL_HEAD; /* ts_ns: switched out; dur_ns: until it was back on a CPU */
+	__u32 tid;
+	__u32 reason;		    /* enum trace_off_reason */
+	__s32 nr;		    /* the syscall in progress (TRACE_SYSNR_NONE: none) */
+	__u32 flags;		    /* enum trace_off_flag */
+	__u64 wake_ns;		    /* woken (runnable) at; 0: not seen */
+	__u32 waker_pid, waker_tid; /* the task that woke it (0: an interrupt, or not seen) */
+	__u32 obj;		    /* enum trace_off_obj of the call's fd */
+	__u16 port, family;	    /* OFFOBJ_SOCKET: the peer (host order) */
+	__u64 dev, ino;		    /* OFFOBJ_FILE, or the model file of a fault */
+	__u8 addr[16];		    /* OFFOBJ_SOCKET: the peer's address (v4 in the first 4) */
+	char waker_comm[TRACE_COMM_MAX];
+	__u64 pycode; /* main threads of Python: the top frame's code object (0: none) */
+};
+_Static_assert(sizeof(struct tl_off_event) == 120, "tl_off_event layout changed");
+TL_HEAD_ASSERT(tl_off_event);
+
+/* Python frames (attrib.bpf.c; CPython 3.11's layout): a code object's
+ * names, sent once per process and code object; the code objects are
+ * referred to by address (a code object lives as long as its function). */
+#define TRACE_PYNAME_MAX 64
+#define TRACE_PYFILE_MAX 128
+struct tl_pycode_event {
+	TL_HEAD;    /* pid: the process */
+	__u64 code; /* PyCodeObject * */
+	__u32 line; /* co_firstlineno: the def line */
+	__u32 pad;
+	char name[TRACE_PYNAME_MAX]; /* co_qualname ("Class.method") */
+	char file[TRACE_PYFILE_MAX]; /* co_filename */
+};
+_Static_assert(sizeof(struct tl_pycode_event) == 232, "tl_pycode_event layout changed");
+TL_HEAD_ASSERT(tl_pycode_event);
+
+/* a sample of the main thread of a Python process on CPU (the fault tick) */
+struct tl_pysample_event {
+	TL_HEAD;
+	__u32 tid;
+	__u32 pad;
+	__u64 code; /* the top frame's code object */
+};
+_Static_assert(sizeof(struct tl_pysample_event) == 40, "tl_pysample_event layout changed");
+TL_HEAD_ASSERT(tl_pysample_event);
 
 /* inflight map (key: tid): a syscall of the tree between enter and exit */
 struct inflight {
@@ -500,6 +576,7 @@ enum trace_counter {
 	CNT_THREADS_FULL, /* fltseen full: a thread's faults not counted */
 	CNT_WRANGES_FULL, /* wranges full: a file's write ranges not kept */
 	CNT_COPIES_FULL,
+	CNT_OFF_DROPS, /* off-CPU records not sent: budget spent or ring full (attrib.bpf.c) */
 	CNT_MAX,
 };
 

@@ -57,6 +57,7 @@ void collector_free(struct collector *c)
 	paths_dirs_free(&c->dirs);
 	free(c->path2);
 	peers_free(&c->names);
+	attr_store_free(&c->off);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -385,6 +386,10 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		/* a TLS connection: its first bytes read answer the hello */
 		if (pe->kind == PAYLOAD_TLS_HELLO && (c = collector_connect(t, pe->cookie)))
 			json_object_set_new(c, "tls", json_true());
+		return 0;
+	}
+	if (headed && (h->type == EV_OFFCPU || h->type == EV_PYCODE || h->type == EV_PYSAMPLE)) {
+		attr_store_add(&t->off, data, size);
 		return 0;
 	}
 	if (headed && h->type == EV_CONN_END) {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "attribution.h"
 #include "config.h"
 #include "paths.h"
 #include "peers.h"
@@ -51,6 +52,7 @@ struct collector {
 	struct peer_names names; /* host names of peers (peers.c) */
 	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
 	unsigned long long req_after_window;
+	struct attr_store off; /* off-CPU intervals, for the attribution (attrib_build.c) */
 };
 
 /* An empty collector for the tree rooted at root; req_window_ms < 0: every

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attrib_build.h"
 #include "diagnose.h"
 #include "hostprobe.h"
 #include "mlock.h"
@@ -61,6 +62,8 @@ int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipelin
 		mlock_timeline(in->mlock, tl); /* memory.mlock */
 	if (upto < PIPE_FINDINGS)
 		return 0;
+	if (in->tracer) /* attribution: the breakdown of the window (not per progress sample) */
+		attribution_build(tl, tracer_collector(in->tracer));
 	progress_timeline(in->progress, timeline_json(tl)); /* progress: stalls said */
 	pipeline_record_cache_fs(tl);			    /* cache_fs: statfs of the caches */
 	diagnose_run(tl, DIAG_ALL); /* findings: stored, printed with the summary */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "render.h"
+#include "render_attrib.h"
 #include "render_perfetto.h"
 #include "render_prom.h"
 #include "render_svg.h"
@@ -16,7 +17,8 @@
 	X(perfetto, render_perfetto)                                                               \
 	X(svg, render_svg)                                                                         \
 	X(html, render_html)                                                                       \
-	X(prom, render_prom)
+	X(prom, render_prom)                                                                       \
+	X(folded, render_folded)
 
 #define ROW(name, fn) {#name, fn},
 const struct renderer renderers[] = {RENDERERS(ROW)};

@@ -26,7 +26,7 @@ extern const char render_formats_piped[];
 
 /* The row of name, or NULL. */
 const struct renderer *render_find(const char *name);
-/* "text, json, perfetto, svg, html or prom" into buf (for messages). */
+/* "text, json, perfetto, svg, html, prom or folded" into buf (for messages). */
 void render_format_choices(char *buf, size_t len);
 
 /* The two formats the model gives itself: the summary and the JSON. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hfcache.h"
+#include "render_attrib.h"
 #include "timeline.h"
 #include "timeline_view.h"
 #include "util.h"
@@ -155,13 +156,14 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fprintf(out, "  tracing: off (%s)\n", esc(v->tracing.reason ?: "disabled"));
 		goto done;
 	}
+	attribution_print(tl, out); /* where the time went (render_attrib.c) */
 
 	/* blame: phases by duration, with when they started */
 	for (i = 0; i < v->n_phases; i++)
 		key[i] = tl_or0(v->phases[i].dur_ms);
 	n = top_n(key, v->n_phases, top, 8);
 	if (n)
-		fprintf(out, "  phases (longest first):\n");
+		fprintf(out, "  phases (spans, overlapping; longest first):\n");
 	for (i = 0; i < n; i++) {
 		const struct tl_phase *p = &v->phases[top[i]];
 

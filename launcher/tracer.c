@@ -31,6 +31,7 @@
 #include "collector.h"
 #include "hostprobe.h"
 #include "interp.h"
+#include "pyframes.h"
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
@@ -80,6 +81,8 @@ static const struct probe {
     {"block_rq_issue", PROBE_SECTION, false, true, NULL},
     {"block_rq_complete", PROBE_SECTION, false, true, NULL},
     {"inet_sock_set_state", PROBE_SECTION, false, true, NULL},
+    {"attr_waking", PROBE_SECTION, false, true, NULL}, /* attribution: who woke a thread */
+    {"attr_fault", PROBE_SECTION, false, true, NULL},  /* attribution: a fault in progress */
     {"py_import_start", PROBE_USDT, false, false, NULL},
     {"py_import_done", PROBE_USDT, false, false, NULL},
     {"gai_enter", PROBE_UPROBE, false, false, "getaddrinfo"}, /* one name for the pair */
@@ -507,7 +510,8 @@ static void attach_fault_tick(struct tracer *t, pid_t root)
 /* open -> configure (rodata) -> load; first with the build kernel's minimal
  * BTF when this is that kernel, else (or when that fails) with the full
  * one. usdt false: the Python import programs are not loaded. */
-static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_t whylen)
+static struct trace_bpf *open_load(bool usdt, __u32 ready_port, const struct pyframes_target *py,
+				   char *why, size_t whylen)
 {
 	struct trace_bpf *skel = NULL;
 	int err;
@@ -536,6 +540,11 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_
 		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
+		if (py) { /* attribution: the interpreter whose frames are read */
+			skel->rodata->targ_py_runtime = py->runtime;
+			skel->rodata->targ_py_dev = py->dev;
+			skel->rodata->targ_py_ino = py->ino;
+		}
 		/* more suffixes than the kernel holds would be model files to the
 		 * launcher only: a build-time limit, said at once */
 		if (classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
@@ -568,7 +577,7 @@ int tracer_test_load(char *why, size_t whylen)
 		return -1;
 	}
 	libbpf_set_print(print_libbpf);
-	skel = open_load(true, 0, why, whylen);
+	skel = open_load(true, 0, NULL, why, whylen);
 	if (!skel)
 		return -1;
 	bpf_object__for_each_program (prog, skel->obj)
@@ -583,6 +592,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	struct tracer *t = NULL;
 	struct bpf_program *prog;
 	char pys[3][PATH_MAX];
+	struct pyframes_target pyt;
+	bool have_pyt = false;
 	int err, n_py;
 	__u32 root, flags = 0;
 	struct proc_stat root_stat = {0};
@@ -623,7 +634,28 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 
 	/* open -> configure -> load; first with the build kernel's minimal BTF
 	 * when this is that kernel, else (or when that fails) with the full one */
-	t->skel = open_load(n_py > 0, (__u32)o->listen_port, why, whylen);
+	/* attribution: Python frames from the interpreter's own symbols; the
+	 * first candidate that can be read is, each other one is a fallback */
+	{
+		char cands[3][PATH_MAX], pwhy[512];
+		int n = python_candidates(o->cfg, cands, 3);
+		struct pyframes_target other;
+
+		for (int i = 0; i < n; i++) {
+			if (!pyframes_find(&cands[i], 1, have_pyt ? &other : &pyt, pwhy,
+					   sizeof(pwhy)))
+				fallback(t, "python_frames", "%s", pwhy);
+			else if (!have_pyt)
+				have_pyt = true;
+			else if (other.ino != pyt.ino || other.dev != pyt.dev)
+				fallback(t, "python_frames",
+					 "%s: frames are read for one interpreter only (%s)",
+					 other.path, pyt.path);
+		}
+		if (!n)
+			fallback(t, "python_frames", "no python interpreter found");
+	}
+	t->skel = open_load(n_py > 0, (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
 	if (!t->skel)
 		goto fail;
 	t->col.skel = t->skel;

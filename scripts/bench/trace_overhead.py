@@ -18,6 +18,12 @@ with probes attached (the timeline's `exec` mark), its peak RSS (VmHWM), and
 events lost.
 
     scripts/bench/trace_overhead.py [--runs N] [--workload torch|sim|all] [--json OUT]
+                                    [--baseline TTS_LAUNCH] [--variants V,V...]
+
+--baseline adds the variant "tts-launch (baseline)": another build of
+tts-launch run the same way (e.g. one without a feature, to measure what
+the feature costs: the attribution, issue 15); --variants runs only those
+named (untraced always runs).
 
 Needs root (BPF), strace, bpftrace (scripts/setup installs them) and a built
 build/tts-launch. The simulator workload generates models (bench size) once
@@ -40,11 +46,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
-TTS = ROOT / "build" / "tts-launch"
+TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
 TIMER = [PY, str(ROOT / "scripts" / "bench" / "timer.py")]
 BT = ROOT / "scripts" / "bench" / "bpftrace-equivalent.bt"
 NO_USDT = "tts-launch, python_usdt off"
+BASELINE = "tts-launch (baseline)"
 VARIANTS = ["untraced", "tts-launch", NO_USDT, "strace -f", "bpftrace"]
+baseline_tts = None  # --baseline
 
 
 def free_port():
@@ -103,11 +111,11 @@ def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     tl = tmp / "timeline.json"
     if variant == "untraced":
         argv = timed
-    elif variant in ("tts-launch", NO_USDT):
+    elif variant in ("tts-launch", NO_USDT, BASELINE):
         # NO_USDT: without the Python import probes, whose uprobe traps are
         # most of the cost (the split is the point of this variant)
         tl.unlink(missing_ok=True)
-        argv = [str(TTS), "run", "--set", "app.dir=%s" % cwd, "--set", "log.file=%s" % (tmp / "log"),
+        argv = [str(baseline_tts if variant == BASELINE else TTS), "run", "--set", "app.dir=%s" % cwd, "--set", "log.file=%s" % (tmp / "log"),
                 "--set", "service.pidfile=", "--timeline", str(tl)] + \
             (["--set", "trace.python_usdt=false"] if variant == NO_USDT else []) + ["--"] + timed
     elif variant == "strace -f":
@@ -184,7 +192,16 @@ def main():
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--workload", choices=["torch", "sim", "all"], default="all")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--baseline", help="another tts-launch build, run as a variant")
+    ap.add_argument("--variants", help="comma-separated variants to run (untraced always)")
     a = ap.parse_args()
+    global baseline_tts
+    if a.baseline:
+        baseline_tts = Path(a.baseline).resolve()
+        VARIANTS.append(BASELINE)
+    if a.variants:
+        keep = set(a.variants.split(","))
+        VARIANTS[:] = [v for v in VARIANTS if v in ("untraced", BASELINE) or v in keep]
     if os.geteuid() != 0:
         sys.exit("trace_overhead: run as root (tts-launch needs BPF)")
     for tool in ("strace", "bpftrace"):

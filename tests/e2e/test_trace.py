@@ -314,7 +314,8 @@ grep ' /sys/kernel/tracing ' /proc/self/mountinfo | grep -q ' - tracefs '
 
 def test_summary_printed(work):
     p, tl = run_traced(work, FILEOPS, "stat:/nonexistent/x:2")
-    assert "phases (longest first)" in p.stderr
+    assert "phases (spans, overlapping; longest first)" in p.stderr
+    assert p.stderr.index("where the time went") < p.stderr.index("phases (spans")
     assert "events lost: 0" in p.stderr
     assert "/nonexistent/x" in p.stderr
 

@@ -1,7 +1,7 @@
 /* Fuzz target: a saved timeline, as `report`, `diagnose` and the HTML view
  * read it. The input is the timeline file: timeline_load, then every report
  * format of the renderer table (launcher/render.c: text, json, perfetto,
- * svg, html, prom), then the diagnose rules and their text and JSON output. Each
+ * svg, html, prom, folded), then the diagnose rules and their text and JSON output. Each
  * must take any input without a crash, a sanitizer report or unbounded work. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1330,8 +1330,8 @@ static void test_renderer_table(void **state)
 	char choices[256];
 
 	(void)state;
-	assert_string_equal(RENDER_FORMATS, "text|json|perfetto|svg|html|prom");
-	assert_int_equal(n_renderers, 6);
+	assert_string_equal(RENDER_FORMATS, "text|json|perfetto|svg|html|prom|folded");
+	assert_int_equal(n_renderers, 7);
 	for (size_t i = 0; i < n_renderers; i++) {
 		assert_ptr_equal(render_find(renderers[i].name), &renderers[i]);
 		assert_non_null(renderers[i].render);
@@ -1340,7 +1340,7 @@ static void test_renderer_table(void **state)
 	assert_null(render_find(NULL));
 	assert_ptr_equal(render_find("prom")->render, render_prom);
 	render_format_choices(choices, sizeof(choices));
-	assert_string_equal(choices, "text, json, perfetto, svg, html or prom");
+	assert_string_equal(choices, "text, json, perfetto, svg, html, prom or folded");
 	render_format_choices(choices, 8); /* cut, still terminated */
 	assert_true(strlen(choices) < 8);
 }

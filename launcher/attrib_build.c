@@ -1,0 +1,361 @@
+/* attrib_build: the `attribution` section from the collector, and its
+ * typed view; see attrib_build.h. */
+#include "attrib_build.h"
+
+#include <bpf/libbpf.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "collector.h"
+#include "timeline_internal.h"
+#include "trace.skel.h"
+#include "util.h"
+
+/* the files the records name: dev/ino -> the path it was opened by */
+struct fname {
+	__u64 dev, ino;
+	char *path;
+};
+
+struct names {
+	struct collector *c;
+	json_t *network; /* the model's network section: host names of peers */
+	struct fname *f;
+	size_t nf;
+};
+
+static void file_names(struct names *n)
+{
+	struct bpf_map *m = n->c->skel->maps.paths;
+	struct path_key k, next;
+	struct path_val v;
+	size_t left = 0;
+	int more;
+
+	for (size_t i = 0; i < n->nf; i++)
+		left += !n->f[i].path;
+	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); left && !more;
+	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+		k = next;
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
+			continue;
+		for (size_t i = 0; i < n->nf; i++) {
+			if (n->f[i].path || n->f[i].dev != v.dev || n->f[i].ino != v.ino)
+				continue;
+			k.path[sizeof(k.path) - 1] = 0;
+			n->f[i].path = strdup(k.path);
+			left--;
+		}
+	}
+	/* never opened by path (an inherited or passed fd): its dentry name */
+	for (size_t i = 0; i < n->nf; i++) {
+		struct file_key fk = {n->f[i].dev, n->f[i].ino};
+		struct file_val fv;
+
+		if (n->f[i].path || bpf_map__lookup_elem(n->c->skel->maps.files, &fk, sizeof(fk),
+							 &fv, sizeof(fv), 0))
+			continue;
+		fv.name[sizeof(fv.name) - 1] = 0;
+		if (fv.name[0])
+			n->f[i].path = strdup(fv.name);
+	}
+}
+
+static bool name_file(void *ctx, __u64 dev, __u64 ino, char *out, size_t len)
+{
+	struct names *n = ctx;
+
+	for (size_t i = 0; i < n->nf; i++) {
+		if (n->f[i].dev == dev && n->f[i].ino == ino && n->f[i].path) {
+			snprintf(out, len, "%s", n->f[i].path);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* host:port when the network section names the peer's host */
+static bool name_peer(void *ctx, int family, const __u8 *addr, int port, char *out, size_t len)
+{
+	struct names *n = ctx;
+	static const char *const host_keys[] = {"host", "hostname", "name"};
+	size_t i;
+	json_t *e;
+
+	collector_peer_string(family, addr, port, out, len);
+	json_array_foreach (n->network, i, e) {
+		if (!json_is_string(json_object_get(e, "peer")) ||
+		    strcmp(json_string_value(json_object_get(e, "peer")), out))
+			continue;
+		for (size_t k = 0; k < sizeof(host_keys) / sizeof(host_keys[0]); k++) {
+			const char *h = json_string_value(json_object_get(e, host_keys[k]));
+
+			if (h && *h) {
+				snprintf(out, len, "%s:%d", h, port);
+				return true;
+			}
+		}
+	}
+	return true;
+}
+
+static bool in_tree(void *ctx, int pid)
+{
+	struct names *n = ctx;
+	char k[16];
+
+	snprintf(k, sizeof(k), "%d", pid);
+	return json_object_get(n->c->procs, k) != NULL;
+}
+
+static bool py_func(void *ctx, int pid, __u64 code, char *out, size_t len)
+{
+	struct names *n = ctx;
+
+	return attr_store_pyname(&n->c->off, pid, code, out, len);
+}
+
+static int sample_cmp(const void *pa, const void *pb)
+{
+	const struct attr_sample *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->t < b->t ? -1 : a->t > b->t ? 1 : 0;
+}
+
+static double num(json_t *o, const char *key, double dflt)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* the process whose listen made it ready */
+static int ready_pid(struct collector *c)
+{
+	size_t i;
+	json_t *l;
+
+	json_array_foreach (c->listens, i, l)
+		if (fabs(num(l, "ms", -1) - c->ready_ms) < 0.0005)
+			return (int)json_integer_value(json_object_get(l, "pid"));
+	return 0;
+}
+
+static int import_cmp(const void *pa, const void *pb)
+{
+	const struct attr_import *a = pa, *b = pb;
+
+	return a->start < b->start ? -1 : a->start > b->start ? 1 : 0;
+}
+
+static json_t *section_json(const struct attr_result *r, double start, double end, bool complete,
+			    size_t records, size_t samples, unsigned long long lost)
+{
+	json_t *causes = json_array(), *strip = json_array();
+
+	for (size_t i = 0; i < r->n_causes; i++)
+		json_array_append_new(causes, json_pack("{s:s, s:o, s:f, s:I}", "kind",
+							attr_kind_name(r->causes[i].kind), "what",
+							json_text(r->causes[i].what), "ms",
+							r->causes[i].us / 1000.0, "pieces",
+							(json_int_t)r->causes[i].pieces));
+	for (size_t i = 0; i < r->n_segs; i++)
+		json_array_append_new(strip, json_pack("{s:o, s:o, s:s}", "start_ms",
+						       ms_json(r->segs[i].start), "end_ms",
+						       ms_json(r->segs[i].end), "kind",
+						       attr_kind_name(r->segs[i].kind)));
+	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "start_ms",
+			 ms_json(start), "end_ms", ms_json(end), "window_ms", r->window_us / 1000.0,
+			 "explained_ms", r->explained_us / 1000.0, "complete", complete, "records",
+			 (json_int_t)records, "samples", (json_int_t)samples, "lost",
+			 (json_int_t)lost, "causes", causes, "strip", strip, "strip_cut",
+			 r->segs_cut);
+}
+
+void attribution_build(struct timeline *tl, struct collector *c)
+{
+	json_t *root = timeline_json(tl), *rootp, *p;
+	struct names nm = {.c = c};
+	struct attr_names an = {name_file, name_peer, in_tree, py_func, &nm};
+	struct attr_input in = {0};
+	struct attr_result r;
+	struct attr_proc *procs = NULL;
+	struct attr_import *imps = NULL;
+	struct attr_off *offs = NULL;
+	struct attr_sample *samples = NULL;
+	char(*funcs)[96] = NULL;
+	const struct attr_store *st;
+	__u64 cnt[CNT_MAX];
+	const char *key;
+	bool complete = true;
+	int rp;
+	size_t i;
+
+	if (!root || !c || c->exec_ms < 0)
+		return;
+	st = &c->off;
+	nm.network = json_object_get(root, "network");
+	in.start = c->exec_ms;
+	rootp = collector_proc(c, c->root);
+	in.end = c->ready_ms >= 0 ? c->ready_ms : num(rootp, "exit_ms", -1);
+	if (in.end < 0) {
+		in.end = clock_ms(); /* so far */
+		complete = false;
+	}
+	in.root = c->root;
+
+	/* processes, and the chain to the one that got ready */
+	procs = calloc(json_object_size(c->procs) + 1, sizeof(*procs));
+	imps = calloc(json_array_size(c->imports) + 1, sizeof(*imps));
+	offs = calloc(st->n + 1, sizeof(*offs));
+	nm.f = calloc(st->n + 1, sizeof(*nm.f));
+	samples = calloc(st->n_samples + 1, sizeof(*samples));
+	funcs = calloc(st->n_samples + 1, sizeof(*funcs));
+	if (!procs || !imps || !offs || !nm.f || !samples || !funcs)
+		goto out;
+	json_object_foreach (c->procs, key, p) {
+		struct attr_proc *a = &procs[in.n_procs++];
+
+		a->pid = (int)json_integer_value(json_object_get(p, "pid"));
+		a->ppid = (int)json_integer_value(json_object_get(p, "ppid"));
+		a->start = num(p, "exec_ms", num(p, "fork_ms", 0));
+		a->end = num(p, "exit_ms", -1);
+		a->comm = json_string_value(json_object_get(p, "comm"));
+	}
+	rp = c->ready_ms >= 0 ? ready_pid(c) : 0;
+	for (int hops = 0; rp && rp != c->root && hops < 64; hops++) {
+		struct attr_proc *a = NULL;
+
+		for (i = 0; i < in.n_procs; i++)
+			if (procs[i].pid == rp)
+				a = &procs[i];
+		if (!a)
+			break;
+		a->followed = true;
+		rp = a->ppid;
+	}
+	json_array_foreach (c->imports, i, p) {
+		if (json_integer_value(json_object_get(p, "depth")) != 0)
+			continue;
+		imps[in.n_imports++] = (struct attr_import){
+		    (int)json_integer_value(json_object_get(p, "pid")), num(p, "start_ms", 0),
+		    num(p, "end_ms", 0), json_string_value(json_object_get(p, "name"))};
+	}
+	qsort(imps, in.n_imports, sizeof(*imps), import_cmp);
+
+	/* the records, classified (the files they name looked up once) */
+	for (i = 0; i < st->n; i++) {
+		const struct tl_off_event *e = &st->recs[i];
+		bool seen = false;
+
+		if (e->obj != OFFOBJ_FILE)
+			continue;
+		for (size_t j = 0; j < nm.nf && !seen; j++)
+			seen = nm.f[j].dev == e->dev && nm.f[j].ino == e->ino;
+		if (!seen)
+			nm.f[nm.nf++] = (struct fname){e->dev, e->ino, NULL};
+	}
+	file_names(&nm);
+	for (i = 0; i < st->n; i++) {
+		const struct tl_off_event *e = &st->recs[i];
+		double a = clock_ns_to_ms(e->ts_ns);
+
+		if (a > in.end || clock_ns_to_ms(e->ts_ns + e->dur_ns) < in.start)
+			continue;
+		attr_classify(e, a, clock_ns_to_ms(e->ts_ns + e->dur_ns),
+			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an,
+			      &offs[in.n_offs++]);
+	}
+	/* the Python functions seen on CPU */
+	for (i = 0; i < st->n_samples; i++) {
+		const struct tl_pysample_event *e = &st->samples[i];
+
+		if (!attr_store_pyname(st, (int)e->pid, e->code, funcs[in.n_samples],
+				       sizeof(funcs[0])))
+			continue;
+		samples[in.n_samples] = (struct attr_sample){(int)e->tid, clock_ns_to_ms(e->ts_ns),
+							     funcs[in.n_samples]};
+		in.n_samples++;
+	}
+	qsort(samples, in.n_samples, sizeof(*samples), sample_cmp);
+	in.samples = samples;
+	in.offs = offs;
+	in.procs = procs;
+	in.imports = imps;
+	if (attr_breakdown(&in, &r) == 0) {
+		collector_counters(c, cnt);
+		json_object_set_new(root, "attribution",
+				    section_json(&r, in.start, in.end, complete, st->n,
+						 st->n_samples, st->lost + cnt[CNT_OFF_DROPS]));
+		attr_result_free(&r);
+	}
+out:
+	for (i = 0; nm.f && i < nm.nf; i++)
+		free(nm.f[i].path);
+	free(nm.f);
+	free(procs);
+	free(imps);
+	free(offs);
+	free(samples);
+	free(funcs);
+}
+
+/* ---- the view ---- */
+
+bool attr_view_decode(const struct timeline *tl, struct attr_view *v)
+{
+	json_t *a = json_object_get(timeline_json(tl), "attribution"), *c;
+	size_t i, n = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (!json_is_object(a) || !json_is_array(json_object_get(a, "causes")))
+		return false;
+	v->start_ms = num(a, "start_ms", 0);
+	v->end_ms = num(a, "end_ms", 0);
+	v->window_ms = num(a, "window_ms", v->end_ms - v->start_ms);
+	v->explained_ms = num(a, "explained_ms", 0);
+	v->complete = !json_is_false(json_object_get(a, "complete"));
+	v->r.causes =
+	    calloc(json_array_size(json_object_get(a, "causes")) + 1, sizeof(*v->r.causes));
+	if (!v->r.causes)
+		return false;
+	json_array_foreach (json_object_get(a, "causes"), i, c) {
+		struct attr_cause *k = &v->r.causes[n];
+		enum attr_kind kind = attr_kind_of(json_string_value(json_object_get(c, "kind")));
+		double ms = num(c, "ms", -1);
+
+		if (kind == AK_N || !(ms >= 0))
+			continue;
+		k->kind = kind;
+		snprintf(k->what, sizeof(k->what), "%s",
+			 json_string_value(json_object_get(c, "what")) ?: "");
+		k->us = llround(ms * 1000);
+		k->pieces = (unsigned long long)num(c, "pieces", 0);
+		n++;
+	}
+	v->r.n_causes = n;
+	/* the strip (for a plot's state track); absent in older sections */
+	n = 0;
+	v->r.segs = calloc(json_array_size(json_object_get(a, "strip")) + 1, sizeof(*v->r.segs));
+	json_array_foreach (json_object_get(a, "strip"), i, c) {
+		enum attr_kind kind = attr_kind_of(json_string_value(json_object_get(c, "kind")));
+		double s = num(c, "start_ms", -1), e = num(c, "end_ms", -1);
+
+		if (!v->r.segs || kind == AK_N || !(s >= 0) || !(e >= s))
+			continue;
+		v->r.segs[n++] = (struct attr_seg){s, e, kind};
+	}
+	v->r.n_segs = n;
+	v->r.segs_cut = json_is_true(json_object_get(a, "strip_cut"));
+	v->r.window_us = llround(v->window_ms * 1000);
+	v->r.explained_us = llround(v->explained_ms * 1000);
+	return true;
+}
+
+void attr_view_free(struct attr_view *v) { attr_result_free(&v->r); }
