@@ -332,15 +332,17 @@ def test_diagnose_after_the_demo(tracing_ok, mlock):
     # the mlock outcome in one line; the traced calls are not repeated
     import re
     assert not re.search(r"^\s+(mlock|mlockall|mlock2): ", d.stdout, re.M), d.stdout
+    # a healthy warm (or cold) start: nothing to fix, with or without --mlock.
+    # lazy-model-faults only when a request really read a model page back
+    # from disk (the demo's Qwen weights are mapped at the first request: a
+    # page cache another test emptied makes that real); minor faults alone
+    # (pages in memory) are no finding
+    lazy = [f for f in out["findings"] if f["id"] == "lazy-model-faults"]
+    assert all(f["evidence"]["major_faults"] > 0 for f in lazy), lazy
+    assert ids <= {"lazy-model-faults"}, r.stdout
+    assert r.returncode == (1 if ids else 0)
     if mlock:
-        assert r.returncode == 0 and not ids, r.stdout
         assert "mlock shim (all, at listen): locked" in d.stdout
-    else:
-        # a healthy warm (or cold) start: nothing to fix. lazy-model-faults
-        # on minor faults is the views part of issue 16 (it needs major
-        # faults or time lost); until it lands it is the only one allowed
-        assert ids <= {"lazy-model-faults"}, r.stdout
-        assert r.returncode == (1 if ids else 0)
     # no config, no argument: a clear message, not a parse error
     bare = subprocess.run([str(TTS), "diagnose"], cwd="/", capture_output=True, text=True)
     assert bare.returncode == 2 and "no timeline at" in bare.stderr and "-c FILE" in bare.stderr
