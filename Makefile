@@ -232,7 +232,7 @@ format-check:
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
--include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/bpf/*.bpf.d $(BUILD)/tests/unit/*.d $(BUILD)/tests/fuzz/*.d)
+-include $(wildcard $(BUILD)/launcher/*.d $(BUILD)/hooks/*.d $(BUILD)/bpf/*.bpf.d $(BUILD)/tests/unit/*.d $(BUILD)/tests/fuzz/*.d)
 
 # No jansson: these modules read the model only through its typed views
 # (launcher/timeline_view.h). jansson's include guard defined, any json_t

@@ -21,10 +21,11 @@
  * such as `uv run` passes it on untouched).
  * and locks: all = mlockall(MCL_CURRENT), onfault = mlockall(MCL_CURRENT |
  * MCL_ONFAULT), models = mlock() of the file mappings whose path matches
- * TTS_LAUNCH_MLOCK_PATTERNS. Before locking, it sums from /proc/self/smaps
- * what would be locked and refuses above the limit. The lock runs in a
- * thread of its own (off the request path) unless TTS_LAUNCH_MLOCK_BLOCKING=1
- * (listen trigger only: listen() returns once locked).
+ * TTS_LAUNCH_MLOCK_PATTERNS (a hub cache blob: by its snapshot names).
+ * Before locking, it sums from /proc/self/smaps what would be locked and
+ * refuses above the limit. The lock runs in a thread of its own (off the
+ * request path) unless TTS_LAUNCH_MLOCK_BLOCKING=1 (listen trigger only:
+ * listen() returns once locked).
  *
  * Each event is one JSON line sent over the inherited datagram socket
  * TTS_LAUNCH_MLOCK_FD (MSG_DONTWAIT | MSG_NOSIGNAL: the service never blocks
@@ -52,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hub_blobs.h"
 #include "mlock_proto.h"
 
 #ifdef HAVE_PYTHON
@@ -274,8 +276,10 @@ static bool matches(const char *path)
 	return false;
 }
 
-/* Is this mapping concerned by the mode? perms "rwxp"; path may be "". */
-static bool concerned(const char *perms, const char *path)
+/* Is this mapping concerned by the mode? perms "rwxp"; path may be "";
+ * maj:min and ino: the mapped file's device and inode. */
+static bool concerned(const char *perms, const char *path, unsigned maj, unsigned min,
+		      unsigned long ino)
 {
 	if (!strncmp(perms, "---", 3))
 		return false; /* guard pages and reservations: never populated */
@@ -283,7 +287,8 @@ static bool concerned(const char *perms, const char *path)
 		return false; /* special mappings mlock skips */
 	if (S.mode != MLOCK_MODE_MODELS)
 		return true;
-	return path[0] == '/' && perms[0] == 'r' && matches(path);
+	return path[0] == '/' && perms[0] == 'r' &&
+	       (matches(path) || blob_matches(path, maj, min, ino, matches));
 }
 
 static int plan_scan(struct plan *p)
@@ -292,18 +297,21 @@ static int plan_scan(struct plan *p)
 	char *line;
 
 	memset(p, 0, sizeof(*p));
+	blobs_forget();
 	if (lines_open(&L, "/proc/self/smaps") < 0)
 		return -1;
 	while ((line = lines_next(&L))) {
 		char perms[8] = "";
-		unsigned long a, b;
+		unsigned long a, b, ino = 0;
 		unsigned long long kb;
+		unsigned maj = 0, min = 0;
 		int off = 0;
 
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &off) >= 3 &&
+		if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu %n", &a, &b, perms, &maj, &min, &ino,
+			   &off) >= 6 &&
 		    off > 0) {
 			/* a mapping header: "start-end perms offset dev inode [path]" */
-			cur = concerned(perms, line + off);
+			cur = concerned(perms, line + off, maj, min, ino);
 			if (!cur)
 				continue;
 			if (S.mode == MLOCK_MODE_MODELS && add_range(p, a, b) < 0) {
@@ -734,7 +742,8 @@ __attribute__((constructor)) static void shim_load(void)
 	v = getenv(MLOCK_ENV_SIGNAL);
 	S.sig = v ? atoi(v) : SIGUSR2;
 	v = getenv(MLOCK_ENV_PATTERNS);
-	snprintf(S.patterns, sizeof(S.patterns), "%s", v ? v : "*.pth *.pt *.safetensors *.bin");
+	/* tts-launch always sets it (classify.c's model suffixes by default) */
+	snprintf(S.patterns, sizeof(S.patterns), "%s", v ? v : "");
 	v = getenv(MLOCK_ENV_PORT);
 	S.port = v ? atoi(v) : 0;
 	v = getenv(MLOCK_ENV_BLOCKING);

@@ -1,5 +1,6 @@
 #include "classify.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "hfcache.h"
@@ -18,6 +19,21 @@ static bool any_suffix(const char *p, const char *const *list)
 }
 
 bool classify_model_suffix(const char *path) { return any_suffix(path, classify_model_suffixes); }
+
+size_t classify_model_globs(char *out, size_t len)
+{
+	size_t off = 0;
+
+	if (len)
+		out[0] = '\0';
+	for (int i = 0; classify_model_suffixes[i]; i++) {
+		int n = snprintf(out + off, off < len ? len - off : 0, "%s*%s", i ? " " : "",
+				 classify_model_suffixes[i]);
+
+		off += n > 0 ? (size_t)n : 0;
+	}
+	return off;
+}
 
 const char *classify_file(const char *path, const char *const *cache_dirs)
 {

@@ -2,6 +2,7 @@
  * One table lists every key with its type and range; unknown sections and
  * keys are errors that suggest the nearest valid name. */
 #include "config.h"
+#include "classify.h"
 #include "config_file.h"
 #include "envcheck.h"
 #include "metrics.h"
@@ -119,6 +120,8 @@ static void replace_str(char **dst, const char *v)
 
 void config_defaults(struct config *c)
 {
+	char globs[512];
+
 	memset(c, 0, sizeof(*c));
 	c->source = xstrdup("(built-in defaults)");
 	c->app_dir = xstrdup(".");
@@ -154,7 +157,9 @@ void config_defaults(struct config *c)
 	c->mlock_callable = xstrdup("indextts.infer_v2:IndexTTS2.__init__");
 	c->mlock_delay = 60;
 	c->mlock_signal = MLOCK_SIGUSR2;
-	c->mlock_patterns = xstrdup("*.pth *.pt *.safetensors *.bin");
+	/* the model-file suffixes of classify.c's one table, as globs */
+	classify_model_globs(globs, sizeof(globs));
+	c->mlock_patterns = xstrdup(globs);
 	c->mlock_limit = 0;
 	c->mlock_max_percent = 50;
 	c->mlock_blocking = false;

@@ -3,6 +3,7 @@ tts-launch --mlock injects the shim into a small service whose behaviour is
 exactly known (it maps a *.safetensors file, then listens), and the
 service's /proc/PID/status, its children and the timeline must show the
 outcome. Untraced (--no-trace) except where tracing is the point. Root."""
+import hashlib
 import json
 import os
 import pwd
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PY, App, alive, port_open, wait_for
+from simfix import Launch, hub, hub_proc, models, sim_app  # noqa: F401
 
 MiB = 1024 * 1024
 MODEL_MB = 16  # above the 8 MiB RLIMIT_MEMLOCK of an unprivileged process
@@ -32,6 +34,7 @@ p.add_argument("--drop-ipc-lock", action="store_true")
 p.add_argument("--memlock", type=int, default=-1)
 p.add_argument("--child", action="store_true")
 p.add_argument("--pieces", type=int, default=0)
+p.add_argument("--weights", action="append")  # under model_dir; default model.safetensors
 a = p.parse_args()
 if a.drop_ipc_lock:
     # capget/capset (capabilities(7), version 3): clear CAP_IPC_LOCK (14)
@@ -47,6 +50,8 @@ if a.drop_ipc_lock:
 if a.memlock >= 0:
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (a.memlock, resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]))
 f = open(os.path.join(a.model_dir, "model.safetensors"), "rb")
+others = [mmap.mmap(g.fileno(), 0, prot=mmap.PROT_READ)
+          for g in (open(os.path.join(a.model_dir, w), "rb") for w in a.weights or [])]
 if a.pieces:
     # one page per mapping, pages taken again in turn: offsets never follow
     # on from the neighbour's, so the kernel cannot merge them
@@ -186,6 +191,72 @@ def test_models_patterns_configurable(app):
     s.wait_line("tts-launch: mlock (models, at listen): locked")
     assert vmlck(s.pid) == 0  # *.safetensors no longer matches
     assert s.stop()["memory"]["mlock"]["mappings"] == 0
+
+
+def hub_cache(app, files, repo="models--facebook--w2v-bert-2.0", commit="c0ffee" * 6 + "c0ff"):
+    """Files in a hub cache in checkpoints/hf_cache, laid out as huggingface_hub
+    writes it: each file's content once, REPO/blobs/HASH (no extension), named
+    by a relative link REPO/snapshots/COMMIT/NAME -> ../../blobs/HASH (one more
+    ../ per subfolder). files: {name: size}; returns {name: (link under
+    checkpoints/, blob's file name)}."""
+    root = app.dir / "checkpoints" / "hf_cache" / repo
+    out = {}
+    for name, size in files.items():
+        h = hashlib.sha256(("%s %s" % (repo, name)).encode()).hexdigest()
+        blob = root / "blobs" / h
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        with open(blob, "wb") as f:
+            f.truncate(size)  # sparse: locking brings the pages in
+        link = root / "snapshots" / commit / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+        out[name] = (str(link.relative_to(app.dir / "checkpoints")), h)
+    return out
+
+
+def test_models_locks_hub_cache_blobs_by_their_snapshot_names(app):
+    # The service opens snapshots/COMMIT/NAME; the kernel maps blobs/HASH,
+    # which has no extension: the shim matches the snapshot's names.
+    files = hub_cache(app, {"model.safetensors": 3 * MiB, "sub/dir/model.safetensors": 2 * MiB,
+                            "tokenizer.json": 1 * MiB})
+    weights = [a for n in files for a in ("--weights", files[n][0])]
+    s = Svc(app, mlock="models", service_args=weights)
+    line = s.wait_line("tts-launch: mlock (models, at listen): locked")
+    assert "(3 model mappings)" in line  # checkpoints/model.safetensors and two blobs
+    assert locked_in(s.pid, files["model.safetensors"][1]) == 3 * MiB
+    assert locked_in(s.pid, files["sub/dir/model.safetensors"][1]) == 2 * MiB
+    assert locked_in(s.pid, files["tokenizer.json"][1]) == 0  # not a model file
+    assert vmlck(s.pid) == (MODEL_MB + 3 + 2) * MiB
+    m = s.stop()["memory"]["mlock"]
+    assert m["status"] == "locked" and m["mappings"] == 3
+    assert m["bytes_to_lock"] == (MODEL_MB + 3 + 2) * MiB
+
+
+def test_hub_cache_blob_patterns_with_a_slash_match_the_snapshot_path(app):
+    files = hub_cache(app, {"model.safetensors": 3 * MiB}, repo="models--amphion--MaskGCT")
+    s = Svc(app, mlock="models", extra="patterns = */models--amphion--MaskGCT/snapshots/*\n",
+            service_args=["--weights", files["model.safetensors"][0]])
+    s.wait_line("tts-launch: mlock (models, at listen): locked")
+    assert locked_in(s.pid, files["model.safetensors"][1]) == 3 * MiB
+    assert vmlck(s.pid) == 3 * MiB  # checkpoints/model.safetensors is not in it
+    s.stop()
+
+
+def test_default_patterns_are_the_model_suffixes(app):
+    # [mlock] patterns defaults to classify.c's model-file suffixes, not a
+    # narrower list: an .onnx, a .gguf and a sentencepiece .model are locked
+    (app.dir / "checkpoints").mkdir()
+    for name in ("w.onnx", "w.gguf", "bpe.model"):
+        with open(app.dir / "checkpoints" / name, "wb") as f:
+            f.truncate(MiB)
+    s = Svc(app, mlock="models", service_args=[a for n in ("w.onnx", "w.gguf", "bpe.model")
+                                               for a in ("--weights", n)])
+    s.wait_line("tts-launch: mlock (models, at listen): locked")
+    for name in ("w.onnx", "w.gguf", "bpe.model"):
+        assert locked_in(s.pid, name) == MiB, name
+    assert vmlck(s.pid) == (MODEL_MB + 3) * MiB
+    tl = s.stop()
+    assert tl["memory"]["mlock"]["mappings"] == 4
 
 
 def test_onfault_locks_only_what_is_resident(app):
@@ -392,3 +463,56 @@ def test_traced_run_has_both_the_calls_and_the_outcome(app):
     calls = [c for c in tl["memory"]["mlock_calls"] if c["pid"] == s.pid]
     assert [c["call"] for c in calls] == ["mlockall"] and calls[0]["result"] == 0
     assert tl["memory"]["mlock"]["status"] == "locked"
+
+
+def test_models_locks_the_simulators_hub_cache_models(tmp_path, hub, models):
+    """IndexTTS2 (the simulator's classic generation) downloads w2v-bert-2.0
+    into its hub cache, checkpoints/hf_cache, and maps it from there:
+    --mlock=models locks that blob mapping (the 65.8 MiB one of the demo
+    models; a small one here) at listen, with the checkpoints' own model."""
+    app = sim_app(tmp_path / "t", models)
+    run = Launch(tmp_path / "t", app, env={"HF_ENDPOINT": hub.url},
+                 trace="enabled = false\n[mlock]\nmode = models\n")
+    done = "tts-launch: mlock (models, at listen): locked"
+    run.wait(lambda: done in run.output() + _read(run.log))
+    repo = app / "checkpoints" / "hf_cache" / "models--facebook--w2v-bert-2.0"
+    snap = list(repo.glob("snapshots/*/model.safetensors"))
+    assert len(snap) == 1 and snap[0].is_symlink(), list(repo.rglob("*"))
+    blob = Path(os.path.realpath(snap[0]))
+    assert blob.parent == repo / "blobs" and "." not in blob.name
+    pids = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/maps")
+            if str(blob) in _maps(p)]
+    assert len(pids) == 1, pids  # the service
+    mapped, locked = mapping_of(pids[0], str(blob))
+    assert mapped >= blob.stat().st_size > 0
+    assert locked == mapped, (mapped, locked)
+    # the emotion model, mapped under its own name, is locked too
+    assert locked_in(pids[0], "qwen0.6bemo4-merge/model.safetensors") > 0
+    tl = run.stop()
+    m = tl["memory"]["mlock"]
+    assert m["status"] == "locked" and m["mappings"] >= 2
+    line = [l for l in (run.output() + _read(run.log)).splitlines() if done in l]
+    assert line and "model mappings)" in line[0], line
+
+
+def _maps(path):
+    try:
+        return path.read_text()
+    except OSError:  # gone, or not ours to read
+        return ""
+
+
+def mapping_of(pid, path):
+    """Size and Locked bytes of pid's mappings of exactly path (smaps)."""
+    size = locked = 0
+    cur = False
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and ":" not in head[0]:
+                cur = len(head) >= 6 and head[5] == path
+            elif cur and head[0] == "Size:":
+                size += int(head[1]) * 1024
+            elif cur and head[0] == "Locked:":
+                locked += int(head[1]) * 1024
+    return size, locked

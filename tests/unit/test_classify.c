@@ -1,5 +1,6 @@
-/* classify: file classes, the model-suffix table and its keys for the BPF
- * side (compared here the way bpf/common.bpf.h model_name does). */
+/* classify: file classes, the model-suffix table, its keys for the BPF
+ * side (compared here the way bpf/common.bpf.h model_name does) and its
+ * globs for [mlock] patterns. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,11 +57,34 @@ static void test_classes(void **state)
 	assert_string_equal(classify_file("/srv/x", NULL), "other");
 }
 
+/* [mlock] patterns' default: every suffix of the table as a glob, in order,
+ * one space between; cut short safely (the length needed returned). */
+static void test_globs_are_the_table(void **state)
+{
+	char globs[512], want[512] = "", small[8];
+	size_t n;
+
+	(void)state;
+	for (int i = 0; classify_model_suffixes[i]; i++) {
+		strcat(want, i ? " *" : "*");
+		strcat(want, classify_model_suffixes[i]);
+	}
+	n = classify_model_globs(globs, sizeof(globs));
+	assert_string_equal(globs, want);
+	assert_int_equal(n, strlen(want));
+	assert_non_null(strstr(globs, "*.safetensors"));
+	assert_non_null(strstr(globs, "*.model")); /* bpe.model: a model file, as for the kernel */
+	assert_int_equal(classify_model_globs(small, sizeof(small)), n);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	assert_int_equal(strncmp(small, want, sizeof(small) - 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_keys_match_the_table),
 	    cmocka_unit_test(test_classes),
+	    cmocka_unit_test(test_globs_are_the_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "classify.h"
 #include "clock.h"
 #include "config.h"
 #include "mlock.h"
@@ -432,13 +433,17 @@ static void test_never_loaded_warns_once(void **state)
 static void test_config_keys(void **state)
 {
 	struct config c;
-	char err[CONFIG_ERR_MAX];
+	char err[CONFIG_ERR_MAX], globs[512];
 
 	(void)state;
 	config_defaults(&c);
 	assert_int_equal(c.mlock_trigger, MLOCK_AT_LISTEN);
 	assert_int_equal(c.mlock_max_percent, 50);
-	assert_string_equal(c.mlock_patterns, "*.pth *.pt *.safetensors *.bin");
+	/* the default globs are classify.c's model suffixes, not a list of their own */
+	classify_model_globs(globs, sizeof(globs));
+	assert_string_equal(c.mlock_patterns, globs);
+	assert_non_null(strstr(c.mlock_patterns, "*.pth *.pt *.safetensors *.bin"));
+	assert_non_null(strstr(c.mlock_patterns, "*.onnx"));
 	assert_int_equal(config_set(&c, "mlock.trigger=signal", err, sizeof(err)), 0);
 	assert_int_equal(c.mlock_trigger, MLOCK_AT_SIGNAL);
 	assert_int_equal(config_set(&c, "mlock.signal=sigusr1", err, sizeof(err)), 0);
