@@ -4,11 +4,17 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *peer_source_name(enum peer_source s)
 {
@@ -464,82 +470,101 @@ static double mono_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* One look-up in the child: "OK ADDR" or "ERR MESSAGE", a line per name */
+static void resolve_one(int fd, const char *name)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	char addr[INET6_ADDRSTRLEN] = "?", line[300];
+	int err = getaddrinfo(name, NULL, &hints, &ai);
+
+	if (!err && ai && ai->ai_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ai->ai_addr)->sin_addr, addr,
+			  sizeof(addr));
+	else if (!err && ai && ai->ai_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, addr,
+			  sizeof(addr));
+	snprintf(line, sizeof(line), "%s %s\n", err ? "ERR" : "OK", err ? gai_strerror(err) : addr);
+	if (ai)
+		freeaddrinfo(ai);
+	if (write(fd, line, strlen(line)) < 0)
+		_exit(1);
+}
+
 int peers_doctor_resolve(FILE *out, const char *endpoint, int timeout_ms)
 {
-	/* static: a look-up still running when we give up writes into them */
-	static const char *names[4];
 	const char *roles[4] = {"hub name", "CAS name", "ModelScope name", "HF_ENDPOINT name"};
-	static char ep[PEER_HOST_MAX];
-	static struct gaicb reqs[4];
-	static struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-	struct gaicb *list[4];
+	const char *names[4];
+	char ep[PEER_HOST_MAX], buf[4 * 320] = "", *lines[4] = {0};
 	double deadline = mono_ms() + timeout_ms;
-	size_t n = 0;
-	int bad = 0;
+	size_t n = 0, got = 0;
+	int bad = 0, p[2];
+	pid_t pid;
 
 	names[n++] = "huggingface.co";
 	names[n++] = "cas-bridge.xethub.hf.co";
 	names[n++] = "modelscope.cn";
 	if (endpoint && peers_url_host(endpoint, ep, sizeof(ep)) && strcmp(ep, names[0]))
 		names[n++] = ep;
-	memset(reqs, 0, sizeof(reqs));
-	for (size_t i = 0; i < n; i++) {
-		reqs[i].ar_name = names[i];
-		reqs[i].ar_request = &hints;
-		list[i] = &reqs[i];
-	}
-	/* all at once, bounded by one deadline: an unreachable name server
-	 * costs timeout_ms, not its retries per name */
-	if (getaddrinfo_a(GAI_NOWAIT, list, (int)n, NULL)) {
+	/* The look-ups run in a child process, bounded by one deadline: an
+	 * unreachable name server costs timeout_ms, and a look-up still
+	 * running when we give up dies with the child (no resolver thread
+	 * left behind in the doctor). */
+	fflush(out);
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
 		fprintf(out, "%-4s  %-22s %s\n", "WARN", "hub names",
 			"could not start name look-ups");
 		return (int)n;
 	}
+	if (pid == 0) {
+		close(p[0]);
+		for (size_t i = 0; i < n; i++)
+			resolve_one(p[1], names[i]);
+		_exit(0);
+	}
+	close(p[1]);
 	for (;;) {
-		bool pending = false;
 		double left = deadline - mono_ms();
-		struct timespec ts;
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		ssize_t r;
 
-		for (size_t i = 0; i < n; i++) {
-			bool busy = gai_error(&reqs[i]) == EAI_INPROGRESS;
-
-			pending |= busy;
-			list[i] = busy ? &reqs[i] : NULL; /* gai_suspend skips NULL */
-		}
-		if (!pending || left <= 0)
+		if (left <= 0 || poll(&pf, 1, (int)left + 1) <= 0)
 			break;
-		ts.tv_sec = (time_t)(left / 1000);
-		ts.tv_nsec = (long)((left - ts.tv_sec * 1000.0) * 1e6);
-		gai_suspend((const struct gaicb *const *)list, (int)n, &ts);
+		r = read(p[0], buf + got, sizeof(buf) - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got >= sizeof(buf) - 1)
+			break;
+	}
+	buf[got] = 0;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	/* complete lines only, in the order asked */
+	for (size_t i = 0, k = 0; i < n && buf[k]; i++) {
+		char *nl = strchr(buf + k, '\n');
+
+		if (!nl)
+			break;
+		*nl = 0;
+		lines[i] = buf + k;
+		k = (size_t)(nl - buf) + 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int err = gai_error(&reqs[i]);
-		char addr[INET6_ADDRSTRLEN] = "?";
-		const struct addrinfo *ai = err ? NULL : reqs[i].ar_result;
-
-		if (err == EAI_INPROGRESS)
-			gai_cancel(&reqs[i]);
-		if (ai && ai->ai_family == AF_INET)
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)ai->ai_addr)->sin_addr,
-				  addr, sizeof(addr));
-		else if (ai && ai->ai_family == AF_INET6)
-			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr,
-				  addr, sizeof(addr));
-		if (ai) {
+		if (lines[i] && !strncmp(lines[i], "OK ", 3)) {
 			fprintf(out, "%-4s  %-22s %s resolves to %s\n", "OK", roles[i], names[i],
-				addr);
-		} else {
-			bad++;
-			fprintf(
-			    out,
-			    "%-4s  %-22s %s does not resolve (%s): downloads from it will fail "
-			    "(with every model present, HF_HUB_OFFLINE=1; else fix the resolver or "
-			    "set HF_ENDPOINT to a mirror)\n",
-			    "WARN", roles[i], names[i],
-			    err == EAI_INPROGRESS ? "no answer in time" : gai_strerror(err));
+				lines[i] + 3);
+			continue;
 		}
-		if (ai)
-			freeaddrinfo(reqs[i].ar_result);
+		bad++;
+		fprintf(out,
+			"%-4s  %-22s %s does not resolve (%s): downloads from it will fail "
+			"(with every model present, HF_HUB_OFFLINE=1; else fix the resolver or "
+			"set HF_ENDPOINT to a mirror)\n",
+			"WARN", roles[i], names[i],
+			lines[i] && !strncmp(lines[i], "ERR ", 4) ? lines[i] + 4
+								  : "no answer in time");
 	}
 	return bad;
 }
