@@ -125,13 +125,26 @@ static void phases_downloads(const struct tl_view *v, FILE *out)
 		const struct tl_download *d = &v->downloads[i];
 
 		fputs("<tr>", out);
-		td(out, d->path);
+		td(out, d->name ? d->name : d->path); /* older timelines: the path */
 		td_num(out, d->bytes, 1);
 		td_num(out, d->rate_mb_s, 0);
 		td(out, d->completed ? "yes" : "no");
 		fputs("</tr>\n", out);
 	}
 	fputs("</table>\n", out);
+}
+
+/* The name of the download whose temp file f is (class download), or
+ * NULL (none, or a timeline older than names) */
+static const char *download_name(const struct tl_view *v, const struct tl_file *f)
+{
+	if (!f->path || !f->class || strcmp(f->class, "download"))
+		return NULL;
+	for (size_t i = 0; i < v->n_downloads; i++)
+		if (v->downloads[i].name && v->downloads[i].path &&
+		    !strcmp(v->downloads[i].path, f->path))
+			return v->downloads[i].name;
+	return NULL;
 }
 
 static void files_missing(const struct tl_view *v, FILE *out)
@@ -148,9 +161,14 @@ static void files_missing(const struct tl_view *v, FILE *out)
 	      out);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_file *f = rows[i];
+		const char *name = download_name(v, f);
+		char buf[4200];
 
+		/* a download's temp file by the file it becomes */
+		if (name)
+			snprintf(buf, sizeof(buf), "%.4000s (download)", name);
 		fputs("<tr>", out);
-		td(out, f->path);
+		td(out, name ? buf : f->path);
 		td(out, f->class);
 		td_num(out, f->opens, 0);
 		td_num(out, f->bytes_read, 1);
