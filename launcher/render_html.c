@@ -134,17 +134,18 @@ static void phases_downloads(const struct tl_view *v, FILE *out)
 	fputs("</table>\n", out);
 }
 
-/* The name of the download whose temp file f is (class download), or
- * NULL (none, or a timeline older than names) */
-static const char *download_name(const struct tl_view *v, const struct tl_file *f)
+/* A download's temp file, or with blobs a hub cache blob it became (which
+ * the client looks for before it downloads), by the download's name: "NAME
+ * (what)" in buf; else path itself */
+static const char *as_download(const struct tl_view *v, const char *path, bool blobs,
+			       const char *what, char *buf, size_t len)
 {
-	if (!f->path || !f->class || strcmp(f->class, "download"))
-		return NULL;
-	for (size_t i = 0; i < v->n_downloads; i++)
-		if (v->downloads[i].name && v->downloads[i].path &&
-		    !strcmp(v->downloads[i].path, f->path))
-			return v->downloads[i].name;
-	return NULL;
+	const struct tl_download *d = tl_view_download_at(v, path, blobs);
+
+	if (!d)
+		return path;
+	snprintf(buf, len, "%.4000s (%s)", d->name, what);
+	return buf;
 }
 
 static void files_missing(const struct tl_view *v, FILE *out)
@@ -161,14 +162,10 @@ static void files_missing(const struct tl_view *v, FILE *out)
 	      out);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_file *f = rows[i];
-		const char *name = download_name(v, f);
 		char buf[4200];
 
-		/* a download's temp file by the file it becomes */
-		if (name)
-			snprintf(buf, sizeof(buf), "%.4000s (download)", name);
 		fputs("<tr>", out);
-		td(out, name ? buf : f->path);
+		td(out, as_download(v, f->path, false, "download", buf, sizeof(buf)));
 		td(out, f->class);
 		td_num(out, f->opens, 0);
 		td_num(out, f->bytes_read, 1);
@@ -189,9 +186,10 @@ static void files_missing(const struct tl_view *v, FILE *out)
 	      out);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_missing *m = rows[i];
+		char buf[4200];
 
 		fputs("<tr>", out);
-		td(out, m->path);
+		td(out, as_download(v, m->path, true, "download, before it", buf, sizeof(buf)));
 		td_num(out, m->attempts, 0);
 		td(out, m->errno_name);
 		td_num(out, m->first_ms, 0);

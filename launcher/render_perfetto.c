@@ -696,8 +696,9 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			w = args_begin(&da);
 			if (w && d->name) {
 				jw_kstr(w, "name", d->name);
-				if (d->final_path)
-					jw_kstr(w, "file", d->final_path);
+				/* a hub cache blob by its snapshot link */
+				if (d->link || d->final_path)
+					jw_kstr(w, "file", d->link ? d->link : d->final_path);
 			} else if (w) {
 				jw_kstr(w, "path", d->path);
 			}

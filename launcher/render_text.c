@@ -218,9 +218,12 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fprintf(out, "  missing paths (%zu, most tried first):\n", v->n_missing);
 	for (i = 0; i < n; i++) {
 		const struct tl_missing *mp = &v->missing[top[i]];
+		/* a download's temp file or blob, looked for before it: by name */
+		const struct tl_download *d = tl_view_download_at(v, mp->path, true);
 
-		fprintf(out, "    %6lld x  %-8s %s\n", count_ll(mp->attempts),
-			esc(mp->errno_name ?: ""), esc(mp->path));
+		fprintf(out, "    %6lld x  %-8s %s%s\n", count_ll(mp->attempts),
+			esc(mp->errno_name ?: ""), esc(d ? d->name : mp->path),
+			d ? " (download, before it)" : "");
 	}
 
 	/* the peers the service contacted, by name; its own clients apart */

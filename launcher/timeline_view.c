@@ -519,3 +519,16 @@ double tl_view_mark(const struct tl_view *v, const char *name)
 			return v->marks[i].ms;
 	return TL_NONE;
 }
+
+const struct tl_download *tl_view_download_at(const struct tl_view *v, const char *path, bool blobs)
+{
+	for (size_t i = 0; v && path && i < v->n_downloads; i++) {
+		const struct tl_download *d = &v->downloads[i];
+
+		if (d->name &&
+		    ((d->path && !strcmp(d->path, path)) ||
+		     (blobs && d->link && d->final_path && !strcmp(d->final_path, path))))
+			return d;
+	}
+	return NULL;
+}

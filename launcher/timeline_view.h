@@ -224,6 +224,13 @@ struct tl_view {
 struct tl_view *tl_view_decode(const struct timeline *tl);
 void tl_view_free(struct tl_view *v);
 
+/* The named download whose temp file is path, or with blobs also the one
+ * whose final file is path when that is a hub cache blob (a download with a
+ * snapshot link); NULL for none (and in a timeline older than names). One
+ * scan of downloads[]. */
+const struct tl_download *tl_view_download_at(const struct tl_view *v, const char *path,
+					      bool blobs);
+
 /* ms of the mark called name, or TL_NONE. */
 double tl_view_mark(const struct tl_view *v, const char *name);
 
