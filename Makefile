@@ -214,9 +214,12 @@ check: setup
 	$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)$(MAKE) --no-print-directory e2e
 
+# GENERATION=classic (or DEMO_GENERATION=classic): the 2025 IndexTTS2
+# (scripts/demo --generation classic); the default, 2026, needs root
+GENERATION ?= $(or $(DEMO_GENERATION),2026)
 demo: setup
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)scripts/demo
+	$(Q)scripts/demo --generation $(GENERATION)
 
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all $(HELPERS)

@@ -437,7 +437,8 @@ int compare_write_json(const struct compare *c, FILE *out)
 /* ---- the text table ---- */
 
 /* longer phase names are cut in the table (not in JSON) */
-#define NAME_MAX_TEXT 40
+#define NAME_MAX_TEXT  40
+#define NAME_TAIL_TEXT 24 /* of which the end of the name */
 
 enum unit { U_MS, U_COUNT, U_MEAN, U_RATIO, U_BYTES };
 
@@ -521,12 +522,18 @@ void compare_print_text(const struct compare *c, FILE *out)
 			noise++;
 			continue;
 		}
-		/* download:<64 hex digits>.incomplete would widen the whole table;
-		 * cut at a character boundary */
-		if (strlen(name) > NAME_MAX_TEXT)
-			snprintf(label, sizeof(label), "  %.*s...",
-				 (int)utf8_prefix_len(name, NAME_MAX_TEXT - 3), name);
-		else
+		/* a long name (download:nvidia/bigvgan_v2_22khz_80band_256x:
+		 * bigvgan_generator.pt) would widen the whole table: cut in the
+		 * middle, at character boundaries, so its end (the file) stays */
+		if (strlen(name) > NAME_MAX_TEXT) {
+			const char *tail = name + strlen(name) - NAME_TAIL_TEXT;
+
+			while ((*tail & 0xC0) == 0x80)
+				tail++;
+			snprintf(label, sizeof(label), "  %.*s...%s",
+				 (int)utf8_prefix_len(name, NAME_MAX_TEXT - 3 - NAME_TAIL_TEXT),
+				 name, tail);
+		} else
 			snprintf(label, sizeof(label), "  %s", name);
 		print_row(out, width, label, (struct row){p->total[0], p->total[1]}, U_MS);
 	}

@@ -397,8 +397,9 @@ static void rule_slow_download(struct diag_ctx *c)
 		if (w <= 0 || dur < SLOW_MIN_MS || w / (dur / 1000) >= SLOW_RATE_BPS)
 			continue;
 		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
-		json_array_append_new(files, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes",
-						       w, "seconds", diag_round3(dur / 1000),
+		json_array_append_new(files, json_pack("{s:s, s:s?, s:f, s:f, s:f}", "path", abs,
+						       "name", jstr(f, "name"), "bytes", w,
+						       "seconds", diag_round3(dur / 1000),
 						       "rate_bps", diag_round3(w / (dur / 1000))));
 		bytes += w;
 		/* what is still to come, where the size is known (downloads[]) */

@@ -23,6 +23,15 @@ static void span_add(struct span *s, double a, double b)
 	s->set = true;
 }
 
+const char *phases_download_label(const char *name, const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+
+	if (name && *name)
+		return name;
+	return base ? base + 1 : path && *path ? path : "?";
+}
+
 void phases_infer(struct timeline *tl)
 {
 	json_t *root, *phases, *p, *files, *imports, *cfg, *interp;
@@ -111,10 +120,9 @@ void phases_infer(struct timeline *tl)
 		timeline_phase_from(tl, "cache_probe", cache.a, cache.b, "trace");
 	json_array_foreach (json_object_get(root, "downloads"), i, p) {
 		char name[PATH_MAX + 16];
-		const char *path = jstr(p, "path");
-		const char *base = path ? strrchr(path, '/') : NULL;
 
-		snprintf(name, sizeof(name), "download:%s", base ? base + 1 : path ? path : "?");
+		snprintf(name, sizeof(name), "download:%s",
+			 phases_download_label(jstr(p, "name"), jstr(p, "path")));
 		timeline_phase_from(tl, name, jnum(p, "first_ms"), jnum(p, "last_ms"), "trace");
 		if (jnum(p, "last_ms") > last_work)
 			last_work = jnum(p, "last_ms");

@@ -125,13 +125,27 @@ static void phases_downloads(const struct tl_view *v, FILE *out)
 		const struct tl_download *d = &v->downloads[i];
 
 		fputs("<tr>", out);
-		td(out, d->path);
+		td(out, d->name ? d->name : d->path); /* older timelines: the path */
 		td_num(out, d->bytes, 1);
 		td_num(out, d->rate_mb_s, 0);
 		td(out, d->completed ? "yes" : "no");
 		fputs("</tr>\n", out);
 	}
 	fputs("</table>\n", out);
+}
+
+/* A download's temp file, or with blobs a hub cache blob it became (which
+ * the client looks for before it downloads), by the download's name: "NAME
+ * (what)" in buf; else path itself */
+static const char *as_download(const struct tl_view *v, const char *path, bool blobs,
+			       const char *what, char *buf, size_t len)
+{
+	const struct tl_download *d = tl_view_download_at(v, path, blobs);
+
+	if (!d)
+		return path;
+	snprintf(buf, len, "%.4000s (%s)", d->name, what);
+	return buf;
 }
 
 static void files_missing(const struct tl_view *v, FILE *out)
@@ -148,9 +162,10 @@ static void files_missing(const struct tl_view *v, FILE *out)
 	      out);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_file *f = rows[i];
+		char buf[4200];
 
 		fputs("<tr>", out);
-		td(out, f->path);
+		td(out, as_download(v, f->path, false, "download", buf, sizeof(buf)));
 		td(out, f->class);
 		td_num(out, f->opens, 0);
 		td_num(out, f->bytes_read, 1);
@@ -171,9 +186,10 @@ static void files_missing(const struct tl_view *v, FILE *out)
 	      out);
 	for (size_t i = 0; i < n; i++) {
 		const struct tl_missing *m = rows[i];
+		char buf[4200];
 
 		fputs("<tr>", out);
-		td(out, m->path);
+		td(out, as_download(v, m->path, true, "download, before it", buf, sizeof(buf)));
 		td_num(out, m->attempts, 0);
 		td(out, m->errno_name);
 		td_num(out, m->first_ms, 0);

@@ -348,7 +348,8 @@ static void async_span(struct events *e, const char *name, const char *cat, int 
 	       name, id);
 }
 
-/* "org/repo 108f71ed" for a hub cache blob, else the file name. */
+/* In a timeline older than download names: "org/repo 108f71ed" for a hub
+ * cache blob, else the file name. */
 static void download_label(const char *path, char *buf, size_t len)
 {
 	const char *base = path ? strrchr(path, '/') : NULL;
@@ -685,11 +686,23 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 
 			if (isnan(a) || isnan(b))
 				continue;
-			download_label(d->path, label, sizeof(label));
+			/* by the file it becomes; older timelines: by the path */
+			if (d->name)
+				snprintf(label, sizeof(label), "%s", d->name);
+			else
+				download_label(d->path, label, sizeof(label));
+			utf8_trim(label);
 			snprintf(id, sizeof(id), "download-%zu", i);
 			w = args_begin(&da);
-			if (w) {
+			if (w && d->name) {
+				jw_kstr(w, "name", d->name);
+				/* a hub cache blob by its snapshot link */
+				if (d->link || d->final_path)
+					jw_kstr(w, "file", d->link ? d->link : d->final_path);
+			} else if (w) {
 				jw_kstr(w, "path", d->path);
+			}
+			if (w) {
 				jw_knum(w, "bytes", d->bytes);
 				jw_kreal(w, "rate_mb_s", d->rate_mb_s);
 				jw_key(w, "completed");

@@ -179,12 +179,18 @@ static void lv_write(FILE *out, struct lv *l, const char *name, const char *type
 	*l = (struct lv){0};
 }
 
-/* A download's file: its path without the ".incomplete" of a partial one. */
-static void download_file(const char *path, char *buf, size_t len)
+/* A download's file label: its name (the file it becomes); in a timeline
+ * older than names, its path without the ".incomplete" of a partial one. */
+static void download_file(const struct tl_download *d, char *buf, size_t len)
 {
+	const char *path = d->path;
 	size_t l = path ? strlen(path) : 0;
 	static const char suffix[] = ".incomplete";
 
+	if (d->name) {
+		snprintf(buf, len, "%s", d->name);
+		return;
+	}
 	if (l > sizeof(suffix) - 1 && !strcmp(path + l - (sizeof(suffix) - 1), suffix))
 		l -= sizeof(suffix) - 1;
 	snprintf(buf, len, "%.*s", (int)l, path ? path : "");
@@ -294,7 +300,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 	for (size_t i = 0; i < v->n_downloads; i++) {
 		char file[4096];
 
-		download_file(v->downloads[i].path, file, sizeof(file));
+		download_file(&v->downloads[i], file, sizeof(file));
 		lv_add(&l, file, tl_or0(v->downloads[i].bytes));
 	}
 	lv_write(out, &l, "indextts2_download_bytes_total", "counter",
@@ -303,7 +309,7 @@ int render_prom(const struct timeline *tl, FILE *out)
 		const struct tl_download *d = &v->downloads[i];
 		char file[4096];
 
-		download_file(d->path, file, sizeof(file));
+		download_file(d, file, sizeof(file));
 		lv_add(&l, file, (tl_or0(d->last_ms) - tl_or0(d->first_ms)) / 1e3);
 	}
 	lv_write(out, &l, "indextts2_download_seconds", "gauge",

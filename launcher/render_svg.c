@@ -132,9 +132,10 @@ static const struct category *category_of(const char *phase)
 	return &cats[7];
 }
 
-/* downloads[] by the base name of their path (the first of equal ones), for
- * the "download:BASENAME" phases: sorted once, so many phases and many
- * downloads cost a binary search each, not one scan each. */
+/* downloads[] by label (the view's: their name, or in an older timeline
+ * the base name of their path), for the "download:LABEL" phases: sorted
+ * once, so many phases and many downloads cost a binary search each, not
+ * one scan each. */
 struct by_base {
 	const char *base;
 	const struct tl_download *d;
@@ -154,18 +155,15 @@ static struct by_base *downloads_by_base(const struct tl_view *v, size_t *n)
 	struct by_base *idx = calloc(v->n_downloads ? v->n_downloads : 1, sizeof(*idx));
 
 	*n = 0;
-	for (size_t i = 0; idx && i < v->n_downloads; i++) {
-		const char *p = v->downloads[i].path, *b = p ? strrchr(p, '/') : NULL;
-
-		if (p)
-			idx[(*n)++] = (struct by_base){b ? b + 1 : p, &v->downloads[i], i};
-	}
+	for (size_t i = 0; idx && i < v->n_downloads; i++)
+		if (v->downloads[i].path || v->downloads[i].name)
+			idx[(*n)++] = (struct by_base){v->downloads[i].label, &v->downloads[i], i};
 	if (idx)
 		qsort(idx, *n, sizeof(*idx), by_base_cmp);
 	return idx;
 }
 
-/* The downloads[] entry behind a "download:BASENAME" phase, if any: the
+/* The downloads[] entry behind a "download:LABEL" phase, if any: the
  * first of that name. */
 static const struct tl_download *download_of(const struct by_base *idx, size_t n, const char *phase)
 {
@@ -184,7 +182,9 @@ static const struct tl_download *download_of(const struct by_base *idx, size_t n
 	return lo < n && !strcmp(idx[lo].base, phase + 9) ? idx[lo].d : NULL;
 }
 
-/* "org/repo 108f71ed… (65.8 MiB, 38.7 MB/s)" for a hub cache blob. */
+/* "download hf_cache/w2v-bert-2.0/model.safetensors (65.8 MiB, 38.7 MB/s)"
+ * by its name; in a timeline older than names, "org/repo 108f71ed… (...)"
+ * for a hub cache blob. */
 static void download_label(const struct tl_download *d, char *buf, size_t len)
 {
 	const char *path = d->path;
@@ -192,15 +192,19 @@ static void download_label(const struct tl_download *d, char *buf, size_t len)
 	char repo[160] = "", size[32], rate[32] = "";
 
 	base = base ? base + 1 : path ? path : "?";
-	if (hf_repo_id(path, repo, 151)) /* at most 150 bytes, and a space */
+	if (!d->name && hf_repo_id(path, repo, 151)) /* at most 150 bytes, and a space */
 		strcat(repo, " ");
 	fmt_bytes(size, sizeof(size), d->bytes);
 	if (d->rate_mb_s >= 0.1)
 		snprintf(rate, sizeof(rate), ", %.1f MB/s", d->rate_mb_s);
 	else if (d->rate_mb_s >= 0)
 		snprintf(rate, sizeof(rate), ", %.1f kB/s", d->rate_mb_s * 1e3);
-	snprintf(buf, len, "download %s%.*s%s (%s%s)", repo, utf8_prefix(base, 12), base,
-		 strlen(base) > 12 ? "…" : "", size, rate);
+	if (d->name) /* whole, up to 200 bytes: a name says which file it is */
+		snprintf(buf, len, "download %.*s%s (%s%s)", utf8_prefix(d->name, 200), d->name,
+			 strlen(d->name) > 200 ? "…" : "", size, rate);
+	else
+		snprintf(buf, len, "download %s%.*s%s (%s%s)", repo, utf8_prefix(base, 12), base,
+			 strlen(base) > 12 ? "…" : "", size, rate);
 	utf8_trim(buf); /* cut to len: at a character boundary */
 }
 

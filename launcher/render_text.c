@@ -220,9 +220,12 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		fprintf(out, "  missing paths (%zu, most tried first):\n", v->n_missing);
 	for (i = 0; i < n; i++) {
 		const struct tl_missing *mp = &v->missing[top[i]];
+		/* a download's temp file or blob, looked for before it: by name */
+		const struct tl_download *d = tl_view_download_at(v, mp->path, true);
 
-		fprintf(out, "    %6lld x  %-8s %s\n", count_ll(mp->attempts),
-			esc(mp->errno_name ?: ""), esc(mp->path));
+		fprintf(out, "    %6lld x  %-8s %s%s\n", count_ll(mp->attempts),
+			esc(mp->errno_name ?: ""), esc(d ? d->name : mp->path),
+			d ? " (download, before it)" : "");
 	}
 
 	/* the peers the service contacted, by name; its own clients apart */
@@ -285,6 +288,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 		const char *name = p->link;
 		double d = tl_or0(p->last_ms) - tl_or0(p->first_ms);
 
+		/* by the file it becomes; older timelines: by where it ended */
 		if (!name)
 			name = p->final_path;
 		if (!name)
@@ -297,7 +301,19 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 			snprintf(c, sizeof(c), "-");
 		fprintf(out, "    %9s in %9s %11s  %-10s %s\n", a, b, c,
 			p->complete || p->completed ? "complete" : "INCOMPLETE",
-			esc(short_path(name ? name : "?", app_dir, sp, sizeof(sp))));
+			p->name ? esc(p->name)
+				: esc(short_path(name ? name : "?", app_dir, sp, sizeof(sp))));
+	}
+	/* copies (copy2, a migrated cache): not downloads, named the same way */
+	for (i = 0; i < v->n_copies; i++) {
+		const struct tl_copy *p = &v->copies[i];
+
+		if (!i)
+			fprintf(out, "  copies (%zu, not downloads):\n", v->n_copies);
+		fmt_size(a, sizeof(a), tl_or0(p->bytes));
+		fmt_ms(b, sizeof(b), tl_or0(p->last_ms) - tl_or0(p->first_ms));
+		fprintf(out, "    %9s in %9s  %-22s %s\n", a, b,
+			p->from_cache ? "from the old cache" : "copied", esc(p->label));
 	}
 
 	/* requests after ready */

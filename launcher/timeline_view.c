@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phases.h"
 #include "timeline_internal.h"
 #include "timeline_view.h"
 
@@ -123,6 +124,8 @@ static int decode_downloads(const json_t *root, struct tl_view *v)
 	json_array_foreach (arr, i, e)
 		out[i] = (struct tl_download){
 		    .path = str(e, "path"),
+		    .name = str(e, "name"),
+		    .label = phases_download_label(str(e, "name"), str(e, "path")),
 		    .bytes = num(e, "bytes"),
 		    .first_ms = num(e, "first_ms"),
 		    .last_ms = num(e, "last_ms"),
@@ -133,6 +136,30 @@ static int decode_downloads(const json_t *root, struct tl_view *v)
 		    .link = str(e, "link"),
 		};
 	v->downloads = out;
+	return 0;
+}
+
+static int decode_copies(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "copies"), *e;
+	struct tl_copy *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_copies) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_copy){
+		    .path = str(e, "path"),
+		    .source = str(e, "source"),
+		    .name = str(e, "name"),
+		    .label = phases_download_label(str(e, "name"), str(e, "path")),
+		    .bytes = num(e, "bytes"),
+		    .size = num(e, "size"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .from_cache = flag(e, "from_cache"),
+		};
+	v->copies = out;
 	return 0;
 }
 
@@ -437,7 +464,7 @@ static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
     decode_marks,    decode_phases,   decode_files,    decode_missing, decode_downloads,
     decode_network,  decode_requests, decode_findings, decode_memory,  decode_sched,
     decode_tracing,  decode_process,  decode_launcher, decode_procs,   decode_imports,
-    decode_connects, decode_locks,
+    decode_connects, decode_locks,    decode_copies,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
@@ -468,6 +495,7 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->files);
 	free((void *)v->missing);
 	free((void *)v->downloads);
+	free((void *)v->copies);
 	free((void *)v->network);
 	free((void *)v->connects);
 	free((void *)v->locks);
@@ -490,4 +518,17 @@ double tl_view_mark(const struct tl_view *v, const char *name)
 		if (!strcmp(v->marks[i].name, name))
 			return v->marks[i].ms;
 	return TL_NONE;
+}
+
+const struct tl_download *tl_view_download_at(const struct tl_view *v, const char *path, bool blobs)
+{
+	for (size_t i = 0; v && path && i < v->n_downloads; i++) {
+		const struct tl_download *d = &v->downloads[i];
+
+		if (d->name &&
+		    ((d->path && !strcmp(d->path, path)) ||
+		     (blobs && d->link && d->final_path && !strcmp(d->final_path, path))))
+			return d;
+	}
+	return NULL;
 }

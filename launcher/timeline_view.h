@@ -50,11 +50,23 @@ struct tl_missing {
 };
 
 struct tl_download {
-	const char *path;
+	const char *path;  /* the temp file written (*.incomplete, NAME.tmp...) */
+	const char *name;  /* the file it becomes (ORG/NAME:FILE, or relative to
+			    * model_dir); NULL in a timeline older than names */
+	const char *label; /* what outputs call it: name, else the base name of
+			    * path (phases_download_label); never NULL */
 	double bytes, first_ms, last_ms, rate_mb_s;
 	bool completed;
 	bool complete;		       /* renamed to its final name while traced */
 	const char *final_path, *link; /* where it ended, the snapshot link to it */
+};
+
+/* copies[]: sendfile/copy_file_range copies (copy2, a migrated cache) */
+struct tl_copy {
+	const char *path, *source;
+	const char *name, *label; /* as a download's: label is never NULL */
+	double bytes, size, first_ms, last_ms;
+	bool from_cache; /* from a hub cache (models--ORG--NAME) */
 };
 
 struct tl_peer {
@@ -183,6 +195,8 @@ struct tl_view {
 	size_t n_missing;
 	const struct tl_download *downloads;
 	size_t n_downloads;
+	const struct tl_copy *copies;
+	size_t n_copies;
 	const struct tl_peer *network;
 	size_t n_network;
 	const struct tl_connect *connects;
@@ -209,6 +223,13 @@ struct tl_view {
 /* The views of tl; NULL when out of memory. Free with tl_view_free. */
 struct tl_view *tl_view_decode(const struct timeline *tl);
 void tl_view_free(struct tl_view *v);
+
+/* The named download whose temp file is path, or with blobs also the one
+ * whose final file is path when that is a hub cache blob (a download with a
+ * snapshot link); NULL for none (and in a timeline older than names). One
+ * scan of downloads[]. */
+const struct tl_download *tl_view_download_at(const struct tl_view *v, const char *path,
+					      bool blobs);
 
 /* ms of the mark called name, or TL_NONE. */
 double tl_view_mark(const struct tl_view *v, const char *name);

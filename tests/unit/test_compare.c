@@ -305,6 +305,34 @@ static void test_text_has_the_figures(void **state)
 	timeline_free(b);
 }
 
+/* a long phase name is cut in the middle in the table: its end (the file
+ * a download becomes) stays; JSON keeps it whole */
+static void test_long_names_keep_their_end(void **state)
+{
+	const char *name = "download:nvidia/bigvgan_v2_22khz_80band_256x:bigvgan_generator.pt";
+	json_t *b = json_pack("{s:[{s:s, s:f}]}", "phases", "name", name, "dur_ms", 100.0);
+	json_t *a = json_pack("{s:[]}", "phases");
+	struct timeline *tb = timeline_wrap(json_incref(b)), *ta = timeline_wrap(json_incref(a));
+	struct compare *cmp = compare_build(tb, ta, "b", "a");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(cmp);
+	assert_non_null(f);
+	compare_print_text(cmp, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "    download:nvid...56x:bigvgan_generator.pt "));
+	assert_null(strstr(buf, name));
+	free(buf);
+	compare_free(cmp);
+	timeline_free(ta);
+	timeline_free(tb);
+	json_decref(a);
+	json_decref(b);
+}
+
 /* the noise rule of compare.h */
 static void test_noise(void **state)
 {
@@ -328,6 +356,7 @@ int main(void)
 	    cmocka_unit_test(test_mlock_both_shapes),
 	    cmocka_unit_test(test_missing_figures),
 	    cmocka_unit_test(test_text_has_the_figures),
+	    cmocka_unit_test(test_long_names_keep_their_end),
 	    cmocka_unit_test(test_noise),
 	};
 

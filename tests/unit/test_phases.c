@@ -94,11 +94,39 @@ static void test_nothing_traced(void **state)
 	timeline_free(tl);
 }
 
+/* a download's phase is named by the file it becomes; one without a name
+ * (a timeline older than names) by its temp file's base name */
+static void test_download_phases_by_name(void **state)
+{
+	struct timeline *tl = new_tl();
+	json_t *root = timeline_json(tl), *dl = json_array();
+
+	(void)state;
+	json_object_set_new(root, "downloads", dl);
+	json_array_append_new(
+	    dl, json_pack("{s:s, s:s, s:f, s:f}", "path",
+			  "/m/hf_cache/.cache/huggingface/download/xGOK=.4f1ad9.incomplete", "name",
+			  "hf_cache/w2v-bert-2.0/model.safetensors", "first_ms", 10.0, "last_ms",
+			  20.0));
+	json_array_append_new(dl, json_pack("{s:s, s:f, s:f}", "path",
+					    "/c/models--a--b/blobs/108f71ed.incomplete", "first_ms",
+					    12.0, "last_ms", 14.0));
+	phases_infer(tl);
+	assert_true(at(tl, "download:hf_cache/w2v-bert-2.0/model.safetensors", "end_ms") == 20);
+	assert_true(at(tl, "download:108f71ed.incomplete", "start_ms") == 12);
+	assert_null(phase_of(tl, "download:xGOK=.4f1ad9.incomplete"));
+	assert_string_equal(phases_download_label("a/b:c.bin", "/x/y.incomplete"), "a/b:c.bin");
+	assert_string_equal(phases_download_label("", "/x/y.incomplete"), "y.incomplete");
+	assert_string_equal(phases_download_label(NULL, NULL), "?");
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cache_probe_mlock_and_sources),
 	    cmocka_unit_test(test_nothing_traced),
+	    cmocka_unit_test(test_download_phases_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -578,6 +578,63 @@ static void test_perfetto_empty_model(void **state)
 
 /* ---- prom ----------------------------------------------------------------- */
 
+/* Downloads named by the file they become (downloads[].name) in every
+ * renderer: a local_dir temp file and a hub cache blob, the temp name and
+ * the hashes nowhere. */
+static const char *NAMED_MODEL =
+    "{\"marks\": {\"launch\": 0, \"exec\": 1, \"ready\": 90}, \"tracing\": {\"enabled\": true},"
+    " \"phases\": [{\"name\": \"download:hf_cache/w2v-bert-2.0/model.safetensors\","
+    "   \"start_ms\": 10, \"end_ms\": 40, \"source\": \"trace\"},"
+    "  {\"name\": \"download:facebook/w2v-bert-2.0:config.json\", \"start_ms\": 12,"
+    "   \"end_ms\": 20, \"source\": \"trace\"}],"
+    " \"files\": [{\"path\": \"/m/hf_cache/w2v-bert-2.0/.cache/huggingface/download/"
+    "xGOK=.4f1ad95a60af58e2e3a451a88064a1fa0e04f7e39e9c58227480247c72a6a304.incomplete\","
+    "   \"class\": \"download\", \"bytes_written\": 3000, \"first_ms\": 10, \"last_ms\": 40}],"
+    " \"missing_paths\": [{\"path\": \"/c/models--facebook--w2v-bert-2.0/blobs/"
+    "90532cc6163a37fb31c2c4259059b297b54dc5e8\", \"attempts\": 1, \"class\": \"hf_cache\","
+    "   \"first_ms\": 11, \"last_ms\": 11}],"
+    " \"downloads\": [{\"path\": \"/m/hf_cache/w2v-bert-2.0/.cache/huggingface/download/"
+    "xGOK=.4f1ad95a60af58e2e3a451a88064a1fa0e04f7e39e9c58227480247c72a6a304.incomplete\","
+    "   \"name\": \"hf_cache/w2v-bert-2.0/model.safetensors\", \"bytes\": 3000,"
+    "   \"first_ms\": 10, \"last_ms\": 40, \"rate_mb_s\": 0.1, \"completed\": true,"
+    "   \"complete\": true, \"final_path\": \"/m/hf_cache/w2v-bert-2.0/model.safetensors\"},"
+    "  {\"path\": \"/c/models--facebook--w2v-bert-2.0/blobs/"
+    "90532cc6163a37fb31c2c4259059b297b54dc5e8.incomplete\","
+    "   \"name\": \"facebook/w2v-bert-2.0:config.json\", \"bytes\": 162, \"first_ms\": 12,"
+    "   \"last_ms\": 20, \"completed\": true, \"complete\": true,"
+    "   \"final_path\": \"/c/models--facebook--w2v-bert-2.0/blobs/"
+    "90532cc6163a37fb31c2c4259059b297b54dc5e8\","
+    "   \"link\": \"/c/models--facebook--w2v-bert-2.0/snapshots/main/config.json\"}],"
+    " \"copies\": [{\"path\": \"/m/hf_cache/c.bin\", \"name\": \"hf_cache/c.bin\","
+    "   \"source\": \"/o/c.bin\", \"bytes\": 5, \"first_ms\": 50, \"last_ms\": 51}]}";
+
+static void test_downloads_named_in_every_renderer(void **state)
+{
+	render_fn fns[] = {render_text, render_svg, render_html, render_perfetto, render_prom};
+	json_t *root = parse(NAMED_MODEL);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		char *out = render(fns[i], root);
+
+		assert_null(strstr(out, ".incomplete"));
+		assert_null(strstr(out, "4f1ad95a60af"));
+		assert_null(strstr(out, "90532cc6163a"));
+		assert_non_null(strstr(out, "hf_cache/w2v-bert-2.0/model.safetensors"));
+		assert_non_null(strstr(out, "facebook/w2v-bert-2.0:config.json"));
+		if (fns[i] == render_prom)
+			assert_non_null(
+			    strstr(out, "{file=\"facebook/w2v-bert-2.0:config.json\"}"));
+		if (fns[i] == render_svg)
+			assert_non_null(
+			    strstr(out, "download hf_cache/w2v-bert-2.0/model.safetensors ("));
+		if (fns[i] == render_text)
+			assert_non_null(strstr(out, "hf_cache/c.bin"));
+		free(out);
+	}
+	json_decref(root);
+}
+
 static const char *PROM_MODEL =
     "{\"schema\": \"tts-launch.timeline/1\","
     " \"tracing\": {\"enabled\": true, \"events_lost\": 7},"
@@ -1361,6 +1418,7 @@ int main(void)
 	    cmocka_unit_test(test_perfetto_events_are_sorted_and_deterministic),
 	    cmocka_unit_test(test_perfetto_empty_model),
 	    cmocka_unit_test(test_prom_families_and_names),
+	    cmocka_unit_test(test_downloads_named_in_every_renderer),
 	    cmocka_unit_test(test_prom_values_equal_the_model),
 	    cmocka_unit_test(test_prom_escapes_label_values),
 	    cmocka_unit_test(test_prom_request_histogram_is_cumulative),

@@ -76,11 +76,48 @@ static void test_request_aliases(void **state)
 	view_free(v);
 }
 
+/* downloads and copies: name and label (the name, else the base name of
+ * the path); a temp file or a hub cache blob found by path */
+static void test_download_names(void **state)
+{
+	struct tl_view *v =
+	    view_of("{\"downloads\": ["
+		    " {\"path\": \"/c/models--a--b/blobs/1f.incomplete\", \"name\": \"a/b:m.bin\","
+		    "  \"final_path\": \"/c/models--a--b/blobs/1f\", \"link\": \"/c/s/m.bin\"},"
+		    " {\"path\": \"/m/.cache/huggingface/download/x=.2e.incomplete\","
+		    "  \"name\": \"gpt.pth\", \"final_path\": \"/m/gpt.pth\"},"
+		    " {\"path\": \"/old/blobs/3a.incomplete\"}],"
+		    " \"copies\": [{\"path\": \"/m/hf_cache/c.bin\", \"name\": \"hf_cache/c.bin\","
+		    "  \"source\": \"/o/c.bin\", \"bytes\": 5, \"from_cache\": true}]}");
+
+	(void)state;
+	assert_int_equal(v->n_downloads, 3);
+	assert_string_equal(v->downloads[0].label, "a/b:m.bin");
+	assert_string_equal(v->downloads[1].label, "gpt.pth");
+	assert_null(v->downloads[2].name);
+	assert_string_equal(v->downloads[2].label, "3a.incomplete");
+	assert_ptr_equal(tl_view_download_at(v, "/c/models--a--b/blobs/1f", true),
+			 &v->downloads[0]);
+	assert_null(tl_view_download_at(v, "/c/models--a--b/blobs/1f", false));
+	assert_ptr_equal(
+	    tl_view_download_at(v, "/m/.cache/huggingface/download/x=.2e.incomplete", false),
+	    &v->downloads[1]);
+	/* a local_dir download's final file is no blob: a file like any other */
+	assert_null(tl_view_download_at(v, "/m/gpt.pth", true));
+	/* an unnamed one (older) is not looked up */
+	assert_null(tl_view_download_at(v, "/old/blobs/3a.incomplete", true));
+	assert_int_equal(v->n_copies, 1);
+	assert_string_equal(v->copies[0].label, "hf_cache/c.bin");
+	assert_true(v->copies[0].from_cache && v->copies[0].bytes == 5);
+	view_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_phase_duration),
 	    cmocka_unit_test(test_request_aliases),
+	    cmocka_unit_test(test_download_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
