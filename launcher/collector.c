@@ -1,6 +1,7 @@
 /* collector: ring buffer records and map reads, gathered for the
  * timeline; see collector.h. */
 #include "collector.h"
+#include "gpu.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -385,6 +386,10 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		/* a TLS connection: its first bytes read answer the hello */
 		if (pe->kind == PAYLOAD_TLS_HELLO && (c = collector_connect(t, pe->cookie)))
 			json_object_set_new(c, "tls", json_true());
+		return 0;
+	}
+	if (headed && (h->type == EV_GPU_CALL || h->type == EV_GPU_MAP)) {
+		gpu_on_event(t->gpu, data, size, t->ready_ms);
 		return 0;
 	}
 	if (headed && h->type == EV_CONN_END) {
