@@ -714,14 +714,30 @@ static bool torch_imported(const json_t *imports)
 	return false;
 }
 
-/* torch/lib of the service: where the tree's live processes mapped
- * libtorch*, else the app's venv, else Debian's python3-torch. */
-static bool torch_lib(pid_t root, const struct config *cfg, char *out, size_t len)
+/* torch/lib of the service: next to the torch package the tree opened
+ * (the model's files), else where its root maps libtorch*, else the app's
+ * venv, else Debian's python3-torch. */
+static bool torch_lib(const json_t *model, pid_t root, const struct config *cfg, char *out,
+		      size_t len, bool *opened)
 {
 	char p[64], line[PATH_MAX + 128], pat[PATH_MAX + 96];
+	const json_t *e;
 	glob_t gl;
 	bool found = false;
+	size_t i;
 	FILE *f;
+
+	json_array_foreach (json_object_get(model, "files"), i, e) {
+		const char *path = json_string_value(json_object_get(e, "path"));
+		const char *at = path && path[0] == '/' ? strstr(path, "/torch/") : NULL;
+
+		if (at &&
+		    (!strncmp(at, "/torch/lib/", 11) || !strncmp(at, "/torch/__init__.", 16))) {
+			snprintf(out, len, "%.*s/torch/lib", (int)(at - path), path);
+			*opened = true; /* the tree read the package: imported */
+			return true;
+		}
+	}
 
 	snprintf(p, sizeof(p), "/proc/%d/maps", (int)root);
 	f = root > 0 ? fopen(p, "re") : NULL;
@@ -801,9 +817,10 @@ static json_t *cpu_reason(struct gpu_trace *g, bool tried, bool usable, bool tor
 	return json_pack("{s:s, s:s}", "code", code, "message", msg);
 }
 
-json_t *gpu_snap(struct gpu_trace *g, const json_t *imports, const struct config *cfg,
+json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *cfg,
 		 double ready_ms)
 {
+	const json_t *imports = json_object_get(json_object_get(model, "python"), "imports");
 	json_t *o = json_object(), *libs = json_array(), *procs = json_array(),
 	       *calls = json_array(), *nodes = device_nodes(), *torch;
 	bool tried = false, usable = false, imported = torch_imported(imports), cuda_build = false;
@@ -854,7 +871,7 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *imports, const struct config
 			      str_or_null(gpu_error_name(c->ret, f && f->kind == LIB_DRIVER)),
 			      "bytes", (json_int_t)c->bytes));
 	}
-	have_tlib = (imported || !tried) && torch_lib(g ? g->root : 0, cfg, tlib, sizeof(tlib));
+	have_tlib = torch_lib(model, g ? g->root : 0, cfg, tlib, sizeof(tlib), &imported);
 	if (have_tlib) {
 		char p[PATH_MAX + 32];
 

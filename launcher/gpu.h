@@ -30,9 +30,10 @@ struct gpu_trace *gpu_trace_new(struct trace_bpf *skel, pid_t root, const struct
 void gpu_trace_set_keeper(struct gpu_trace *g, int sock);
 /* An EV_GPU_CALL or EV_GPU_MAP record; ready_ms < 0: not ready yet. */
 void gpu_on_event(struct gpu_trace *g, const void *data, size_t size, double ready_ms);
-/* The timeline's `gpu` section (a new object), from what was gathered;
- * imports: the collector's finished imports (torch among them?). */
-json_t *gpu_snap(struct gpu_trace *g, const json_t *imports, const struct config *cfg,
+/* The timeline's `gpu` section (a new object), from what was gathered and
+ * the model's other sections (python.imports: was torch imported; files:
+ * where its package is). g NULL: nothing probed. */
+json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *cfg,
 		 double ready_ms);
 void gpu_trace_free(struct gpu_trace *g);
 

@@ -791,7 +791,7 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	snap_memory(t, root);
 	snap_block(t, root, cnt);
 	imports_snapshot(root, t->imports, st->usdt); /* python: USDT or derived imports */
-	json_object_set_new(root, "gpu", gpu_snap(t->gpu, t->imports, t->cfg, t->ready_ms));
+	json_object_set_new(root, "gpu", gpu_snap(t->gpu, root, t->cfg, t->ready_ms));
 	json_object_set_new(root, "requests", json_deep_copy(t->requests));
 	json_object_set_new(tr, "requests_window_s",
 			    t->req_window_ms < 0 ? json_null()
