@@ -640,6 +640,15 @@ void gpu_on_event(struct gpu_trace *g, const void *data, size_t size, double rea
 		on_call(g, data, ready_ms);
 }
 
+int gpu_trace_attached(const struct gpu_trace *g)
+{
+	int n = 0;
+
+	for (int i = 0; g && i < g->n_libs; i++)
+		n += g->libs[i].n_probes > 0;
+	return n;
+}
+
 void gpu_trace_free(struct gpu_trace *g)
 {
 	if (!g)

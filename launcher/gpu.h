@@ -36,6 +36,8 @@ void gpu_on_event(struct gpu_trace *g, const void *data, size_t size, double rea
 json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *cfg,
 		 double ready_ms);
 void gpu_trace_free(struct gpu_trace *g);
+/* Libraries with probes attached (0 for NULL). */
+int gpu_trace_attached(const struct gpu_trace *g);
 
 /* The name of a cudaError_t (runtime: driver false) or CUresult, or NULL. */
 const char *gpu_error_name(int code, bool driver);

@@ -495,6 +495,16 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, char *why, size_
 			bpf_program__set_autoload(skel->progs.py_import_start, false);
 			bpf_program__set_autoload(skel->progs.py_import_done, false);
 		}
+		/* the CUDA probes need the attach cookie (5.15) and a stopping
+		 * signal (5.5): without them the rest still loads */
+		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie,
+					    NULL) <= 0 ||
+		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread,
+					    NULL) <= 0) {
+			bpf_program__set_autoload(skel->progs.gpu_enter, false);
+			bpf_program__set_autoload(skel->progs.gpu_exit, false);
+			bpf_program__set_autoload(skel->progs.gpu_mmap, false);
+		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
 		/* more suffixes than the kernel holds would be model files to the
@@ -633,6 +643,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	attach_fault_tick(t, (pid_t)o->root_pid);
 	attach_names(t);
 	/* CUDA libraries that exist, for the root (gpu.c) */
+	if (!bpf_program__autoload(t->skel->progs.gpu_enter))
+		fallback(t, "cuda",
+			 "the kernel lacks bpf_get_attach_cookie or bpf_send_signal_thread: "
+			 "no CUDA calls traced");
 	t->col.gpu = gpu_trace_new(t->skel, (pid_t)o->root_pid, o->cfg, gpu_note, t);
 	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
@@ -803,6 +817,9 @@ static void lighten(struct tracer *t)
 			strv_add(&t->st.kept, &t->st.n_kept, name);
 		}
 	}
+	/* the CUDA pairs stay (gpu.c) */
+	if (gpu_trace_attached(t->col.gpu))
+		strv_add(&t->st.kept, &t->st.n_kept, "cuda");
 	t->st.light = true;
 	t->st.light_ms = clock_ms();
 }
