@@ -43,7 +43,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 # unresolved when the extern comes before the definition), then the domains
 # in the order their programs are attached (sys_enter, sys_exit first, as in
 # the timeline's probe list). A new bpf/X.bpf.c not named here links last.
-BPF_ORDER := maps syscalls tree faults sched block net names python files attrib
+BPF_ORDER := maps syscalls tree faults sched block net names python gpu files attrib
 BPF_PARTS := $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)) \
              $(filter-out $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)), \
                           $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS)))
@@ -61,8 +61,14 @@ HOOK_SRCS := $(wildcard hooks/*.c)
 HOOKS     := $(patsubst hooks/%.c,$(BUILD)/hooks/%.so,$(HOOK_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS     := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
-HELPER_SRCS := $(wildcard tests/helpers/*.c)
-HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRCS))
+# cudaprobe (tests/e2e/test_gpu.py) needs the CUDA toolkit's headers and
+# libcudart: built only where /usr/local/cuda exists, as cudaprobe (dlopen)
+# and cudaprobe-linked (-lcudart, mapped before main).
+CUDA_HOME ?= /usr/local/cuda
+HAVE_CUDA := $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)
+HELPER_SRCS := $(filter-out tests/helpers/cudaprobe.c,$(wildcard tests/helpers/*.c))
+HELPERS   := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRCS)) \
+             $(if $(HAVE_CUDA),$(BUILD)/tests/helpers/cudaprobe $(BUILD)/tests/helpers/cudaprobe-linked)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS   := $(patsubst tests/fuzz/%.c,$(BUILD)/tests/fuzz/%,$(FUZZ_SRCS))
 
@@ -152,6 +158,15 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJS) | $(BUILD)/tests/unit
 $(BUILD)/tests/helpers/%: tests/helpers/%.c | $(BUILD)/tests/helpers
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< -o $@
+
+$(BUILD)/tests/helpers/cudaprobe: tests/helpers/cudaprobe.c | $(BUILD)/tests/helpers
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include $< -o $@ -ldl
+
+$(BUILD)/tests/helpers/cudaprobe-linked: tests/helpers/cudaprobe.c | $(BUILD)/tests/helpers
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -MF $@.d -DCUDAPROBE_LINKED -I$(CUDA_HOME)/include $< -o $@ \
+		-L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
 
 # Only in a build whose SANFLAGS has -fsanitize=fuzzer-no-link (fuzz-build).
 $(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(LIB_OBJS) | $(BUILD)/tests/fuzz

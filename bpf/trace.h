@@ -50,6 +50,8 @@ enum trace_event_type {
 	EV_OFFCPU,   /* struct tl_off_event: a thread of the tree was off CPU (attribution) */
 	EV_PYCODE,   /* struct tl_pycode_event: a Python code object, first seen */
 	EV_PYSAMPLE, /* struct tl_pysample_event: the Python function on CPU at a tick */
+	EV_GPU_CALL, /* struct tl_gpu_event: a probed CUDA runtime/driver call returned */
+	EV_GPU_MAP,  /* struct tl_gpu_map_event: the tree mapped a CUDA library (held stopped) */
 };
 
 /* EV_CONNECT / EV_CONNECT_DONE: arg2 = the socket's cookie (struct sock *),
@@ -77,6 +79,28 @@ enum trace_tcp_state {
 	TL_TCP_FIN_WAIT1 = 4, /* this side closed first */
 	TL_TCP_CLOSE = 7,     /* reset, or both closed */
 	TL_TCP_LAST_ACK = 9,  /* the peer closed first */
+};
+
+/* EV_GPU_CALL: which CUDA call (the uprobe's attach cookie; launcher/gpu.c's
+ * table names them). The runtime's calls first, then the driver's. */
+enum trace_gpu_fn {
+	GPU_FN_NONE = 0,
+	GPU_CUDA_GET_DEVICE_COUNT, /* a0: int *count (out: *count) */
+	GPU_CUDA_SET_DEVICE,	   /* a0: device */
+	GPU_CUDA_MALLOC,	   /* a0: void **ptr (out: *ptr), a1: bytes */
+	GPU_CUDA_FREE,		   /* a0: ptr (0: the runtime's init idiom) */
+	GPU_CUDA_MEMCPY,	   /* a0: dst, a1: src, a2: bytes, a3: kind (1: host to device) */
+	GPU_CUDA_MEMCPY_ASYNC,	   /* as cudaMemcpy */
+	GPU_CUDA_DRIVER_VERSION,   /* a0: int * (out) */
+	GPU_CU_INIT,		   /* a0: flags */
+	GPU_CU_CTX_CREATE,	   /* cuCtxCreate_v2 */
+	GPU_CU_PRIMARY_CTX_RETAIN, /* cuDevicePrimaryCtxRetain: what the runtime uses */
+	GPU_CU_MEM_ALLOC,	   /* cuMemAlloc_v2: a0: CUdeviceptr * (out), a1: bytes */
+	GPU_CU_MEM_FREE,	   /* cuMemFree_v2: a0: dptr */
+	GPU_CU_MEMCPY_HTOD,	   /* cuMemcpyHtoD_v2: a0: dst, a1: src, a2: bytes */
+	GPU_CU_MEMCPY_HTOD_ASYNC,  /* cuMemcpyHtoDAsync_v2 */
+	GPU_CU_DRIVER_VERSION,	   /* cuDriverGetVersion: a0: int * (out) */
+	GPU_FN_MAX,
 };
 
 /* failed path operations (failops map) */
@@ -236,6 +260,45 @@ struct tl_name_event {
 };
 _Static_assert(sizeof(struct tl_name_event) == 328, "tl_name_event layout changed");
 TL_HEAD_ASSERT(tl_name_event);
+
+/* EV_GPU_CALL: a CUDA call of thread tid returned ret (cudaError_t or
+ * CUresult); dur_ns: the call's. args: its first four arguments as passed;
+ * out: what its out-pointer held at the return (a0 of the GPU_* that say
+ * "out"), when ret is 0. */
+struct tl_gpu_event {
+	TL_HEAD;
+	__u32 tid;
+	__u32 fn; /* enum trace_gpu_fn */
+	__s32 ret;
+	__u32 pad;
+	__u64 args[4];
+	__u64 out;
+};
+_Static_assert(sizeof(struct tl_gpu_event) == 80, "tl_gpu_event layout changed");
+TL_HEAD_ASSERT(tl_gpu_event);
+
+/* EV_GPU_MAP: process pid mmapped file dev/ino (fd) named name, a
+ * libcuda*: the kernel side stopped it (SIGSTOP) so the launcher attaches
+ * the CUDA probes before its first call, then sends SIGCONT. */
+struct tl_gpu_map_event {
+	TL_HEAD;
+	__u32 tid;
+	__s32 fd;
+	__u64 dev;
+	__u64 ino;
+	char name[TRACE_NAME_MAX];
+};
+_Static_assert(sizeof(struct tl_gpu_map_event) == 96, "tl_gpu_map_event layout changed");
+TL_HEAD_ASSERT(tl_gpu_map_event);
+
+/* gpuseen map: (process, library file) pairs whose CUDA probes are attached
+ * or under way (the launcher adds the ones it attached before the start) */
+struct gpu_seen_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 dev;
+	__u64 ino;
+};
 
 /* EV_PAYLOAD: a bounded copy of the first bytes of a message that names a
  * peer: the first write on an outbound TCP connection when it starts like a

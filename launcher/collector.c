@@ -1,6 +1,7 @@
 /* collector: ring buffer records and map reads, gathered for the
  * timeline; see collector.h. */
 #include "collector.h"
+#include "gpu.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -390,6 +391,10 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	}
 	if (headed && (h->type == EV_OFFCPU || h->type == EV_PYCODE || h->type == EV_PYSAMPLE)) {
 		attr_store_add(&t->off, data, size);
+		return 0;
+	}
+	if (headed && (h->type == EV_GPU_CALL || h->type == EV_GPU_MAP)) {
+		gpu_on_event(t->gpu, data, size, t->ready_ms);
 		return 0;
 	}
 	if (headed && h->type == EV_CONN_END) {

@@ -24,6 +24,7 @@
 #include "trace.h"
 
 struct trace_bpf;
+struct gpu_trace;
 
 struct collector {
 	struct trace_bpf *skel; /* the maps read (owned by the tracer) */
@@ -53,6 +54,7 @@ struct collector {
 	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
 	unsigned long long req_after_window;
 	struct attr_store off; /* off-CPU intervals, for the attribution (attrib_build.c) */
+	struct gpu_trace *gpu; /* CUDA calls and libraries (gpu.c; the tracer's) */
 };
 
 /* An empty collector for the tree rooted at root; req_window_ms < 0: every

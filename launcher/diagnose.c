@@ -31,7 +31,8 @@ static const struct {
     {DIAG_DOWNLOAD, diag_http_rules},
     {DIAG_IO, diag_io_rules},
     {DIAG_MEMORY, diag_memory_rules},
-    {DIAG_EXIT, diag_exit_rules}, /* last: it names the errors found as the cause */
+    {DIAG_MEMORY, diag_gpu_rules}, /* the service runs on CPU (issue 18) */
+    {DIAG_EXIT, diag_exit_rules},  /* last: it names the errors found as the cause */
 };
 
 /* ---- small helpers ---- */

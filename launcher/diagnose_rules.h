@@ -49,6 +49,7 @@ extern const struct diag_rule diag_io_rules[];
 extern const struct diag_rule diag_download_rules[];
 extern const struct diag_rule diag_net_rules[]; /* diagnose_net.c: also --check-download */
 extern const struct diag_rule diag_memory_rules[];
+extern const struct diag_rule diag_gpu_rules[];	 /* diagnose_gpu.c: --check-memory */
 extern const struct diag_rule diag_http_rules[]; /* diagnose_exit.c: download group */
 extern const struct diag_rule diag_exit_rules[]; /* diagnose_exit.c: last, always run */
 

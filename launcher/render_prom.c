@@ -325,6 +325,30 @@ int render_prom(const struct timeline *tl, FILE *out)
 	sample(out, "indextts2_offcpu_seconds_total", "reason", "runqueue",
 	       tl_or0(v->sched.runqueue_ms) / 1e3);
 
+	/* the GPU (issue 18): only where CUDA was tried */
+	if (v->gpu.present && v->gpu.tried) {
+		if (tl_has(v->gpu.memory_peak_bytes)) {
+			prom_header(
+			    out, "indextts2_gpu_memory_bytes", "gauge",
+			    "Device memory the service allocated through CUDA (peak, at ready).");
+			sample(out, "indextts2_gpu_memory_bytes", "at", "peak",
+			       v->gpu.memory_peak_bytes);
+			if (tl_has(v->gpu.memory_at_ready_bytes))
+				sample(out, "indextts2_gpu_memory_bytes", "at", "ready",
+				       v->gpu.memory_at_ready_bytes);
+		}
+		single(out, "indextts2_gpu_init_seconds", "gauge",
+		       "Time in CUDA device init calls (cudaGetDeviceCount, cudaSetDevice, "
+		       "cudaFree(0), cuInit, contexts).",
+		       v->gpu.init_ms / 1e3);
+		single(out, "indextts2_h2d_bytes_total", "counter",
+		       "Bytes copied from host to device memory (cudaMemcpy*, cuMemcpyHtoD*).",
+		       v->gpu.h2d_bytes);
+		single(out, "indextts2_gpu_usable", "gauge",
+		       "1 when CUDA found a usable GPU, 0 when the service runs on CPU.",
+		       v->gpu.usable == 1);
+	}
+
 	/* requests after ready */
 	{
 		size_t nb = prom_n_request_buckets, *count = calloc(nb, sizeof(size_t)), n = 0;

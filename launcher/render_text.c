@@ -20,6 +20,32 @@ static void fmt_ms(char *buf, size_t len, double ms)
 }
 
 /* Compact ("84.5MiB"), for the summary's aligned columns. */
+static void fmt_size(char *buf, size_t len, double b);
+static const char *esc(const char *s);
+
+/* The GPU summary (issue 18): CUDA init, device memory, copies to the
+ * device; or why the service runs on CPU. Nothing when CUDA played no part. */
+static void gpu_line(FILE *out, const struct tl_gpu *g)
+{
+	char a[32], b[32], c[32], d[32];
+
+	if (!g->present)
+		return;
+	if (g->usable == 1) {
+		fmt_ms(a, sizeof(a), g->init_ms);
+		fmt_size(b, sizeof(b), tl_or0(g->memory_peak_bytes));
+		fmt_size(c, sizeof(c), g->h2d_bytes);
+		fmt_ms(d, sizeof(d), g->h2d_ms);
+		fprintf(
+		    out,
+		    "  GPU: CUDA init %s, device memory peak %s, %s copied to the device in %s\n",
+		    a, b, c, d);
+	} else if (g->reason) {
+		fprintf(out, "  GPU: %s, the service runs on CPU: %s\n",
+			g->tried ? "CUDA failed" : "not used", esc(g->reason));
+	}
+}
+
 static void fmt_size(char *buf, size_t len, double b)
 {
 	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -369,6 +395,7 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	fmt_ms(b, sizeof(b), tl_or0(v->sched.sleep_ms));
 	fmt_ms(c, sizeof(c), tl_or0(v->sched.runqueue_ms));
 	fprintf(out, "  off-CPU: %s I/O wait, %s sleeping, %s waiting for a CPU\n", a, b, c);
+	gpu_line(out, &v->gpu);
 	fprintf(out, "  events lost: %lld\n", count_ll(v->tracing.events_lost));
 done:
 	free(key);

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "gpu.h"
+#include "hfcache.h"
 #include "imports.h"
 #include "procfs.h"
 #include "redact.h"
@@ -193,6 +195,7 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	snap_memory(t, root);
 	snap_block(t, root, cnt);
 	imports_snapshot(root, t->imports, st->usdt); /* python: USDT or derived imports */
+	json_object_set_new(root, "gpu", gpu_snap(t->gpu, root, t->cfg, t->ready_ms));
 	json_object_set_new(root, "requests", json_deep_copy(t->requests));
 	json_object_set_new(tr, "requests_window_s",
 			    t->req_window_ms < 0 ? json_null()

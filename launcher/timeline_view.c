@@ -460,11 +460,65 @@ static int decode_launcher(const json_t *root, struct tl_view *v)
 	return 0;
 }
 
+static int tri(const json_t *o, const char *key)
+{
+	const json_t *b = json_object_get(o, key);
+
+	return json_is_boolean(b) ? json_is_true(b) : -1;
+}
+
+static int decode_gpu(const json_t *root, struct tl_view *v)
+{
+	const json_t *g = json_object_get(root, "gpu"), *e, *r = json_object_get(g, "cpu_reason");
+	const json_t *torch = json_object_get(g, "torch");
+	struct tl_gpu *o = &v->gpu;
+	size_t i;
+
+	o->present = json_is_object(g);
+	o->tried = json_is_true(json_object_get(g, "tried"));
+	o->usable = tri(g, "usable");
+	o->reason_code = str(r, "code");
+	o->reason = str(r, "message");
+	o->n_libraries = json_array_size(json_object_get(g, "libraries"));
+	json_array_foreach (json_object_get(g, "libraries"), i, e)
+		if (!o->library && json_is_number(json_object_get(e, "mapped_ms")))
+			o->library = str(e, "path"); /* the first one mapped */
+	if (!o->library)
+		o->library = str(json_array_get(json_object_get(g, "libraries"), 0), "path");
+	o->calls_total = num(g, "calls_total");
+	o->memory_peak_bytes = o->memory_at_ready_bytes = TL_NONE;
+	o->init_ms = o->h2d_bytes = o->h2d_ms = 0;
+	json_array_foreach (json_object_get(g, "processes"), i, e) {
+		double peak = num(e, "memory_peak_bytes"), ready = num(e, "memory_at_ready_bytes");
+
+		o->init_ms += tl_or0(num(e, "init_ms"));
+		o->h2d_bytes += tl_or0(num(e, "h2d_bytes"));
+		o->h2d_ms += tl_or0(num(e, "h2d_ms"));
+		if (tl_has(peak))
+			o->memory_peak_bytes = tl_or0(o->memory_peak_bytes) + peak;
+		if (tl_has(ready))
+			o->memory_at_ready_bytes = tl_or0(o->memory_at_ready_bytes) + ready;
+	}
+	o->error_ret = TL_NONE;
+	json_array_foreach (json_object_get(g, "calls"), i, e)
+		if (json_integer_value(json_object_get(e, "ret")) && !tl_has(o->error_ret)) {
+			o->error_ret = num(e, "ret");
+			o->error = str(e, "error");
+			o->error_call = str(e, "call");
+		}
+	o->n_device_nodes = json_array_size(json_object_get(g, "device_nodes"));
+	o->cuda_visible_devices = str(g, "cuda_visible_devices");
+	o->torch_imported = json_is_true(json_object_get(torch, "imported"));
+	o->torch_lib = str(torch, "lib");
+	o->torch_cuda_build = tri(torch, "cuda_build");
+	return 0;
+}
+
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
     decode_marks,    decode_phases,   decode_files,    decode_missing, decode_downloads,
     decode_network,  decode_requests, decode_findings, decode_memory,  decode_sched,
     decode_tracing,  decode_process,  decode_launcher, decode_procs,   decode_imports,
-    decode_connects, decode_locks,    decode_copies,
+    decode_connects, decode_locks,    decode_copies,   decode_gpu,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)

@@ -182,6 +182,25 @@ struct tl_finding {
 	const char *rule; /* hand-made timelines: the rule's name instead of id */
 };
 
+/* gpu (issue 18, docs/gpu.md): the figures readers need, summed over the
+ * processes; present false for a timeline without the section. */
+struct tl_gpu {
+	bool present, tried;
+	int usable;			  /* 1, 0; -1: null (CUDA never tried) */
+	const char *reason_code, *reason; /* cpu_reason; NULL: none */
+	size_t n_libraries;
+	const char *library; /* the first library mapped, else the first probed */
+	double calls_total, init_ms, memory_peak_bytes, memory_at_ready_bytes; /* TL_NONE: none */
+	double h2d_bytes, h2d_ms;
+	const char *error, *error_call; /* the first failed call's error name and call */
+	double error_ret;		/* its code, TL_NONE: none failed */
+	size_t n_device_nodes;
+	const char *cuda_visible_devices;
+	bool torch_imported;
+	const char *torch_lib;
+	int torch_cuda_build; /* 1, 0; -1: unknown */
+};
+
 /* Every section a reader needs, decoded from one timeline. */
 struct tl_view {
 	const char *schema;	     /* the version string it was written with */
@@ -216,6 +235,7 @@ struct tl_view {
 	size_t n_procs;
 	const struct tl_import *imports; /* python.imports[] */
 	size_t n_imports;
+	struct tl_gpu gpu;
 	const char *config_mlock_mode; /* launcher.config.mlock.mode */
 	const char *config_app_dir;    /* launcher.config.app.dir */
 };

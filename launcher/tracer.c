@@ -21,14 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "classify.h"
 #include "clock.h"
 #include "collector.h"
+#include "gpu.h"
 #include "hostprobe.h"
 #include "interp.h"
 #include "pyframes.h"
@@ -36,6 +35,7 @@
 #include "trace.minbtf.h"
 #include "trace.skel.h"
 #include "tracer.h"
+#include "ukeeper.h"
 #include "util.h"
 
 struct tracer {
@@ -46,6 +46,7 @@ struct tracer {
 	struct bpf_link **ulinks; /* uprobes (USDT): slow to remove */
 	size_t n_ulinks;
 	bool uprobes_kept; /* a keeper holds their last references (keep_uprobes) */
+	int keeper_sock;   /* later uprobe links go to the keeper here (gpu.c); -1 */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
@@ -87,6 +88,9 @@ static const struct probe {
     {"py_import_done", PROBE_USDT, false, false, NULL},
     {"gai_enter", PROBE_UPROBE, false, false, "getaddrinfo"}, /* one name for the pair */
     {"gai_exit", PROBE_UPROBE, false, false, NULL},
+    {"gpu_mmap", PROBE_SECTION, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
+    {"gpu_enter", PROBE_UPROBE, false, false, NULL}, /* per library: "cuda:PATH" */
+    {"gpu_exit", PROBE_UPROBE, false, false, NULL},
 };
 
 static const struct probe *probe_of(const char *program)
@@ -267,8 +271,6 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	nl[(*n)++] = l;
 }
 
-static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
-
 /* Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
  * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
  * exit), paid by whoever drops the last reference to its link. So the main
@@ -286,15 +288,15 @@ static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(co
  * from /proc/self/fdinfo. */
 static int uprobe_link_fds(struct tracer *t, int *fds, int max)
 {
-	struct bpf_program *progs[] = {t->skel->progs.py_import_start,
-				       t->skel->progs.py_import_done, t->skel->progs.gai_enter,
-				       t->skel->progs.gai_exit};
-	__u32 ids[4] = {0, 0, 0, 0};
+	struct bpf_program *progs[] = {
+	    t->skel->progs.py_import_start, t->skel->progs.py_import_done, t->skel->progs.gai_enter,
+	    t->skel->progs.gai_exit,	    t->skel->progs.gpu_enter,	   t->skel->progs.gpu_exit};
+	__u32 ids[6] = {0, 0, 0, 0, 0, 0};
 	struct dirent *d;
 	int n = 0;
 	DIR *dir;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
 
@@ -321,74 +323,33 @@ static int uprobe_link_fds(struct tracer *t, int *fds, int max)
 		}
 		if (f)
 			fclose(f);
-		if (perf && prog &&
-		    (prog == ids[0] || prog == ids[1] || prog == ids[2] || prog == ids[3]))
-			fds[n++] = atoi(d->d_name);
+		for (int i = 0; perf && prog && i < 6; i++)
+			if (prog == ids[i]) {
+				fds[n++] = atoi(d->d_name);
+				break;
+			}
 	}
 	if (dir)
 		closedir(dir);
 	return n;
 }
 
-/* The keeper: only the link fds and the pidfd stay open; out of the
- * terminal's process group (a Ctrl-C is tts-launch's to handle). */
-static void keeper_main(int pidfd, int *fds, int n) __attribute__((noreturn));
-static void keeper_main(int pidfd, int *fds, int n)
-{
-	struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-	int keep[66], m = 0;
-	unsigned int from = 0;
-
-	for (int i = 0; i < n; i++)
-		keep[m++] = fds[i];
-	keep[m++] = pidfd;
-	qsort(keep, (size_t)m, sizeof(keep[0]), int_cmp);
-	for (int i = 0; i < m; i++) {
-		if ((unsigned int)keep[i] > from)
-			syscall(SYS_close_range, from, (unsigned int)keep[i] - 1, 0);
-		from = (unsigned int)keep[i] + 1;
-	}
-	syscall(SYS_close_range, from, ~0u, 0);
-	setsid();
-	prctl(PR_SET_NAME, "tts-launch-upr", 0, 0, 0);
-	for (int sig = 1; sig < 32; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_IGN);
-	/* tts-launch's death, however it comes */
-	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
-		;
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
-	_exit(0);
-}
-
 static void keep_uprobes(struct tracer *t)
 {
-	int fds[64], n = uprobe_link_fds(t, fds, 64), pidfd, reaper = 0, st;
-	pid_t p;
+	int fds[64], n = uprobe_link_fds(t, fds, 64);
 
-	if (!n || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
-		return;
-	/* re-parented past us: the supervisor adopts the service's orphans
-	 * (spawn.c), and the keeper is none of them. The service has not
-	 * exec'd yet, so nothing else can be orphaned meanwhile. */
-	prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0);
-	if (reaper)
-		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-	p = fork();
-	if (p == 0) {
-		pid_t k = fork();
+	if (n)
+		t->uprobes_kept = ukeeper_start(fds, n, &t->keeper_sock);
+}
+/* gpu.c's attaches, as probes and fallbacks */
+static void gpu_note(void *ctx, const char *probe, bool ok, const char *reason)
+{
+	struct tracer *t = ctx;
 
-		if (k == 0)
-			keeper_main(pidfd, fds, n);
-		_exit(k > 0 ? 0 : 1);
-	}
-	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)
-		;
-	if (reaper)
-		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	close(pidfd);
-	t->uprobes_kept = p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (ok)
+		probe_add(t, reason);
+	else
+		fallback(t, probe, "%s", reason);
 }
 
 /* ---- start ---- */
@@ -538,6 +499,16 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, const struct pyf
 			bpf_program__set_autoload(skel->progs.py_import_start, false);
 			bpf_program__set_autoload(skel->progs.py_import_done, false);
 		}
+		/* the CUDA probes need the attach cookie (5.15) and a stopping
+		 * signal (5.5): without them the rest still loads */
+		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie,
+					    NULL) <= 0 ||
+		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread,
+					    NULL) <= 0) {
+			bpf_program__set_autoload(skel->progs.gpu_enter, false);
+			bpf_program__set_autoload(skel->progs.gpu_exit, false);
+			bpf_program__set_autoload(skel->progs.gpu_mmap, false);
+		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
 		if (py) { /* attribution: the interpreter whose frames are read */
@@ -613,6 +584,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		snprintf(why, whylen, "failed to allocate tracer: %s", strerror(errno));
 		goto fail;
 	}
+	t->keeper_sock = -1;
 	hostprobe_tracefs_ensure(t->st.tracefs, sizeof(t->st.tracefs));
 	/* requests: a window after ready for the service; as long as it runs for
 	 * a command given after -- */
@@ -702,6 +674,12 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		       "major_fault", "page-faults-maj");
 	attach_fault_tick(t, (pid_t)o->root_pid);
 	attach_names(t);
+	/* CUDA libraries that exist, for the root (gpu.c) */
+	if (!bpf_program__autoload(t->skel->progs.gpu_enter))
+		fallback(t, "cuda",
+			 "the kernel lacks bpf_get_attach_cookie or bpf_send_signal_thread: "
+			 "no CUDA calls traced");
+	t->col.gpu = gpu_trace_new(t->skel, (pid_t)o->root_pid, o->cfg, gpu_note, t);
 	t_attach = clock_ms();
 	for (int i = 0; i < n_py; i++) {
 		struct bpf_link *ls, *ld;
@@ -739,8 +717,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 
 	t_usdt = clock_ms();
-	if (t->n_ulinks)
+	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0)
 		keep_uprobes(t);
+	gpu_trace_set_keeper(t->col.gpu, t->uprobes_kept ? t->keeper_sock : -1);
 
 	/* ring buffer */
 	t->rb =
@@ -803,6 +782,10 @@ void tracer_free(struct tracer *t)
 		bpf_link__destroy(t->ulinks[i]);
 	}
 	free(t->ulinks);
+	gpu_trace_free(t->col.gpu);
+	t->col.gpu = NULL;
+	if (t->keeper_sock >= 0)
+		close(t->keeper_sock);
 	for (size_t i = 0; i < t->n_links; i++)
 		bpf_link__destroy(t->links[i]);
 	free(t->links);
@@ -866,6 +849,9 @@ static void lighten(struct tracer *t)
 			strv_add(&t->st.kept, &t->st.n_kept, name);
 		}
 	}
+	/* the CUDA pairs stay (gpu.c) */
+	if (gpu_trace_attached(t->col.gpu))
+		strv_add(&t->st.kept, &t->st.n_kept, "cuda");
 	t->st.light = true;
 	t->st.light_ms = clock_ms();
 }

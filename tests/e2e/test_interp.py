@@ -294,12 +294,21 @@ def test_main_process_never_closes_a_uprobe_link(tmp_path, tracing_ok):
             assert "python_imports:" in " ".join(t["tracing"]["probes"])
         # getaddrinfo's uprobe pair (peer names) is kept the same way
         gai = 2 if "getaddrinfo" in t["tracing"]["probes"] else 0
+        # and the CUDA libraries' uprobe pairs attached before the start (#18)
+        gai += start_cuda_links(t)
         counts[usdt] = (link_closes(out, main), others, gai)
     # the uprobe links add no close to the main process: the keeper closes them
     assert counts["true"][0] == counts["false"][0], counts
     assert sorted(counts["true"][1].values()) == [2 + counts["true"][2]], counts
     assert sorted(counts["false"][1].values()) == ([counts["false"][2]] if counts["false"][2]
                                                    else []), counts
+
+
+def start_cuda_links(t):
+    """The uprobe links on CUDA libraries attached before the start (issue 18:
+    the toolkit's libcudart where /usr/local/cuda exists), held by the keeper too."""
+    return sum(2 * l["probes"] for l in t.get("gpu", {}).get("libraries", [])
+               if l["attached"] == "start")
 
 
 def keepers_of(pid):
@@ -330,13 +339,17 @@ def perf_links(pid):
 
 
 def test_keeper_dies_with_a_killed_tts_launch(tmp_path, tracing_ok):
+    r = subprocess.run([str(TTS), "run", "--timeline", str(tmp_path / "c.json"), "--", PY, "-c",
+                        "pass"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    cuda = start_cuda_links(json.loads((tmp_path / "c.json").read_text()))
     p = subprocess.Popen([str(TTS), "run", "--timeline", str(tmp_path / "t.json"), "--", PY,
                           "-c", "import time; time.sleep(120)"], cwd=tmp_path,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         keeper = wait_for(lambda: keepers_of(p.pid), what="the uprobe keeper")[0]
-        # the two USDT links and getaddrinfo's two uprobes, nothing else
-        assert perf_links(keeper) == 4
+        # the two USDT links, getaddrinfo's two uprobes and the CUDA pairs, nothing else
+        assert perf_links(keeper) == 4 + cuda
         with open("/proc/%d/status" % keeper) as f:
             assert "PPid:\t%d\n" % p.pid not in f.read()  # not one of the service's orphans
         os.kill(p.pid, signal.SIGKILL)

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/* gpu: the CUDA side of a start-up (issue 18; launcher/gpu.c is the user
+ * side, docs/gpu.md the design).
+ *
+ * - gpu_enter / gpu_exit: one uprobe/uretprobe pair per probed function of a
+ *   CUDA runtime (libcudart*) or driver (libcuda.so*) library, attached by
+ *   the launcher with the tree's pids only (other GPU jobs on the host get
+ *   no breakpoint); the attach cookie says which function (enum
+ *   trace_gpu_fn). Entry saves the arguments per thread and function, the
+ *   return sends one EV_GPU_CALL with the result and the out-pointer's value.
+ * - gpu_mmap: syscalls/sys_enter_mmap, the tree only: a file named libcuda*
+ *   mapped by a process with no probes on it yet (a dlopen, as PyTorch does
+ *   after it starts) stops that process (SIGSTOP, delivered when the mmap
+ *   returns) and tells the launcher (EV_GPU_MAP, urgent), which attaches and
+ *   sends SIGCONT: the library's first call is always seen. ld.so maps a
+ *   library several times (the whole file, then each segment): the gpuseen
+ *   map makes it one stop per process and file. */
+#include "common.bpf.h"
+
+#define SIGSTOP_ 19
+
+struct gpu_call_key {
+	__u32 tid;
+	__u32 fn;
+};
+
+struct gpu_call {
+	__u64 ts;
+	__u64 args[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct gpu_call_key);
+	__type(value, struct gpu_call);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} gpu_calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct gpu_seen_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} gpuseen SEC(".maps");
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_enter, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
+{
+	struct gpu_call_key k = {.tid = (__u32)bpf_get_current_pid_tgid()};
+	struct gpu_call c;
+	__u32 tgid;
+
+	if (!traced_now(&tgid))
+		return 0;
+	k.fn = (__u32)bpf_get_attach_cookie(ctx);
+	c.ts = bpf_ktime_get_ns();
+	c.args[0] = a0;
+	c.args[1] = a1;
+	c.args[2] = a2;
+	c.args[3] = a3;
+	bpf_map_update_elem(&gpu_calls, &k, &c, BPF_ANY);
+	return 0;
+}
+
+/* the functions whose first argument points to what they return */
+static __always_inline bool gpu_out_u64(__u32 fn)
+{
+	return fn == GPU_CUDA_MALLOC || fn == GPU_CU_MEM_ALLOC;
+}
+
+static __always_inline bool gpu_out_int(__u32 fn)
+{
+	return fn == GPU_CUDA_GET_DEVICE_COUNT || fn == GPU_CUDA_DRIVER_VERSION ||
+	       fn == GPU_CU_DRIVER_VERSION;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gpu_exit, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct gpu_call_key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
+	struct gpu_call *c = bpf_map_lookup_elem(&gpu_calls, &k);
+	struct tl_gpu_event *e;
+
+	if (!c)
+		return 0;
+	e = ev_head(sizeof(*e), EV_GPU_CALL, (__u32)(id >> 32));
+	if (e) {
+		e->ts_ns = c->ts;
+		e->dur_ns = bpf_ktime_get_ns() - c->ts;
+		e->fn = k.fn;
+		e->ret = (__s32)ret;
+		e->pad = 0;
+		e->args[0] = c->args[0];
+		e->args[1] = c->args[1];
+		e->args[2] = c->args[2];
+		e->args[3] = c->args[3];
+		e->out = 0;
+		if ((__s32)ret == 0 && c->args[0]) {
+			if (gpu_out_u64(k.fn))
+				bpf_probe_read_user(&e->out, sizeof(e->out), (void *)c->args[0]);
+			else if (gpu_out_int(k.fn))
+				bpf_probe_read_user(&e->out, sizeof(int), (void *)c->args[0]);
+		}
+		ev_submit_lazy(e);
+	}
+	bpf_map_delete_elem(&gpu_calls, &k);
+	return 0;
+}
+
+/* "libcuda": libcuda.so* and libcudart* (not libcudnn, libcublas) */
+static __always_inline bool cuda_name(const char *n)
+{
+	return n[0] == 'l' && n[1] == 'i' && n[2] == 'b' && n[3] == 'c' && n[4] == 'u' &&
+	       n[5] == 'd' && n[6] == 'a';
+}
+
+SEC("tp/syscalls/sys_enter_mmap")
+int gpu_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	struct gpu_seen_key k = {};
+	struct tl_gpu_map_event *e;
+	long fd = (long)ctx->args[4];
+	struct file *f;
+	__u32 tgid, one = 1;
+	char name[8] = {};
+
+	if (fd < 0 || !traced_now(&tgid))
+		return 0;
+	f = fd_file(fd);
+	if (!f)
+		return 0;
+	bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+	if (!cuda_name(name))
+		return 0;
+	k.tgid = tgid;
+	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	if (bpf_map_update_elem(&gpuseen, &k, &one, BPF_NOEXIST))
+		return 0; /* attached already (or under way), or the map is full */
+	e = ev_head(sizeof(*e), EV_GPU_MAP, tgid);
+	if (!e)
+		return 0; /* not held: nothing would let it go */
+	e->fd = (__s32)fd;
+	e->dev = k.dev;
+	e->ino = k.ino;
+	bpf_probe_read_kernel_str(e->name, sizeof(e->name),
+				  BPF_CORE_READ(f, f_path.dentry, d_name.name));
+	bpf_send_signal_thread(SIGSTOP_);
+	ev_submit_urgent(e);
+	return 0;
+}

@@ -1,0 +1,151 @@
+/* ukeeper: the uprobe keeper (moved out of tracer.c for issue 18, which
+ * hands it links attached after the start too).
+ *
+ * Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
+ * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
+ * exit), paid by whoever drops the last reference to its link. So the main
+ * process never drops one: right after the attach, a keeper process (a
+ * grandchild, re-parented away from us so the supervisor never counts it
+ * with the service's processes) holds a copy of every uprobe link fd and
+ * nothing else; tts-launch disconnects its own links and lets its exit drop
+ * references that are not the last. The keeper waits on a pidfd of
+ * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
+ * keeper closes the links (paying the grace periods where no caller waits)
+ * and exits; its life is tts-launch's plus that detach. */
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ukeeper.h"
+
+static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Later links (a CUDA library dlopen'd by the tree, gpu.c) come on sock:
+ * their fds in SCM_RIGHTS messages, kept with the others. */
+static int keeper_take(int sock, int **fds, int *n, int *cap)
+{
+	char byte, cbuf[CMSG_SPACE(64 * sizeof(int))];
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+
+	if (r <= 0)
+		return r < 0 && errno == EINTR ? 0 : -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int got[64];
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || k > 64)
+			continue;
+		memcpy(got, CMSG_DATA(c), k * sizeof(int));
+		for (size_t i = 0; i < k; i++) {
+			if (*n == *cap) {
+				int *nf = realloc(*fds, (size_t)(*cap * 2) * sizeof(int));
+
+				if (!nf) {
+					close(got[i]); /* paid here instead */
+					continue;
+				}
+				*fds = nf;
+				*cap *= 2;
+			}
+			(*fds)[(*n)++] = got[i];
+		}
+	}
+	return 0;
+}
+
+/* The keeper: only the link fds, the pidfd and sock stay open; out of the
+ * terminal's process group (a Ctrl-C is tts-launch's to handle). */
+static void keeper_main(int pidfd, int sock, int *fds, int n) __attribute__((noreturn));
+static void keeper_main(int pidfd, int sock, int *fds, int n)
+{
+	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
+	int keep[67], m = 0, cap = 128, *all;
+	unsigned int from = 0;
+
+	for (int i = 0; i < n; i++)
+		keep[m++] = fds[i];
+	keep[m++] = pidfd;
+	if (sock >= 0)
+		keep[m++] = sock;
+	qsort(keep, (size_t)m, sizeof(keep[0]), int_cmp);
+	for (int i = 0; i < m; i++) {
+		if ((unsigned int)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned int)keep[i] - 1, 0);
+		from = (unsigned int)keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0u, 0);
+	setsid();
+	prctl(PR_SET_NAME, "tts-launch-upr", 0, 0, 0);
+	for (int sig = 1; sig < 32; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_IGN);
+	all = malloc((size_t)cap * sizeof(int));
+	if (!all)
+		_exit(1);
+	memcpy(all, fds, (size_t)n * sizeof(int));
+	/* tts-launch's death, however it comes */
+	for (;;) {
+		int r = poll(pf, pf[1].fd >= 0 ? 2 : 1, -1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || pf[0].revents)
+			break;
+		if (pf[1].revents && keeper_take(sock, &all, &n, &cap) < 0)
+			pf[1].fd = -1; /* tts-launch closed its end: no more links */
+	}
+	for (int i = 0; i < n; i++)
+		close(all[i]);
+	_exit(0);
+}
+
+bool ukeeper_start(int *fds, int n, int *sock)
+{
+	int pidfd, reaper = 0, st, sp[2] = {-1, -1};
+	bool kept;
+	pid_t p;
+
+	*sock = -1;
+	if (n <= 0 || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
+		return false;
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp))
+		sp[0] = sp[1] = -1;
+	/* re-parented past us: the supervisor adopts the service's orphans
+	 * (spawn.c), and the keeper is none of them. The service has not
+	 * exec'd yet, so nothing else can be orphaned meanwhile. */
+	prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0);
+	if (reaper)
+		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+	p = fork();
+	if (p == 0) {
+		pid_t k = fork();
+
+		if (k == 0)
+			keeper_main(pidfd, sp[1], fds, n);
+		_exit(k > 0 ? 0 : 1);
+	}
+	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	if (reaper)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	close(pidfd);
+	if (sp[1] >= 0)
+		close(sp[1]);
+	kept = p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (kept)
+		*sock = sp[0];
+	else if (sp[0] >= 0)
+		close(sp[0]);
+	return kept;
+}

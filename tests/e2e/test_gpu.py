@@ -1,0 +1,211 @@
+"""The GPU side of a start-up (issue 18, docs/gpu.md) on machines with the CUDA
+toolkit and no driver: tests/helpers/cudaprobe makes the calls PyTorch makes
+when it probes a GPU (cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice,
+cudaFree(0), cudaMalloc, a host-to-device cudaMemcpy, cudaFree) on a copy of
+the toolkit's libcudart.so.13 that it dlopens from a site-packages-like folder
+after it starts (as PyTorch does); cudaprobe-linked links it (mapped before
+main). The timeline must record the library, each call with the result the
+program itself printed, and, without a driver, the finding that the service
+runs on CPU. The toolkit is part of the machine image: a missing one fails
+when CI is set and skips elsewhere; so does missing BPF (tracing_ok)."""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, TTS
+
+CUDA = Path("/usr/local/cuda")
+LIBCUDART = CUDA / "lib64" / "libcudart.so.13"
+HELPERS = ROOT / "build" / "tests" / "helpers"
+PROBE = HELPERS / "cudaprobe"
+LINKED = HELPERS / "cudaprobe-linked"
+CALLS = ["cudaDriverGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
+         "cudaMalloc", "cudaMemcpy", "cudaFree"]
+
+
+def _need(ok, why):
+    if not ok:
+        if os.environ.get("CI"):
+            pytest.fail(why + " (required when CI is set)")
+        pytest.skip(why)
+
+
+@pytest.fixture(autouse=True)
+def toolkit():
+    _need(LIBCUDART.exists(), "the CUDA 13 toolkit is missing (%s)" % LIBCUDART)
+    _need(PROBE.exists() and LINKED.exists(),
+          "cudaprobe not built: make build/tests/helpers/cudaprobe "
+          "build/tests/helpers/cudaprobe-linked")
+
+
+def site_copy(tmp, venv=False):
+    """libcudart.so.13 copied where a wheel puts it: site-packages/nvidia/cuda_runtime/lib,
+    in the app's venv (a candidate found before the start) or elsewhere (found at its mmap)."""
+    d = (tmp / ("venv" if venv else "elsewhere") / "lib" / "python3.13" / "site-packages" /
+         "nvidia" / "cuda_runtime" / "lib")
+    d.mkdir(parents=True)
+    shutil.copy(LIBCUDART, d / "libcudart.so.13")
+    return d / "libcudart.so.13"
+
+
+def run(tmp, *cmd, prefix=()):
+    tl = tmp / "timeline.json"
+    p = subprocess.run([*prefix, str(TTS), "run", "--timeline", str(tl), "--", *map(str, cmd)],
+                       cwd=tmp, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(tl.read_text()), p.stdout
+
+
+def printed(stdout):
+    """The results cudaprobe printed, in call order: [(call, code)]."""
+    out = []
+    for line in stdout.splitlines():
+        name, _, rest = line.partition("=")
+        out.append(("cudaFree" if name == "cudaFree0" else name, int(rest.split()[0])))
+    return out
+
+
+def check_calls(g, stdout):
+    want = printed(stdout)
+    assert [c for c, _ in want] == CALLS, stdout
+    got = [(c["call"], c["ret"]) for c in g["calls"]]
+    assert got == want, (got, want)
+    by = {c["call"]: c for c in g["calls"]}
+    assert by["cudaMalloc"]["bytes"] == 1 << 20
+    assert by["cudaMemcpy"]["bytes"] == 64 << 10
+    assert g["calls_total"] == len(CALLS)
+    assert len(g["processes"]) == 1
+
+
+def check_no_gpu(t, g, stdout):
+    """Without a driver every call but the version query fails with
+    cudaErrorInsufficientDriver: the service runs on CPU, a warning."""
+    if dict(printed(stdout))["cudaGetDeviceCount"] != 35:
+        pytest.skip("this machine has a CUDA driver: the no-GPU case cannot be shown")
+    for c in g["calls"][1:]:
+        assert (c["ret"], c["error"]) == (35, "cudaErrorInsufficientDriver"), c
+    assert g["tried"] is True and g["usable"] is False
+    assert g["cpu_reason"]["code"] == "insufficient-driver"
+    assert g["processes"][0]["errors"] == len(CALLS) - 1
+    assert g["processes"][0]["memory_peak_bytes"] == 0  # nothing was allocated
+    f = [f for f in t["findings"] if f["id"] == "gpu-cpu-fallback"]
+    assert len(f) == 1 and f[0]["severity"] == "warning", t["findings"]
+    assert "cudaErrorInsufficientDriver" in f[0]["message"]
+    assert "driver" in f[0]["fix"] and "--gpus" in f[0]["fix"]
+    return f[0]
+
+
+def test_dlopened_runtime_copy(tmp_path, tracing_ok):
+    lib = site_copy(tmp_path)
+    t, out = run(tmp_path, PROBE, lib)
+    g = t["gpu"]
+    # the copy is no candidate known before the start: attached at its mmap,
+    # the process held until then, so the first call is seen too
+    mapped = [l for l in g["libraries"] if l["path"] == str(lib)]
+    assert len(mapped) == 1, g["libraries"]
+    assert mapped[0]["attached"] == "mapped" and mapped[0]["kind"] == "runtime"
+    assert mapped[0]["mapped_ms"] > 0 and mapped[0]["probes"] == 7
+    check_calls(g, out)
+    f = check_no_gpu(t, g, out)
+    assert f["evidence"]["library"] == str(lib)
+    # the loader's failed search for the driver library is part of the reason
+    assert f["evidence"]["libcuda_misses"] > 0
+    # the summary line and the Prometheus figures
+    r = subprocess.run([str(TTS), "report", str(tmp_path / "timeline.json")],
+                       capture_output=True, text=True, timeout=60)
+    assert "GPU: CUDA failed, the service runs on CPU" in r.stdout, r.stdout
+    r = subprocess.run([str(TTS), "report", str(tmp_path / "timeline.json"), "--format", "prom"],
+                       capture_output=True, text=True, timeout=60)
+    assert "indextts2_gpu_init_seconds " in r.stdout
+    assert "indextts2_h2d_bytes_total 0\n" in r.stdout  # the copy failed: nothing moved
+    assert 'indextts2_gpu_memory_bytes{at="peak"} 0\n' in r.stdout
+
+
+def test_venv_runtime_attached_before_the_start(tmp_path, tracing_ok):
+    """The app's venv (the app dir is the cwd here) is searched before the
+    release: its wheel's libcudart is attached for the root, and its dlopen
+    only records when it was mapped."""
+    lib = site_copy(tmp_path, venv=True)
+    t, out = run(tmp_path, PROBE, lib)
+    g = t["gpu"]
+    mine = [l for l in g["libraries"] if l["path"] == str(lib)]
+    assert len(mine) == 1 and mine[0]["attached"] == "start", g["libraries"]
+    assert mine[0]["mapped_ms"] > 0
+    check_calls(g, out)
+
+
+def test_linked_runtime(tmp_path, tracing_ok):
+    t, out = run(tmp_path, LINKED)
+    g = t["gpu"]
+    # the toolkit's runtime is a candidate: attached before the start, and
+    # its mapping (before main) is seen
+    start = [l for l in g["libraries"] if l["attached"] == "start" and l["mapped_ms"] is not None]
+    assert len(start) == 1, g["libraries"]
+    assert os.path.realpath(start[0]["path"]) == os.path.realpath(LIBCUDART)
+    assert "cuda:" + start[0]["path"] in t["tracing"]["probes"]
+    check_calls(g, out)
+    check_no_gpu(t, g, out)
+
+
+def test_fake_device_node_changes_nothing(tmp_path, tracing_ok):
+    """A /dev/nvidia0 that is no GPU (here a plain file, in a private /dev):
+    the runtime's answer decides; the node is only evidence."""
+    _need(shutil.which("unshare"), "unshare is needed")
+    lib = site_copy(tmp_path)
+    dev = ("mount -t tmpfs tmpfs /dev && for n in null:1:3 zero:1:5 random:1:8 urandom:1:9; "
+           "do IFS=: read name ma mi <<EOF\n$n\nEOF\nmknod -m 666 /dev/$name c $ma $mi; done && "
+           "touch /dev/nvidia0 /dev/nvidiactl && exec \"$@\"")
+    t, out = run(tmp_path, PROBE, lib, prefix=("unshare", "-m", "--propagation", "private",
+                                               "bash", "-c", dev, "bash"))
+    g = t["gpu"]
+    assert "/dev/nvidia0" in g["device_nodes"]
+    check_calls(g, out)
+    f = check_no_gpu(t, g, out)
+    assert f["evidence"]["device_nodes"] >= 1
+    assert "no /dev/nvidia" not in f["message"]
+
+
+def fake_torch(tmp, cuda_build):
+    pkg = tmp / "site" / "torch"
+    (pkg / "lib").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "lib" / "libtorch_cpu.so").write_bytes(b"")
+    if cuda_build:
+        (pkg / "lib" / "libtorch_cuda.so").write_bytes(b"")
+    return tmp / "site"
+
+
+@pytest.mark.parametrize("cuda_build", [False, True])
+def test_cpu_torch_never_tries_cuda_info_only(tmp_path, tracing_ok, cuda_build):
+    """A PyTorch that never loads a CUDA library (Debian's CPU-only build on
+    the demo): an info finding, so diagnose still exits 0."""
+    site = fake_torch(tmp_path, cuda_build)
+    py = shutil.which("python3")
+    env = dict(os.environ, PYTHONPATH=str(site))
+    tl = tmp_path / "timeline.json"
+    p = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--", py, "-c", "import torch"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    t = json.loads(tl.read_text())
+    g = t["gpu"]
+    assert g["tried"] is False and g["usable"] is None and g["calls"] == []
+    assert g["torch"] == {"imported": True, "lib": str(site / "torch" / "lib"),
+                          "cuda_build": cuda_build}
+    assert g["cpu_reason"]["code"] == ("no-cuda-library" if cuda_build else "cpu-torch")
+    f = [f for f in t["findings"] if f["id"].startswith("gpu-")]
+    assert [(x["id"], x["severity"]) for x in f] == [("gpu-cpu-only", "info")], f
+    d = subprocess.run([str(TTS), "diagnose", str(tl)], capture_output=True, text=True,
+                       timeout=60)
+    assert d.returncode == 0, d.stdout + d.stderr
+    assert "info[gpu-cpu-only]" in d.stdout
+
+
+def test_no_torch_no_cuda_no_finding(tmp_path, tracing_ok):
+    """A service that is no GPU program at all gets no GPU finding."""
+    t, _ = run(tmp_path, "/bin/true")
+    assert t["gpu"]["tried"] is False and t["gpu"]["cpu_reason"] is None
+    assert not [f for f in t["findings"] if f["id"].startswith("gpu-")]

@@ -1,0 +1,88 @@
+/* cudaprobe: the calls PyTorch makes when it probes for a GPU, made on a CUDA
+ * runtime library, for tests/e2e/test_gpu.py (issue 18).
+ *
+ *   cudaprobe LIB     dlopen LIB after main starts (as PyTorch loads the
+ *                     libcudart of site-packages/nvidia/cuda_runtime/lib)
+ *   cudaprobe-linked  built with -lcudart: the runtime is mapped before main
+ *
+ * The calls, in order: cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice(0),
+ * cudaFree(0) (the runtime's init idiom), cudaMalloc(1 MiB), a 64 KiB
+ * host-to-device cudaMemcpy, cudaFree of the block. Each is printed as
+ * "name=<cudaError_t>" on stdout; without a driver each returns
+ * cudaErrorInsufficientDriver (35), and the copy and free are made anyway. Exit 0. */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct api {
+	__typeof__(cudaDriverGetVersion) *driver_version;
+	__typeof__(cudaGetDeviceCount) *device_count;
+	__typeof__(cudaSetDevice) *set_device;
+	__typeof__(cudaFree) *free_;
+	__typeof__(cudaMalloc) *malloc_;
+	__typeof__(cudaMemcpy) *memcpy_;
+};
+
+#ifdef CUDAPROBE_LINKED
+static int load(struct api *a, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	a->driver_version = cudaDriverGetVersion;
+	a->device_count = cudaGetDeviceCount;
+	a->set_device = cudaSetDevice;
+	a->free_ = cudaFree;
+	a->malloc_ = cudaMalloc;
+	a->memcpy_ = cudaMemcpy;
+	return 0;
+}
+#else
+static int load(struct api *a, int argc, char **argv)
+{
+	void *h;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: cudaprobe LIBCUDART\n");
+		return -1;
+	}
+	h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "cudaprobe: failed to load %s: %s\n", argv[1], dlerror());
+		return -1;
+	}
+	a->driver_version = (__typeof__(a->driver_version))dlsym(h, "cudaDriverGetVersion");
+	a->device_count = (__typeof__(a->device_count))dlsym(h, "cudaGetDeviceCount");
+	a->set_device = (__typeof__(a->set_device))dlsym(h, "cudaSetDevice");
+	a->free_ = (__typeof__(a->free_))dlsym(h, "cudaFree");
+	a->malloc_ = (__typeof__(a->malloc_))dlsym(h, "cudaMalloc");
+	a->memcpy_ = (__typeof__(a->memcpy_))dlsym(h, "cudaMemcpy");
+	if (!a->driver_version || !a->device_count || !a->set_device || !a->free_ || !a->malloc_ ||
+	    !a->memcpy_) {
+		fprintf(stderr, "cudaprobe: %s lacks the runtime API\n", argv[1]);
+		return -1;
+	}
+	return 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	static char host[64 << 10];
+	struct api a;
+	void *dev = NULL;
+	int v = 0, n = 0;
+
+	if (load(&a, argc, argv))
+		return 2;
+	memset(host, 1, sizeof(host));
+	printf("cudaDriverGetVersion=%d\n", (int)a.driver_version(&v));
+	printf("cudaGetDeviceCount=%d count=%d\n", (int)a.device_count(&n), n);
+	printf("cudaSetDevice=%d\n", (int)a.set_device(0));
+	printf("cudaFree0=%d\n", (int)a.free_(NULL));
+	printf("cudaMalloc=%d\n", (int)a.malloc_(&dev, 1 << 20));
+	printf("cudaMemcpy=%d\n", (int)a.memcpy_(dev, host, sizeof(host), cudaMemcpyHostToDevice));
+	printf("cudaFree=%d\n", (int)a.free_(dev));
+	return 0;
+}

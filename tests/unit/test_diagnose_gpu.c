@@ -1,0 +1,139 @@
+/* diagnose_gpu's rules over small models (issue 18): the healthy fixture of
+ * tests/fixtures/timelines-diagnose/ with a hand-made gpu section. CUDA tried
+ * and failed is a warning whatever /dev/nvidia* says; a CPU-only torch that
+ * never tried is info (exit 0); a usable GPU, an old timeline without the
+ * section and a service that is no GPU program give nothing. Run from the
+ * top of the tree (make unit). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "diagnose.h"
+#include "gpu.h"
+#include "timeline.h"
+#include "timeline_internal.h"
+
+static struct timeline *model(const char *gpu)
+{
+	char err[512];
+	struct timeline *tl =
+	    timeline_load("tests/fixtures/timelines-diagnose/healthy.json", err, sizeof(err));
+	json_error_t je;
+	json_t *g;
+
+	if (!tl)
+		fail_msg("%s", err);
+	if (gpu) {
+		g = json_loads(gpu, 0, &je);
+		if (!g)
+			fail_msg("bad test JSON: %s", je.text);
+		json_object_set_new(timeline_json(tl), "gpu", g);
+	}
+	return tl;
+}
+
+static const char *ids(struct timeline *tl, char *buf, size_t len)
+{
+	json_t *f;
+	size_t i, o = 0;
+
+	diagnose_run(tl, DIAG_MEMORY);
+	buf[0] = 0;
+	json_array_foreach (json_object_get(timeline_json(tl), "findings"), i, f)
+		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s:%s", i ? "," : "",
+				      json_string_value(json_object_get(f, "id")),
+				      json_string_value(json_object_get(f, "severity")));
+	return buf;
+}
+
+static const char *first(struct timeline *tl, const char *key)
+{
+	return json_string_value(json_object_get(
+	    json_array_get(json_object_get(timeline_json(tl), "findings"), 0), key));
+}
+
+#define GPU(tried, usable, reason, nodes, calls, torch)                                            \
+	"{\"libraries\": [{\"path\": \"/v/nvidia/cuda_runtime/lib/libcudart.so.13\", \"kind\": "   \
+	"\"runtime\", \"pid\": 10, \"attached\": \"mapped\", \"mapped_ms\": 50, \"probes\": 7}], " \
+	"\"processes\": [], \"calls\": " calls ", \"calls_total\": 1, \"tried\": " tried           \
+	", \"usable\": " usable ", \"cpu_reason\": " reason ", \"device_nodes\": " nodes           \
+	", \"cuda_visible_devices\": null, \"torch\": " torch "}"
+#define FAILED_CALL                                                                                \
+	"[{\"pid\": 10, \"call\": \"cudaGetDeviceCount\", \"ms\": 60, \"dur_ms\": 0.1, \"ret\": "  \
+	"35, \"error\": \"cudaErrorInsufficientDriver\", \"bytes\": 0}]"
+#define NO_TORCH      "{\"imported\": false, \"lib\": null, \"cuda_build\": null}"
+#define CPU_TORCH     "{\"imported\": true, \"lib\": \"/t/torch/lib\", \"cuda_build\": false}"
+#define DRIVER_REASON "{\"code\": \"insufficient-driver\", \"message\": \"CUDA calls failed\"}"
+
+static void test_tried_and_failed_is_a_warning(void **state)
+{
+	char b[256];
+	/* a fake /dev/nvidia0: the runtime's answer decides */
+	struct timeline *tl =
+	    model(GPU("true", "false", DRIVER_REASON, "[\"/dev/nvidia0\"]", FAILED_CALL, NO_TORCH));
+
+	(void)state;
+	assert_string_equal(ids(tl, b, sizeof(b)), "gpu-cpu-fallback:warning");
+	assert_non_null(strstr(first(tl, "message"), "CUDA calls failed"));
+	assert_non_null(strstr(first(tl, "fix"), "--gpus all"));
+	assert_int_equal(diagnose_level(tl), DIAG_WARNING);
+	timeline_free(tl);
+}
+
+static void test_cpu_torch_is_info(void **state)
+{
+	char b[256];
+	struct timeline *tl =
+	    model(GPU("false", "null",
+		      "{\"code\": \"cpu-torch\", \"message\": \"PyTorch is a CPU-only build\"}",
+		      "[]", "[]", CPU_TORCH));
+
+	(void)state;
+	assert_string_equal(ids(tl, b, sizeof(b)), "gpu-cpu-only:info");
+	assert_non_null(strstr(first(tl, "fix"), "CUDA build of PyTorch"));
+	assert_int_equal(diagnose_level(tl), DIAG_CLEAN); /* info: still exit 0 */
+	timeline_free(tl);
+}
+
+static void test_nothing_to_say(void **state)
+{
+	char b[256];
+	struct timeline *tl =
+	    model(GPU("true", "true", "null", "[\"/dev/nvidia0\"]", "[]", NO_TORCH));
+
+	(void)state;
+	assert_string_equal(ids(tl, b, sizeof(b)), ""); /* a usable GPU */
+	timeline_free(tl);
+	tl = model(GPU("false", "null", "null", "[]", "[]", NO_TORCH));
+	assert_string_equal(ids(tl, b, sizeof(b)), ""); /* no GPU program */
+	timeline_free(tl);
+	tl = model(NULL);
+	assert_string_equal(ids(tl, b, sizeof(b)), ""); /* an older timeline */
+	timeline_free(tl);
+}
+
+static void test_error_names(void **state)
+{
+	(void)state;
+	assert_string_equal(gpu_error_name(35, false), "cudaErrorInsufficientDriver");
+	assert_string_equal(gpu_error_name(100, false), "cudaErrorNoDevice");
+	assert_string_equal(gpu_error_name(100, true), "CUDA_ERROR_NO_DEVICE");
+	assert_null(gpu_error_name(35, true));
+	assert_null(gpu_error_name(12345, false));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tried_and_failed_is_a_warning),
+	    cmocka_unit_test(test_cpu_torch_is_info),
+	    cmocka_unit_test(test_nothing_to_say),
+	    cmocka_unit_test(test_error_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
