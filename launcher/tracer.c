@@ -8,22 +8,17 @@
  * untraced. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <netdb.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "classify.h"
@@ -35,6 +30,7 @@
 #include "trace.minbtf.h"
 #include "trace.skel.h"
 #include "tracer.h"
+#include "upkeeper.h"
 #include "util.h"
 
 struct tracer {
@@ -45,15 +41,20 @@ struct tracer {
 	struct bpf_link **ulinks; /* uprobes (USDT): slow to remove */
 	size_t n_ulinks;
 	bool uprobes_kept; /* a keeper holds their last references (keep_uprobes) */
+	bool draining;	   /* sys_exit after the window, until its saved calls end */
+	size_t drain_i;	   /* its index in links */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
 
 /* The probe table: how each program is attached, whether tracing is
  * worth anything without it (required: no tree to follow without exec and
- * fork tracking), whether it goes when the requests window ends (heavy), and
- * the name it keeps when it stays narrowed (light). A program not listed is
- * attached as its section says, optional and kept. */
+ * fork tracking), whether it goes when the requests window ends (heavy),
+ * whether it first finishes what began before (drain: sys_exit, for the
+ * calls sys_enter saved) and the name it keeps meanwhile or when it stays
+ * narrowed (light). After the window no program runs on every syscall or
+ * every context switch of the host (BENCHMARKS.md, "Neighbours"). A
+ * program not listed is attached as its section says, optional and kept. */
 enum probe_kind {
 	PROBE_SECTION, /* bpf_program__attach: raw_tp/tp_btf/tp by section name */
 	PROBE_PERF,    /* software perf events (attach_per_cpu, attach_fault_tick) */
@@ -61,29 +62,34 @@ enum probe_kind {
 	PROBE_UPROBE,  /* a libc function (attach_names) */
 };
 
+#define SYS_EXIT_DRAINING "sys_exit (finishing the calls begun before the window ended)"
+/* how long sys_exit may wait for those calls (a lock wait) after the window */
+#define DRAIN_MAX_MS 10000.0
+
 static const struct probe {
 	const char *program;
 	enum probe_kind kind;
 	bool required;
 	bool heavy;
+	bool drain;
 	const char *light; /* its name in tracing.light.kept */
 } probe_table[] = {
-    {"sys_enter", PROBE_SECTION, true, false, "sys_enter (mlock calls only)"},
-    {"sys_exit", PROBE_SECTION, true, false, "sys_exit (mlock calls only)"},
-    {"sched_process_fork", PROBE_SECTION, false, false, NULL},
-    {"sched_process_exec", PROBE_SECTION, true, false, NULL},
-    {"sched_process_exit", PROBE_SECTION, false, false, NULL},
-    {"page_fault_user", PROBE_SECTION, false, false, NULL},
-    {"major_fault", PROBE_PERF, false, false, NULL},
-    {"fault_tick", PROBE_PERF, false, false, NULL},
-    {"sched_switch", PROBE_SECTION, false, false, "sched_switch (fault counts only)"},
-    {"block_rq_issue", PROBE_SECTION, false, true, NULL},
-    {"block_rq_complete", PROBE_SECTION, false, true, NULL},
-    {"inet_sock_set_state", PROBE_SECTION, false, true, NULL},
-    {"py_import_start", PROBE_USDT, false, false, NULL},
-    {"py_import_done", PROBE_USDT, false, false, NULL},
-    {"gai_enter", PROBE_UPROBE, false, false, "getaddrinfo"}, /* one name for the pair */
-    {"gai_exit", PROBE_UPROBE, false, false, NULL},
+    {"sys_enter", PROBE_SECTION, true, true, false, NULL},
+    {"sys_exit", PROBE_SECTION, true, true, true, SYS_EXIT_DRAINING},
+    {"sched_process_fork", PROBE_SECTION, false, false, false, NULL},
+    {"sched_process_exec", PROBE_SECTION, true, false, false, NULL},
+    {"sched_process_exit", PROBE_SECTION, false, false, false, NULL},
+    {"page_fault_user", PROBE_SECTION, false, false, false, NULL},
+    {"major_fault", PROBE_PERF, false, false, false, NULL},
+    {"fault_tick", PROBE_PERF, false, false, false, NULL},
+    {"sched_switch", PROBE_SECTION, false, true, false, NULL},
+    {"block_rq_issue", PROBE_SECTION, false, true, false, NULL},
+    {"block_rq_complete", PROBE_SECTION, false, true, false, NULL},
+    {"inet_sock_set_state", PROBE_SECTION, false, true, false, NULL},
+    {"py_import_start", PROBE_USDT, false, false, false, NULL},
+    {"py_import_done", PROBE_USDT, false, false, false, NULL},
+    {"gai_enter", PROBE_UPROBE, false, false, false, "getaddrinfo"}, /* one name for the pair */
+    {"gai_exit", PROBE_UPROBE, false, false, false, NULL},
 };
 
 static const struct probe *probe_of(const char *program)
@@ -264,128 +270,16 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	nl[(*n)++] = l;
 }
 
-static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
-
-/* Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
- * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
- * exit), paid by whoever drops the last reference to its link. So the main
- * process never drops one: right after the attach, a keeper process (a
- * grandchild, re-parented away from us so the supervisor never counts it
- * with the service's processes) holds a copy of every uprobe link fd and
- * nothing else; tts-launch disconnects its own links and lets its exit drop
- * references that are not the last. The keeper waits on a pidfd of
- * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
- * keeper closes the links (paying the grace periods where no caller waits)
- * and exits; its life is tts-launch's plus that detach. */
-
-/* The fds of this process's bpf_links of the uprobe programs (USDT: libbpf
- * keeps a USDT link's per-site uprobe links to itself; getaddrinfo's pair):
- * from /proc/self/fdinfo. */
-static int uprobe_link_fds(struct tracer *t, int *fds, int max)
-{
-	struct bpf_program *progs[] = {t->skel->progs.py_import_start,
-				       t->skel->progs.py_import_done, t->skel->progs.gai_enter,
-				       t->skel->progs.gai_exit};
-	__u32 ids[4] = {0, 0, 0, 0};
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
-
-	for (int i = 0; i < 4; i++) {
-		struct bpf_prog_info pi;
-		__u32 len = sizeof(pi);
-
-		memset(&pi, 0, sizeof(pi));
-		if (bpf_program__fd(progs[i]) >= 0 &&
-		    !bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &pi, &len))
-			ids[i] = pi.id;
-	}
-	dir = opendir("/proc/self/fdinfo");
-	while (dir && (d = readdir(dir)) && n < max) {
-		char path[300], line[128];
-		bool perf = false;
-		__u32 prog = 0;
-		FILE *f;
-
-		if (d->d_name[0] < '0' || d->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
-		f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f)) {
-			perf |= !strncmp(line, "link_type:", 10) && strstr(line, "perf");
-			if (!strncmp(line, "prog_id:", 8))
-				prog = (__u32)strtoul(line + 8, NULL, 10);
-		}
-		if (f)
-			fclose(f);
-		if (perf && prog &&
-		    (prog == ids[0] || prog == ids[1] || prog == ids[2] || prog == ids[3]))
-			fds[n++] = atoi(d->d_name);
-	}
-	if (dir)
-		closedir(dir);
-	return n;
-}
-
-/* The keeper: only the link fds and the pidfd stay open; out of the
- * terminal's process group (a Ctrl-C is tts-launch's to handle). */
-static void keeper_main(int pidfd, int *fds, int n) __attribute__((noreturn));
-static void keeper_main(int pidfd, int *fds, int n)
-{
-	struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-	int keep[66], m = 0;
-	unsigned int from = 0;
-
-	for (int i = 0; i < n; i++)
-		keep[m++] = fds[i];
-	keep[m++] = pidfd;
-	qsort(keep, (size_t)m, sizeof(keep[0]), int_cmp);
-	for (int i = 0; i < m; i++) {
-		if ((unsigned int)keep[i] > from)
-			syscall(SYS_close_range, from, (unsigned int)keep[i] - 1, 0);
-		from = (unsigned int)keep[i] + 1;
-	}
-	syscall(SYS_close_range, from, ~0u, 0);
-	setsid();
-	prctl(PR_SET_NAME, "tts-launch-upr", 0, 0, 0);
-	for (int sig = 1; sig < 32; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_IGN);
-	/* tts-launch's death, however it comes */
-	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
-		;
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
-	_exit(0);
-}
-
+/* The uprobe programs' fds, for the keeper (upkeeper.h) to find their
+ * links by; the keeper holds the links' last references. */
 static void keep_uprobes(struct tracer *t)
 {
-	int fds[64], n = uprobe_link_fds(t, fds, 64), pidfd, reaper = 0, st;
-	pid_t p;
+	int fds[] = {bpf_program__fd(t->skel->progs.py_import_start),
+		     bpf_program__fd(t->skel->progs.py_import_done),
+		     bpf_program__fd(t->skel->progs.gai_enter),
+		     bpf_program__fd(t->skel->progs.gai_exit)};
 
-	if (!n || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
-		return;
-	/* re-parented past us: the supervisor adopts the service's orphans
-	 * (spawn.c), and the keeper is none of them. The service has not
-	 * exec'd yet, so nothing else can be orphaned meanwhile. */
-	prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0);
-	if (reaper)
-		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-	p = fork();
-	if (p == 0) {
-		pid_t k = fork();
-
-		if (k == 0)
-			keeper_main(pidfd, fds, n);
-		_exit(k > 0 ? 0 : 1);
-	}
-	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)
-		;
-	if (reaper)
-		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	close(pidfd);
-	t->uprobes_kept = p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	t->uprobes_kept = upkeeper_start(fds, 4);
 }
 
 /* ---- start ---- */
@@ -731,6 +625,8 @@ fail:
 
 int tracer_fd(const struct tracer *t) { return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1; }
 
+static void drain_check(struct tracer *t);
+
 int tracer_poll(struct tracer *t)
 {
 	int n;
@@ -738,6 +634,8 @@ int tracer_poll(struct tracer *t)
 	if (!t || !t->rb)
 		return 0;
 	n = ring_buffer__consume(t->rb);
+	if (t->draining)
+		drain_check(t);
 	return n < 0 ? n : 0;
 }
 
@@ -783,21 +681,86 @@ void tracer_free(struct tracer *t)
 	free(t);
 }
 
+/* Does the in-flight syscall map still hold a call of a live thread?
+ * Entries of threads gone (killed inside a call) are dropped. */
+static bool calls_in_flight(struct tracer *t)
+{
+	struct bpf_map *im = t->skel->maps.inflight;
+	__u32 tid, next, walked = 0;
+	bool live = false;
+	int more;
+
+	for (more = bpf_map__get_next_key(im, NULL, &next, sizeof(next));
+	     !more && walked++ < bpf_map__max_entries(im);
+	     more = bpf_map__get_next_key(im, &tid, &next, sizeof(next))) {
+		char path[32];
+
+		tid = next;
+		snprintf(path, sizeof(path), "/proc/%u", tid);
+		if (access(path, F_OK) == 0)
+			live = true;
+		else
+			bpf_map__delete_elem(im, &tid, sizeof(tid), 0);
+	}
+	return live;
+}
+
+static void strv_remove(char **v, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(v[i], s)) {
+			free(v[i]);
+			memmove(v + i, v + i + 1, (*n - i - 1) * sizeof(*v));
+			(*n)--;
+			return;
+		}
+}
+
+/* sys_exit, kept after the window only to finish the calls sys_enter saved
+ * before it (a blocking lock, a connect): detached once none is left, or
+ * DRAIN_MAX_MS after the window; what is still in flight then is dropped
+ * (docs/timeline.md, "Light probes"). Asked on every poll (the
+ * supervisor's 100 ms tick). */
+static void drain_check(struct tracer *t)
+{
+	bool late = clock_ms() >= t->st.light_ms + DRAIN_MAX_MS;
+
+	if (!late && calls_in_flight(t))
+		return;
+	bpf_link__destroy(t->links[t->drain_i]);
+	t->links[t->drain_i] = NULL;
+	t->draining = false;
+	if (late) {
+		struct bpf_map *im = t->skel->maps.inflight;
+		__u32 tid;
+
+		while (!bpf_map__get_next_key(im, NULL, &tid, sizeof(tid)) &&
+		       !bpf_map__delete_elem(im, &tid, sizeof(tid), 0))
+			;
+	}
+	strv_remove(t->st.kept, &t->st.n_kept, SYS_EXIT_DRAINING);
+	strv_add(&t->st.detached, &t->st.n_detached, "sys_exit");
+}
+
 /* [trace] requests_window is over: requests are no longer kept, so the
- * heavy probes go (block, TCP states), the syscall probes take only mlock
- * calls and sched_switch only counts faults (the kernel side's `light`);
- * page faults (rate, model files), the process tree, major faults and
- * imports stay. */
+ * heavy probes go: block, TCP states, and everything that runs on every
+ * syscall or context switch of the host (sys_enter now, sys_exit once the
+ * calls begun before have ended, sched_switch: faults are then counted at
+ * threads' exits and on fault_tick). Page faults per model file, the
+ * process tree, major faults, imports and getaddrinfo stay. mlock calls
+ * after the window are the shim's to report (memory.mlock), not traced. */
 static void lighten(struct tracer *t)
 {
 	struct bpf_program *prog;
 
 	t->skel->bss->light = 1;
+	t->st.light = true;
+	t->st.light_ms = clock_ms();
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
 		const struct probe *p = probe_of(bpf_program__name(prog));
-		bool drop = p && p->heavy, linked = false, usdt;
+		bool drop = p && p->heavy, linked = false, usdt, drained = false;
 
 		memset(&pi, 0, sizeof(pi));
 		if (!bpf_program__autoload(prog) || bpf_program__fd(prog) < 0 ||
@@ -813,7 +776,10 @@ static void lighten(struct tracer *t)
 			    li.prog_id != pi.id)
 				continue;
 			linked = true;
-			if (drop) {
+			if (drop && p->drain && !t->draining) {
+				t->draining = drained = true;
+				t->drain_i = i;
+			} else if (drop) {
 				bpf_link__destroy(t->links[i]);
 				t->links[i] = NULL;
 			}
@@ -826,7 +792,9 @@ static void lighten(struct tracer *t)
 				strv_add(&t->st.kept, &t->st.n_kept, p->light);
 			continue;
 		}
-		if (drop && linked)
+		if (drained)
+			strv_add(&t->st.kept, &t->st.n_kept, p->light);
+		else if (drop && linked)
 			strv_add(&t->st.detached, &t->st.n_detached, bpf_program__name(prog));
 		else if (!drop && (linked || (usdt && t->st.usdt))) {
 			const char *name = p && p->light ? p->light : bpf_program__name(prog);
@@ -834,8 +802,9 @@ static void lighten(struct tracer *t)
 			strv_add(&t->st.kept, &t->st.n_kept, name);
 		}
 	}
-	t->st.light = true;
-	t->st.light_ms = clock_ms();
+	/* sys_enter is gone: no call is saved from now on */
+	if (t->draining)
+		drain_check(t);
 }
 
 bool tracer_lighten_due(struct tracer *t)
