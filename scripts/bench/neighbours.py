@@ -224,6 +224,8 @@ def main():
     if not os.path.exists("/sys/kernel/tracing/events"):
         subprocess.run(["mount", "-t", "tracefs", "tracefs", "/sys/kernel/tracing"], check=True)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # a SIGTERM unwinds too: the tracer stopped, bpf_stats restored
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("neighbours: terminated"))
     stats = Path("/proc/sys/kernel/bpf_stats_enabled")
     stats_was = stats.read_text().strip()
     results = {}
