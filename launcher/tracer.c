@@ -47,15 +47,20 @@ struct tracer {
 	size_t n_ulinks;
 	bool uprobes_kept; /* a keeper holds their last references (keep_uprobes) */
 	int keeper_sock;   /* later uprobe links go to the keeper here (gpu.c); -1 */
+	bool draining;	   /* sys_exit after the window, until its saved calls end */
+	size_t drain_i;	   /* its index in links */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
 
 /* The probe table: how each program is attached, whether tracing is
  * worth anything without it (required: no tree to follow without exec and
- * fork tracking), whether it goes when the requests window ends (heavy), and
- * the name it keeps when it stays narrowed (light). A program not listed is
- * attached as its section says, optional and kept. */
+ * fork tracking), whether it goes when the requests window ends (heavy),
+ * whether it first finishes what began before (drain: sys_exit, for the
+ * calls sys_enter saved) and the name it keeps meanwhile or when it stays
+ * narrowed (light). After the window no program runs on every syscall or
+ * every context switch of the host (BENCHMARKS.md, "Neighbours"). A
+ * program not listed is attached as its section says, optional and kept. */
 enum probe_kind {
 	PROBE_SECTION, /* bpf_program__attach: raw_tp/tp_btf/tp by section name */
 	PROBE_PERF,    /* software perf events (attach_per_cpu, attach_fault_tick) */
@@ -63,34 +68,39 @@ enum probe_kind {
 	PROBE_UPROBE,  /* a libc function (attach_names) */
 };
 
+#define SYS_EXIT_DRAINING "sys_exit (finishing the calls begun before the window ended)"
+/* how long sys_exit may wait for those calls (a lock wait) after the window */
+#define DRAIN_MAX_MS 10000.0
+
 static const struct probe {
 	const char *program;
 	enum probe_kind kind;
 	bool required;
 	bool heavy;
+	bool drain;
 	const char *light; /* its name in tracing.light.kept */
 } probe_table[] = {
-    {"sys_enter", PROBE_SECTION, true, false, "sys_enter (mlock calls only)"},
-    {"sys_exit", PROBE_SECTION, true, false, "sys_exit (mlock calls only)"},
-    {"sched_process_fork", PROBE_SECTION, false, false, NULL},
-    {"sched_process_exec", PROBE_SECTION, true, false, NULL},
-    {"sched_process_exit", PROBE_SECTION, false, false, NULL},
-    {"page_fault_user", PROBE_SECTION, false, false, NULL},
-    {"major_fault", PROBE_PERF, false, false, NULL},
-    {"fault_tick", PROBE_PERF, false, false, NULL},
-    {"sched_switch", PROBE_SECTION, false, false, "sched_switch (fault counts only)"},
-    {"block_rq_issue", PROBE_SECTION, false, true, NULL},
-    {"block_rq_complete", PROBE_SECTION, false, true, NULL},
-    {"inet_sock_set_state", PROBE_SECTION, false, true, NULL},
-    {"attr_waking", PROBE_SECTION, false, true, NULL}, /* attribution: who woke a thread */
-    {"attr_fault", PROBE_SECTION, false, true, NULL},  /* attribution: a fault in progress */
-    {"py_import_start", PROBE_USDT, false, false, NULL},
-    {"py_import_done", PROBE_USDT, false, false, NULL},
-    {"gai_enter", PROBE_UPROBE, false, false, "getaddrinfo"}, /* one name for the pair */
-    {"gai_exit", PROBE_UPROBE, false, false, NULL},
-    {"gpu_mmap", PROBE_SECTION, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
-    {"gpu_enter", PROBE_UPROBE, false, false, NULL}, /* per library: "cuda:PATH" */
-    {"gpu_exit", PROBE_UPROBE, false, false, NULL},
+    {"sys_enter", PROBE_SECTION, true, true, false, NULL},
+    {"sys_exit", PROBE_SECTION, true, true, true, SYS_EXIT_DRAINING},
+    {"sched_process_fork", PROBE_SECTION, false, false, false, NULL},
+    {"sched_process_exec", PROBE_SECTION, true, false, false, NULL},
+    {"sched_process_exit", PROBE_SECTION, false, false, false, NULL},
+    {"page_fault_user", PROBE_SECTION, false, false, false, NULL},
+    {"major_fault", PROBE_PERF, false, false, false, NULL},
+    {"fault_tick", PROBE_PERF, false, false, false, NULL},
+    {"sched_switch", PROBE_SECTION, false, true, false, NULL},
+    {"block_rq_issue", PROBE_SECTION, false, true, false, NULL},
+    {"block_rq_complete", PROBE_SECTION, false, true, false, NULL},
+    {"inet_sock_set_state", PROBE_SECTION, false, true, false, NULL},
+    {"attr_waking", PROBE_SECTION, false, true, false, NULL}, /* attribution: who woke a thread */
+    {"attr_fault", PROBE_SECTION, false, true, false, NULL},  /* attribution: a fault in progress */
+    {"py_import_start", PROBE_USDT, false, false, false, NULL},
+    {"py_import_done", PROBE_USDT, false, false, false, NULL},
+    {"gai_enter", PROBE_UPROBE, false, false, false, "getaddrinfo"}, /* one name for the pair */
+    {"gai_exit", PROBE_UPROBE, false, false, false, NULL},
+    {"gpu_mmap", PROBE_SECTION, false, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
+    {"gpu_enter", PROBE_UPROBE, false, false, false, NULL}, /* per library: "cuda:PATH" */
+    {"gpu_exit", PROBE_UPROBE, false, false, false, NULL},
 };
 
 static const struct probe *probe_of(const char *program)
@@ -742,6 +752,8 @@ fail:
 
 int tracer_fd(const struct tracer *t) { return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1; }
 
+static void drain_check(struct tracer *t);
+
 int tracer_poll(struct tracer *t)
 {
 	int n;
@@ -749,6 +761,8 @@ int tracer_poll(struct tracer *t)
 	if (!t || !t->rb)
 		return 0;
 	n = ring_buffer__consume(t->rb);
+	if (t->draining)
+		drain_check(t);
 	return n < 0 ? n : 0;
 }
 
@@ -798,21 +812,86 @@ void tracer_free(struct tracer *t)
 	free(t);
 }
 
+/* Does the in-flight syscall map still hold a call of a live thread?
+ * Entries of threads gone (killed inside a call) are dropped. */
+static bool calls_in_flight(struct tracer *t)
+{
+	struct bpf_map *im = t->skel->maps.inflight;
+	__u32 tid, next, walked = 0;
+	bool live = false;
+	int more;
+
+	for (more = bpf_map__get_next_key(im, NULL, &next, sizeof(next));
+	     !more && walked++ < bpf_map__max_entries(im);
+	     more = bpf_map__get_next_key(im, &tid, &next, sizeof(next))) {
+		char path[32];
+
+		tid = next;
+		snprintf(path, sizeof(path), "/proc/%u", tid);
+		if (access(path, F_OK) == 0)
+			live = true;
+		else
+			bpf_map__delete_elem(im, &tid, sizeof(tid), 0);
+	}
+	return live;
+}
+
+static void strv_remove(char **v, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(v[i], s)) {
+			free(v[i]);
+			memmove(v + i, v + i + 1, (*n - i - 1) * sizeof(*v));
+			(*n)--;
+			return;
+		}
+}
+
+/* sys_exit, kept after the window only to finish the calls sys_enter saved
+ * before it (a blocking lock, a connect): detached once none is left, or
+ * DRAIN_MAX_MS after the window; what is still in flight then is dropped
+ * (docs/timeline.md, "Light probes"). Asked on every poll (the
+ * supervisor's 100 ms tick). */
+static void drain_check(struct tracer *t)
+{
+	bool late = clock_ms() >= t->st.light_ms + DRAIN_MAX_MS;
+
+	if (!late && calls_in_flight(t))
+		return;
+	bpf_link__destroy(t->links[t->drain_i]);
+	t->links[t->drain_i] = NULL;
+	t->draining = false;
+	if (late) {
+		struct bpf_map *im = t->skel->maps.inflight;
+		__u32 tid;
+
+		while (!bpf_map__get_next_key(im, NULL, &tid, sizeof(tid)) &&
+		       !bpf_map__delete_elem(im, &tid, sizeof(tid), 0))
+			;
+	}
+	strv_remove(t->st.kept, &t->st.n_kept, SYS_EXIT_DRAINING);
+	strv_add(&t->st.detached, &t->st.n_detached, "sys_exit");
+}
+
 /* [trace] requests_window is over: requests are no longer kept, so the
- * heavy probes go (block, TCP states), the syscall probes take only mlock
- * calls and sched_switch only counts faults (the kernel side's `light`);
- * page faults (rate, model files), the process tree, major faults and
- * imports stay. */
+ * heavy probes go: block, TCP states, and everything that runs on every
+ * syscall or context switch of the host (sys_enter now, sys_exit once the
+ * calls begun before have ended, sched_switch: faults are then counted at
+ * threads' exits and on fault_tick). Page faults per model file, the
+ * process tree, major faults, imports and getaddrinfo stay. mlock calls
+ * after the window are the shim's to report (memory.mlock), not traced. */
 static void lighten(struct tracer *t)
 {
 	struct bpf_program *prog;
 
 	t->skel->bss->light = 1;
+	t->st.light = true;
+	t->st.light_ms = clock_ms();
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
 		const struct probe *p = probe_of(bpf_program__name(prog));
-		bool drop = p && p->heavy, linked = false, usdt;
+		bool drop = p && p->heavy, linked = false, usdt, drained = false;
 
 		memset(&pi, 0, sizeof(pi));
 		if (!bpf_program__autoload(prog) || bpf_program__fd(prog) < 0 ||
@@ -828,7 +907,10 @@ static void lighten(struct tracer *t)
 			    li.prog_id != pi.id)
 				continue;
 			linked = true;
-			if (drop) {
+			if (drop && p->drain && !t->draining) {
+				t->draining = drained = true;
+				t->drain_i = i;
+			} else if (drop) {
 				bpf_link__destroy(t->links[i]);
 				t->links[i] = NULL;
 			}
@@ -841,7 +923,9 @@ static void lighten(struct tracer *t)
 				strv_add(&t->st.kept, &t->st.n_kept, p->light);
 			continue;
 		}
-		if (drop && linked)
+		if (drained)
+			strv_add(&t->st.kept, &t->st.n_kept, p->light);
+		else if (drop && linked)
 			strv_add(&t->st.detached, &t->st.n_detached, bpf_program__name(prog));
 		else if (!drop && (linked || (usdt && t->st.usdt))) {
 			const char *name = p && p->light ? p->light : bpf_program__name(prog);
@@ -852,8 +936,9 @@ static void lighten(struct tracer *t)
 	/* the CUDA pairs stay (gpu.c) */
 	if (gpu_trace_attached(t->col.gpu))
 		strv_add(&t->st.kept, &t->st.n_kept, "cuda");
-	t->st.light = true;
-	t->st.light_ms = clock_ms();
+	/* sys_enter is gone: no call is saved from now on */
+	if (t->draining)
+		drain_check(t);
 }
 
 bool tracer_lighten_due(struct tracer *t)

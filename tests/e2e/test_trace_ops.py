@@ -143,7 +143,7 @@ s.listen()
 f = open("held.lock", "w")
 fcntl.flock(f, fcntl.LOCK_EX)        # the requests window (1 s) ends meanwhile
 libc = ctypes.CDLL(None, use_errno=True)
-libc.mlockall(1)                     # still traced with the light probes
+libc.mlockall(1)                     # after the window: not traced (the shim's to report)
 libc.munlockall()
 '''
 
@@ -165,9 +165,11 @@ def test_light_probes_after_requests_window(work):
     tl = validate(json.loads(tl_path.read_text()))
     light = tl["tracing"]["light"]
     assert light is not None and light["ms"] >= tl["marks"]["ready"]
-    assert {"block_rq_issue", "block_rq_complete", "inet_sock_set_state"} <= set(light["detached"])
-    assert {"page_fault_user", "sched_process_exit", "fault_tick",
-            "sched_switch (fault counts only)"} <= set(light["kept"])
+    # nothing on every syscall or context switch of the host (issue 17; sys_exit once the
+    # flock begun before has returned: tests/e2e/test_costs.py)
+    assert {"block_rq_issue", "block_rq_complete", "inet_sock_set_state", "sys_enter", "sys_exit",
+            "sched_switch"} <= set(light["detached"])
+    assert {"page_fault_user", "sched_process_exit", "fault_tick"} <= set(light["kept"])
     # the getaddrinfo uprobes (peer names) stay, listed once
     assert light["kept"].count("getaddrinfo") == ("getaddrinfo" in tl["tracing"]["probes"])
     # faults are still counted to the end: exactly the kernel's, per exited process
@@ -176,8 +178,8 @@ def test_light_probes_after_requests_window(work):
     for p in mem["per_process"]:
         assert p["page_faults"] == p["minor_faults"] + p["major_faults"] > 0
     assert sum(mem["fault_rate"]["counts"]) == mem["page_faults"]
-    # the mlockall after the window is still seen
-    assert [m["call"] for m in tl["memory"]["mlock_calls"]] == ["mlockall"]
+    # the mlockall after the window is not traced: no syscall program is left
+    assert tl["memory"]["mlock_calls"] == []
     # a call that began before the window ended is finished after it
     [lock] = [l for l in tl["locks"] if l["path"] == str(work / "held.lock")]
     assert lock["blocking_calls"] == 2 and lock["max_wait_ms"] >= 1000
