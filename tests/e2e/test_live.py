@@ -87,3 +87,66 @@ def test_frozen_download_rate_falls_to_zero_and_says_stalled(tracing_ok, models,
     assert name in reason or "localhost" in reason or "127.0.0.1:%d" % hub.port in reason, after
     assert any(w["kind"] in ("download-stalled", "peer-silent")
                for s in tl["progress"]["stalls"] for w in s["waiting_on"])
+
+
+# Inside the world: start tts-launch, wait for a line matching argv[5] (or its
+# end), stop it. Exit status: 0 when the line came.
+DRIVER = r'''
+import re, subprocess, sys, time
+tts, ini, timeline, out, pattern = sys.argv[1:6]
+with open(out, "w") as f:
+    p = subprocess.Popen([tts, "run", "-c", ini, "--foreground"], stdout=f,
+                         stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240  # generous: for waiting only
+    seen = False
+    while p.poll() is None and time.monotonic() < deadline and not seen:
+        seen = re.search(pattern, open(out).read(), re.M) is not None
+        time.sleep(0.05)
+    if p.poll() is None:
+        subprocess.run([tts, "stop", "-c", ini], capture_output=True, timeout=120)
+    p.wait(120)
+sys.exit(0 if seen else 1)
+'''
+
+
+def test_silent_tls_hub_is_named_never_nothing_moving(tracing_ok, models, tmp_path):  # noqa: F811
+    """The 2026 world, huggingface.co accepting connections and never
+    answering (its TLS handshake done, each request unanswered): the stall
+    line names it and counts the attempts (the examples download gives up,
+    the model download tries again); the handshakes are not progress."""
+    import json
+    import os
+    from simfix import PY, SIM, TTS, base_env, in_world, make_app
+    app = make_app(tmp_path, models)
+    os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
+    run = tmp_path / "run"
+    run.mkdir()
+    tl, out = run / "timeline.json", run / "run.out"
+    (run / "driver.py").write_text(DRIVER)
+    ini = run / "tts-launch.ini"
+    ini.write_text(
+        "[app]\ndir = %s\npython = %s\nhost = 127.0.0.1\nport = 7860\n"
+        "[env]\nHF_HOME = %s\nSIM_GENERATION = 2026\nSIM_TIME_SCALE = 0.1\n"
+        "[service]\npidfile = %s\nstop_grace = 3s\n[log]\nfile = %s\n"
+        "[trace]\nsettle = 0.3s\ntimeline = %s\nstall = 1s\n"
+        % (app, PY, run / "hf_home", run / "pid", run / "webui.log", tl))
+    host = "huggingface.co:443"
+    p = in_world(run, [PY, str(run / "driver.py"), str(TTS), str(ini), str(tl), str(out),
+                       r"for an answer from %s, 2nd attempt" % re.escape(host)],
+                 "--knobs", 'hub={"blackhole": true}', env=base_env(), timeout=400)
+    text = out.read_text()
+    assert p.returncode == 0, text + p.stderr
+    first = re.search(r"^tts-launch: no progress for \d+ s: waiting \d+ s for an answer from "
+                      r"%s, 1st attempt" % re.escape(host), text, re.M)
+    assert first, text
+    # from the first wait on the hub on, every stall line names it: never
+    # "nothing the trace sees is moving" (the service moving on from the
+    # examples to the models, new files and folders, is progress)
+    after = text[first.start():]
+    reasons = STALL.findall(after)
+    assert reasons and all(host in r for r in reasons), after
+    said = ATTEMPT.findall(after)
+    assert [int(n) for *_x, n in said] == sorted(int(n) for *_x, n in said), said
+    stalls = json.loads(tl.read_text())["progress"]["stalls"]
+    w = [x for s in stalls for x in s["waiting_on"] if x["kind"] == "peer-silent"]
+    assert {(x["host"], x["role"]) for x in w} == {("huggingface.co", "hub")}, w
