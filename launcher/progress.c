@@ -455,9 +455,9 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 		/* a download that stopped growing is said as stalled (rate 0)
 		 * while it is not complete and nothing else is being written */
 		stalled = now - pf->last_grow >= RATE_WINDOW_MS;
-		if (!stalled && now - pf->last_grow > ACTIVE_MS)
-			continue;
-		if (stalled && !pf->download)
+		/* a download stays shown until then (its rate falling to 0),
+		 * another file for ACTIVE_MS */
+		if (!pf->download && now - pf->last_grow > ACTIVE_MS)
 			continue;
 		rate = file_rate(pf, now);
 		fmt_bytes(sz, sizeof(sz), pf->bytes);
