@@ -38,6 +38,7 @@ struct pfile {
 	double expected; /* the download's expected size (downloads[]), 0: unknown */
 	bool estimated;	 /* ... IndexTTS2's known size, not the kernel's */
 	bool named;	 /* the name is the timeline's (downloads[].name) */
+	bool stall_said; /* its stalled line was said (again when it moves) */
 };
 
 struct progress {
@@ -45,6 +46,7 @@ struct progress {
 	struct pfile *files;
 	size_t n_files, cap_files;
 	json_t *peers;	/* {peer: {in, out, t_in, t_out}} */
+	json_t *conns;	/* the same by connection (stall_conn_key) */
 	json_t *stalls; /* reported stalls, for the timeline */
 	json_t *copies; /* copies said: {path: bytes} */
 	double sig;	/* progress signature: changes when anything moves */
@@ -75,6 +77,7 @@ struct progress *progress_new(const struct progress_opts *o)
 	if (p->o.mode == PROGRESS_TTY && !p->o.tty)
 		p->o.mode = PROGRESS_LOG;
 	p->peers = json_object();
+	p->conns = json_object();
 	p->stalls = json_array();
 	p->copies = json_object();
 	p->last_progress = -1;
@@ -89,6 +92,7 @@ void progress_free(struct progress *p)
 		free(p->files[i].path);
 	free(p->files);
 	json_decref(p->peers);
+	json_decref(p->conns);
 	json_decref(p->stalls);
 	json_decref(p->copies);
 	free(p);
@@ -204,24 +208,30 @@ static struct pfile *file_get(struct progress *p, const char *path)
 	return &p->files[p->n_files++];
 }
 
+/* Bytes per second over the last RATE_WINDOW_MS: from the newest sample at
+ * least that old (the oldest kept while the file is younger: from its
+ * open, with nothing written then). A frozen count gives 0 once the window
+ * has passed, not an average that decays. */
 static double file_rate(const struct pfile *f, double now)
 {
-	/* the oldest sample within the window */
-	int k = -1;
+	double t0 = f->first_ms, b0 = 0;
 
 	for (int i = 0; i < f->n; i++) {
 		int j = (f->head - f->n + i + RATE_SAMPLES) % RATE_SAMPLES;
 
-		if (now - f->t[j] <= RATE_WINDOW_MS + 500) {
-			k = j;
-			break;
+		if (i == 0 && f->n == RATE_SAMPLES) {
+			/* the ring is full: its oldest is the earliest known */
+			t0 = f->t[j];
+			b0 = f->b[j];
+		}
+		if (now - f->t[j] >= RATE_WINDOW_MS) {
+			t0 = f->t[j];
+			b0 = f->b[j];
 		}
 	}
-	if (k < 0 || now - f->t[k] < 500) {
-		/* one sample so far: since it was opened */
-		return now - f->first_ms >= 1 ? f->bytes / ((now - f->first_ms) / 1000) : 0;
-	}
-	return (f->bytes - f->b[k]) / ((now - f->t[k]) / 1000);
+	if (now - t0 < 500)
+		return 0;
+	return f->bytes > b0 ? (f->bytes - b0) / ((now - t0) / 1000) : 0;
 }
 
 /* A file being written where downloads go: an *.incomplete blob, or a
@@ -248,20 +258,34 @@ static bool watched(const json_t *root, const char *path, const struct hf_cache_
 	return false;
 }
 
-/* Bytes received from network peers (not DNS): while one download is in
- * flight, what arrives is its data. huggingface_hub writes in 10 MiB
- * chunks, so a file's own size moves in steps and small files not at all
- * until they are complete. */
-static double net_in(const json_t *root)
+/* Bytes received from network peers as answers (not DNS, not a TLS
+ * handshake: stall_conn_answer_bytes; peers without per-connection counts:
+ * all they sent): while one download is in flight, what arrives is its
+ * data. huggingface_hub writes in 10 MiB chunks, so a file's own size
+ * moves in steps and small files not at all until they are complete. */
+static double net_in(const struct tl_view *v)
 {
-	const json_t *n;
-	double in = 0;
+	double s = 0;
 	size_t i;
 
-	json_array_foreach (json_object_get(root, "network"), i, n)
-		if (!json_is_true(json_object_get(n, "dns")))
-			in += jnum(n, "bytes_in");
-	return in;
+	if (!v)
+		return 0;
+	for (i = 0; i < v->n_connects; i++)
+		if (v->connects[i].peer && strncmp(v->connects[i].peer, "unix:", 5))
+			s += stall_conn_answer_bytes(&v->connects[i]);
+	for (i = 0; i < v->n_network; i++) {
+		const struct tl_peer *n = &v->network[i];
+		bool per_conn = false;
+
+		if (!n->peer || n->dns)
+			continue;
+		for (size_t j = 0; j < v->n_connects && !per_conn; j++)
+			per_conn = v->connects[j].peer && !strcmp(v->connects[j].peer, n->peer) &&
+				   tl_has(v->connects[j].bytes_out);
+		if (!per_conn)
+			s += tl_or0(n->bytes_in);
+	}
+	return s;
 }
 
 static void emit(struct progress *p, bool terminal, const char *fmt, ...)
@@ -348,13 +372,15 @@ static void left_text(const struct pfile *pf, double rate, char *out, size_t len
 
 /* Files: sizes, rates, what is active; lines per the mode. Returns the
  * bytes written to watched files (part of the progress signature). */
-static double sample_files(struct progress *p, const json_t *root, double now)
+static double sample_files(struct progress *p, const json_t *root, const struct tl_view *v,
+			   double now)
 {
 	struct hf_cache_dir dirs[HF_MAX_CACHE_DIRS];
 	int nd = diagnose_cache_dirs(root, dirs, HF_MAX_CACHE_DIRS, true);
 	char line[1024] = "";
 	int active = 0;
-	double total = 0, net = net_in(root);
+	struct pfile *stalled_pf = NULL;
+	double total = 0, net = net_in(v);
 	const json_t *f, *flying, *dl;
 	size_t i;
 	int n_flying = diagnose_downloads_in_flight(root, &flying);
@@ -407,8 +433,9 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 	}
 	for (size_t k = 0; k < p->n_files; k++) {
 		struct pfile *pf = &p->files[k];
-		char sz[32], rt[32], left[128];
+		char sz[32], rt[32], left[128], what[64];
 		double rate;
+		bool stalled;
 
 		if (pf->download && !pf->done && diagnose_download_done(root, pf->path)) {
 			/* named again from the snapshot link huggingface_hub makes
@@ -423,24 +450,58 @@ static double sample_files(struct progress *p, const json_t *root, double now)
 			say_downloaded(p, pf);
 			continue;
 		}
-		if (pf->done || pf->last_grow < 0 || now - pf->last_grow > ACTIVE_MS)
+		if (pf->done || pf->last_grow < 0)
+			continue;
+		/* a download that stopped growing is said as stalled (rate 0)
+		 * while it is not complete and nothing else is being written */
+		stalled = now - pf->last_grow >= RATE_WINDOW_MS;
+		/* a download stays shown until then (its rate falling to 0),
+		 * another file for ACTIVE_MS */
+		if (!pf->download && now - pf->last_grow > ACTIVE_MS)
 			continue;
 		rate = file_rate(pf, now);
 		fmt_bytes(sz, sizeof(sz), pf->bytes);
 		fmt_bytes(rt, sizeof(rt), rate);
 		left_text(pf, rate, left, sizeof(left));
+		if (stalled) {
+			if (!stalled_pf || pf->last_grow > stalled_pf->last_grow)
+				stalled_pf = pf;
+			continue;
+		}
+		snprintf(what, sizeof(what), "at %s/s", rt);
 		active++;
 		if (p->o.mode == PROGRESS_OFF)
 			continue;
 		/* periodic lines: every log_every_s per file (tty mode: the log only) */
-		if (pf->last_logged < 0 || now - pf->last_logged >= p->o.log_every_s * 1000 - 50) {
+		if (pf->last_logged < 0 || pf->stall_said ||
+		    now - pf->last_logged >= p->o.log_every_s * 1000 - 50) {
 			pf->last_logged = now;
-			emit(p, p->o.mode == PROGRESS_LOG,
-			     "tts-launch: downloading %s: %s at %s/s%s\n", pf->name, sz, rt, left);
+			pf->stall_said = false;
+			emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloading %s: %s %s%s\n",
+			     pf->name, sz, what, left);
 		}
 		if (active == 1)
-			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s at %s/s%s",
-				 pf->name, sz, rt, left);
+			snprintf(line, sizeof(line), "tts-launch: downloading %s: %s %s%s",
+				 pf->name, sz, what, left);
+	}
+	/* the newest stalled download, when nothing is moving: said when it
+	 * stalls, then every log_every_s */
+	if (stalled_pf && !active && p->o.mode != PROGRESS_OFF) {
+		struct pfile *pf = stalled_pf;
+		char sz[32], left[128];
+
+		fmt_bytes(sz, sizeof(sz), pf->bytes);
+		left_text(pf, 0, left, sizeof(left));
+		snprintf(line, sizeof(line),
+			 "tts-launch: downloading %s: %s, stalled: nothing received for %.0f s "
+			 "(0 B/s over the last %.0f s)%s",
+			 pf->name, sz, (now - pf->last_grow) / 1000, RATE_WINDOW_MS / 1000, left);
+		if (!pf->stall_said || now - pf->last_logged >= p->o.log_every_s * 1000 - 50) {
+			pf->last_logged = now;
+			pf->stall_said = true;
+			emit(p, p->o.mode == PROGRESS_LOG, "%s\n", line);
+		}
+		active = 1;
 	}
 	if (p->o.mode == PROGRESS_TTY) {
 		int width = tty_width(p->o.tty);
@@ -528,31 +589,68 @@ static void sample_peers(struct progress *p, const json_t *root, double now)
 	}
 }
 
-/* Anything moving: file bytes and opens, network bytes in, processes, page
- * faults by the hundred (a model loaded through mmap). */
-static double signature(const json_t *root)
+/* Open connections as the samples saw them: bytes in/out and the sample
+ * that saw each grow (a reused connection's new request: its out grew
+ * after its in). First seen: its write at the connection's start. */
+static void sample_conns(struct progress *p, const struct tl_view *v, double now)
+{
+	for (size_t i = 0; i < v->n_connects; i++) {
+		const struct tl_connect *c = &v->connects[i];
+		char k[320];
+		json_t *h;
+
+		if (!c->peer || !tl_has(c->bytes_out) || tl_has(c->closed_ms))
+			continue;
+		stall_conn_key(c, k, sizeof(k));
+		h = json_object_get(p->conns, k);
+		if (!h) {
+			double t0 = tl_has(c->established_ms) ? c->established_ms : now;
+
+			json_object_set_new(p->conns, k,
+					    json_pack("{s:f, s:f, s:f, s:f}", "in",
+						      tl_or0(c->bytes_in), "out", c->bytes_out,
+						      "t_in", -1.0, "t_out",
+						      c->bytes_out > 0 ? t0 : -1.0));
+			continue;
+		}
+		if (tl_or0(c->bytes_in) > jnum(h, "in"))
+			json_object_set_new(h, "t_in", json_real(now));
+		if (c->bytes_out > jnum(h, "out"))
+			json_object_set_new(h, "t_out", json_real(now));
+		json_object_set_new(h, "in", json_real(tl_or0(c->bytes_in)));
+		json_object_set_new(h, "out", json_real(c->bytes_out));
+	}
+}
+
+/* Anything moving that a retry loop does not move: bytes written, file
+ * bytes read up to each file's size (a loop re-reads /etc/hosts and the CA
+ * bundle for each new connection: not progress; nor are opens, which a
+ * lock poll repeats), maps, new files, answers from the network (not a TLS
+ * handshake, not DNS: stall_conn_answer_bytes), processes. */
+static double signature(const json_t *root, const struct tl_view *v)
 {
 	const json_t *e;
 	double s = 0;
 	size_t i;
 
 	json_array_foreach (json_object_get(root, "files"), i, e) {
+		double rd = jnum(e, "bytes_read"), size = jnum(e, "size");
+
 		if (jstr(e, "path") && !strncmp(jstr(e, "path"), "[fd] ", 5))
 			continue; /* inherited fds: the service's own log output */
-		s += jnum(e, "bytes_read") + jnum(e, "bytes_written") + jnum(e, "opens") +
-		     jnum(e, "mmaps");
+		if (size > 0 && rd > size)
+			rd = size;
+		s += rd + jnum(e, "bytes_written") + jnum(e, "mmaps");
 	}
 	s += json_array_size(json_object_get(root, "files"));
-	json_array_foreach (json_object_get(root, "network"), i, e)
-		if (!json_is_true(json_object_get(e, "dns")))
-			s += jnum(e, "bytes_in");
+	s += net_in(v);
 	s += json_array_size(json_object_get(root, "processes"));
 	return s;
 }
 
-static void check_stall(struct progress *p, const json_t *root, double now)
+static void check_stall(struct progress *p, const json_t *root, const struct tl_view *v, double now)
 {
-	double sig = signature(root);
+	double sig = signature(root, v);
 	double faults = jnum(json_object_get(root, "memory"), "page_faults");
 	json_t *why, *w;
 	size_t i;
@@ -579,15 +677,14 @@ static void check_stall(struct progress *p, const json_t *root, double now)
 		const json_t *fl;
 		char name[300];
 		struct stall_download dl = {0};
-		struct tl_view *v = tl_view_decode_tree(root);
 
 		if (diagnose_downloads_in_flight(root, &fl) && jstr(fl, "path")) {
 			dl = (struct stall_download){jstr(fl, "path"), jnum(fl, "first_ms"), name};
 			progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
 		}
-		why = v ? stall_waiting_on(v, p->peers, dl.path ? &dl : NULL, p->last_progress, now)
+		why = v ? stall_waiting_on(v, p->peers, p->conns, dl.path ? &dl : NULL,
+					   p->last_progress, now)
 			: json_array();
-		tl_view_free(v);
 	}
 	json_array_foreach (why, i, w)
 		emit(p, true, "tts-launch: no progress for %.0f s: %s\n",
@@ -602,13 +699,19 @@ static void check_stall(struct progress *p, const json_t *root, double now)
 
 void progress_sample(struct progress *p, const json_t *root, double now_ms)
 {
+	struct tl_view *v;
+
 	if (!p || !root)
 		return;
+	v = tl_view_decode_tree(root);
 	p->samples++;
 	sample_peers(p, root, now_ms);
-	sample_files(p, root, now_ms);
+	if (v)
+		sample_conns(p, v, now_ms);
+	sample_files(p, root, v, now_ms);
 	sample_copies(p, root, false);
-	check_stall(p, root, now_ms);
+	check_stall(p, root, v, now_ms);
+	tl_view_free(v);
 }
 
 void progress_timeline(struct progress *p, json_t *root)

@@ -30,10 +30,215 @@ static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
 	json_array_append_new(list, item);
 }
 
-json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers,
+/* ---- connections waiting for an answer ---- */
+
+/* a TLS connection that read no more than this after its first request read
+ * its handshake's session tickets, no answer (TLS 1.3: up to ~600 bytes;
+ * diagnose_net.c's hub-unreachable uses the same bound) */
+#define TLS_UNASKED_MAX 640.0
+
+static bool counted(const struct tl_connect *c)
+{
+	return tl_has(c->bytes_out) && tl_has(c->bytes_in) && tl_has(c->established_ms);
+}
+
+/* it asked something: a plain connection wrote, a TLS one wrote more than
+ * its hello and finished */
+static bool asked(const struct tl_connect *c)
+{
+	double w = tl_has(c->writes) ? c->writes : (c->bytes_out > 0 ? 1 : 0);
+
+	return counted(c) && (c->tls ? w >= 3 : w >= 1);
+}
+
+int stall_conn_unanswered(const struct tl_connect *c)
+{
+	double w;
+
+	if (!asked(c))
+		return -1;
+	w = tl_has(c->writes) ? c->writes : 1;
+	if (c->tls) {
+		/* reply_max: the most read after one write, from the second
+		 * write on; with one request, the answer to it so far */
+		if (w == 3)
+			return tl_or0(c->reply_max) <= TLS_UNASKED_MAX ? 1 : 0;
+		return -1;
+	}
+	if (w <= 1)
+		return c->bytes_in > 0 ? 0 : 1;
+	/* nothing read after any write from the second on: the last too */
+	return tl_or0(c->reply_max) == 0 ? 1 : -1;
+}
+
+double stall_conn_answer_bytes(const struct tl_connect *c)
+{
+	if (!counted(c))
+		return 0;
+	if (c->tls && (!asked(c) || tl_or0(c->reply_max) <= TLS_UNASKED_MAX))
+		return 0;
+	return c->bytes_in;
+}
+
+void stall_conn_key(const struct tl_connect *c, char *out, size_t len)
+{
+	snprintf(out, len, "%d %.3f %s", (int)tl_or0(c->pid), tl_or0(c->start_ms),
+		 c->peer ? c->peer : "?");
+}
+
+/* a peer with per-connection counts in the model */
+static bool conn_counted(const struct tl_view *v, const char *peer)
+{
+	for (size_t i = 0; i < v->n_connects; i++)
+		if (v->connects[i].peer && !strcmp(v->connects[i].peer, peer) &&
+		    counted(&v->connects[i]))
+			return true;
+	return false;
+}
+
+/* "huggingface.co:443" when the name is known, else the address */
+static const char *peer_label(const struct tl_view *v, const char *peer)
+{
+	for (size_t i = 0; i < v->n_network; i++)
+		if (v->network[i].peer && !strcmp(v->network[i].peer, peer) &&
+		    v->network[i].label[0])
+			return v->network[i].label;
+	return peer;
+}
+
+static const char *peer_role(const struct tl_view *v, const char *peer)
+{
+	for (size_t i = 0; i < v->n_network; i++)
+		if (v->network[i].peer && !strcmp(v->network[i].peer, peer))
+			return v->network[i].role;
+	return NULL;
+}
+
+/* what ends each attempt's wait, for the client the peer serves */
+static const char *timeout_hint(const struct tl_view *v, const char *peer,
+				const struct stall_download *dl)
+{
+	const char *role = peer_role(v, peer);
+
+	if (role && !strcmp(role, "cas"))
+		return "it accepted the connection and sent nothing back; xet-core has no read "
+		       "timeout: HF_HUB_DISABLE_XET=1 downloads over plain HTTP, which times out";
+	if (dl && dl->path)
+		return "it accepted the connection and sent nothing back; each attempt waits "
+		       "HF_HUB_DOWNLOAD_TIMEOUT";
+	return "it accepted the connection and sent nothing back; each metadata request waits "
+	       "HF_HUB_ETAG_TIMEOUT";
+}
+
+static const char *ordinal(int n)
+{
+	int t = n % 100;
+
+	if (t >= 11 && t <= 13)
+		return "th";
+	return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+/* Attempts on peer up to connection last (its index): the connections to it
+ * that asked and got no answer, counted back to one that was answered;
+ * connections that asked nothing (a reachability probe, a bare handshake)
+ * neither count nor end the count. *first: the index of the first. */
+static int attempts(const struct tl_view *v, size_t last, size_t *first)
+{
+	const char *peer = v->connects[last].peer;
+	int n = 1;
+
+	*first = last;
+	for (size_t i = last; i-- > 0;) {
+		const struct tl_connect *c = &v->connects[i];
+
+		if (!c->peer || strcmp(c->peer, peer) || !asked(c))
+			continue;
+		if (stall_conn_unanswered(c) != 1)
+			break;
+		n++;
+		*first = i;
+		/* a reused connection whose first request was answered */
+		if (!c->tls && tl_or0(c->writes) >= 2 && c->bytes_in > 0)
+			break;
+	}
+	return n;
+}
+
+/* when the request on c was last written: when a sample saw its bytes out
+ * grow, else (one request, seen at once) when the connection was made */
+static double asked_at(const struct tl_connect *c, const json_t *conns)
+{
+	char k[320];
+	const json_t *seen;
+	double t;
+
+	stall_conn_key(c, k, sizeof(k));
+	seen = conns ? json_object_get(conns, k) : NULL;
+	t = seen && jnum(seen, "t_out") >= 0 ? jnum(seen, "t_out") : c->established_ms;
+	return t < c->established_ms ? c->established_ms : t;
+}
+
+/* Peers whose newest connection asked and has no answer: still open (the
+ * service blocked in recv), or closed unanswered since the last progress
+ * (between two attempts of a retry loop), for WAIT_MIN_MS or more since
+ * the first unanswered attempt. One message per peer: the wait since that
+ * attempt and the attempts so far. Returns the peers said, {PEER: true}.
+ * conns: {KEY: {in, out, t_in, t_out}} from earlier samples (progress.c),
+ * which tell a reused connection's new request. */
+static json_t *waiting_connections(const struct tl_view *v, const json_t *conns,
+				   const struct stall_download *dl, json_t *list, double since_ms,
+				   double now_ms)
+{
+	json_t *said = json_object(), *newest = json_object(), *h;
+	const char *key;
+
+	for (size_t i = 0; i < v->n_connects; i++)
+		if (v->connects[i].peer && asked(&v->connects[i]))
+			json_object_set_new(newest, v->connects[i].peer,
+					    json_integer((json_int_t)i));
+	json_object_foreach (newest, key, h) {
+		size_t i = (size_t)json_integer_value(h), first;
+		const struct tl_connect *c = &v->connects[i];
+		int u = stall_conn_unanswered(c), n;
+		const json_t *seen = NULL;
+		const char *label;
+		char k[320];
+		double s;
+		bool open = !tl_has(c->closed_ms);
+
+		stall_conn_key(c, k, sizeof(k));
+		if (conns)
+			seen = json_object_get(conns, k);
+		if (open &&
+		    !(u == 1 || (u == -1 && seen && jnum(seen, "t_out") > jnum(seen, "t_in"))))
+			continue;
+		if (!open && (u != 1 || c->closed_ms < since_ms - 1500))
+			continue;
+		n = attempts(v, i, &first);
+		s = (now_ms - asked_at(&v->connects[first], conns)) / 1000;
+		if (s * 1000 < WAIT_MIN_MS)
+			continue;
+		label = peer_label(v, key);
+		waiting_add(
+		    list,
+		    json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:i, s:b, s:f, s:f, s:i}", "kind",
+			      "peer-silent", "peer", key, "label", label, "host", c->host, "role",
+			      peer_role(v, key), "attempt", n, "open", open, "seconds", s,
+			      "bytes_out", tl_or0(c->bytes_out), "pid", (int)tl_or0(c->pid)),
+		    "waiting %.0f s for an answer from %s, %d%s attempt%s (%s)", s, label, n,
+		    ordinal(n), open ? "" : " (it closed the last one unanswered: retrying)",
+		    timeout_hint(v, key, dl));
+		json_object_set_new(said, key, json_true());
+	}
+	json_decref(newest);
+	return said;
+}
+
+json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const json_t *conns,
 			 const struct stall_download *dl, double since_ms, double now_ms)
 {
-	json_t *list = json_array(), *own = NULL, *pending = json_object(), *h;
+	json_t *list = json_array(), *own = NULL, *pending = json_object(), *h, *silent;
 	const char *key;
 	size_t i;
 
@@ -97,8 +302,11 @@ json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers,
 			    path, (now_ms - t) / 1000, path);
 	}
 
-	/* 3. a peer that was sent something and has not answered, or a download
+	/* 3. a connection whose last request has no answer (the service
+	 * blocked in recv on it), with the attempts made on that peer; else a
+	 * peer that was sent something and has not answered, or a download
 	 * whose data stopped coming */
+	silent = waiting_connections(v, conns, dl, list, since_ms, now_ms);
 	if (!peers) {
 		own = json_object();
 		for (i = 0; i < v->n_network; i++) {
@@ -118,35 +326,41 @@ json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers,
 		double t_in = jnum(h, "t_in"), t_out = jnum(h, "t_out");
 		char b[32];
 
+		/* said above, from its connection */
+		if (json_object_get(silent, key))
+			continue;
 		/* sent last and nothing back since, however long ago: other work
-		 * (page faults, a thread) may have moved after the send */
-		if (jnum(h, "out") > 0 && t_out > t_in && now_ms - t_out >= WAIT_MIN_MS) {
+		 * (page faults, a thread) may have moved after the send; only
+		 * where the model has no per-connection counts (UDP, older
+		 * timelines): a TLS handshake would pass for an answer */
+		if (jnum(h, "out") > 0 && t_out > t_in && now_ms - t_out >= WAIT_MIN_MS &&
+		    !conn_counted(v, key)) {
 			waiting_add(
 			    list,
-			    json_pack("{s:s, s:s, s:f, s:f, s:f}", "kind", "peer-silent", "peer",
-				      key, "bytes_out", jnum(h, "out"), "bytes_in", jnum(h, "in"),
+			    json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:f}", "kind", "peer-silent",
+				      "peer", key, "label", peer_label(v, key), "attempt", 1,
+				      "bytes_out", jnum(h, "out"), "bytes_in", jnum(h, "in"),
 				      "seconds", (now_ms - t_out) / 1000),
-			    "waiting for an answer from %s: a request was sent %.0f s ago and "
-			    "nothing came back (a hub or proxy that accepts connections but does "
-			    "not answer; each request waits for HF_HUB_ETAG_TIMEOUT)",
-			    key, (now_ms - t_out) / 1000);
+			    "waiting %.0f s for an answer from %s, 1st attempt (%s)",
+			    (now_ms - t_out) / 1000, peer_label(v, key), timeout_hint(v, key, dl));
 		} else if (dl && dl->path && jnum(h, "in") > 0 && t_in >= 0 &&
 			   t_in <= since_ms + 1500 && now_ms - t_in >= WAIT_MIN_MS &&
 			   t_in >= dl->first_ms - 1500) {
 			fmt_bytes(b, sizeof(b), jnum(h, "in"));
 			waiting_add(
 			    list,
-			    json_pack("{s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
-				      "peer", key, "path", dl->path, "bytes_in", jnum(h, "in"),
-				      "seconds", (now_ms - t_in) / 1000),
+			    json_pack("{s:s, s:s, s:s, s:s, s:f, s:f}", "kind", "download-stalled",
+				      "peer", key, "label", peer_label(v, key), "path", dl->path,
+				      "bytes_in", jnum(h, "in"), "seconds", (now_ms - t_in) / 1000),
 			    "reading from %s, which has sent nothing for %.0f s, while "
 			    "downloading %s (%s received from it in all; HF_HUB_DOWNLOAD_TIMEOUT "
 			    "ends the wait)",
-			    key, (now_ms - t_in) / 1000, dl->name ? dl->name : base_name(dl->path),
-			    b);
+			    peer_label(v, key), (now_ms - t_in) / 1000,
+			    dl->name ? dl->name : base_name(dl->path), b);
 		}
 	}
 	json_decref(own);
+	json_decref(silent);
 
 	/* 4. the same missing path tried again while nothing else moved */
 	for (i = 0; i < v->n_missing; i++) {

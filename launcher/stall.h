@@ -22,9 +22,26 @@ struct stall_download {
  * "download-stalled", "lock", "missing-path", "unknown". since_ms: the last
  * progress; now_ms: now. peers: what earlier samples saw of each peer,
  * {PEER: {in, out, t_in, t_out}} (bytes, and when each last grew), or NULL
- * to take it from the model alone (bytes_in 0 = never answered). dl: the
- * download in flight, or NULL. */
-json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers,
+ * to take it from the model alone (bytes_in 0 = never answered); conns: the
+ * same of each connection, by stall_conn_key(), or NULL. dl: the download in
+ * flight, or NULL. */
+json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const json_t *conns,
 			 const struct stall_download *dl, double since_ms, double now_ms);
+
+/* Whether the last request on connection c is answered, from the record
+ * alone: 1 unanswered so far (a plain connection read nothing after it; a
+ * TLS one read no more than its handshake's session tickets), 0 answered,
+ * -1 cannot tell (a reused connection whose earlier answers hide the last
+ * one's) or not a request (no per-connection counts, nothing sent, a bare
+ * TLS handshake). */
+int stall_conn_unanswered(const struct tl_connect *c);
+
+/* The bytes that answered requests on c: all it read, but 0 for a TLS
+ * connection that read no more than a handshake. A retry loop against a
+ * peer that accepts and never answers moves handshakes, not answers. */
+double stall_conn_answer_bytes(const struct tl_connect *c);
+
+/* "PID START_MS PEER": a connection's key across snapshots. */
+void stall_conn_key(const struct tl_connect *c, char *out, size_t len);
 
 #endif

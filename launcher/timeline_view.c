@@ -212,8 +212,21 @@ static int decode_connects(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_connects) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_connect){str(e, "peer"), num(e, "port"), num(e, "pid"),
-					     num(e, "start_ms"), flag(e, "pending")};
+		out[i] = (struct tl_connect){
+		    .peer = str(e, "peer"),
+		    .port = num(e, "port"),
+		    .pid = num(e, "pid"),
+		    .start_ms = num(e, "start_ms"),
+		    .pending = flag(e, "pending"),
+		    .host = str(e, "host"),
+		    .established_ms = num(e, "established_ms"),
+		    .closed_ms = num(e, "closed_ms"),
+		    .bytes_in = num(e, "bytes_in"),
+		    .bytes_out = num(e, "bytes_out"),
+		    .writes = num(e, "writes"),
+		    .reply_max = num(e, "reply_max"),
+		    .tls = flag(e, "tls"),
+		};
 	v->connects = out;
 	return 0;
 }

@@ -86,6 +86,10 @@ struct tl_connect {
 	const char *peer;
 	double port, pid, start_ms;
 	bool pending; /* EINPROGRESS: its outcome is another record */
+	/* established TCP connections (TL_NONE otherwise): what moved on it */
+	const char *host; /* the peer's name, as network[].host */
+	double established_ms, closed_ms, bytes_in, bytes_out, writes, reply_max;
+	bool tls; /* the first write was a TLS ClientHello */
 };
 
 /* locks[]: the cache's lock files */

@@ -477,7 +477,7 @@ static json_t *stall_of(const json_t *root, double since, double now)
 					     name};
 		progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
 	}
-	w = stall_waiting_on(v, NULL, dl.path ? &dl : NULL, since, now);
+	w = stall_waiting_on(v, NULL, NULL, dl.path ? &dl : NULL, since, now);
 	tl_view_free(v);
 	return w;
 }
@@ -543,10 +543,71 @@ static void test_stall_peer_silent(void **state)
 
 	(void)state;
 	assert_string_equal(json_string_value(json_object_get(w, "peer")), "127.0.0.1:8999");
-	assert_true(
-	    contains(json_string_value(json_object_get(w, "message")),
-		     "waiting for an answer from 127.0.0.1:8999: a request was sent 3 s ago"));
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "waiting 3 s for an answer from 127.0.0.1:8999, 1st attempt"));
 	json_decref(w);
+}
+
+/* A request retried on new connections, each accepted and never answered
+ * (the first on a connection whose earlier request was answered): the
+ * newest, still open, is the 3rd attempt, named by the peer's host. */
+static void test_stall_retried_request(void **state)
+{
+	json_t *w = waiting(
+	    "{\"network\": [{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"host\":"
+	    " \"huggingface.co\", \"role\": \"hub\", \"bytes_in\": 279, \"bytes_out\": 800,"
+	    " \"dns\": false, \"last_ms\": 9000}],"
+	    " \"connects\": ["
+	    "{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 1000,"
+	    " \"established_ms\": 1000, \"closed_ms\": 5000, \"bytes_in\": 279, \"bytes_out\": 400,"
+	    " \"writes\": 2, \"reply_max\": 0},"
+	    "{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 5500,"
+	    " \"established_ms\": 5500, \"closed_ms\": 6500, \"bytes_in\": 0, \"bytes_out\": 200,"
+	    " \"writes\": 1, \"reply_max\": 0},"
+	    "{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 9000,"
+	    " \"established_ms\": 9000, \"closed_ms\": null, \"bytes_in\": 0, \"bytes_out\": 200,"
+	    " \"writes\": 1, \"reply_max\": 0}]}",
+	    2000, 21000, "peer-silent");
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(w, "label")), "huggingface.co:443");
+	assert_int_equal(json_integer_value(json_object_get(w, "attempt")), 3);
+	assert_true(contains(json_string_value(json_object_get(w, "message")),
+			     "waiting 20 s for an answer from huggingface.co:443, 3rd attempt"));
+	json_decref(w);
+}
+
+/* TLS: each retry's handshake is read, no answer: still waiting, and the
+ * handshakes are not answers (the live display's progress) */
+static void test_stall_tls_handshake_is_no_answer(void **state)
+{
+	json_t *root =
+	    model("{\"network\": [{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"host\":"
+		  " \"huggingface.co\", \"bytes_in\": 3420, \"bytes_out\": 1600, \"dns\": false,"
+		  " \"last_ms\": 7100}],"
+		  " \"connects\": ["
+		  "{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 900,"
+		  " \"established_ms\": 900, \"closed_ms\": 6900, \"bytes_in\": 1710,"
+		  " \"bytes_out\": 800, \"writes\": 3, \"reply_max\": 510, \"tls\": true},"
+		  "{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 6950,"
+		  " \"established_ms\": 6950, \"closed_ms\": 6951, \"bytes_in\": 0,"
+		  " \"bytes_out\": 0, \"writes\": 0, \"reply_max\": 0},"
+		  "{\"peer\": \"127.0.0.2:443\", \"port\": 443, \"pid\": 7, \"start_ms\": 7100,"
+		  " \"established_ms\": 7100, \"closed_ms\": null, \"bytes_in\": 1710,"
+		  " \"bytes_out\": 800, \"writes\": 3, \"reply_max\": 510, \"tls\": true}]}");
+	struct tl_view *v = tl_view_decode_tree(root);
+	json_t *w = stall_of(root, 7100, 19100), *x = json_array_get(w, 0);
+
+	(void)state;
+	assert_non_null(v);
+	assert_true(stall_conn_answer_bytes(&v->connects[0]) == 0);
+	assert_int_equal(stall_conn_unanswered(&v->connects[2]), 1);
+	assert_string_equal(json_string_value(json_object_get(x, "kind")), "peer-silent");
+	assert_true(contains(json_string_value(json_object_get(x, "message")),
+			     "waiting 18 s for an answer from huggingface.co:443, 2nd attempt"));
+	tl_view_free(v);
+	json_decref(w);
+	json_decref(root);
 }
 
 static void test_stall_download(void **state)
@@ -671,6 +732,8 @@ int main(void)
 	    cmocka_unit_test(test_stall_connect),
 	    cmocka_unit_test(test_stall_connect_completed),
 	    cmocka_unit_test(test_stall_peer_silent),
+	    cmocka_unit_test(test_stall_retried_request),
+	    cmocka_unit_test(test_stall_tls_handshake_is_no_answer),
 	    cmocka_unit_test(test_stall_download),
 	    cmocka_unit_test(test_stall_lock),
 	    cmocka_unit_test(test_stall_missing_path),
