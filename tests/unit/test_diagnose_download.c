@@ -125,6 +125,19 @@ static void test_xet_cache_on_tmpfs(void **state)
 	assert_string_equal(ev_str(f, "dir"), "/dev/shm/xet");
 	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "HF_XET_CACHE"));
 	timeline_free(tl);
+	/* a container's overlay layer: not kept either (warns, names the fs) */
+	fs = run_with("xet",
+		      "{\"dir\": \"/root/.cache/huggingface/xet\", \"files\": 3, "
+		      "\"bytes_written\": 5000, \"write_errors\": 0, \"fs_type\": \"overlay\", "
+		      "\"persistent\": false, \"lost\": \"the container's layer\"}",
+		      &tl);
+	f = find(fs, "xet-cache");
+	assert_non_null(f);
+	assert_string_equal(json_string_value(json_object_get(f, "severity")), "warning");
+	assert_string_equal(ev_str(f, "fs_type"), "overlay");
+	assert_non_null(strstr(json_string_value(json_object_get(f, "message")), "on overlay"));
+	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "HF_XET_CACHE"));
+	timeline_free(tl);
 	/* on a disk: nothing */
 	fs = run_with("xet",
 		      "{\"dir\": \"/var/xet\", \"files\": 3, \"bytes_written\": 5000, "
