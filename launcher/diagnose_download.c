@@ -552,14 +552,73 @@ static void rule_download_lock(struct diag_ctx *c)
 	}
 }
 
-/* Files downloaded although a hub cache on this machine already had them
- * (downloads[].also_in: the same etag under models--ORG--NAME/blobs/, recorded when
- * the timeline was written): IndexTTS2 (ee40fa7) migrates an old cache only
- * from model_dir/hf_cache and HF_HUB_CACHE (default ~/.cache/huggingface/hub,
- * not HF_HOME/hub), so an old cache elsewhere is downloaded again (#701). */
-static void rule_downloaded_twice(struct diag_ctx *c)
+/* The local_dir metadata huggingface_hub keeps for a download's final name:
+ * TEMP's folder (LOCAL/.cache/huggingface/download/SUB/) + NAME.metadata. */
+static bool local_dir_metadata(const json_t *d, char *out, size_t len)
+{
+	const char *temp = jstr(d, "path"), *fin = jstr(d, "final_path"), *slash, *base;
+
+	if (!temp || !fin || !jstr(d, "writer") || strcmp(jstr(d, "writer"), "local_dir"))
+		return false;
+	slash = strrchr(temp, '/');
+	base = strrchr(fin, '/');
+	if (!slash || !base)
+		return false;
+	return snprintf(out, len, "%.*s/%s.metadata", (int)(slash - temp), temp, base + 1) <
+	       (int)len;
+}
+
+/* Complete local_dir downloads into a place that had the file before: its
+ * metadata from an earlier download was read (huggingface_hub reads
+ * NAME.metadata, then stats NAME: missing, so it downloads again), and the
+ * final name was missing (ENOENT) when the service looked. A file deleted
+ * since it was downloaded: a git pull of the IndexTTS2 checkout deleting
+ * checkpoints/config.yaml (index-tts#701). A file there but outdated (a new
+ * revision) is not missing: no finding. */
+static json_t *downloaded_again(const struct diag_ctx *c, double *bytes)
 {
 	json_t *files = json_array(), *d;
+	json_t *by_path = json_index(json_object_get(c->root, "files"), "path", false);
+	json_t *missing = json_index(json_object_get(c->root, "missing_paths"), "path", false);
+	size_t i;
+
+	*bytes = 0;
+	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
+		char meta[PATH_MAX];
+		const json_t *m, *gone;
+
+		if (jstr(d, "also_in") || !json_is_true(json_object_get(d, "complete")) ||
+		    !local_dir_metadata(d, meta, sizeof(meta)))
+			continue;
+		m = json_object_get(by_path, meta);
+		gone = json_object_get(missing, jstr(d, "final_path"));
+		if (jnum(m, "bytes_read") <= 0 || !gone || !jstr(gone, "errno") ||
+		    strcmp(jstr(gone, "errno"), "ENOENT"))
+			continue;
+		*bytes += jnum(d, "bytes");
+		json_array_append_new(files,
+				      json_pack("{s:s?, s:s, s:s, s:f}", "name", jstr(d, "name"),
+						"final", jstr(d, "final_path"), "metadata", meta,
+						"bytes", jnum(d, "bytes")));
+	}
+	json_decref(by_path);
+	json_decref(missing);
+	return files;
+}
+
+/* Models downloaded twice (index-tts#701: the layout change and a deleted
+ * config.yaml forced re-downloads), two ways:
+ * - files a hub cache on this machine already had (downloads[].also_in:
+ *   the same etag under models--ORG--NAME/blobs/, recorded when the
+ *   timeline was written): IndexTTS2 (ee40fa7) migrates an old cache only
+ *   from model_dir/hf_cache and HF_HUB_CACHE (default
+ *   ~/.cache/huggingface/hub, not HF_HOME/hub), so an old cache elsewhere
+ *   is downloaded again;
+ * - files downloaded again into the same place after they were deleted
+ *   (downloaded_again). */
+static void rule_downloaded_twice(struct diag_ctx *c)
+{
+	json_t *files = json_array(), *d, *again;
 	double bytes = 0;
 	char first_cache[PATH_MAX] = "", b[32], fix[PATH_MAX + 600];
 	size_t i;
@@ -576,24 +635,43 @@ static void rule_downloaded_twice(struct diag_ctx *c)
 		json_array_append_new(files, json_pack("{s:s?, s:s, s:f}", "name", jstr(d, "name"),
 						       "cached", blob, "bytes", jnum(d, "bytes")));
 	}
-	if (!json_array_size(files)) {
-		json_decref(files);
+	if (json_array_size(files)) {
+		fmt_bytes(b, sizeof(b), bytes);
+		snprintf(fix, sizeof(fix),
+			 "IndexTTS2 copies an old cache only from model_dir/hf_cache or "
+			 "HF_HUB_CACHE: start once with [env] HF_HUB_CACHE = %s so what is there "
+			 "is copied, not downloaded; then that cache can go (rm -r %s/models--*) "
+			 "to free the space",
+			 first_cache, first_cache);
+		diag_add(c, DIAG_WARNING, "models downloaded although a cache has them",
+			 json_pack("{s:s, s:O, s:f, s:s}", "reason", "old_cache", "files", files,
+				   "bytes", bytes, "cache", first_cache),
+			 -1, fix,
+			 "%zu file%s (%s) downloaded again although the hub cache %s has the same "
+			 "file%s (first: %s)",
+			 json_array_size(files), json_array_size(files) == 1 ? "" : "s", b,
+			 first_cache, json_array_size(files) == 1 ? "" : "s",
+			 jstr(json_array_get(files, 0), "name") ?: "?");
+	}
+	json_decref(files);
+	again = downloaded_again(c, &bytes);
+	if (!json_array_size(again)) {
+		json_decref(again);
 		return;
 	}
 	fmt_bytes(b, sizeof(b), bytes);
-	snprintf(fix, sizeof(fix),
-		 "IndexTTS2 copies an old cache only from model_dir/hf_cache or HF_HUB_CACHE: "
-		 "start once with [env] HF_HUB_CACHE = %s so what is there is copied, not "
-		 "downloaded; then that cache can go (rm -r %s/models--*) to free the space",
-		 first_cache, first_cache);
-	diag_add(c, DIAG_WARNING, "models downloaded although a cache has them",
-		 json_pack("{s:o, s:f, s:s}", "files", files, "bytes", bytes, "cache", first_cache),
-		 -1, fix,
-		 "%zu file%s (%s) downloaded again although the hub cache %s has the same "
-		 "file%s (first: %s)",
-		 json_array_size(files), json_array_size(files) == 1 ? "" : "s", b, first_cache,
-		 json_array_size(files) == 1 ? "" : "s",
-		 jstr(json_array_get(files, 0), "name") ?: "?");
+	diag_add(c, DIAG_WARNING, "models downloaded again after they were deleted",
+		 json_pack("{s:s, s:O, s:f}", "reason", "deleted", "files", again, "bytes", bytes),
+		 -1,
+		 "keep downloaded files where they are: they are downloaded again whenever "
+		 "they go. A `git pull` in the IndexTTS2 checkout deletes checkpoints/config.yaml "
+		 "(index-tts#701): keep a copy outside the checkout, or put the models outside "
+		 "it ([app] model_dir = /srv/indextts/checkpoints)",
+		 "%zu file%s (%s) downloaded again into the same place: an earlier download's "
+		 "metadata was there, the file was not (deleted since; first: %s)",
+		 json_array_size(again), json_array_size(again) == 1 ? "" : "s", b,
+		 jstr(json_array_get(again, 0), "name") ?: "?");
+	json_decref(again);
 }
 
 const struct diag_rule diag_download_rules[] = {

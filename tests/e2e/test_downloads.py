@@ -350,7 +350,7 @@ def test_models_downloaded_twice_when_the_old_cache_is_elsewhere(tmp_path, model
     d = downloads(run)["hf_cache/campplus_cn_common.bin"]
     assert d["also_in"].startswith(str(home / "hub" / "models--funasr--campplus" / "blobs"))
     f = findings(run)["downloaded-twice"]
-    assert f["evidence"]["cache"] == str(home / "hub")
+    assert f["evidence"]["cache"] == str(home / "hub") and f["evidence"]["reason"] == "old_cache"
     assert [x["name"] for x in f["evidence"]["files"]] == ["hf_cache/campplus_cn_common.bin"]
     assert "HF_HUB_CACHE = %s" % (home / "hub") in f["fix"]
 
@@ -377,3 +377,32 @@ def test_live_progress_names_percent_and_time_left(tmp_path, models):
     assert "tts-launch: downloaded hf_cache/w2v-bert-2.0/model.safetensors: " in out
     # (the exit status is not this test's: a loaded machine may need SIGKILL at stop)
     assert run.timeline["marks"].get("ready") is not None, out
+
+
+def test_deleted_config_yaml_is_downloaded_again(tmp_path, models):
+    """#701: a git pull deletes checkpoints/config.yaml from a warm app; the next
+    start downloads it again (ensure_config_available: a local_dir download into
+    model_dir, whose metadata from the first download is still there):
+    downloaded-twice says so (reason deleted), naming the file; the first
+    download of it was no such finding."""
+    run, app = launch(tmp_path / "a", models, omit=("config.yaml",))
+    assert run.rc == 0, run.output()
+    assert downloads(run)["config.yaml"]["complete"], downloads(run)
+    assert "downloaded-twice" not in findings(run)
+    ck = app / "checkpoints"
+    (ck / "config.yaml").unlink()
+    run2 = WorldLaunch(tmp_path / "b", app)
+    assert run2.rc == 0, run2.output()
+    dl = downloads(run2)
+    assert list(dl) == ["config.yaml"] and dl["config.yaml"]["complete"], dl
+    f = findings(run2)["downloaded-twice"]
+    ev = f["evidence"]
+    assert ev["reason"] == "deleted" and ev["bytes"] == ck_size(models, "config.yaml")
+    assert ev["files"] == [{"name": "config.yaml", "final": str(ck / "config.yaml"),
+                            "metadata": str(ck / ".cache/huggingface/download/config.yaml.metadata"),
+                            "bytes": ck_size(models, "config.yaml")}]
+    assert f["message"].startswith("1 file (") and "downloaded again into the same place" in \
+        f["message"] and "first: config.yaml" in f["message"]
+    assert "#701" in f["fix"]
+    # the only finding of that start
+    assert set(findings(run2)) == {"downloaded-twice"}, findings(run2)

@@ -1,7 +1,8 @@
 /* The download rules of issue 14 (diagnose_download.c) over the healthy
  * fixture plus one inline section each: wrong-cache only for the hub cache
  * layout (local_dir downloads are deliberate) with a fix that names folders,
- * never a temp file; xet-cache; download-lock-wait; downloaded-twice. Each
+ * never a temp file; xet-cache; download-lock-wait; downloaded-twice (an
+ * old cache elsewhere, a deleted file downloaded again). Each
  * fires on its case and is silent on the healthy model. Run from the top of
  * the tree (make unit). */
 #include <setjmp.h>
@@ -211,6 +212,56 @@ static void test_downloaded_twice(void **state)
 	timeline_free(tl);
 }
 
+/* #701: config.yaml deleted from a warm app and downloaded again: its
+ * local_dir metadata from the first download was read, the file was missing */
+static void test_downloaded_again_after_delete(void **state)
+{
+	char err[512];
+	struct timeline *tl = timeline_load(HEALTHY, err, sizeof(err));
+	json_t *root, *fs, *f, *ev;
+	const char *dl =
+	    "[{\"path\": \"" MD "/.cache/huggingface/download/_ouC4VcfA9-o6nAiMaExMJW7X2A=.e1."
+	    "incomplete\", \"name\": \"config.yaml\", \"kind\": \"download\", \"writer\": "
+	    "\"local_dir\", \"bytes\": 2573, \"first_ms\": 100, \"last_ms\": 200, \"complete\": "
+	    "true, \"completed\": true, \"final_path\": \"" MD
+	    "/config.yaml\", \"also_in\": null}]";
+	const char *meta =
+	    "{\"path\": \"" MD "/.cache/huggingface/download/config.yaml.metadata\", "
+	    "\"class\": \"other\", \"opens\": 2, \"bytes_read\": 101, "
+	    "\"bytes_written\": 101, \"first_ms\": 90, \"last_ms\": 210}";
+	const char *gone = "{\"path\": \"" MD "/config.yaml\", \"attempts\": 3, \"errno\": "
+			   "\"ENOENT\", \"first_ms\": 50, \"last_ms\": 95, \"class\": \"config\"}";
+
+	(void)state;
+	if (!tl)
+		fail_msg("%s", err);
+	root = timeline_json(tl);
+	json_object_set_new(root, "downloads", json_loads(dl, 0, NULL));
+	json_array_append_new(json_object_get(root, "files"), json_loads(meta, 0, NULL));
+	json_array_append_new(json_object_get(root, "missing_paths"), json_loads(gone, 0, NULL));
+	diagnose_run(tl, DIAG_ALL);
+	fs = json_object_get(root, "findings");
+	f = find(fs, "downloaded-twice");
+	assert_non_null(f);
+	ev = json_object_get(f, "evidence");
+	assert_string_equal(ev_str(f, "reason"), "deleted");
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(ev, "files"), 0), "name")),
+			    "config.yaml");
+	assert_non_null(strstr(json_string_value(json_object_get(f, "message")),
+			       "1 file (2.5 KiB) downloaded again into the same place"));
+	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "#701"));
+	timeline_free(tl);
+	/* the file there but outdated (not missing): an update, no finding */
+	tl = timeline_load(HEALTHY, err, sizeof(err));
+	root = timeline_json(tl);
+	json_object_set_new(root, "downloads", json_loads(dl, 0, NULL));
+	json_array_append_new(json_object_get(root, "files"), json_loads(meta, 0, NULL));
+	diagnose_run(tl, DIAG_ALL);
+	assert_null(find(json_object_get(root, "findings"), "downloaded-twice"));
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +271,7 @@ int main(void)
 	    cmocka_unit_test(test_xet_cache_on_tmpfs),
 	    cmocka_unit_test(test_download_lock_wait_names_the_holder),
 	    cmocka_unit_test(test_downloaded_twice),
+	    cmocka_unit_test(test_downloaded_again_after_delete),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
