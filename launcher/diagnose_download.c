@@ -308,6 +308,28 @@ static bool recorded_under(const struct diag_ctx *c, const char *abs)
 	return false;
 }
 
+/* The CAS peer (network[].role "cas") the service sent the most to, when
+ * Xet is not switched off ([env] HF_HUB_DISABLE_XET): a download of the hub
+ * writers with no byte written was a Xet transfer waiting on it. */
+static const json_t *xet_cas_peer(const struct diag_ctx *c)
+{
+	const json_t *vars = json_object_get(
+	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "env"),
+	    "vars");
+	const char *off = jstr(vars, "HF_HUB_DISABLE_XET");
+	const json_t *n, *best = NULL;
+	size_t i;
+
+	if (off && strcmp(off, "0") && strcasecmp(off, "false"))
+		return NULL;
+	json_array_foreach (json_object_get(c->root, "network"), i, n)
+		if (jstr(n, "role") && !strcmp(jstr(n, "role"), "cas") &&
+		    jnum(n, "bytes_out") > 0 &&
+		    (!best || jnum(n, "bytes_out") > jnum(best, "bytes_out")))
+			best = n;
+	return best;
+}
+
 static void rule_interrupted(struct diag_ctx *c)
 {
 	/* indexes built once: lookups per file stay O(log n) on any input */
@@ -322,7 +344,10 @@ static void rule_interrupted(struct diag_ctx *c)
 		char abs[PATH_MAX], a[32];
 		double on_disk = -1, written = jnum(f, "bytes_written");
 		json_t *d, *size;
-		bool left, xet;
+		const json_t *cas;
+		const char *writer, *fix;
+		char host[300], what[400];
+		bool left, xet, hubw;
 
 		if (!path)
 			continue;
@@ -350,31 +375,64 @@ static void rule_interrupted(struct diag_ctx *c)
 			written = jnum(json_object_get(dls_by_path, abs), "bytes");
 		fmt_bytes(a, sizeof(a), written);
 		/* Xet (written from several threads) starts over; huggingface_hub's
-		 * plain HTTP and ModelScope resume with a Range request */
-		xet = d && jnum(d, "threads") > 1;
-		diag_add(
-		    c, c->failed ? DIAG_ERROR : DIAG_WARNING, "interrupted download left behind",
-		    json_pack("{s:s, s:s?, s:s?, s:f, s:o, s:f, s:f, s:i, s:b}", "path", abs,
-			      "name", d ? jstr(d, "name") : NULL, "writer",
-			      d ? jstr(d, "writer") : NULL, "bytes_written", written,
-			      "size_on_disk", on_disk >= 0 ? json_real(on_disk) : json_null(),
-			      "first_ms", jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"),
-			      "connects",
-			      hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
-						   jnum(f, "last_ms") + 1),
-			      "xet", xet),
-		    -1,
-		    xet ? "start again: Xet does not resume a partial file, it fetches it anew; "
-			  "if it keeps breaking, the connection to the CAS is cut mid-stream "
-			  "(proxy, VPN, unstable link): HF_HUB_DISABLE_XET=1 makes "
-			  "huggingface_hub use one resumable HTTP download instead"
+		 * plain HTTP and ModelScope resume with a Range request. Nothing
+		 * written: no byte arrived (a Xet transfer whose CAS failed or
+		 * hung before the first chunk; a ModelScope or mirror error) */
+		writer = d ? jstr(d, "writer") : NULL;
+		hubw = !writer || !strcmp(writer, "local_dir") || !strcmp(writer, "hub_cache");
+		cas = written <= 0 && hubw ? xet_cas_peer(c) : NULL;
+		xet = (d && jnum(d, "threads") > 1) || cas;
+		if (cas) {
+			snprintf(host, sizeof(host), "%s:%lld",
+				 jstr(cas, "host") ? jstr(cas, "host") : jstr(cas, "peer"),
+				 (long long)jnum(cas, "port"));
+			if (!jstr(cas, "host") || jnum(cas, "port") <= 0)
+				snprintf(host, sizeof(host), "%s", jstr(cas, "peer") ?: "?");
+		}
+		if (written > 0)
+			snprintf(what, sizeof(what), "%s written this run, never completed", a);
+		else if (cas)
+			snprintf(what, sizeof(what),
+				 "no byte of it arrived: its Xet transfer from %s failed or hung "
+				 "before the first chunk",
+				 host);
+		else
+			snprintf(what, sizeof(what), "no byte of it arrived%s",
+				 writer && !strcmp(writer, "modelscope") ? " from ModelScope"
+				 : writer && !strcmp(writer, "mirror")	 ? " from the mirror"
+									 : "");
+		fix =
+		    cas	  ? "the CAS answered with errors or not at all (xet-core retries 5xx with "
+			    "back-off for minutes and has no read timeout; the service's last lines "
+			    "say which): start again later, or set HF_HUB_DISABLE_XET=1 ([env] "
+			    "HF_HUB_DISABLE_XET = 1) to download over plain HTTP, which times out "
+			    "and resumes"
+		    : xet ? "start again: Xet does not resume a partial file, it fetches it anew; "
+			    "if it keeps breaking, the connection to the CAS is cut mid-stream "
+			    "(proxy, VPN, unstable link): HF_HUB_DISABLE_XET=1 makes "
+			    "huggingface_hub use one resumable HTTP download instead"
+		    : !hubw
+			? "see the service's last lines for the server's error; start again: "
+			  "ModelScope resumes from ._____temp/ (HTTP Range); USE_MODELSCOPE=false "
+			  "downloads from huggingface.co instead"
 			: "start again: the download resumes from the partial file (HTTP Range); "
 			  "if it keeps breaking, the connection is cut mid-stream (proxy, VPN, "
 			  "unstable link; with urllib3 2.x huggingface_hub does not retry a "
-			  "ChunkedEncodingError): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT "
-			  "to a mirror; delete the partial file to start that download over",
-		    "%s: %s written this run, never completed (%s)",
-		    d && jstr(d, "name") ? jstr(d, "name") : abs, a, abs);
+			  "ChunkedEncodingError): raise HF_HUB_DOWNLOAD_TIMEOUT or set "
+			  "HF_ENDPOINT to a mirror; delete the partial file to start that "
+			  "download over";
+		diag_add(c, c->failed ? DIAG_ERROR : DIAG_WARNING,
+			 "interrupted download left behind",
+			 json_pack("{s:s, s:s?, s:s?, s:f, s:o, s:f, s:f, s:i, s:b, s:s?}", "path",
+				   abs, "name", d ? jstr(d, "name") : NULL, "writer", writer,
+				   "bytes_written", written, "size_on_disk",
+				   on_disk >= 0 ? json_real(on_disk) : json_null(), "first_ms",
+				   jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"), "connects",
+				   hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
+							jnum(f, "last_ms") + 1),
+				   "xet", xet, "cas_host", cas ? jstr(cas, "host") : NULL),
+			 -1, fix, "%s: %s (%s)", d && jstr(d, "name") ? jstr(d, "name") : abs, what,
+			 abs);
 	}
 	json_decref(by_path);
 	json_decref(dls_by_path);
@@ -389,13 +447,21 @@ static void rule_slow_download(struct diag_ctx *c)
 	size_t i;
 	int unknown = 0;
 	char rate[32], total[32], msg_files[1024] = "", tail[128];
+	json_t *by_path = json_index(json_object_get(c->root, "downloads"), "path", false);
+	/* every slow file ModelScope's (downloads[].writer): from ModelScope,
+	 * not from the hub HF_ENDPOINT names */
+	bool ms = true;
 
 	json_array_foreach (c->dls, i, f) {
 		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
 		char abs[PATH_MAX];
+		const char *wr;
 
 		if (w <= 0 || dur < SLOW_MIN_MS || w / (dur / 1000) >= SLOW_RATE_BPS)
 			continue;
+		wr = jstr(json_object_get(by_path, jstr(f, "path")), "writer");
+		if (!wr || strcmp(wr, "modelscope"))
+			ms = false;
 		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
 		json_array_append_new(files, json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes",
 						       w, "seconds", diag_round3(dur / 1000),
@@ -422,6 +488,7 @@ static void rule_slow_download(struct diag_ctx *c)
 				 jstr(f, "name") ? jstr(f, "name") : base_name(abs), one);
 		}
 	}
+	json_decref(by_path);
 	if (!json_array_size(files)) {
 		json_decref(files);
 		return;
@@ -440,14 +507,20 @@ static void rule_slow_download(struct diag_ctx *c)
 	    c, DIAG_WARNING, "slow model download",
 	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:o}", "files", files, "bytes", bytes, "seconds",
 		      diag_round3((b - a) / 1000), "rate_bps", diag_round3(r), "endpoint",
-		      c->endpoint, "time_left",
+		      ms ? "ModelScope" : c->endpoint, "time_left",
 		      unknown ? json_null() : json_real(diag_round3(left / r))),
 	    (b - a) / 1000,
-	    "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
-	    "https://hf-mirror.com, or a local proxy), or download the models once ahead of time "
-	    "into the cache and start with HF_HUB_OFFLINE=1",
+	    ms ? "ModelScope delivers slowly: USE_MODELSCOPE=false ([env] USE_MODELSCOPE = false) "
+		 "downloads from huggingface.co when it is reachable; or download the models once "
+		 "ahead of time into model_dir"
+	       : "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
+		 "https://hf-mirror.com, or a local proxy), or download the models once ahead of "
+		 "time into the cache and start with HF_HUB_OFFLINE=1",
 	    "%s in %.1f s (%s/s) from %s: %s; %s", total, (b - a) / 1000, rate,
-	    c->endpoint ? c->endpoint : "the hub", msg_files, tail);
+	    ms		  ? "ModelScope"
+	    : c->endpoint ? c->endpoint
+			  : "the hub",
+	    msg_files, tail);
 }
 
 /* Xet's chunk cache (the model's xet section, recorded when the timeline

@@ -406,3 +406,52 @@ def test_deleted_config_yaml_is_downloaded_again(tmp_path, models):
     assert "#701" in f["fix"]
     # the only finding of that start
     assert set(findings(run2)) == {"downloaded-twice"}, findings(run2)
+
+
+# A cold start per client mode, then a warm one with the same settings: the
+# warm start downloads nothing and has no finding at all (network side's too)
+# (the hf-mirror fallback: w2v-bert-2.0, a ModelScope snapshot without one, is there)
+MODES = {
+    "modelscope": ({"USE_MODELSCOPE": "true"}, ()),
+    "mirror-fallback": ({"USE_MODELSCOPE": "true"}, ("--down", "modelscope")),
+    "hf-endpoint-mirror": ({"HF_ENDPOINT": "https://hf-mirror.com"}, ()),
+    "no-xet": ({"HF_HUB_DISABLE_XET": "1"}, ()),
+}
+
+
+def _w2v_there(models):
+    def pre(app):
+        w2v = app / "checkpoints" / "hf_cache" / "w2v-bert-2.0"
+        w2v.mkdir(parents=True)
+        for f in models["manifest"][W2V]["files"]:
+            shutil.copy(os.path.join(models["dir"], "hub", *W2V.split("/"), f), w2v / f)
+    return pre
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_warm_start_after_each_mode_has_no_finding(tmp_path, models, mode):
+    """ModelScope (USE_MODELSCOPE=true), the hf-mirror fallback (ModelScope
+    down), a mirror in HF_ENDPOINT, plain HTTP (HF_HUB_DISABLE_XET=1): after
+    the cold start, the warm one downloads nothing and has no finding at all."""
+    env, world_args = MODES[mode]
+    run, app = launch(tmp_path / "a", models, env=env, world_args=world_args,
+                      pre=_w2v_there(models) if mode == "mirror-fallback" else None)
+    assert run.rc == 0, run.output()
+    assert run.timeline["downloads"], run.output()  # the cold start downloaded
+    run2 = WorldLaunch(tmp_path / "b", app, env=env, world_args=world_args)
+    assert run2.rc == 0, run2.output()
+    assert run2.timeline["downloads"] == [] and run2.timeline["copies"] == []
+    assert findings(run2) == {}, findings(run2)
+
+
+def test_classic_warm_start_has_no_finding(tmp_path, models):
+    """The classic generation, its hub cache in model_dir/hf_cache: the warm
+    start only asks the hub for the files' etags; nothing downloaded, no finding."""
+    env = {"SIM_GENERATION": "classic"}
+    run, app = launch(tmp_path / "a", models, env=env)
+    assert run.rc == 0, run.output()
+    assert run.timeline["downloads"], run.output()
+    run2 = WorldLaunch(tmp_path / "b", app, env=env)
+    assert run2.rc == 0, run2.output()
+    assert run2.timeline["downloads"] == [] and run2.timeline["copies"] == []
+    assert findings(run2) == {}, findings(run2)
