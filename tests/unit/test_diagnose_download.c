@@ -179,6 +179,16 @@ static void test_download_lock_wait_names_the_holder(void **state)
 	    4242);
 	assert_non_null(strstr(json_string_value(json_object_get(f, "message")), "pid 4242"));
 	timeline_free(tl);
+	/* one refused poll, however long until the next (a loaded machine), is
+	 * no wait on another process */
+	fs = run_with("locks",
+		      "[{\"path\": \"" MD
+		      "/.cache/huggingface/download/bpe.model.lock\", \"calls\": "
+		      "5, \"failures\": 1, \"contended_ms\": 2405, \"acquired_ms\": 2971, "
+		      "\"waiting\": false}]",
+		      &tl);
+	assert_null(find(fs, "download-lock-wait"));
+	timeline_free(tl);
 	/* a short wait (one refused poll) is no finding */
 	fs = run_with("locks",
 		      "[{\"path\": \"" MD "/.cache/huggingface/download/gpt.pth.lock\", \"calls\": "
