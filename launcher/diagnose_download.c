@@ -308,6 +308,28 @@ static bool recorded_under(const struct diag_ctx *c, const char *abs)
 	return false;
 }
 
+/* The CAS peer (network[].role "cas") the service sent the most to, when
+ * Xet is not switched off ([env] HF_HUB_DISABLE_XET): a download of the hub
+ * writers with no byte written was a Xet transfer waiting on it. */
+static const json_t *xet_cas_peer(const struct diag_ctx *c)
+{
+	const json_t *vars = json_object_get(
+	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "env"),
+	    "vars");
+	const char *off = jstr(vars, "HF_HUB_DISABLE_XET");
+	const json_t *n, *best = NULL;
+	size_t i;
+
+	if (off && strcmp(off, "0") && strcasecmp(off, "false"))
+		return NULL;
+	json_array_foreach (json_object_get(c->root, "network"), i, n)
+		if (jstr(n, "role") && !strcmp(jstr(n, "role"), "cas") &&
+		    jnum(n, "bytes_out") > 0 &&
+		    (!best || jnum(n, "bytes_out") > jnum(best, "bytes_out")))
+			best = n;
+	return best;
+}
+
 static void rule_interrupted(struct diag_ctx *c)
 {
 	/* indexes built once: lookups per file stay O(log n) on any input */
@@ -322,7 +344,10 @@ static void rule_interrupted(struct diag_ctx *c)
 		char abs[PATH_MAX], a[32];
 		double on_disk = -1, written = jnum(f, "bytes_written");
 		json_t *d, *size;
-		bool left, xet;
+		const json_t *cas;
+		const char *writer, *fix;
+		char host[300], what[400];
+		bool left, xet, hubw;
 
 		if (!path)
 			continue;
@@ -350,31 +375,64 @@ static void rule_interrupted(struct diag_ctx *c)
 			written = jnum(json_object_get(dls_by_path, abs), "bytes");
 		fmt_bytes(a, sizeof(a), written);
 		/* Xet (written from several threads) starts over; huggingface_hub's
-		 * plain HTTP and ModelScope resume with a Range request */
-		xet = d && jnum(d, "threads") > 1;
-		diag_add(
-		    c, c->failed ? DIAG_ERROR : DIAG_WARNING, "interrupted download left behind",
-		    json_pack("{s:s, s:s?, s:s?, s:f, s:o, s:f, s:f, s:i, s:b}", "path", abs,
-			      "name", d ? jstr(d, "name") : NULL, "writer",
-			      d ? jstr(d, "writer") : NULL, "bytes_written", written,
-			      "size_on_disk", on_disk >= 0 ? json_real(on_disk) : json_null(),
-			      "first_ms", jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"),
-			      "connects",
-			      hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
-						   jnum(f, "last_ms") + 1),
-			      "xet", xet),
-		    -1,
-		    xet ? "start again: Xet does not resume a partial file, it fetches it anew; "
-			  "if it keeps breaking, the connection to the CAS is cut mid-stream "
-			  "(proxy, VPN, unstable link): HF_HUB_DISABLE_XET=1 makes "
-			  "huggingface_hub use one resumable HTTP download instead"
+		 * plain HTTP and ModelScope resume with a Range request. Nothing
+		 * written: no byte arrived (a Xet transfer whose CAS failed or
+		 * hung before the first chunk; a ModelScope or mirror error) */
+		writer = d ? jstr(d, "writer") : NULL;
+		hubw = !writer || !strcmp(writer, "local_dir") || !strcmp(writer, "hub_cache");
+		cas = written <= 0 && hubw ? xet_cas_peer(c) : NULL;
+		xet = (d && jnum(d, "threads") > 1) || cas;
+		if (cas) {
+			snprintf(host, sizeof(host), "%s:%lld",
+				 jstr(cas, "host") ? jstr(cas, "host") : jstr(cas, "peer"),
+				 (long long)jnum(cas, "port"));
+			if (!jstr(cas, "host") || jnum(cas, "port") <= 0)
+				snprintf(host, sizeof(host), "%s", jstr(cas, "peer") ?: "?");
+		}
+		if (written > 0)
+			snprintf(what, sizeof(what), "%s written this run, never completed", a);
+		else if (cas)
+			snprintf(what, sizeof(what),
+				 "no byte of it arrived: its Xet transfer from %s failed or hung "
+				 "before the first chunk",
+				 host);
+		else
+			snprintf(what, sizeof(what), "no byte of it arrived%s",
+				 writer && !strcmp(writer, "modelscope") ? " from ModelScope"
+				 : writer && !strcmp(writer, "mirror")	 ? " from the mirror"
+									 : "");
+		fix =
+		    cas	  ? "the CAS answered with errors or not at all (xet-core retries 5xx with "
+			    "back-off for minutes and has no read timeout; the service's last lines "
+			    "say which): start again later, or set HF_HUB_DISABLE_XET=1 ([env] "
+			    "HF_HUB_DISABLE_XET = 1) to download over plain HTTP, which times out "
+			    "and resumes"
+		    : xet ? "start again: Xet does not resume a partial file, it fetches it anew; "
+			    "if it keeps breaking, the connection to the CAS is cut mid-stream "
+			    "(proxy, VPN, unstable link): HF_HUB_DISABLE_XET=1 makes "
+			    "huggingface_hub use one resumable HTTP download instead"
+		    : !hubw
+			? "see the service's last lines for the server's error; start again: "
+			  "ModelScope resumes from ._____temp/ (HTTP Range); USE_MODELSCOPE=false "
+			  "downloads from huggingface.co instead"
 			: "start again: the download resumes from the partial file (HTTP Range); "
 			  "if it keeps breaking, the connection is cut mid-stream (proxy, VPN, "
 			  "unstable link; with urllib3 2.x huggingface_hub does not retry a "
-			  "ChunkedEncodingError): raise HF_HUB_DOWNLOAD_TIMEOUT or set HF_ENDPOINT "
-			  "to a mirror; delete the partial file to start that download over",
-		    "%s: %s written this run, never completed (%s)",
-		    d && jstr(d, "name") ? jstr(d, "name") : abs, a, abs);
+			  "ChunkedEncodingError): raise HF_HUB_DOWNLOAD_TIMEOUT or set "
+			  "HF_ENDPOINT to a mirror; delete the partial file to start that "
+			  "download over";
+		diag_add(c, c->failed ? DIAG_ERROR : DIAG_WARNING,
+			 "interrupted download left behind",
+			 json_pack("{s:s, s:s?, s:s?, s:f, s:o, s:f, s:f, s:i, s:b, s:s?}", "path",
+				   abs, "name", d ? jstr(d, "name") : NULL, "writer", writer,
+				   "bytes_written", written, "size_on_disk",
+				   on_disk >= 0 ? json_real(on_disk) : json_null(), "first_ms",
+				   jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"), "connects",
+				   hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
+							jnum(f, "last_ms") + 1),
+				   "xet", xet, "cas_host", cas ? jstr(cas, "host") : NULL),
+			 -1, fix, "%s: %s (%s)", d && jstr(d, "name") ? jstr(d, "name") : abs, what,
+			 abs);
 	}
 	json_decref(by_path);
 	json_decref(dls_by_path);
@@ -389,13 +447,21 @@ static void rule_slow_download(struct diag_ctx *c)
 	size_t i;
 	int unknown = 0;
 	char rate[32], total[32], msg_files[1024] = "", tail[128];
+	json_t *by_path = json_index(json_object_get(c->root, "downloads"), "path", false);
+	/* every slow file ModelScope's (downloads[].writer): from ModelScope,
+	 * not from the hub HF_ENDPOINT names */
+	bool ms = true;
 
 	json_array_foreach (c->dls, i, f) {
 		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
 		char abs[PATH_MAX];
+		const char *wr;
 
 		if (w <= 0 || dur < SLOW_MIN_MS || w / (dur / 1000) >= SLOW_RATE_BPS)
 			continue;
+		wr = jstr(json_object_get(by_path, jstr(f, "path")), "writer");
+		if (!wr || strcmp(wr, "modelscope"))
+			ms = false;
 		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
 		json_array_append_new(files, json_pack("{s:s, s:s?, s:f, s:f, s:f}", "path", abs,
 						       "name", jstr(f, "name"), "bytes", w,
@@ -423,6 +489,7 @@ static void rule_slow_download(struct diag_ctx *c)
 				 jstr(f, "name") ? jstr(f, "name") : base_name(abs), one);
 		}
 	}
+	json_decref(by_path);
 	if (!json_array_size(files)) {
 		json_decref(files);
 		return;
@@ -441,14 +508,20 @@ static void rule_slow_download(struct diag_ctx *c)
 	    c, DIAG_WARNING, "slow model download",
 	    json_pack("{s:o, s:f, s:f, s:f, s:s?, s:o}", "files", files, "bytes", bytes, "seconds",
 		      diag_round3((b - a) / 1000), "rate_bps", diag_round3(r), "endpoint",
-		      c->endpoint, "time_left",
+		      ms ? "ModelScope" : c->endpoint, "time_left",
 		      unknown ? json_null() : json_real(diag_round3(left / r))),
 	    (b - a) / 1000,
-	    "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
-	    "https://hf-mirror.com, or a local proxy), or download the models once ahead of time "
-	    "into the cache and start with HF_HUB_OFFLINE=1",
+	    ms ? "ModelScope delivers slowly: USE_MODELSCOPE=false ([env] USE_MODELSCOPE = false) "
+		 "downloads from huggingface.co when it is reachable; or download the models once "
+		 "ahead of time into model_dir"
+	       : "the hub delivers slowly: set HF_ENDPOINT to a closer mirror ([env] HF_ENDPOINT = "
+		 "https://hf-mirror.com, or a local proxy), or download the models once ahead of "
+		 "time into the cache and start with HF_HUB_OFFLINE=1",
 	    "%s in %.1f s (%s/s) from %s: %s; %s", total, (b - a) / 1000, rate,
-	    c->endpoint ? c->endpoint : "the hub", msg_files, tail);
+	    ms		  ? "ModelScope"
+	    : c->endpoint ? c->endpoint
+			  : "the hub",
+	    msg_files, tail);
 }
 
 /* Xet's chunk cache (the model's xet section, recorded when the timeline
@@ -527,8 +600,12 @@ static void rule_download_lock(struct diag_ctx *c)
 			     json_is_null(json_object_get(l, "acquired_ms"));
 		json_int_t pid = json_integer_value(json_object_get(l, "holder_pid"));
 
+		/* one refused poll is no wait on another process: 8 snapshot
+		 * workers of the service itself contend for a moment, and on a
+		 * loaded machine the 50 ms sleep before the next poll can last
+		 * seconds (contended_ms then measures the scheduler) */
 		if (!path || !hf_local_dir_lock(path, fin, sizeof(fin)) || ms < LOCK_WAIT_MS ||
-		    jnum(l, "failures") <= 0)
+		    jnum(l, "failures") < 2)
 			continue;
 		model_dir_abs(c, md, sizeof(md));
 		hf_download_name(fin, md, c->app_dir, name, sizeof(name));
@@ -553,14 +630,73 @@ static void rule_download_lock(struct diag_ctx *c)
 	}
 }
 
-/* Files downloaded although a hub cache on this machine already had them
- * (downloads[].also_in: the same etag under models--ORG--NAME/blobs/, recorded when
- * the timeline was written): IndexTTS2 (ee40fa7) migrates an old cache only
- * from model_dir/hf_cache and HF_HUB_CACHE (default ~/.cache/huggingface/hub,
- * not HF_HOME/hub), so an old cache elsewhere is downloaded again (#701). */
-static void rule_downloaded_twice(struct diag_ctx *c)
+/* The local_dir metadata huggingface_hub keeps for a download's final name:
+ * TEMP's folder (LOCAL/.cache/huggingface/download/SUB/) + NAME.metadata. */
+static bool local_dir_metadata(const json_t *d, char *out, size_t len)
+{
+	const char *temp = jstr(d, "path"), *fin = jstr(d, "final_path"), *slash, *base;
+
+	if (!temp || !fin || !jstr(d, "writer") || strcmp(jstr(d, "writer"), "local_dir"))
+		return false;
+	slash = strrchr(temp, '/');
+	base = strrchr(fin, '/');
+	if (!slash || !base)
+		return false;
+	return snprintf(out, len, "%.*s/%s.metadata", (int)(slash - temp), temp, base + 1) <
+	       (int)len;
+}
+
+/* Complete local_dir downloads into a place that had the file before: its
+ * metadata from an earlier download was read (huggingface_hub reads
+ * NAME.metadata, then stats NAME: missing, so it downloads again), and the
+ * final name was missing (ENOENT) when the service looked. A file deleted
+ * since it was downloaded: a git pull of the IndexTTS2 checkout deleting
+ * checkpoints/config.yaml (index-tts#701). A file there but outdated (a new
+ * revision) is not missing: no finding. */
+static json_t *downloaded_again(const struct diag_ctx *c, double *bytes)
 {
 	json_t *files = json_array(), *d;
+	json_t *by_path = json_index(json_object_get(c->root, "files"), "path", false);
+	json_t *missing = json_index(json_object_get(c->root, "missing_paths"), "path", false);
+	size_t i;
+
+	*bytes = 0;
+	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
+		char meta[PATH_MAX];
+		const json_t *m, *gone;
+
+		if (jstr(d, "also_in") || !json_is_true(json_object_get(d, "complete")) ||
+		    !local_dir_metadata(d, meta, sizeof(meta)))
+			continue;
+		m = json_object_get(by_path, meta);
+		gone = json_object_get(missing, jstr(d, "final_path"));
+		if (jnum(m, "bytes_read") <= 0 || !gone || !jstr(gone, "errno") ||
+		    strcmp(jstr(gone, "errno"), "ENOENT"))
+			continue;
+		*bytes += jnum(d, "bytes");
+		json_array_append_new(files,
+				      json_pack("{s:s?, s:s, s:s, s:f}", "name", jstr(d, "name"),
+						"final", jstr(d, "final_path"), "metadata", meta,
+						"bytes", jnum(d, "bytes")));
+	}
+	json_decref(by_path);
+	json_decref(missing);
+	return files;
+}
+
+/* Models downloaded twice (index-tts#701: the layout change and a deleted
+ * config.yaml forced re-downloads), two ways:
+ * - files a hub cache on this machine already had (downloads[].also_in:
+ *   the same etag under models--ORG--NAME/blobs/, recorded when the
+ *   timeline was written): IndexTTS2 (ee40fa7) migrates an old cache only
+ *   from model_dir/hf_cache and HF_HUB_CACHE (default
+ *   ~/.cache/huggingface/hub, not HF_HOME/hub), so an old cache elsewhere
+ *   is downloaded again;
+ * - files downloaded again into the same place after they were deleted
+ *   (downloaded_again). */
+static void rule_downloaded_twice(struct diag_ctx *c)
+{
+	json_t *files = json_array(), *d, *again;
 	double bytes = 0;
 	char first_cache[PATH_MAX] = "", b[32], fix[PATH_MAX + 600];
 	size_t i;
@@ -577,24 +713,43 @@ static void rule_downloaded_twice(struct diag_ctx *c)
 		json_array_append_new(files, json_pack("{s:s?, s:s, s:f}", "name", jstr(d, "name"),
 						       "cached", blob, "bytes", jnum(d, "bytes")));
 	}
-	if (!json_array_size(files)) {
-		json_decref(files);
+	if (json_array_size(files)) {
+		fmt_bytes(b, sizeof(b), bytes);
+		snprintf(fix, sizeof(fix),
+			 "IndexTTS2 copies an old cache only from model_dir/hf_cache or "
+			 "HF_HUB_CACHE: start once with [env] HF_HUB_CACHE = %s so what is there "
+			 "is copied, not downloaded; then that cache can go (rm -r %s/models--*) "
+			 "to free the space",
+			 first_cache, first_cache);
+		diag_add(c, DIAG_WARNING, "models downloaded although a cache has them",
+			 json_pack("{s:s, s:O, s:f, s:s}", "reason", "old_cache", "files", files,
+				   "bytes", bytes, "cache", first_cache),
+			 -1, fix,
+			 "%zu file%s (%s) downloaded again although the hub cache %s has the same "
+			 "file%s (first: %s)",
+			 json_array_size(files), json_array_size(files) == 1 ? "" : "s", b,
+			 first_cache, json_array_size(files) == 1 ? "" : "s",
+			 jstr(json_array_get(files, 0), "name") ?: "?");
+	}
+	json_decref(files);
+	again = downloaded_again(c, &bytes);
+	if (!json_array_size(again)) {
+		json_decref(again);
 		return;
 	}
 	fmt_bytes(b, sizeof(b), bytes);
-	snprintf(fix, sizeof(fix),
-		 "IndexTTS2 copies an old cache only from model_dir/hf_cache or HF_HUB_CACHE: "
-		 "start once with [env] HF_HUB_CACHE = %s so what is there is copied, not "
-		 "downloaded; then that cache can go (rm -r %s/models--*) to free the space",
-		 first_cache, first_cache);
-	diag_add(c, DIAG_WARNING, "models downloaded although a cache has them",
-		 json_pack("{s:o, s:f, s:s}", "files", files, "bytes", bytes, "cache", first_cache),
-		 -1, fix,
-		 "%zu file%s (%s) downloaded again although the hub cache %s has the same "
-		 "file%s (first: %s)",
-		 json_array_size(files), json_array_size(files) == 1 ? "" : "s", b, first_cache,
-		 json_array_size(files) == 1 ? "" : "s",
-		 jstr(json_array_get(files, 0), "name") ?: "?");
+	diag_add(c, DIAG_WARNING, "models downloaded again after they were deleted",
+		 json_pack("{s:s, s:O, s:f}", "reason", "deleted", "files", again, "bytes", bytes),
+		 -1,
+		 "keep downloaded files where they are: they are downloaded again whenever "
+		 "they go. A `git pull` in the IndexTTS2 checkout deletes checkpoints/config.yaml "
+		 "(index-tts#701): keep a copy outside the checkout, or put the models outside "
+		 "it ([app] model_dir = /srv/indextts/checkpoints)",
+		 "%zu file%s (%s) downloaded again into the same place: an earlier download's "
+		 "metadata was there, the file was not (deleted since; first: %s)",
+		 json_array_size(again), json_array_size(again) == 1 ? "" : "s", b,
+		 jstr(json_array_get(again, 0), "name") ?: "?");
+	json_decref(again);
 }
 
 const struct diag_rule diag_download_rules[] = {

@@ -587,8 +587,25 @@ static void rule_mirror_bypassed(struct diag_ctx *c)
 
 /* ---- ModelScope and hf-mirror ---- */
 
+/* Downloads of writer (downloads[].writer): some, and every one complete. */
+static bool writer_all_done(const struct diag_ctx *c, const char *writer)
+{
+	const json_t *d;
+	size_t i;
+	int done = 0;
+
+	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
+		if (!jstr(d, "writer") || strcmp(jstr(d, "writer"), writer))
+			continue;
+		if (!json_is_true(json_object_get(d, "complete")))
+			return false;
+		done++;
+	}
+	return done > 0;
+}
+
 /* The fallbacks IndexTTS2 downloads from: failing (the start failed after
- * their answers, no download of theirs finished) or slow. */
+ * their answers, and a download of their writer did not finish) or slow. */
 static void rule_fallback_download(struct diag_ctx *c)
 {
 	const json_t *net;
@@ -603,6 +620,10 @@ static void rule_fallback_download(struct diag_ctx *c)
 		const char *label;
 
 		if (!peer || !(ms || role_is(net, "mirror")) || in <= 0)
+			continue;
+		/* its downloads (by writer) all finished: not what failed (the
+		 * examples from hf-mirror.com, ModelScope's snapshot failing) */
+		if (c->failed && writer_all_done(c, ms ? "modelscope" : "mirror"))
 			continue;
 		label = peer_label(net, peer, buf, sizeof(buf));
 		if (c->failed) {

@@ -350,7 +350,7 @@ def test_models_downloaded_twice_when_the_old_cache_is_elsewhere(tmp_path, model
     d = downloads(run)["hf_cache/campplus_cn_common.bin"]
     assert d["also_in"].startswith(str(home / "hub" / "models--funasr--campplus" / "blobs"))
     f = findings(run)["downloaded-twice"]
-    assert f["evidence"]["cache"] == str(home / "hub")
+    assert f["evidence"]["cache"] == str(home / "hub") and f["evidence"]["reason"] == "old_cache"
     assert [x["name"] for x in f["evidence"]["files"]] == ["hf_cache/campplus_cn_common.bin"]
     assert "HF_HUB_CACHE = %s" % (home / "hub") in f["fix"]
 
@@ -358,13 +358,100 @@ def test_models_downloaded_twice_when_the_old_cache_is_elsewhere(tmp_path, model
 def test_live_progress_names_percent_and_time_left(tmp_path, models):
     """A slow CAS (bandwidth cap): the live lines name the download by the file
     it becomes and give its percent of the expected size (the Xet temp's i_size
-    once a high offset is written, else IndexTTS2's known size, marked so)."""
+    once a high offset is written, else IndexTTS2's known size, marked so) and
+    the time left at the current rate."""
     import re
     run, app = launch(tmp_path, models, world_args=("--knobs", 'cas={"bandwidth": 30000}'))
-    assert run.rc == 0, run.output()
+    assert run.timeline is not None, run.output()
     out = run.output()
     lines = re.findall(r"^tts-launch: downloading (\S+): [\d.]+ \S+ at [\d.]+ \S+/s, (\d+)% "
-                       r"of (about )?[\d.]+ \S+", out, re.M)
+                       r"of (about )?[\d.]+ \S+( \(known size\))?(, \d+ (?:s|min) left)?$",
+                       out, re.M)
     assert lines, out
     assert {n for n, *_ in lines} <= set(FLAT) | {"examples/voice_01.wav"}, lines
+    # the flat layout's files before their highest offset is written: IndexTTS2's
+    # known sizes, an estimate ("about ... (known size)"), with a time left
+    known = [x for x in lines if x[2] and x[3]]
+    assert known, lines
+    assert [x for x in known if x[4]], lines
     assert "tts-launch: downloaded hf_cache/w2v-bert-2.0/model.safetensors: " in out
+    # (the exit status is not this test's: a loaded machine may need SIGKILL at stop)
+    assert run.timeline["marks"].get("ready") is not None, out
+
+
+def test_deleted_config_yaml_is_downloaded_again(tmp_path, models):
+    """#701: a git pull deletes checkpoints/config.yaml from a warm app; the next
+    start downloads it again (ensure_config_available: a local_dir download into
+    model_dir, whose metadata from the first download is still there):
+    downloaded-twice says so (reason deleted), naming the file; the first
+    download of it was no such finding."""
+    run, app = launch(tmp_path / "a", models, omit=("config.yaml",))
+    assert run.rc == 0, run.output()
+    assert downloads(run)["config.yaml"]["complete"], downloads(run)
+    assert "downloaded-twice" not in findings(run)
+    ck = app / "checkpoints"
+    (ck / "config.yaml").unlink()
+    run2 = WorldLaunch(tmp_path / "b", app)
+    assert run2.rc == 0, run2.output()
+    dl = downloads(run2)
+    assert list(dl) == ["config.yaml"] and dl["config.yaml"]["complete"], dl
+    f = findings(run2)["downloaded-twice"]
+    ev = f["evidence"]
+    assert ev["reason"] == "deleted" and ev["bytes"] == ck_size(models, "config.yaml")
+    assert ev["files"] == [{"name": "config.yaml", "final": str(ck / "config.yaml"),
+                            "metadata": str(ck / ".cache/huggingface/download/config.yaml.metadata"),
+                            "bytes": ck_size(models, "config.yaml")}]
+    assert f["message"].startswith("1 file (") and "downloaded again into the same place" in \
+        f["message"] and "first: config.yaml" in f["message"]
+    assert "#701" in f["fix"]
+    # the only finding of that start
+    assert set(findings(run2)) == {"downloaded-twice"}, findings(run2)
+
+
+# A cold start per client mode, then a warm one with the same settings: the
+# warm start downloads nothing and has no finding at all (network side's too)
+# (the hf-mirror fallback: w2v-bert-2.0, a ModelScope snapshot without one, is there)
+MODES = {
+    "modelscope": ({"USE_MODELSCOPE": "true"}, ()),
+    "mirror-fallback": ({"USE_MODELSCOPE": "true"}, ("--down", "modelscope")),
+    "hf-endpoint-mirror": ({"HF_ENDPOINT": "https://hf-mirror.com"}, ()),
+    "no-xet": ({"HF_HUB_DISABLE_XET": "1"}, ()),
+}
+
+
+def _w2v_there(models):
+    def pre(app):
+        w2v = app / "checkpoints" / "hf_cache" / "w2v-bert-2.0"
+        w2v.mkdir(parents=True)
+        for f in models["manifest"][W2V]["files"]:
+            shutil.copy(os.path.join(models["dir"], "hub", *W2V.split("/"), f), w2v / f)
+    return pre
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_warm_start_after_each_mode_has_no_finding(tmp_path, models, mode):
+    """ModelScope (USE_MODELSCOPE=true), the hf-mirror fallback (ModelScope
+    down), a mirror in HF_ENDPOINT, plain HTTP (HF_HUB_DISABLE_XET=1): after
+    the cold start, the warm one downloads nothing and has no finding at all."""
+    env, world_args = MODES[mode]
+    run, app = launch(tmp_path / "a", models, env=env, world_args=world_args,
+                      pre=_w2v_there(models) if mode == "mirror-fallback" else None)
+    assert run.rc == 0, run.output()
+    assert run.timeline["downloads"], run.output()  # the cold start downloaded
+    run2 = WorldLaunch(tmp_path / "b", app, env=env, world_args=world_args)
+    assert run2.rc == 0, run2.output()
+    assert run2.timeline["downloads"] == [] and run2.timeline["copies"] == []
+    assert findings(run2) == {}, findings(run2)
+
+
+def test_classic_warm_start_has_no_finding(tmp_path, models):
+    """The classic generation, its hub cache in model_dir/hf_cache: the warm
+    start only asks the hub for the files' etags; nothing downloaded, no finding."""
+    env = {"SIM_GENERATION": "classic"}
+    run, app = launch(tmp_path / "a", models, env=env)
+    assert run.rc == 0, run.output()
+    assert run.timeline["downloads"], run.output()
+    run2 = WorldLaunch(tmp_path / "b", app, env=env)
+    assert run2.rc == 0, run2.output()
+    assert run2.timeline["downloads"] == [] and run2.timeline["copies"] == []
+    assert findings(run2) == {}, findings(run2)

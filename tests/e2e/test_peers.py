@@ -132,11 +132,12 @@ def test_unreachable_hub_switch_to_modelscope(tmp_path, models):
 
 STALL_DRIVER = r"""
 import json, os, ssl, subprocess, sys, time, urllib.request
-tts, ini, tl, out = sys.argv[1:5]
+tts, ini, tl, out, what = sys.argv[1:6]
 ctx = ssl.create_default_context(cafile=os.environ["SIM_WORLD"] + "/ca.pem")
 def xorbs():
+    # the CAS's requests whose path has `what` in it (counted before any fault)
     with urllib.request.urlopen(os.environ["SIM_CONTROL_CAS"], context=ctx, timeout=10) as r:
-        return sum(v for k, v in json.load(r)["counts"].items() if "/xorbs/" in k)
+        return sum(v for k, v in json.load(r)["counts"].items() if what in k)
 with open(out, "w") as f:
     p = subprocess.Popen([tts, "run", "-c", ini, "--foreground"], stdout=f,
                          stderr=subprocess.STDOUT)
@@ -150,9 +151,10 @@ with open(out, "w") as f:
 """
 
 
-def stalled_run(tmp, app, world_args, env=None):
+def stalled_run(tmp, app, world_args, env=None, what="/xorbs/"):
     """tts-launch run of the 2026 webui in a world whose CAS stalls, stopped
-    once the stall has lasted; the timeline."""
+    once the stall has lasted (7 s after the CAS's first request with `what`
+    in its path); the timeline."""
     tmp = Path(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
     tl = tmp / "timeline.json"
@@ -165,8 +167,8 @@ def stalled_run(tmp, app, world_args, env=None):
         "[log]\nfile = %s\n[trace]\nsettle = 0.3s\ntimeline = %s\n"
         % (app, PY, "\n".join("%s = %s" % kv for kv in vars.items()), tmp / "pid",
            tmp / "webui.log", tl))
-    p = in_world(tmp, [PY, "-c", STALL_DRIVER, str(TTS), str(ini), str(tl), str(tmp / "run.out")],
-                 *world_args, env=base_env(), timeout=WAIT * 3)
+    p = in_world(tmp, [PY, "-c", STALL_DRIVER, str(TTS), str(ini), str(tl), str(tmp / "run.out"),
+                       what], *world_args, env=base_env(), timeout=WAIT * 3)
     assert tl.exists(), p.stdout + p.stderr + (tmp / "run.out").read_text()
     return json.loads(tl.read_text())
 
@@ -349,3 +351,81 @@ def test_blackholed_cas_after_tls_handshake(tmp_path, models):
     assert "HF_HUB_DOWNLOAD_TIMEOUT" in f["fix"] and "HF_HUB_ETAG_TIMEOUT" not in f["fix"]
     hub = [c for c in tl["connects"] if c["peer"] == "127.0.0.2:443" and c.get("reply_max")]
     assert hub and max(c["reply_max"] for c in hub) > 640  # the hub's answers count
+
+
+
+def test_blackholed_cas_with_xet_hangs_before_any_byte(tmp_path, models):
+    """Xet on, a CAS that takes each request and never answers: the
+    reconstruction call hangs before any byte of a file is written (Xet has
+    no timeout): xet-stalled names cas-bridge.xethub.hf.co:443; the file left
+    is named as one no byte of which arrived, its Xet transfer from the CAS."""
+    tl = stalled_run(tmp_path / "run", app_of(tmp_path, models),
+                     ("--knobs", 'cas={"blackhole": true}'), what="/v1/reconstructions/")
+    _need(tl["tracing"].get("enabled"), "tracing unavailable")
+    f = finding(tl, "xet-stalled")
+    assert f["severity"] == "error"  # never ready
+    assert f["message"].startswith("Xet transfer from cas-bridge.xethub.hf.co:443 stalled")
+    assert f["evidence"]["host"] == "cas-bridge.xethub.hf.co"
+    assert "hub-unreachable" not in ids(tl)
+    d = finding(tl, "download-interrupted")
+    assert d["evidence"]["bytes_written"] == 0 and d["evidence"]["xet"]
+    assert "its Xet transfer from cas-bridge.xethub.hf.co:443 failed or hung" in d["message"]
+    assert "HTTP Range" not in d["fix"]
+
+
+def test_cas_5xx_with_back_off_fails_the_start(tmp_path, models):
+    """Xet on, every CAS request answered 500: xet-core retries with back-off
+    (scaled down), then the start fails with nothing written: the finding names
+    the CAS host and says no byte arrived (not a cut connection to resume)."""
+    run = WorldLaunch(tmp_path / "run", app_of(tmp_path, models),
+                      env={"SIM_TIME_SCALE": "0.02"},
+                      world_args=("--knobs", 'cas={"status": {"*": 500}}'))
+    tl = traced(run)
+    assert run.rc != 0, run.output()
+    assert "retry 5/5" in run.output()  # the back-off ran out
+    f = finding(tl, "download-interrupted")
+    assert f["severity"] == "error" and f["evidence"]["bytes_written"] == 0
+    assert f["evidence"]["cas_host"] == "cas-bridge.xethub.hf.co" and f["evidence"]["xet"]
+    assert f["message"].startswith("hf_cache/w2v-bert-2.0/model.safetensors: no byte of it "
+                                   "arrived: its Xet transfer from cas-bridge.xethub.hf.co:443")
+    assert "HF_HUB_DISABLE_XET=1" in f["fix"] and "HTTP Range" not in f["fix"]
+    assert "download-interrupted" in finding(tl, "start-failed")["message"]
+    assert "hub-unreachable" not in ids(tl)
+
+
+def test_modelscope_slow(tmp_path, models):
+    """huggingface.co unreachable, ModelScope at 100 kB/s: the slow downloads
+    are ModelScope's, named so (fallback-download: www.modelscope.cn:443;
+    download-slow: from ModelScope, not "the hub", its fix not HF_ENDPOINT)."""
+    run = WorldLaunch(tmp_path / "run", app_of(tmp_path, models),
+                      world_args=("--unreachable", "hub", "--knobs",
+                                  'modelscope={"bandwidth": 100000}'))
+    tl = traced(run)
+    assert run.rc == 0, run.output()
+    f = finding(tl, "fallback-download")
+    assert f["severity"] == "warning" and f["evidence"]["role"] == "modelscope"
+    assert f["message"].startswith("downloads from www.modelscope.cn:443 were slow")
+    s = finding(tl, "download-slow")
+    assert " from ModelScope: " in s["message"] and "USE_MODELSCOPE=false" in s["fix"]
+    assert "HF_ENDPOINT" not in s["fix"]
+    assert set(ids(tl)) == {"hub-probe-failed", "fallback-download", "download-slow"}
+
+
+def test_modelscope_5xx(tmp_path, models):
+    """USE_MODELSCOPE=true, ModelScope answering 500: snapshot_download of
+    w2v-bert-2.0 has no fallback, the start fails: fallback-download names
+    www.modelscope.cn:443; hf-mirror.com, which served the examples, is not
+    blamed."""
+    run = WorldLaunch(tmp_path / "run", app_of(tmp_path, models), env={"USE_MODELSCOPE": "true"},
+                      world_args=("--knobs", 'modelscope={"status": {"*": 500}}'))
+    tl = traced(run)
+    assert run.rc != 0, run.output()
+    fb = [f for f in tl["findings"] if f["id"] == "fallback-download"]
+    assert len(fb) == 1, fb
+    assert fb[0]["message"].startswith("the start failed after downloads from "
+                                       "www.modelscope.cn:443 (modelscope")
+    assert fb[0]["severity"] == "error"
+    d = finding(tl, "download-interrupted")
+    assert d["message"] == ("hf_cache/w2v-bert-2.0/config.json: no byte of it arrived from "
+                            "ModelScope (%s)" % d["evidence"]["path"])
+    assert "USE_MODELSCOPE=false" in d["fix"]

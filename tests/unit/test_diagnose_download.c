@@ -1,7 +1,8 @@
 /* The download rules of issue 14 (diagnose_download.c) over the healthy
  * fixture plus one inline section each: wrong-cache only for the hub cache
  * layout (local_dir downloads are deliberate) with a fix that names folders,
- * never a temp file; xet-cache; download-lock-wait; downloaded-twice. Each
+ * never a temp file; xet-cache; download-lock-wait; downloaded-twice (an
+ * old cache elsewhere, a deleted file downloaded again). Each
  * fires on its case and is silent on the healthy model. Run from the top of
  * the tree (make unit). */
 #include <setjmp.h>
@@ -125,6 +126,19 @@ static void test_xet_cache_on_tmpfs(void **state)
 	assert_string_equal(ev_str(f, "dir"), "/dev/shm/xet");
 	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "HF_XET_CACHE"));
 	timeline_free(tl);
+	/* a container's overlay layer: not kept either (warns, names the fs) */
+	fs = run_with("xet",
+		      "{\"dir\": \"/root/.cache/huggingface/xet\", \"files\": 3, "
+		      "\"bytes_written\": 5000, \"write_errors\": 0, \"fs_type\": \"overlay\", "
+		      "\"persistent\": false, \"lost\": \"the container's layer\"}",
+		      &tl);
+	f = find(fs, "xet-cache");
+	assert_non_null(f);
+	assert_string_equal(json_string_value(json_object_get(f, "severity")), "warning");
+	assert_string_equal(ev_str(f, "fs_type"), "overlay");
+	assert_non_null(strstr(json_string_value(json_object_get(f, "message")), "on overlay"));
+	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "HF_XET_CACHE"));
+	timeline_free(tl);
 	/* on a disk: nothing */
 	fs = run_with("xet",
 		      "{\"dir\": \"/var/xet\", \"files\": 3, \"bytes_written\": 5000, "
@@ -165,6 +179,16 @@ static void test_download_lock_wait_names_the_holder(void **state)
 	    4242);
 	assert_non_null(strstr(json_string_value(json_object_get(f, "message")), "pid 4242"));
 	timeline_free(tl);
+	/* one refused poll, however long until the next (a loaded machine), is
+	 * no wait on another process */
+	fs = run_with("locks",
+		      "[{\"path\": \"" MD
+		      "/.cache/huggingface/download/bpe.model.lock\", \"calls\": "
+		      "5, \"failures\": 1, \"contended_ms\": 2405, \"acquired_ms\": 2971, "
+		      "\"waiting\": false}]",
+		      &tl);
+	assert_null(find(fs, "download-lock-wait"));
+	timeline_free(tl);
 	/* a short wait (one refused poll) is no finding */
 	fs = run_with("locks",
 		      "[{\"path\": \"" MD "/.cache/huggingface/download/gpt.pth.lock\", \"calls\": "
@@ -198,6 +222,56 @@ static void test_downloaded_twice(void **state)
 	timeline_free(tl);
 }
 
+/* #701: config.yaml deleted from a warm app and downloaded again: its
+ * local_dir metadata from the first download was read, the file was missing */
+static void test_downloaded_again_after_delete(void **state)
+{
+	char err[512];
+	struct timeline *tl = timeline_load(HEALTHY, err, sizeof(err));
+	json_t *root, *fs, *f, *ev;
+	const char *dl =
+	    "[{\"path\": \"" MD "/.cache/huggingface/download/_ouC4VcfA9-o6nAiMaExMJW7X2A=.e1."
+	    "incomplete\", \"name\": \"config.yaml\", \"kind\": \"download\", \"writer\": "
+	    "\"local_dir\", \"bytes\": 2573, \"first_ms\": 100, \"last_ms\": 200, \"complete\": "
+	    "true, \"completed\": true, \"final_path\": \"" MD
+	    "/config.yaml\", \"also_in\": null}]";
+	const char *meta =
+	    "{\"path\": \"" MD "/.cache/huggingface/download/config.yaml.metadata\", "
+	    "\"class\": \"other\", \"opens\": 2, \"bytes_read\": 101, "
+	    "\"bytes_written\": 101, \"first_ms\": 90, \"last_ms\": 210}";
+	const char *gone = "{\"path\": \"" MD "/config.yaml\", \"attempts\": 3, \"errno\": "
+			   "\"ENOENT\", \"first_ms\": 50, \"last_ms\": 95, \"class\": \"config\"}";
+
+	(void)state;
+	if (!tl)
+		fail_msg("%s", err);
+	root = timeline_json(tl);
+	json_object_set_new(root, "downloads", json_loads(dl, 0, NULL));
+	json_array_append_new(json_object_get(root, "files"), json_loads(meta, 0, NULL));
+	json_array_append_new(json_object_get(root, "missing_paths"), json_loads(gone, 0, NULL));
+	diagnose_run(tl, DIAG_ALL);
+	fs = json_object_get(root, "findings");
+	f = find(fs, "downloaded-twice");
+	assert_non_null(f);
+	ev = json_object_get(f, "evidence");
+	assert_string_equal(ev_str(f, "reason"), "deleted");
+	assert_string_equal(json_string_value(json_object_get(
+				json_array_get(json_object_get(ev, "files"), 0), "name")),
+			    "config.yaml");
+	assert_non_null(strstr(json_string_value(json_object_get(f, "message")),
+			       "1 file (2.5 KiB) downloaded again into the same place"));
+	assert_non_null(strstr(json_string_value(json_object_get(f, "fix")), "#701"));
+	timeline_free(tl);
+	/* the file there but outdated (not missing): an update, no finding */
+	tl = timeline_load(HEALTHY, err, sizeof(err));
+	root = timeline_json(tl);
+	json_object_set_new(root, "downloads", json_loads(dl, 0, NULL));
+	json_array_append_new(json_object_get(root, "files"), json_loads(meta, 0, NULL));
+	diagnose_run(tl, DIAG_ALL);
+	assert_null(find(json_object_get(root, "findings"), "downloaded-twice"));
+	timeline_free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +281,7 @@ int main(void)
 	    cmocka_unit_test(test_xet_cache_on_tmpfs),
 	    cmocka_unit_test(test_download_lock_wait_names_the_holder),
 	    cmocka_unit_test(test_downloaded_twice),
+	    cmocka_unit_test(test_downloaded_again_after_delete),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

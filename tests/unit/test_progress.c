@@ -89,11 +89,60 @@ static void test_frozen_download_says_stalled(void **state)
 	json_decref(root);
 }
 
+/* Two downloads growing 4 KiB -> 8 KiB over 5.1 s (about 800 B/s): one whose
+ * size is IndexTTS2's known size (an estimate: "about", "(known size)"), one
+ * whose size the kernel gave (a Xet temp at its full i_size: exact) */
+static void test_percent_and_time_left(void **state)
+{
+	struct progress_opts o = {
+	    .mode = PROGRESS_LOG, .stall_s = 0, .log_every_s = 5, .emit = collect};
+	struct progress *p;
+	json_t *root, *files, *f;
+	size_t i;
+	const char *known =
+		       "/app/checkpoints/hf_cache/.cache/huggingface/download/K=.e1.incomplete",
+		   *exact = "/app/checkpoints/.cache/huggingface/download/X=.e2.incomplete";
+
+	(void)state;
+	said[0] = '\0';
+	root =
+	    json_pack("{s:{s:{s:{s:s, s:s}}}, s:[{s:s, s:f, s:i, s:f}, {s:s, s:f, s:i, s:f}], "
+		      "s:[{s:s, s:s, s:s, s:f, s:f, s:s}, {s:s, s:s, s:s, s:f, s:f, s:s}]}",
+		      "launcher", "config", "app", "dir", "/app", "model_dir", "./checkpoints",
+		      "files", "path", known, "bytes_written", 4096.0, "opens", 1, "first_ms", 1.0,
+		      "path", exact, "bytes_written", 4096.0, "opens", 1, "first_ms", 1.0,
+		      "downloads", "path", known, "name", "hf_cache/campplus_cn_common.bin", "kind",
+		      "download", "bytes", 4096.0, "expected_size", 1000000.0, "expected_from",
+		      "known", "path", exact, "name", "gpt.pth", "kind", "download", "bytes",
+		      4096.0, "expected_size", 100000.0, "expected_from", "kernel");
+	assert_non_null(root);
+	p = progress_new(&o);
+	assert_non_null(p);
+	progress_sample(p, root, 1000);
+	files = json_object_get(root, "files");
+	json_array_foreach (files, i, f)
+		json_object_set_new(f, "bytes_written", json_real(8192));
+	json_array_foreach (json_object_get(root, "downloads"), i, f)
+		json_object_set_new(f, "bytes", json_real(8192));
+	said[0] = '\0';
+	progress_sample(p, root, 6100);
+	/* (1000000 - 8192) B at 803 B/s: 1235 s, said in minutes */
+	assert_non_null(strstr(said, "tts-launch: downloading hf_cache/campplus_cn_common.bin: 8.0 "
+				     "KiB at 803 B/s, 1% of about 976.6 KiB (known size), 21 min "
+				     "left\n"));
+	/* (100000 - 8192) B at 803 B/s: 114 s, in seconds; exact: no "about" */
+	assert_non_null(strstr(said, "tts-launch: downloading gpt.pth: 8.0 KiB at 803 B/s, 8% of "
+				     "97.7 KiB, 114 s left\n"));
+	progress_free(p);
+	json_decref(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names_from_the_trace_are_escaped),
 	    cmocka_unit_test(test_frozen_download_says_stalled),
+	    cmocka_unit_test(test_percent_and_time_left),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
