@@ -234,6 +234,29 @@ static void test_samples_name_the_cpu(void **st)
 	attr_result_free(&r);
 }
 
+static void test_sample_during_a_syscall_keeps_the_wait(void **st)
+{
+	/* a sample stamped inside an off-CPU interval (taken in the syscall
+	 * before it blocked, or stamped late): the wait keeps all its time,
+	 * the sample names no cpu, and the cpu after the wait is the frame
+	 * the thread blocked in, not the sample's */
+	struct attr_sample s[] = {{10, 10, "burn (p.py:3)"}, {10, 45, "nap (p.py:7)"}};
+	struct attr_off o[] = {off(10, 10, 30, 60, -1, AK_SLEEP, "clock_nanosleep")};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, NULL, 0, s, 2};
+	struct attr_result r;
+
+	(void)st;
+	snprintf(o[0].py, sizeof(o[0].py), "load (p.py:9)");
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	assert_int_equal(kind_us(&r, AK_SLEEP), 30000);
+	/* [0,10] up to burn's sample, [10,30] up to the frame it blocked in */
+	assert_int_equal(us_of(&r, AK_CPU, "burn (p.py:3)"), 10000);
+	assert_int_equal(us_of(&r, AK_CPU, "load (p.py:9)"), 20000 + 40000);
+	assert_int_equal(us_of(&r, AK_CPU, "nap (p.py:7)"), -1);
+	attr_result_free(&r);
+}
+
 static void test_store_names_code_objects(void **st)
 {
 	struct attr_store s = {0};
@@ -450,6 +473,7 @@ int main(void)
 	    cmocka_unit_test(test_cpu_inside_an_import_and_exit),
 	    cmocka_unit_test(test_many_causes_are_capped_keeping_the_sum),
 	    cmocka_unit_test(test_samples_name_the_cpu),
+	    cmocka_unit_test(test_sample_during_a_syscall_keeps_the_wait),
 	    cmocka_unit_test(test_store_names_code_objects),
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_kind_names),
