@@ -550,7 +550,10 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 {
 	const struct attr_proc *p;
 
-	if (o->hop == HOP_WAKER && depth == 0) {
+	/* a thread that waited on a third one (a pool waiting on its
+	 * workers: Xet's tokio threads) is followed on, up to ATTR_HOPS, never
+	 * back to the main thread it started from */
+	if (o->hop == HOP_WAKER && depth < ATTR_HOPS && !(depth > 0 && o->waker_tid == o->pid)) {
 		walk_thread(w, o->pid, o->waker_tid, a, b, depth + 1);
 		return;
 	}

@@ -136,6 +136,7 @@ struct attr_cause {
 };
 
 #define ATTR_MAX_CAUSES 40   /* kept by size; the rest summed per kind */
+#define ATTR_HOPS	3    /* waits on threads of a process followed this deep */
 #define ATTR_MAX_SEGS	2000 /* the strip: later runs are not kept (strip_cut) */
 
 /* A run of one kind along the critical path, in time order (the strip). */

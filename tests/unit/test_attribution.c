@@ -139,6 +139,31 @@ static void test_wait_on_another_thread_is_what_it_did(void **st)
 	attr_result_free(&r);
 }
 
+static void test_wait_on_a_thread_waiting_on_a_third(void **st)
+{
+	/* the main thread waits for 11 (10-60), which waits for 12 (15-55),
+	 * which waits for the network (20-50): the network's, three hops */
+	struct attr_off o[] = {
+	    off(10, 10, 10, 60, 60, AK_LOCK, "futex"), off(10, 11, 15, 55, 55, AK_LOCK, "futex"),
+	    off(10, 12, 20, 50, -1, AK_NET, "cas:443"), off(10, 12, 70, 90, 90, AK_LOCK, "futex")};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_result r;
+
+	(void)st;
+	o[0].hop = o[1].hop = o[3].hop = HOP_WAKER;
+	o[0].waker_pid = o[1].waker_pid = o[3].waker_pid = 10;
+	o[0].waker_tid = 11;
+	o[1].waker_tid = 12;
+	o[3].waker_tid = 10; /* not followed back: the main thread was running */
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	assert_int_equal(us_of(&r, AK_NET, "cas:443"), 30000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3 (thread)"), 5000 + 5000 + 5000 + 5000);
+	assert_int_equal(us_of(&r, AK_LOCK, NULL), -1);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), 50000);
+	attr_result_free(&r);
+}
+
 static void test_child_and_followed_process(void **st)
 {
 	/* uv (10) starts python (20) at 5, which gets ready (followed); python
@@ -469,6 +494,7 @@ int main(void)
 	    cmocka_unit_test(test_wait_then_runqueue_after_wakeup),
 	    cmocka_unit_test(test_overlaps_and_window_edges_count_once),
 	    cmocka_unit_test(test_wait_on_another_thread_is_what_it_did),
+	    cmocka_unit_test(test_wait_on_a_thread_waiting_on_a_third),
 	    cmocka_unit_test(test_child_and_followed_process),
 	    cmocka_unit_test(test_cpu_inside_an_import_and_exit),
 	    cmocka_unit_test(test_many_causes_are_capped_keeping_the_sum),
