@@ -53,9 +53,11 @@ void attr_store_add(struct attr_store *s, const void *data, size_t size)
 
 	if (size < sizeof(*h))
 		return;
-	if (h->type == EV_OFFCPU && size >= sizeof(*s->recs))
+	if (h->type == EV_OFFCPU && size >= sizeof(*s->recs)) {
 		ok = keep((void **)&s->recs, &s->n, &s->cap, data, sizeof(*s->recs));
-	else if (h->type == EV_PYCODE && size >= sizeof(*s->codes))
+		if (s->note)
+			s->note(s->note_ctx, (int)h->pid);
+	} else if (h->type == EV_PYCODE && size >= sizeof(*s->codes))
 		ok = keep((void **)&s->codes, &s->n_codes, &s->cap_codes, data, sizeof(*s->codes));
 	else if (h->type == EV_PYSAMPLE && size >= sizeof(*s->samples))
 		ok = keep((void **)&s->samples, &s->n_samples, &s->cap_samples, data,
@@ -92,6 +94,8 @@ void attr_store_free(struct attr_store *s)
 	free(s->recs);
 	free(s->codes);
 	free(s->samples);
+	if (s->note_free)
+		s->note_free(s->note_ctx);
 	memset(s, 0, sizeof(*s));
 }
 

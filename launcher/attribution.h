@@ -48,6 +48,10 @@ struct attr_store {
 	struct tl_pysample_event *samples;
 	size_t n_samples, cap_samples;
 	unsigned long long lost; /* could not be kept (out of memory) */
+	/* told each off-CPU record's process (pyframes_note), freed with it */
+	void (*note)(void *ctx, int pid);
+	void (*note_free)(void *ctx);
+	void *note_ctx;
 };
 
 /* One record of type EV_OFFCPU, EV_PYCODE or EV_PYSAMPLE (others ignored). */

@@ -144,6 +144,54 @@ def test_python_functions_name_cpu_and_sleep(phases_run):
     assert got + kind_ms(tl, "runqueue") >= ph["burn"] - max(0.15 * ph["burn"], 50), causes
 
 
+def pyenv_python(minor):
+    """A pyenv build of CPython 3.minor (a libpython3.x.so one: _PyRuntime
+    moves per process), or None."""
+    root = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv")) / "versions"
+    found = sorted(root.glob("3.%d.*/bin/python3.%d" % (minor, minor))) if root.is_dir() else []
+    return found[-1] if found else None
+
+
+@pytest.mark.parametrize("minor", [10, 11, 12])
+def test_frames_of_pyenv_interpreters(tracing_ok, tmp_path, minor):
+    """The frame walker against real interpreters other than Debian's:
+    pyenv's builds (not part of setup: skipped when absent), whose
+    _PyRuntime is in libpython3.x.so and moves per process; 3.10 finds its
+    thread state by pthread_self(), 3.12 reads its own frame layout. nap()
+    is the sleep, burn() the largest cpu, by file and def line."""
+    py = pyenv_python(minor)
+    if not py:
+        pytest.skip("no pyenv build of CPython 3.%d here (ls /root/.pyenv/versions)" % minor)
+    cold = tmp_path / "cold.bin"
+    cold.write_bytes(os.urandom(32 << 20))
+    peer = SlowPeer()
+    out, tl = tmp_path / "phases.jsonl", tmp_path / "t.json"
+    r = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
+                        str(py), str(PHASES), str(peer.port), str(cold), "0.6", str(out)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PHASES_CHUNK": str(8 << 20)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = json.loads(tl.read_text())
+    fb = [f for f in t["tracing"]["fallbacks"] if f["probe"] == "python_frames"]
+    assert fb == [], fb
+    ph = {}
+    for line in out.read_text().splitlines():
+        p = json.loads(line)
+        ph[p["phase"]] = p["end"] - p["start"]
+    a = t["attribution"]
+    assert_tiles(a)
+    causes = json.dumps(a["causes"], indent=1)
+    line = {n: i + 1 for i, n in enumerate(PHASES.read_text().splitlines())}
+    burn = "burn (helpers/phases.py:%d)" % line["def burn(sec):"]
+    nap = "nap (helpers/phases.py:%d)" % line["def nap(sec):"]
+    assert a["samples"] > 0, a
+    assert near(kind_ms(t, "sleep", lambda c: c["what"] == nap), ph["nap"]), causes
+    cpus = [c for c in a["causes"] if c["kind"] == "cpu"]
+    assert cpus[0]["what"] == burn, causes
+    got = kind_ms(t, "cpu", lambda c: c["what"] == burn)
+    assert got + kind_ms(t, "runqueue") >= ph["burn"] - max(0.15 * ph["burn"], 50), causes
+
+
 def test_summary_leads_with_where_the_time_went(phases_run):
     out = phases_run["out"]
     assert "where the time went" in out and "phases (spans, overlapping" in out
