@@ -14,8 +14,10 @@
  * the ready listen, at most targ_off_max in all (then counted as lost).
  *
  * Python frames: for the main thread of a process running the interpreter
- * the launcher found (targ_py_*: CPython 3.11 built as a fixed-address
- * executable, Debian's /usr/bin/python3.11), the top frame's code object,
+ * the launcher found (targ_py_*: CPython 3.10, 3.11 or 3.12, its layout,
+ * and its _PyRuntime: fixed in Debian's /usr/bin/python3.11, per process in
+ * pyrt for a libpython or position-independent build), the top frame's
+ * code object,
  * read from the thread's PyThreadState at each switch-out (the caller of a
  * sleep, a recv...) and at the fault tick's samples (faults.bpf.c calls
  * attr_tick: cpu). Each code object's names go to user space once. */
@@ -25,35 +27,60 @@ const volatile __u64 targ_off_min_ns = 1000000; /* other threads: shorter interv
 const volatile __u32 targ_off_max = 400000;	/* records in all (112 bytes each) */
 __u64 off_sent = 0;
 
-/* the interpreter (launcher/pyframes.c): _PyRuntime's address, and the
- * executable's inode (only processes running that file are read); 0: off */
+/* the interpreter (launcher/pyframes.c): _PyRuntime's address when it is
+ * fixed (0: per process, in pyrt), and the executable's inode (only
+ * processes running that file are read); targ_py_ino 0: off */
 const volatile __u64 targ_py_runtime = 0;
 const volatile __u64 targ_py_dev = 0;
 const volatile __u64 targ_py_ino = 0;
 
-/* CPython 3.11 (x86_64), from its headers: Include/internal/pycore_runtime.h
- * (_PyRuntimeState.interpreters.head), pycore_interp.h (threads.head),
- * cpython/pystate.h (PyThreadState next, cframe, native_thread_id),
- * pycore_frame.h (_PyCFrame.current_frame, _PyInterpreterFrame.f_code),
- * cpython/code.h (co_filename, co_qualname, co_firstlineno) and
- * cpython/unicodeobject.h (PyASCIIObject: state, then the data) */
-#define PY311_RT_INTERP_HEAD   40
-#define PY311_IS_THREADS_HEAD  16
-#define PY311_TS_NEXT	       8
-#define PY311_TS_CFRAME	       56
-#define PY311_TS_NATIVE_TID    160
-#define PY311_CFRAME_CURRENT   8
-#define PY311_FRAME_CODE       32
-#define PY311_CODE_FIRSTLINENO 72
-#define PY311_CODE_FILENAME    112
-#define PY311_CODE_QUALNAME    128
-#define PY311_STR_STATE	       32
-#define PY311_STR_ASCII_DATA   48
-#define PY311_STR_UTF8	       56 /* PyCompactUnicodeObject.utf8 (non-ASCII) */
+/* The interpreter's layout (x86_64), from its version's headers (the
+ * values and where they come from: launcher/pyframes.c). ts_tid: the
+ * thread state's native_thread_id (3.11+), or with targ_py_tid_pthread its
+ * thread_id, pthread_self(): the thread's fs base (3.10). cframe_current:
+ * tstate -> cframe -> current_frame (3.11, 3.12), or with targ_py_no_cframe
+ * tstate -> frame itself (3.10). frame_owner: a 3.12 frame owned by the C
+ * stack (FRAME_OWNED_BY_CSTACK, a shim) is skipped for its previous one. */
+const volatile __u32 targ_py_rt_interp_head = 40;
+const volatile __u32 targ_py_is_threads_head = 16;
+const volatile __u32 targ_py_ts_next = 8;
+const volatile __u32 targ_py_ts_tid = 160;
+const volatile __u32 targ_py_tid_pthread = 0;
+const volatile __u32 targ_py_ts_frame = 56;
+const volatile __u32 targ_py_no_cframe = 0;
+const volatile __u32 targ_py_cframe_current = 8;
+const volatile __u32 targ_py_frame_code = 32;
+const volatile __u32 targ_py_frame_previous = 8;
+const volatile __u32 targ_py_frame_owner = 0; /* 0: no owner byte to check */
+const volatile __u32 targ_py_owner_cstack = 3;
+const volatile __u32 targ_py_code_firstlineno = 72;
+const volatile __u32 targ_py_code_filename = 112;
+const volatile __u32 targ_py_code_name = 128;
+const volatile __u32 targ_py_str_state = 32;
+const volatile __u32 targ_py_str_ascii_data = 48;
+const volatile __u32 targ_py_str_utf8 = 56;
+
 /* thread states walked to find a main thread's (newest first: the main
  * thread's is last, found at its first switch-out after start-up, when there
  * are few, then kept); 32 cost ~20 ms more verification before the exec */
 #define PY_THREADS_MAX 8
+
+/* _PyRuntime per process when it moves (a libpython3.x.so, a
+ * position-independent executable): written by the launcher from
+ * /proc/PID/maps (pyframes_note), with the address space's start_code
+ * (from /proc/PID/stat) that it holds for */
+struct pyrt_val {
+	__u64 runtime;
+	__u64 start_code;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct pyrt_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} pyrt SEC(".maps");
 
 /* main thread -> its PyThreadState */
 struct {
@@ -224,14 +251,33 @@ static __always_inline __u64 rd_user(__u64 addr)
 	return v;
 }
 
-/* current runs the interpreter the launcher found */
-static __always_inline bool py_current(void)
+/* current runs the interpreter the launcher found: its _PyRuntime, or 0 */
+static __always_inline __u64 py_current(__u32 tgid)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct inode *i = BPF_CORE_READ(t, mm, exe_file, f_inode);
+	struct pyrt_val *v;
 
-	return i && BPF_CORE_READ(i, i_ino) == targ_py_ino &&
-	       BPF_CORE_READ(i, i_sb, s_dev) == targ_py_dev;
+	if (!i || BPF_CORE_READ(i, i_ino) != targ_py_ino ||
+	    BPF_CORE_READ(i, i_sb, s_dev) != targ_py_dev)
+		return 0;
+	if (targ_py_runtime)
+		return targ_py_runtime;
+	v = bpf_map_lookup_elem(&pyrt, &tgid);
+	return v && v->start_code == BPF_CORE_READ(t, mm, start_code) ? v->runtime : 0;
+}
+
+/* A str object's characters: compact ASCII ones hold their data after the
+ * header; others are read through their UTF-8 copy, when there is one */
+static __always_inline void py_str(__u64 s, char *out, __u32 len)
+{
+	__u32 state = 0;
+	__u64 data;
+
+	bpf_probe_read_user(&state, sizeof(state), (void *)(s + targ_py_str_state));
+	data = (state & 0x60) == 0x60 ? s + targ_py_str_ascii_data : rd_user(s + targ_py_str_utf8);
+	if (data)
+		bpf_probe_read_user_str(out, len, (void *)data);
 }
 
 /* A code object's names, once per process. */
@@ -239,8 +285,6 @@ static __always_inline void py_names(__u32 tgid, __u64 code)
 {
 	struct pycode_key k = {code, tgid, 0};
 	struct tl_pycode_event *e;
-	__u64 s, data;
-	__u32 state = 0;
 	__u8 one = 1;
 
 	if (bpf_map_lookup_elem(&pyseen, &k))
@@ -256,53 +300,63 @@ static __always_inline void py_names(__u32 tgid, __u64 code)
 	e->code = code;
 	e->line = 0;
 	e->pad = 0;
-	bpf_probe_read_user(&e->line, sizeof(e->line), (void *)(code + PY311_CODE_FIRSTLINENO));
+	bpf_probe_read_user(&e->line, sizeof(e->line), (void *)(code + targ_py_code_firstlineno));
 	e->name[0] = e->file[0] = 0;
-	/* compact ASCII strings hold their data after the header; others are
-	 * read through their UTF-8 copy, when there is one */
-	s = rd_user(code + PY311_CODE_QUALNAME);
-	bpf_probe_read_user(&state, sizeof(state), (void *)(s + PY311_STR_STATE));
-	data = (state & 0x60) == 0x60 ? s + PY311_STR_ASCII_DATA : rd_user(s + PY311_STR_UTF8);
-	if (data)
-		bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)data);
-	s = rd_user(code + PY311_CODE_FILENAME);
-	state = 0;
-	bpf_probe_read_user(&state, sizeof(state), (void *)(s + PY311_STR_STATE));
-	data = (state & 0x60) == 0x60 ? s + PY311_STR_ASCII_DATA : rd_user(s + PY311_STR_UTF8);
-	if (data)
-		bpf_probe_read_user_str(e->file, sizeof(e->file), (void *)data);
+	py_str(rd_user(code + targ_py_code_name), e->name, sizeof(e->name));
+	py_str(rd_user(code + targ_py_code_filename), e->file, sizeof(e->file));
 	ev_submit_lazy(e);
+}
+
+/* The thread identity a thread state holds for current (tid): its native
+ * id, or (3.10) pthread_self(), the fs base */
+static __always_inline __u64 py_self(__u32 tid)
+{
+	if (!targ_py_tid_pthread)
+		return tid;
+	return BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), thread.fsbase);
 }
 
 /* The code object of the top Python frame of main thread tid (current),
  * or 0. Its PyThreadState is found once by walking the interpreter's
- * threads for its native id, then kept (and checked) per thread. */
+ * threads for its id, then kept (and checked) per thread. */
 static __always_inline __u64 py_top(__u32 tgid, __u32 tid)
 {
-	__u64 *cached = bpf_map_lookup_elem(&pyts, &tid), ts = 0, t, frame, code;
+	__u64 *cached, ts = 0, t, frame, code, rt, self;
+	__u8 owner = 0;
 
-	if (!targ_py_runtime || tid != tgid || !py_current())
+	if (!targ_py_ino || tid != tgid)
 		return 0;
-	if (cached && rd_user(*cached + PY311_TS_NATIVE_TID) == tid) {
+	rt = py_current(tgid);
+	if (!rt)
+		return 0;
+	self = py_self(tid);
+	cached = bpf_map_lookup_elem(&pyts, &tid);
+	if (cached && rd_user(*cached + targ_py_ts_tid) == self) {
 		ts = *cached;
 	} else {
-		t = rd_user(rd_user(targ_py_runtime + PY311_RT_INTERP_HEAD) +
-			    PY311_IS_THREADS_HEAD);
+		t = rd_user(rd_user(rt + targ_py_rt_interp_head) + targ_py_is_threads_head);
 		for (int i = 0; i < PY_THREADS_MAX && t; i++) {
-			if (rd_user(t + PY311_TS_NATIVE_TID) == tid) {
+			if (rd_user(t + targ_py_ts_tid) == self) {
 				ts = t;
 				break;
 			}
-			t = rd_user(t + PY311_TS_NEXT);
+			t = rd_user(t + targ_py_ts_next);
 		}
 		if (!ts)
 			return 0;
 		bpf_map_update_elem(&pyts, &tid, &ts, BPF_ANY);
 	}
-	frame = rd_user(rd_user(ts + PY311_TS_CFRAME) + PY311_CFRAME_CURRENT);
+	frame = rd_user(ts + targ_py_ts_frame);
+	if (!targ_py_no_cframe && frame)
+		frame = rd_user(frame + targ_py_cframe_current);
+	if (frame && targ_py_frame_owner) {
+		bpf_probe_read_user(&owner, 1, (void *)(frame + targ_py_frame_owner));
+		if (owner == targ_py_owner_cstack)
+			frame = rd_user(frame + targ_py_frame_previous);
+	}
 	if (!frame)
 		return 0;
-	code = rd_user(frame + PY311_FRAME_CODE);
+	code = rd_user(frame + targ_py_frame_code);
 	if (code)
 		py_names(tgid, code);
 	return code;
@@ -315,7 +369,7 @@ __attribute__((noinline)) int attr_tick(__u32 tgid, __u32 tid)
 	struct tl_pysample_event *e;
 	__u64 code, ready = ready_ns;
 
-	if (ready || !targ_py_runtime)
+	if (ready || !targ_py_ino)
 		return 0;
 	code = py_top(tgid, tid);
 	if (!code)

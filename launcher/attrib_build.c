@@ -119,6 +119,35 @@ static bool py_func(void *ctx, int pid, __u64 code, char *out, size_t len)
 	return attr_store_pyname(&n->c->off, pid, code, out, len);
 }
 
+/* A net wait during exactly one download (its first to last write) is
+ * that download's: "host:port (NAME)", the file it becomes. */
+static void name_download(json_t *downloads, struct attr_off *o)
+{
+	const char *only = NULL;
+	size_t i, n = 0;
+	json_t *d;
+
+	if (o->kind != AK_NET)
+		return;
+	json_array_foreach (downloads, i, d) {
+		json_t *a = json_object_get(d, "first_ms"), *b = json_object_get(d, "last_ms");
+		const char *name = json_string_value(json_object_get(d, "name"));
+
+		if (!name || !json_is_number(a) || !json_is_number(b) ||
+		    json_number_value(a) >= o->end || json_number_value(b) <= o->start)
+			continue;
+		only = name;
+		n++;
+	}
+	if (n == 1) {
+		char what[sizeof(o->what)];
+
+		/* cut when long: the file's name is the end of it */
+		if (snprintf(what, sizeof(what), "%s (%s)", o->what, only) > 0)
+			memcpy(o->what, what, sizeof(what));
+	}
+}
+
 static int sample_cmp(const void *pa, const void *pb)
 {
 	const struct attr_sample *a = pa, *b = pb;
@@ -269,8 +298,8 @@ void attribution_build(struct timeline *tl, struct collector *c)
 		if (a > in.end || clock_ns_to_ms(e->ts_ns + e->dur_ns) < in.start)
 			continue;
 		attr_classify(e, a, clock_ns_to_ms(e->ts_ns + e->dur_ns),
-			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an,
-			      &offs[in.n_offs++]);
+			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an, &offs[in.n_offs]);
+		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
 	}
 	/* the Python functions seen on CPU */
 	for (i = 0; i < st->n_samples; i++) {

@@ -53,9 +53,11 @@ void attr_store_add(struct attr_store *s, const void *data, size_t size)
 
 	if (size < sizeof(*h))
 		return;
-	if (h->type == EV_OFFCPU && size >= sizeof(*s->recs))
+	if (h->type == EV_OFFCPU && size >= sizeof(*s->recs)) {
 		ok = keep((void **)&s->recs, &s->n, &s->cap, data, sizeof(*s->recs));
-	else if (h->type == EV_PYCODE && size >= sizeof(*s->codes))
+		if (s->note)
+			s->note(s->note_ctx, (int)h->pid);
+	} else if (h->type == EV_PYCODE && size >= sizeof(*s->codes))
 		ok = keep((void **)&s->codes, &s->n_codes, &s->cap_codes, data, sizeof(*s->codes));
 	else if (h->type == EV_PYSAMPLE && size >= sizeof(*s->samples))
 		ok = keep((void **)&s->samples, &s->n_samples, &s->cap_samples, data,
@@ -92,6 +94,8 @@ void attr_store_free(struct attr_store *s)
 	free(s->recs);
 	free(s->codes);
 	free(s->samples);
+	if (s->note_free)
+		s->note_free(s->note_ctx);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -550,7 +554,10 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 {
 	const struct attr_proc *p;
 
-	if (o->hop == HOP_WAKER && depth == 0) {
+	/* a thread that waited on a third one (a pool waiting on its
+	 * workers: Xet's tokio threads) is followed on, up to ATTR_HOPS, never
+	 * back to the main thread it started from */
+	if (o->hop == HOP_WAKER && depth < ATTR_HOPS && !(depth > 0 && o->waker_tid == o->pid)) {
 		walk_thread(w, o->pid, o->waker_tid, a, b, depth + 1);
 		return;
 	}

@@ -48,6 +48,10 @@ struct attr_store {
 	struct tl_pysample_event *samples;
 	size_t n_samples, cap_samples;
 	unsigned long long lost; /* could not be kept (out of memory) */
+	/* told each off-CPU record's process (pyframes_note), freed with it */
+	void (*note)(void *ctx, int pid);
+	void (*note_free)(void *ctx);
+	void *note_ctx;
 };
 
 /* One record of type EV_OFFCPU, EV_PYCODE or EV_PYSAMPLE (others ignored). */
@@ -136,6 +140,7 @@ struct attr_cause {
 };
 
 #define ATTR_MAX_CAUSES 40   /* kept by size; the rest summed per kind */
+#define ATTR_HOPS	3    /* waits on threads of a process followed this deep */
 #define ATTR_MAX_SEGS	2000 /* the strip: later runs are not kept (strip_cut) */
 
 /* A run of one kind along the critical path, in time order (the strip). */

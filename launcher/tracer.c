@@ -521,11 +521,8 @@ static struct trace_bpf *open_load(bool usdt, __u32 ready_port, const struct pyf
 		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;
-		if (py) { /* attribution: the interpreter whose frames are read */
-			skel->rodata->targ_py_runtime = py->runtime;
-			skel->rodata->targ_py_dev = py->dev;
-			skel->rodata->targ_py_ino = py->ino;
-		}
+		if (py) /* attribution: the interpreter whose frames are read */
+			pyframes_configure(skel, py);
 		/* more suffixes than the kernel holds would be model files to the
 		 * launcher only: a build-time limit, said at once */
 		if (classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
@@ -641,6 +638,12 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	if (!t->skel)
 		goto fail;
 	t->col.skel = t->skel;
+	/* a _PyRuntime that moves per process: found by the launcher per process */
+	if (have_pyt && !pyt.runtime &&
+	    (t->col.off.note_ctx = pyframes_live_new(&pyt, bpf_map__fd(t->skel->maps.pyrt)))) {
+		t->col.off.note = pyframes_note;
+		t->col.off.note_free = pyframes_free;
+	}
 
 	/* the root, before any program can see it fork or exec */
 	root = (__u32)o->root_pid;

@@ -139,6 +139,31 @@ static void test_wait_on_another_thread_is_what_it_did(void **st)
 	attr_result_free(&r);
 }
 
+static void test_wait_on_a_thread_waiting_on_a_third(void **st)
+{
+	/* the main thread waits for 11 (10-60), which waits for 12 (15-55),
+	 * which waits for the network (20-50): the network's, three hops */
+	struct attr_off o[] = {
+	    off(10, 10, 10, 60, 60, AK_LOCK, "futex"), off(10, 11, 15, 55, 55, AK_LOCK, "futex"),
+	    off(10, 12, 20, 50, -1, AK_NET, "cas:443"), off(10, 12, 70, 90, 90, AK_LOCK, "futex")};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_result r;
+
+	(void)st;
+	o[0].hop = o[1].hop = o[3].hop = HOP_WAKER;
+	o[0].waker_pid = o[1].waker_pid = o[3].waker_pid = 10;
+	o[0].waker_tid = 11;
+	o[1].waker_tid = 12;
+	o[3].waker_tid = 10; /* not followed back: the main thread was running */
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	assert_int_equal(us_of(&r, AK_NET, "cas:443"), 30000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3 (thread)"), 5000 + 5000 + 5000 + 5000);
+	assert_int_equal(us_of(&r, AK_LOCK, NULL), -1);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), 50000);
+	attr_result_free(&r);
+}
+
 static void test_child_and_followed_process(void **st)
 {
 	/* uv (10) starts python (20) at 5, which gets ready (followed); python
@@ -231,6 +256,29 @@ static void test_samples_name_the_cpu(void **st)
 	assert_int_equal(us_of(&r, AK_CPU, "<module> (json/__init__.py:1)"), 10000);
 	assert_int_equal(us_of(&r, AK_CPU, "python3"), -1);
 	assert_int_equal(us_of(&r, AK_CPU, "other thread"), -1);
+	attr_result_free(&r);
+}
+
+static void test_sample_during_a_syscall_keeps_the_wait(void **st)
+{
+	/* a sample stamped inside an off-CPU interval (taken in the syscall
+	 * before it blocked, or stamped late): the wait keeps all its time,
+	 * the sample names no cpu, and the cpu after the wait is the frame
+	 * the thread blocked in, not the sample's */
+	struct attr_sample s[] = {{10, 10, "burn (p.py:3)"}, {10, 45, "nap (p.py:7)"}};
+	struct attr_off o[] = {off(10, 10, 30, 60, -1, AK_SLEEP, "clock_nanosleep")};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, NULL, 0, s, 2};
+	struct attr_result r;
+
+	(void)st;
+	snprintf(o[0].py, sizeof(o[0].py), "load (p.py:9)");
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	assert_int_equal(kind_us(&r, AK_SLEEP), 30000);
+	/* [0,10] up to burn's sample, [10,30] up to the frame it blocked in */
+	assert_int_equal(us_of(&r, AK_CPU, "burn (p.py:3)"), 10000);
+	assert_int_equal(us_of(&r, AK_CPU, "load (p.py:9)"), 20000 + 40000);
+	assert_int_equal(us_of(&r, AK_CPU, "nap (p.py:7)"), -1);
 	attr_result_free(&r);
 }
 
@@ -446,10 +494,12 @@ int main(void)
 	    cmocka_unit_test(test_wait_then_runqueue_after_wakeup),
 	    cmocka_unit_test(test_overlaps_and_window_edges_count_once),
 	    cmocka_unit_test(test_wait_on_another_thread_is_what_it_did),
+	    cmocka_unit_test(test_wait_on_a_thread_waiting_on_a_third),
 	    cmocka_unit_test(test_child_and_followed_process),
 	    cmocka_unit_test(test_cpu_inside_an_import_and_exit),
 	    cmocka_unit_test(test_many_causes_are_capped_keeping_the_sum),
 	    cmocka_unit_test(test_samples_name_the_cpu),
+	    cmocka_unit_test(test_sample_during_a_syscall_keeps_the_wait),
 	    cmocka_unit_test(test_store_names_code_objects),
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_kind_names),
