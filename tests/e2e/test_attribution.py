@@ -367,7 +367,9 @@ def test_warm_start_is_imports_and_model_load(world_runs):
     assert any(c["what"] == "import torch" for c in a["causes"]), causes
     assert imports >= 0.5 * kind_ms(tl, "cpu"), causes
     assert kind_ms(tl, "net", lambda c: c["what"].startswith(HF)) < 0.1 * busy, causes
-    # the model load: the weights read from disk or faulted in, by file
+    # the model load: the weights read from disk or faulted in, by file,
+    # when they were (a warm page cache leaves no such wait: then none)
     weights = [c for c in a["causes"] if c["kind"] in ("disk", "fault") and
                "/checkpoints/" in c["what"]]
-    assert weights, causes
+    if any(f.get("major_faults") for f in tl["files"] if "/checkpoints/" in f["path"]):
+        assert weights, causes
