@@ -122,7 +122,10 @@ def test_each_phase_is_its_cause(phases_run):
     assert cpu + runq >= ph["burn"] - max(0.15 * ph["burn"], 50), causes
     assert cpu <= ph["burn"] + max(0.15 * ph["burn"], 50) + rest + ph["cold"] - disk, causes
     # cpu inside an import is the import's
-    assert any(c["kind"] == "cpu" and c["what"] == "import json" for c in a["causes"]), causes
+    # (a function the import runs is named by its frame: enum's, re's; the
+    # module bodies and the import machinery are "import X")
+    assert any(c["kind"] == "cpu" and c["what"].startswith("import ") for c in a["causes"]), \
+        causes
 
 
 def test_python_functions_name_cpu_and_sleep(phases_run):

@@ -43,7 +43,8 @@ def test_progress_lines_for_a_slow_download(tracing_ok, models, hub, tmp_path): 
     # progress is the network bytes received, counted only when exactly one
     # download is in flight; under load a sample can miss that window, see
     # the note in docs/diagnose.md, so its "downloaded" line is the proof)
-    assert all(float(rate) > 0 for *_, rate, _u in lines)
+    # the rate is over the last 5 s (a sample after a pause can round to 0.0)
+    assert any(float(rate) > 0 for *_, rate, _u in lines), lines
     # not a terminal: log lines, no carriage returns; the log file has them too
     assert "\r" not in out
     assert LINE.search(run.log.read_text())
