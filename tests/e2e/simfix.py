@@ -5,6 +5,7 @@ Every process started here is killed in teardown.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -51,6 +52,26 @@ def kill(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def need(ok, why):
+    """A requirement of the test: skip without it, or fail when CI is set
+    (CI runs as root on this kernel, so nothing a test needs may be missing
+    there)."""
+    if not ok:
+        if os.environ.get("CI"):
+            pytest.fail(why + " (required when CI is set)")
+        pytest.skip(why)
+
+
+@pytest.fixture
+def world_ok():
+    """What the 2026 world (scripts/sim/world.py) needs: root for unshare -mn
+    and port 443, unshare, the built binary. Use it module-wide with
+    `pytestmark = pytest.mark.usefixtures("world_ok")` (import it too)."""
+    need(os.geteuid() == 0, "the world needs root (unshare -mn, port 443)")
+    need(shutil.which("unshare"), "unshare is needed")
+    need(TTS.exists(), "build/tts-launch missing: run make")
 
 
 @pytest.fixture(scope="session")
