@@ -8,6 +8,7 @@
 #include "phases.h"
 #include "timeline_internal.h"
 #include "timeline_view.h"
+#include "util.h"
 
 /* the one rule (timeline_view.h): absent, null or mistyped is "none" */
 static double num(const json_t *o, const char *key)
@@ -742,12 +743,11 @@ int tl_view_downloads_in_flight(const struct tl_view *v, const struct tl_file **
 	*last = NULL;
 	for (size_t i = 0; v && i < v->n_files; i++) {
 		const struct tl_file *f = &v->files[i];
-		size_t len = f->path ? strlen(f->path) : 0;
 
 		/* a download's temp file, whichever client writes it (the class
 		 * timeline_files gives it), or an older timeline's *.incomplete */
 		if (!f->path || f->path[0] != '/' ||
-		    !((len >= 11 && !strcmp(f->path + len - 11, ".incomplete")) ||
+		    !(str_ends_with(f->path, ".incomplete") ||
 		      (f->class && !strcmp(f->class, "download"))) ||
 		    tl_or0(f->opens) <= 0 || tl_view_renamed(v, f->path))
 			continue;
