@@ -95,6 +95,11 @@ static int decode_files(const json_t *root, struct tl_view *v)
 		    .last_ms = num(e, "last_ms"),
 		    .size = num(e, "size"),
 		    .mmaps = num(e, "mmaps"),
+		    .reads = num(e, "reads"),
+		    .writes = num(e, "writes"),
+		    .failed_opens = num(e, "failed_opens"),
+		    .write_errors = num(e, "write_errors"),
+		    .write_errno = str(e, "write_errno"),
 		};
 	v->files = out;
 	return 0;
@@ -140,6 +145,15 @@ static int decode_downloads(const json_t *root, struct tl_view *v)
 		    .writer = str(e, "writer"),
 		    .expected_size = num(e, "expected_size"),
 		    .expected_from = str(e, "expected_from"),
+		    .bytes_written = num(e, "bytes_written"),
+		    .size = num(e, "size"),
+		    .dur_ms = num(e, "dur_ms"),
+		    .rename_ms = num(e, "rename_ms"),
+		    .percent = num(e, "percent"),
+		    .threads = num(e, "threads"),
+		    .resumed_from = num(e, "resumed_from"),
+		    .kind = str(e, "kind"),
+		    .also_in = str(e, "also_in"),
 		};
 	v->downloads = out;
 	return 0;
@@ -307,8 +321,83 @@ static int decode_locks(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_locks) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_lock){str(e, "path"), flag(e, "waiting"), num(e, "waiting_ms")};
+		out[i] = (struct tl_lock){
+		    .path = str(e, "path"),
+		    .waiting = flag(e, "waiting"),
+		    .waiting_ms = num(e, "waiting_ms"),
+		    .calls = num(e, "calls"),
+		    .blocking_calls = num(e, "blocking_calls"),
+		    .failures = num(e, "failures"),
+		    .wait_ms = num(e, "wait_ms"),
+		    .max_wait_ms = num(e, "max_wait_ms"),
+		    .contended_ms = num(e, "contended_ms"),
+		    .acquired_ms = num(e, "acquired_ms"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .holder_pid = num(e, "holder_pid"),
+		    .holder_command = str(e, "holder_command"),
+		    .errno_name = str(e, "errno"),
+		};
 	v->locks = out;
+	return 0;
+}
+
+static int decode_failed_ops(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "failed_ops"), *e;
+	struct tl_failed_op *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_failed_ops) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_failed_op){
+		    .op = str(e, "op"),
+		    .path = str(e, "path"),
+		    .old = str(e, "old"),
+		    .errno_name = str(e, "errno"),
+		    .count = num(e, "count"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .pid = num(e, "pid"),
+		};
+	v->failed_ops = out;
+	return 0;
+}
+
+static int tri(const json_t *o, const char *key);
+
+static int decode_cache_fs(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "cache_fs"), *e, *g;
+	struct tl_cache_fs *out;
+	size_t i, j;
+
+	if (LIST(arr, out, v->n_cache_fs) < 0)
+		return -1;
+	v->cache_fs = out;
+	json_array_foreach (arr, i, e) {
+		const json_t *inc = json_object_get(e, "incomplete");
+		struct tl_on_disk *d;
+
+		out[i] = (struct tl_cache_fs){
+		    .dir = str(e, "dir"),
+		    .role = str(e, "role"),
+		    .statfs_path = str(e, "statfs_path"),
+		    .fs_type = str(e, "fs_type"),
+		    .fs_magic = str(e, "fs_magic"),
+		    .lost = str(e, "lost"),
+		    .exists = tri(e, "exists"),
+		    .read_only = tri(e, "read_only"),
+		    .persistent = tri(e, "persistent"),
+		    .has_incomplete = json_is_array(inc),
+		};
+		if (LIST(inc, d, out[i].n_incomplete) < 0)
+			return -1;
+		json_array_foreach (inc, j, g)
+			d[j] = (struct tl_on_disk){str(g, "path"), num(g, "size")};
+		out[i].incomplete = d;
+	}
 	return 0;
 }
 
@@ -548,6 +637,7 @@ static int decode_launcher(const json_t *root, struct tl_view *v)
 	v->config_mlock_mode = str(json_object_get(cfg, "mlock"), "mode");
 	v->config_app_dir = str(json_object_get(cfg, "app"), "dir");
 	v->config_app_port = num(json_object_get(cfg, "app"), "port");
+	v->config_model_dir = str(json_object_get(cfg, "app"), "model_dir");
 	v->config_command_null = json_is_null(json_object_get(cfg, "command"));
 	v->n_env = json_is_object(vars) ? json_object_size(vars) : 0;
 	if (!v->n_env)
@@ -615,11 +705,11 @@ static int decode_gpu(const json_t *root, struct tl_view *v)
 }
 
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
-    decode_marks,    decode_phases,   decode_files,    decode_missing, decode_downloads,
-    decode_network,  decode_requests, decode_findings, decode_memory,  decode_sched,
-    decode_tracing,  decode_process,  decode_launcher, decode_procs,   decode_imports,
-    decode_connects, decode_locks,    decode_copies,   decode_gpu,     decode_renames,
-    decode_symlinks,
+    decode_marks,    decode_phases,	decode_files,	 decode_missing, decode_downloads,
+    decode_network,  decode_requests,	decode_findings, decode_memory,	 decode_sched,
+    decode_tracing,  decode_process,	decode_launcher, decode_procs,	 decode_imports,
+    decode_connects, decode_locks,	decode_copies,	 decode_gpu,	 decode_renames,
+    decode_symlinks, decode_failed_ops, decode_cache_fs,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
@@ -664,6 +754,10 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->renames);
 	free((void *)v->symlinks);
 	free((void *)v->peer_order);
+	free((void *)v->failed_ops);
+	for (size_t i = 0; v->cache_fs && i < v->n_cache_fs; i++)
+		free((void *)v->cache_fs[i].incomplete);
+	free((void *)v->cache_fs);
 	free((void *)v->sched.processes);
 	for (size_t i = 0; v->procs && i < v->n_procs; i++)
 		free((void *)v->procs[i].argv);
@@ -756,4 +850,17 @@ int tl_view_downloads_in_flight(const struct tl_view *v, const struct tl_file **
 			*last = f;
 	}
 	return n;
+}
+
+const struct tl_cache_fs *tl_view_cache_fs_of(const struct tl_view *v, const char *abs)
+{
+	const struct tl_cache_fs *best = NULL;
+
+	for (size_t i = 0; v && abs && i < v->n_cache_fs; i++) {
+		const char *dir = v->cache_fs[i].dir;
+
+		if (dir && path_under(abs, dir) && (!best || strlen(dir) > strlen(best->dir)))
+			best = &v->cache_fs[i];
+	}
+	return best;
 }

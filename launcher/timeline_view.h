@@ -42,6 +42,8 @@ struct tl_file {
 	double opens, bytes_read, bytes_written, mmap_bytes, faults;
 	double first_ms, last_ms;
 	double size, mmaps; /* its size when known, the mappings made of it */
+	double reads, writes, failed_opens, write_errors;
+	const char *write_errno; /* the first failed write's errno name */
 };
 
 struct tl_missing {
@@ -63,6 +65,10 @@ struct tl_download {
 	const char *writer;	       /* hub_cache, local_dir, modelscope, mirror, ... */
 	double expected_size;	       /* the size it will have, when known */
 	const char *expected_from;     /* where that size came from ("known": a table) */
+	double bytes_written;	       /* all writes (bytes: the distinct ones) */
+	double size, dur_ms, rename_ms, percent, threads, resumed_from;
+	const char *kind;
+	const char *also_in; /* the same blob in another cache, or NULL */
 };
 
 /* copies[]: sendfile/copy_file_range copies (copy2, a migrated cache) */
@@ -117,6 +123,33 @@ struct tl_lock {
 	const char *path;
 	bool waiting; /* a blocking lock call still waiting */
 	double waiting_ms;
+	double calls, blocking_calls, failures, wait_ms, max_wait_ms;
+	double contended_ms, acquired_ms, first_ms, last_ms;
+	double holder_pid;	    /* who held it when it was contended */
+	const char *holder_command; /* ... and its command, NULL: unknown */
+	const char *errno_name;
+};
+
+/* failed_ops[]: mkdir, rename, unlink, ... calls that failed */
+struct tl_failed_op {
+	const char *op, *path, *old, *errno_name;
+	double count, first_ms, last_ms, pid;
+};
+
+/* cache_fs[].incomplete[]: a temp file on disk when the timeline was written */
+struct tl_on_disk {
+	const char *path;
+	double size; /* TL_NONE: null */
+};
+
+/* cache_fs[]: what the pipeline recorded of each cache's file system */
+struct tl_cache_fs {
+	const char *dir, *role, *statfs_path, *fs_type, *fs_magic;
+	const char *lost;		   /* how it is lost (tmpfs: at reboot); NULL: persistent */
+	int exists, read_only, persistent; /* 1, 0; -1: not a flag */
+	const struct tl_on_disk *incomplete;
+	size_t n_incomplete;
+	bool has_incomplete; /* incomplete is a list (it was looked at) */
 };
 
 struct tl_request {
@@ -280,6 +313,11 @@ struct tl_view {
 	size_t n_renames;
 	const struct tl_symlink *symlinks;
 	size_t n_symlinks;
+	const char *config_model_dir; /* launcher.config.app.model_dir */
+	const struct tl_failed_op *failed_ops;
+	size_t n_failed_ops;
+	const struct tl_cache_fs *cache_fs;
+	size_t n_cache_fs;
 	const size_t *peer_order; /* private: network[] sorted by peer (tl_view_peer) */
 };
 
@@ -300,6 +338,10 @@ double tl_view_mark(const struct tl_view *v, const char *name);
 /* The network[] entry of peer, the last when several; NULL for none.
  * O(log n): rules look a peer up for each connect. */
 const struct tl_peer *tl_view_peer(const struct tl_view *v, const char *peer);
+
+/* The recorded file system of the cache holding abs (the deepest dir
+ * containing it), or NULL. */
+const struct tl_cache_fs *tl_view_cache_fs_of(const struct tl_view *v, const char *abs);
 
 /* The run's [env] NAME as recorded in launcher.config, or NULL. */
 const char *tl_view_env(const struct tl_view *v, const char *name);

@@ -169,12 +169,55 @@ static void test_env_renames_in_flight(void **state)
 	view_free(v);
 }
 
+/* The sections the I/O and download rules read: the caches' recorded file
+ * systems (the deepest holding a path), failed operations, lock holders. */
+static void test_cache_fs_failed_ops_locks(void **state)
+{
+	struct tl_view *v = view_of(
+	    "{\"cache_fs\": ["
+	    "  {\"dir\": \"/c\", \"fs_type\": \"ext4\", \"read_only\": false,"
+	    "   \"persistent\": true, \"incomplete\": []},"
+	    "  {\"dir\": \"/c/hub\", \"fs_type\": \"tmpfs\", \"lost\": \"at reboot\","
+	    "   \"read_only\": true, \"persistent\": false,"
+	    "   \"incomplete\": [{\"path\": \"/c/hub/x.incomplete\", \"size\": 7},"
+	    "                   {\"path\": \"/c/hub/y.incomplete\", \"size\": null}]}],"
+	    " \"failed_ops\": [{\"op\": \"mkdir\", \"path\": \"/ro/d\", \"errno\": \"EROFS\","
+	    "  \"count\": 3}],"
+	    " \"locks\": [{\"path\": \"/c/.locks/a.lock\", \"holder_pid\": 42,"
+	    "  \"holder_command\": \"python3\", \"contended_ms\": 10, \"acquired_ms\": null}]}");
+	const struct tl_cache_fs *fs;
+
+	(void)state;
+	fs = tl_view_cache_fs_of(v, "/c/hub/models--a--b/blobs/1");
+	assert_non_null(fs);
+	assert_string_equal(fs->fs_type, "tmpfs");
+	assert_int_equal(fs->read_only, 1);
+	assert_int_equal(fs->persistent, 0);
+	assert_true(fs->has_incomplete);
+	assert_int_equal(fs->n_incomplete, 2);
+	assert_true(fs->incomplete[0].size == 7);
+	assert_false(tl_has(fs->incomplete[1].size));
+	assert_string_equal(tl_view_cache_fs_of(v, "/c/other")->fs_type, "ext4");
+	assert_null(tl_view_cache_fs_of(v, "/elsewhere"));
+	assert_int_equal(fs->exists, -1); /* absent: not a flag */
+	assert_int_equal(v->n_failed_ops, 1);
+	assert_string_equal(v->failed_ops[0].errno_name, "EROFS");
+	assert_true(v->failed_ops[0].count == 3);
+	assert_true(v->locks[0].holder_pid == 42);
+	assert_string_equal(v->locks[0].holder_command, "python3");
+	assert_false(tl_has(v->locks[0].acquired_ms));
+	view_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_phase_duration),	  cmocka_unit_test(test_request_aliases),
-	    cmocka_unit_test(test_download_names),	  cmocka_unit_test(test_peer_lookup),
+	    cmocka_unit_test(test_phase_duration),
+	    cmocka_unit_test(test_request_aliases),
+	    cmocka_unit_test(test_download_names),
+	    cmocka_unit_test(test_peer_lookup),
 	    cmocka_unit_test(test_env_renames_in_flight),
+	    cmocka_unit_test(test_cache_fs_failed_ops_locks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
