@@ -7,29 +7,17 @@
  * (dropping them is a schema change: a version bump). */
 #include "timeline_build.h"
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <errno.h>
-#include <limits.h>
-#include <netinet/in.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "clock.h"
 #include "gpu.h"
-#include "hfcache.h"
 #include "imports.h"
 #include "procfs.h"
-#include "redact.h"
 #include "timeline_files.h"
 #include "timeline_internal.h"
 #include "timeline_parts.h"
 #include "trace.skel.h"
-#include "util.h"
 
 static void snap_procs(struct collector *t, json_t *root)
 {
