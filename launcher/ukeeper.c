@@ -121,8 +121,12 @@ static void keeper_main(int pidfd, int sock, int *fds, int n)
 		if (pf[1].revents && keeper_take(sock, &all, &n, &cap) < 0)
 			pf[1].fd = -1; /* tts-launch closed its end: no more links */
 	}
-	if (held_map >= 0 && pf[0].revents)
-		gpu_continue_held(held_map); /* before the links' slow closes */
+	/* what was still queued when tts-launch died (the held map, links),
+	 * then the held processes continued, before the links' slow closes */
+	while (pf[1].fd >= 0 && poll(&pf[1], 1, 0) == 1 && keeper_take(sock, &all, &n, &cap) == 0)
+		;
+	if (held_map >= 0)
+		gpu_continue_held(held_map);
 	for (int i = 0; i < n; i++)
 		close(all[i]);
 	_exit(0);

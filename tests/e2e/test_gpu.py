@@ -279,3 +279,98 @@ def test_no_torch_no_cuda_no_finding(tmp_path, tracing_ok):
     t, _ = run(tmp_path, "/bin/true")
     assert t["gpu"]["tried"] is False and t["gpu"]["cpu_reason"] is None
     assert not [f for f in t["findings"] if f["id"].startswith("gpu-")]
+
+
+def state(pid):
+    """The process's state letter (R, S, T...), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0]
+    except OSError:
+        return None
+
+
+HELD_WORKER = r'''
+import signal, subprocess, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # outlives the guard's SIGTERM
+with open(sys.argv[3], "w") as out:  # a worker in its own process group
+    subprocess.Popen([sys.argv[1], sys.argv[2]], stdout=out, process_group=0).wait()
+'''
+
+
+def test_held_process_continued_when_tts_launch_is_killed(tmp_path, tracing_ok):
+    """Issue 18: tts-launch SIGKILLed while a process of the tree is held at
+    its mapping of a CUDA library (stopped until the attach): the uprobe
+    keeper continues it. tts-launch is stopped first, so it can neither
+    attach nor continue. The held one is a worker in its own process group
+    under a live parent: no kernel rule continues it (a newly orphaned
+    group with a stopped member gets SIGHUP and SIGCONT; this one is not
+    orphaned), and the guard signals only the service's group."""
+    lib = site_copy(tmp_path)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    out = tmp_path / "worker.out"
+    env = dict(os.environ, CUDAPROBE_GATE=str(gate))
+    # a long stop grace: the guard's SIGKILL of the service's group (whose
+    # parent's death would orphan the worker's group) cannot explain an exit
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tmp_path / "timeline.json"),
+                          "--set", "service.stop_grace=900", "--",
+                          PY, "-c", HELD_WORKER, str(PROBE), str(lib), str(out)],
+                         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    pid = parent = None
+    try:
+        pid = int(wait_for(lambda: (gate / "pid").exists() and (gate / "pid").read_text(),
+                           timeout=120, what="cudaprobe at its gate"))
+        parent = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2].split()[1])
+        wait_for(lambda: keepers_of(p.pid), what="the uprobe keeper")
+        os.kill(p.pid, signal.SIGSTOP)
+        (gate / "go").touch()
+        wait_for(lambda: state(pid) == "T", timeout=120, what="cudaprobe held at its mmap")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        # continued: it makes its calls (uncounted now) and exits
+        wait_for(lambda: state(pid) in (None, "Z"), timeout=120, what="cudaprobe's exit")
+        assert "cudaFree=" in out.read_text()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for q in (pid, parent):
+            if q and alive(q):
+                os.kill(q, signal.SIGKILL)
+
+
+FORKER = r'''
+import ctypes, os, sys
+rt = ctypes.CDLL(sys.argv[1])  # the parent maps a CUDA runtime: attached for it
+n = ctypes.c_int(0)
+print("parent: cudaGetDeviceCount=%d" % rt.cudaGetDeviceCount(ctypes.byref(n)), flush=True)
+for i in range(2):  # children forked after that attach, each running cudaprobe-linked
+    pid = os.fork()
+    if pid == 0:
+        os.execv(sys.argv[2], [sys.argv[2]])
+    os.waitpid(pid, 0)
+'''
+
+
+def test_children_forked_after_an_attach(tmp_path, tracing_ok):
+    """Issue 18: uprobes are attached with a pid, so a child forked later
+    gets none of its parent's; its own mapping of a CUDA library holds it
+    and attaches for it: every call of each child is seen, with its pid."""
+    lib = site_copy(tmp_path)
+    t, out = run(tmp_path, PY, "-c", FORKER, lib, LINKED)
+    g = t["gpu"]
+    parent = [c for c in g["calls"] if c["call"] == "cudaGetDeviceCount"][0]["pid"]
+    libs = sorted((l["pid"], l["path"]) for l in g["libraries"])
+    kids = sorted(pid for pid, path in libs if os.path.realpath(path) ==
+                  os.path.realpath(LIBCUDART))
+    assert len(kids) == 2 and parent not in kids, libs
+    assert (parent, str(lib)) in libs
+    lines = [l for l in out.splitlines() if not l.startswith("parent: ")]
+    want = printed("\n".join(lines))
+    for k in kids:
+        got = [(c["call"], c["ret"]) for c in g["calls"] if c["pid"] == k]
+        assert got == want[:len(CALLS)], (k, got)
+    assert g["calls_total"] == 1 + 2 * len(CALLS)
+    assert sorted(p["pid"] for p in g["processes"]) == sorted([parent] + kids)

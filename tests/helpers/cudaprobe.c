@@ -14,31 +14,14 @@
  * made anyway. Exit 0.
  *
  * CUDAPROBE_GATE=DIR (tests of a held mapping): before it loads the library,
- * write DIR/pid and wait until DIR/go exists; a SIGTERM then writes DIR/term
- * and exits 0 (proof that it ran again after a stop). */
+ * write DIR/pid and wait until DIR/go exists. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static char gate_dir[4096];
-
-static void on_term(int sig)
-{
-	char p[4200];
-	FILE *f;
-
-	(void)sig;
-	snprintf(p, sizeof(p), "%s/term", gate_dir);
-	f = fopen(p, "w");
-	if (f)
-		fclose(f);
-	_exit(0);
-}
 
 /* CUDAPROBE_GATE: say the pid, wait for DIR/go */
 static void gate(void)
@@ -50,8 +33,6 @@ static void gate(void)
 
 	if (!d)
 		return;
-	snprintf(gate_dir, sizeof(gate_dir), "%s", d);
-	signal(SIGTERM, on_term);
 	snprintf(p, sizeof(p), "%s/pid.tmp", d);
 	f = fopen(p, "w");
 	if (f) {
