@@ -304,7 +304,7 @@ static void on_map(struct gpu_trace *g, const struct tl_gpu_map_event *e)
 	struct bpf_link *links[64];
 	enum lib_kind kind = LIB_NONE;
 	uint64_t off[N_FNS];
-	struct gpu_lib *l;
+	struct gpu_lib *l = NULL;
 	int n = 0;
 
 	if (mapped_path(e, path, sizeof(path)))
@@ -335,6 +335,8 @@ static void on_map(struct gpu_trace *g, const struct tl_gpu_map_event *e)
 		}
 	}
 	let_go(g, &e->head, e->dev, e->ino);
+	if (kind != LIB_NONE && l)
+		l->held_ms = clock_ms() - l->ms;
 }
 
 /* ---- the calls ---- */

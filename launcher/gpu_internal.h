@@ -32,8 +32,9 @@ const struct gpu_fn *gpu_fn_of(__u32 fn);
 struct gpu_lib {
 	char path[PATH_MAX];
 	enum lib_kind kind;
-	pid_t pid; /* attached for */
-	double ms; /* mapped (EV_GPU_MAP), or -1 */
+	pid_t pid;	/* attached for */
+	double ms;	/* mapped (EV_GPU_MAP), or -1 */
+	double held_ms; /* how long the mapping process was held (the attach) */
 	int n_probes;
 };
 

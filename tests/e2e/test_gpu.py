@@ -114,6 +114,7 @@ def test_dlopened_runtime_copy(tmp_path, tracing_ok):
     assert len(mapped) == 1, g["libraries"]
     assert mapped[0]["attached"] == "mapped" and mapped[0]["kind"] == "runtime"
     assert mapped[0]["mapped_ms"] > 0 and mapped[0]["probes"] == PROBES
+    assert mapped[0]["held_ms"] > 0  # the stop lasted as long as the attach
     check_calls(g, out)
     f = check_no_gpu(t, g, out)
     assert f["evidence"]["library"] == str(lib)
