@@ -195,10 +195,11 @@ static json_t *section_json(const struct attr_result *r, double start, double en
 							r->causes[i].us / 1000.0, "pieces",
 							(json_int_t)r->causes[i].pieces));
 	for (size_t i = 0; i < r->n_segs; i++)
-		json_array_append_new(strip, json_pack("{s:o, s:o, s:s}", "start_ms",
+		json_array_append_new(strip, json_pack("{s:o, s:o, s:s, s:o}", "start_ms",
 						       ms_json(r->segs[i].start), "end_ms",
 						       ms_json(r->segs[i].end), "kind",
-						       attr_kind_name(r->segs[i].kind)));
+						       attr_kind_name(r->segs[i].kind), "what",
+						       json_text(r->segs[i].what)));
 	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "start_ms",
 			 ms_json(start), "end_ms", ms_json(end), "window_ms", r->window_us / 1000.0,
 			 "explained_ms", r->explained_us / 1000.0, "complete", complete, "records",
@@ -378,7 +379,9 @@ bool attr_view_decode(const struct timeline *tl, struct attr_view *v)
 
 		if (!v->r.segs || kind == AK_N || !(s >= 0) || !(e >= s))
 			continue;
-		v->r.segs[n++] = (struct attr_seg){s, e, kind};
+		v->r.segs[n] = (struct attr_seg){.start = s, .end = e, .kind = kind};
+		snprintf(v->r.segs[n++].what, sizeof(v->r.segs[0].what), "%s",
+			 json_string_value(json_object_get(c, "what")) ?: "");
 	}
 	v->r.n_segs = n;
 	v->r.segs_cut = json_is_true(json_object_get(a, "strip_cut"));

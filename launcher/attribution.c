@@ -421,12 +421,22 @@ static void emit(struct walk *w, enum attr_kind k, const char *what, double a, d
 	s->us += us_of(b) - us_of(a);
 	s->pieces++;
 	/* the strip: pieces come in time order */
-	if (w->n_segs && w->segs[w->n_segs - 1].kind == k && w->segs[w->n_segs - 1].end == a)
-		w->segs[w->n_segs - 1].end = b;
-	else if (w->segs && w->n_segs < ATTR_MAX_SEGS)
-		w->segs[w->n_segs++] = (struct attr_seg){a, b, k};
-	else
+	if (w->n_segs && w->segs[w->n_segs - 1].kind == k && w->segs[w->n_segs - 1].end == a) {
+		struct attr_seg *g = &w->segs[w->n_segs - 1];
+
+		g->end = b;
+		if (b - a > g->longest) {
+			g->longest = b - a;
+			memcpy(g->what, s->what, sizeof(g->what));
+		}
+	} else if (w->segs && w->n_segs < ATTR_MAX_SEGS) {
+		struct attr_seg *g = &w->segs[w->n_segs++];
+
+		*g = (struct attr_seg){.start = a, .end = b, .kind = k, .longest = b - a};
+		memcpy(g->what, s->what, sizeof(g->what));
+	} else {
 		w->segs_cut = true;
+	}
 }
 
 /* the process pid (a binary search: a tree may have thousands) */

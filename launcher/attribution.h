@@ -143,10 +143,14 @@ struct attr_cause {
 #define ATTR_HOPS	3    /* waits on threads of a process followed this deep */
 #define ATTR_MAX_SEGS	2000 /* the strip: later runs are not kept (strip_cut) */
 
-/* A run of one kind along the critical path, in time order (the strip). */
+/* A run of one kind along the critical path, in time order (the strip):
+ * what its longest piece was (a run of cpu over several functions is named
+ * by the one that ran longest in it). */
 struct attr_seg {
 	double start, end;
 	enum attr_kind kind;
+	char what[96];
+	double longest; /* ms of that piece */
 };
 
 struct attr_result {

@@ -87,6 +87,8 @@ static void test_wait_then_runqueue_after_wakeup(void **st)
 	assert_int_equal(r.n_segs, 6);
 	assert_int_equal(r.segs[1].kind, AK_SLEEP);
 	assert_true(r.segs[1].start == 10 && r.segs[1].end == 35);
+	assert_string_equal(r.segs[1].what, "clock_nanosleep");
+	assert_string_equal(r.segs[0].what, "python3");
 	assert_int_equal(r.segs[2].kind, AK_RUNQ);
 	assert_true(r.segs[5].end == 100);
 	assert_false(r.segs_cut);
