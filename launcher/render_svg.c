@@ -21,18 +21,18 @@
 #include "timeline_view.h"
 #include "util.h"
 
-#define WIDTH	  1400
-#define MARGIN	  20
-#define ROW_H	  22
-#define BAR_H	  16
-#define FONT_PX	  12
-#define CHAR_W	  7.2 /* px per character at 12px, a little over DejaVu Sans */
-#define MARK_ROWS 3
-#define FAULT_H	  120
-#define TITLE_H	  56
-#define STRIP_H	  18 /* the critical thread's state strip */
+#define WIDTH	    1400
+#define MARGIN	    20
+#define ROW_H	    22
+#define BAR_H	    16
+#define FONT_PX	    12
+#define CHAR_W	    7.2 /* px per character at 12px, a little over DejaVu Sans */
+#define MARK_ROWS   3
+#define FAULT_H	    120
+#define TITLE_H	    56
+#define STRIP_H	    18			   /* the critical thread's state strip */
 #define STRIP_BLOCK (8 + 18 + STRIP_H + 8) /* its caption, the strip, a gap */
-#define KINDS_H	  22			   /* a row of its legend */
+#define KINDS_H	    22			   /* a row of its legend */
 
 void svg_escape(FILE *out, const char *s)
 {
@@ -254,10 +254,9 @@ static long long count_ll(double v) { return tl_has(v) && fabs(v) < 9e18 ? (long
 /* the attribution's kinds (enum attr_kind order): told apart from each
  * other, by the PNG test too */
 static const char *const kind_fills[AK_N] = {
-    [AK_CPU] = "#1f77b4",   [AK_DISK] = "#8c564b",  [AK_FAULT] = "#e377c2",
-    [AK_NET] = "#2ca02c",   [AK_SLEEP] = "#bcbd22", [AK_LOCK] = "#9467bd",
-    [AK_CHILD] = "#17becf", [AK_GPU] = "#ff7f0e",	[AK_RUNQ] = "#aec7e8",
-    [AK_OTHER] = "#c7c7c7",
+    [AK_CPU] = "#1f77b4",   [AK_DISK] = "#8c564b",  [AK_FAULT] = "#e377c2", [AK_NET] = "#2ca02c",
+    [AK_SLEEP] = "#bcbd22", [AK_LOCK] = "#9467bd",  [AK_CHILD] = "#17becf", [AK_GPU] = "#ff7f0e",
+    [AK_RUNQ] = "#aec7e8",  [AK_OTHER] = "#c7c7c7",
 };
 
 /* The legend of the strip's kinds, largest first with their share: rows
@@ -603,8 +602,9 @@ int render_svg(const struct timeline *tl, FILE *out)
 		double sy = y + FAULT_H + 8;
 
 		strip_draw(out, &p, &av, sy);
-		if (crosses(rx, p.x0 + 4, text_w("critical thread: where the time went (exec -> "
-						 "ready or exit, 000.00 s, 100.0% explained)")) &&
+		if (crosses(rx, p.x0 + 4,
+			    text_w("critical thread: where the time went (exec -> "
+				   "ready or exit, 000.00 s, 100.0% explained)")) &&
 		    gaps)
 			gaps[n_gaps++] = sy + 1;
 	}
