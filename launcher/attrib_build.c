@@ -307,12 +307,20 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	/* the Python functions seen on CPU */
 	for (i = 0; i < st->n_samples; i++) {
 		const struct tl_pysample_event *e = &st->samples[i];
+		bool native = e->pad == PYSAMPLE_NATIVE;
 
-		if (!attr_store_pyname(st, (int)e->pid, e->code, funcs[in.n_samples],
-				       sizeof(funcs[0])))
+		if (native) {
+			const char *lib = attr_store_native(st, e->code);
+
+			if (!lib)
+				continue;
+			snprintf(funcs[in.n_samples], sizeof(funcs[0]), "%s", lib);
+		} else if (!attr_store_pyname(st, (int)e->pid, e->code, funcs[in.n_samples],
+					      sizeof(funcs[0]))) {
 			continue;
+		}
 		samples[in.n_samples] = (struct attr_sample){(int)e->tid, clock_ns_to_ms(e->ts_ns),
-							     funcs[in.n_samples]};
+							     funcs[in.n_samples], native};
 		in.n_samples++;
 	}
 	qsort(samples, in.n_samples, sizeof(*samples), sample_cmp);

@@ -48,6 +48,9 @@ struct attr_store {
 	struct tl_pysample_event *samples;
 	size_t n_samples, cap_samples;
 	unsigned long long lost; /* could not be kept (out of memory) */
+	/* the mappings native samples (PYSAMPLE_NATIVE) fall in: such a
+	 * sample is kept with code = its name's index (attr_store_native) */
+	struct attr_natives *natives;
 	/* told each off-CPU record's process (pyframes_note), freed with it */
 	void (*note)(void *ctx, int pid);
 	void (*note_free)(void *ctx);
@@ -58,6 +61,8 @@ struct attr_store {
 void attr_store_add(struct attr_store *s, const void *data, size_t size);
 /* "qualname (file:line)" of code object code in process pid; false if unknown. */
 bool attr_store_pyname(const struct attr_store *s, int pid, __u64 code, char *out, size_t len);
+/* The library a native sample (code: as kept) was in, or NULL. */
+const char *attr_store_native(const struct attr_store *s, __u64 code);
 void attr_store_free(struct attr_store *s);
 
 /* What a wait on a task of the tree becomes (attr_classify's result). */
@@ -112,11 +117,14 @@ struct attr_import {
 	const char *name;
 };
 
-/* A Python function seen on CPU in a main thread at an instant. */
+/* A Python function seen on CPU in a main thread at an instant; native:
+ * no Python frame, func is the library the thread ran in (cpu in it is
+ * still an import's when one is in progress) */
 struct attr_sample {
 	int tid;
 	double t;
 	const char *func;
+	bool native;
 };
 
 struct attr_input {
