@@ -210,6 +210,65 @@ static json_t *section_json(const struct attr_result *r, double start, double en
 			 r->segs_cut);
 }
 
+/* The thread that listened when it is not its process's main thread:
+ * the main thread of rp is in a wait at ready (the one the window ends
+ * in), and of its other threads the one running at ready (no wait of it
+ * covers ready) that came back on a CPU last; followed from its first
+ * interval or sample on (in->listen_*). */
+struct thr {
+	int tid;
+	bool covered;	    /* in a wait at ready */
+	double back, first; /* last back on a CPU before ready; first seen */
+};
+
+#define LISTEN_THREADS_MAX 1024
+
+static void find_listener(struct attr_input *in, int rp)
+{
+	struct thr *t = calloc(LISTEN_THREADS_MAX, sizeof(*t));
+	bool main_waits = false;
+	size_t n = 0, k = 0;
+	const struct thr *best = NULL;
+
+	for (size_t i = 0; t && rp && i < in->n_offs; i++) {
+		const struct attr_off *o = &in->offs[i];
+
+		if (o->pid != rp || o->start >= in->end)
+			continue;
+		if (o->tid == rp) {
+			main_waits |= o->end >= in->end;
+			continue;
+		}
+		if (!(k < n && t[k].tid == o->tid))
+			for (k = 0; k < n && t[k].tid != o->tid; k++)
+				;
+		if (k == n) {
+			if (n == LISTEN_THREADS_MAX)
+				continue;
+			t[n++] = (struct thr){o->tid, false, -1, o->start};
+		}
+		t[k].covered |= o->end >= in->end;
+		if (o->end < in->end && o->end > t[k].back)
+			t[k].back = o->end;
+		if (o->start < t[k].first)
+			t[k].first = o->start;
+	}
+	for (k = 0; main_waits && k < n; k++)
+		if (!t[k].covered && t[k].back >= 0 && (!best || t[k].back > best->back))
+			best = &t[k];
+	if (best) {
+		double first = best->first;
+
+		for (size_t i = 0; i < in->n_samples; i++)
+			if (in->samples[i].tid == best->tid && in->samples[i].t < first)
+				first = in->samples[i].t;
+		in->listen_pid = rp;
+		in->listen_tid = best->tid;
+		in->listen_from = first;
+	}
+	free(t);
+}
+
 void attribution_build(struct timeline *tl, struct collector *c)
 {
 	json_t *root = timeline_json(tl), *rootp, *p;
@@ -245,7 +304,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	/* processes, and the chain to the one that got ready */
 	procs = calloc(json_object_size(c->procs) + 1, sizeof(*procs));
 	imps = calloc(json_array_size(c->imports) + 1, sizeof(*imps));
-	offs = calloc(st->n + 1, sizeof(*offs));
+	offs = calloc(st->n + json_object_size(c->procs) + 1, sizeof(*offs));
 	nm.f = calloc(st->n + 1, sizeof(*nm.f));
 	samples = calloc(st->n_samples + 1, sizeof(*samples));
 	funcs = calloc(st->n_samples + 1, sizeof(*funcs));
@@ -304,6 +363,24 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an, &offs[in.n_offs]);
 		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
 	}
+	/* main threads still in a wait the window's end falls in: their
+	 * record comes when they are back on a CPU; the kernel's entry now */
+	json_object_foreach (c->procs, key, p) {
+		__u32 tid = (__u32)json_integer_value(json_object_get(p, "pid"));
+		struct tl_off_event e;
+		double a, now = clock_ms();
+
+		if (!tid || json_is_number(json_object_get(p, "exit_ms")) ||
+		    bpf_map__lookup_elem(c->skel->maps.attroff, &tid, sizeof(tid), &e, sizeof(e),
+					 0))
+			continue;
+		a = clock_ns_to_ms(e.ts_ns);
+		if (a >= in.end)
+			continue;
+		attr_classify(&e, a, now > in.end ? now : in.end,
+			      e.wake_ns ? clock_ns_to_ms(e.wake_ns) : -1, &an, &offs[in.n_offs]);
+		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
+	}
 	/* the Python functions seen on CPU */
 	for (i = 0; i < st->n_samples; i++) {
 		const struct tl_pysample_event *e = &st->samples[i];
@@ -328,6 +405,8 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	in.offs = offs;
 	in.procs = procs;
 	in.imports = imps;
+	if (c->ready_ms >= 0)
+		find_listener(&in, ready_pid(c));
 	if (attr_breakdown(&in, &r) == 0) {
 		collector_counters(c, cnt);
 		json_object_set_new(root, "attribution",

@@ -78,8 +78,7 @@ static int intern(struct attr_natives *n, const char *name)
 	return n->names[n->n_names] ? (int)n->n_names++ : -1;
 }
 
-bool natives_parse_line(const char *line, __u64 *lo, __u64 *hi, bool *exec, char *name,
-			size_t len)
+bool natives_parse_line(const char *line, __u64 *lo, __u64 *hi, bool *exec, char *name, size_t len)
 {
 	char perms[8];
 	uint64_t a, b;

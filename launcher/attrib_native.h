@@ -27,7 +27,6 @@ const char *natives_name(const struct attr_natives *n, int idx);
  * Exposed for the unit tests. */
 #include <stdbool.h>
 #include <stddef.h>
-bool natives_parse_line(const char *line, __u64 *lo, __u64 *hi, bool *exec, char *name,
-			size_t len);
+bool natives_parse_line(const char *line, __u64 *lo, __u64 *hi, bool *exec, char *name, size_t len);
 
 #endif

@@ -580,8 +580,8 @@ static void emit_cpu(struct walk *w, int pid, int tid, bool main_thread, double 
 	 * (a native program's cpu between two of its waits) */
 	if (!before && at > 0 && in->samples[at - 1].tid == tid && in->samples[at - 1].native)
 		last = &in->samples[at - 1];
-	for (size_t i = at;
-	     i < in->n_samples && in->samples[i].tid == tid && in->samples[i].t < b; i++) {
+	for (size_t i = at; i < in->n_samples && in->samples[i].tid == tid && in->samples[i].t < b;
+	     i++) {
 		emit_seen(w, pid, main_thread, &in->samples[i], t, in->samples[i].t);
 		t = in->samples[i].t;
 		last = &in->samples[i];
@@ -626,6 +626,14 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 	if (o->hop == HOP_PROCESS && depth == 0 && (p = proc_of(w, o->waker_pid)) && p->followed &&
 	    p->start <= a) {
 		walk_thread(w, p->pid, p->pid, a, b, depth + 1);
+		return;
+	}
+	/* the main thread waits while the thread that will listen makes
+	 * progress towards ready: that thread is followed */
+	if (depth == 0 && w->in->listen_tid && o->pid == w->in->listen_pid && o->tid == o->pid &&
+	    a >= w->in->listen_from && o->hop != HOP_PROCESS &&
+	    (o->kind == AK_SLEEP || o->kind == AK_LOCK || o->kind == AK_OTHER)) {
+		walk_thread(w, o->pid, w->in->listen_tid, a, b, depth + 1);
 		return;
 	}
 	emit(w, o->kind, o->what, a, b);

@@ -138,6 +138,12 @@ struct attr_input {
 	size_t n_imports;
 	const struct attr_sample *samples; /* sorted by tid, then t */
 	size_t n_samples;
+	/* the thread that listened (made it ready) when it is not its
+	 * process's main thread: from listen_from (its first sign of life) on,
+	 * a wait of that main thread on nothing of its own (a sleep, a futex,
+	 * a wait in no file or socket) is what the listener did meanwhile */
+	int listen_pid, listen_tid;
+	double listen_from;
 };
 
 struct attr_cause {
