@@ -10,9 +10,12 @@ and BPF: skipped without, failed when CI is set."""
 import fcntl
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -42,20 +45,39 @@ elif mode == "lock":
         fcntl.flock(f, fcntl.LOCK_EX)
 '''
 
-WAIT_S = 5  # long enough for a few stall lines at trace.stall = 1s
+OUT = []  # the running tts-launch's output so far (run())
 
 
-def run(tmp_path, *args):
+def run(tmp_path, *args, on_stall=None):
+    """tts-launch run of PROG; on_stall() called once the first stall line
+    is out (or after a minute without one)."""
     prog = tmp_path / "prog.py"
     prog.write_text(PROG)
     tl = tmp_path / "t.json"
-    r = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0",
-                        "--set", "trace.stall=1s", "--", "/usr/bin/python3", str(prog), *args],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0",
+                          "--set", "trace.stall=1s", "--", "/usr/bin/python3", str(prog), *args],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    out, stalled = OUT, threading.Event()
+    del out[:]
+
+    def read():
+        for line in p.stdout:
+            out.append(line)
+            if "no progress for" in line:
+                stalled.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if on_stall:
+        stalled.wait(60)
+        on_stall()
+    rc = p.wait(180)
+    reader.join(30)
+    text = "".join(out)
+    assert rc == 0, text
     t = json.loads(tl.read_text())
     said = [w for s in t["progress"]["stalls"] for w in s["waiting_on"]]
-    return t, said, r.stdout + r.stderr
+    return t, said, text
 
 
 def test_thread_blocked_on_a_silent_peer(tracing_ok, tmp_path):
@@ -68,7 +90,12 @@ def test_thread_blocked_on_a_silent_peer(tracing_ok, tmp_path):
     held = []
     threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
     port = srv.getsockname()[1]
-    t, said, out = run(tmp_path, "thread", str(port), str(WAIT_S))
+
+    def answer():
+        time.sleep(2)  # a few more stall lines
+        for c, _ in held:
+            c.close()  # recv returns: the program ends
+    t, said, out = run(tmp_path, "thread", str(port), "120", on_stall=answer)
     srv.close()
     peer = "127.0.0.1:%d" % port
     lines = [w for w in said if w.get("blocked")]
@@ -85,7 +112,17 @@ def test_thread_blocked_on_a_silent_peer(tracing_ok, tmp_path):
 
 
 def test_child_is_said_with_what_it_does(tracing_ok, tmp_path):
-    t, said, out = run(tmp_path, "child", str(WAIT_S))
+    seen = []
+
+    def stop_child():
+        # the child's pid, as the stall line says it: ended by its id
+        time.sleep(2)
+        m = re.search(r"waits for its child sleep \(pid (\d+)\)", "".join(OUT))
+        if m:
+            seen.append(int(m.group(1)))
+            os.kill(int(m.group(1)), signal.SIGTERM)
+    t, said, out = run(tmp_path, "child", "120", on_stall=stop_child)
+    assert seen, out
     lines = [w for w in said if w["kind"] == "blocked"]
     assert lines, out
     w = lines[0]
@@ -103,9 +140,12 @@ def test_lock_file_by_its_path(tracing_ok, tmp_path):
     path = tmp_path / "held.lock"
     f = open(path, "w")
     fcntl.flock(f, fcntl.LOCK_EX)
-    threading.Timer(WAIT_S, lambda: fcntl.flock(f, fcntl.LOCK_UN)).start()
+
+    def release():
+        time.sleep(2)  # a few more stall lines
+        fcntl.flock(f, fcntl.LOCK_UN)
     try:
-        t, said, out = run(tmp_path, "lock", str(path))
+        t, said, out = run(tmp_path, "lock", str(path), on_stall=release)
     finally:
         f.close()
     lines = [w for w in said if w["kind"] == "blocked"]
