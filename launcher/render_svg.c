@@ -472,6 +472,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 		const struct tl_download *d = download_of(by_base, n_base, name);
 		double a = v->phases[i].start_ms, b = v->phases[i].end_ms;
 		double xa, xb, w, tw, ry = top + (double)i * ROW_H;
+		char pdur[32];
+		bool past;
 
 		if (isnan(a))
 			continue;
@@ -488,14 +490,29 @@ int render_svg(const struct timeline *tl, FILE *out)
 		} else {
 			snprintf(buf, sizeof(buf), "%.*s  %s", utf8_prefix(name, 400), name, dur);
 		}
+		/* with the attribution's strip (which says where the time up
+		 * to ready went): a span that runs on past ready is drawn
+		 * faded after it, its label says how much of it came after */
+		past = strip && !isnan(rx) && a < ready && b > ready && w > 1 && rx - xa >= 1;
+		if (past) {
+			svg_fmt_dur(pdur, sizeof(pdur), b - ready);
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (%s after ready)",
+				 pdur);
+		}
 		fprintf(out, "<rect class=\"phase%s\" data-phase=\"", d ? " download" : "");
 		svg_escape(out, name);
 		fprintf(out,
 			"\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
 			"<title>",
-			xa, ry + (ROW_H - BAR_H) / 2.0, w, BAR_H, c->fill);
+			xa, ry + (ROW_H - BAR_H) / 2.0, past ? rx - xa : w, BAR_H, c->fill);
 		svg_escape(out, buf);
 		fputs("</title></rect>\n", out);
+		if (past) {
+			fprintf(out,
+				"<rect class=\"past-ready\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+				"height=\"%d\" fill=\"%s\" fill-opacity=\"0.3\"/>\n",
+				rx, ry + (ROW_H - BAR_H) / 2.0, xa + w - rx, BAR_H, c->fill);
+		}
 		tw = text_w(buf);
 		{
 			/* right of the bar, else left, else inside; a side the

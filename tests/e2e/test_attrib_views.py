@@ -99,6 +99,30 @@ def test_svg_strip_follows_the_section(tmp_path):
     FILLS.update(fill)
 
 
+def test_a_span_past_ready_is_faded_after_it(tmp_path):
+    """The cold fixture's imports span runs on 28 ms past ready: with the
+    strip under it, its bar is solid up to ready and faded after, and
+    says how much came after ready; phases inside the window are whole."""
+    path, d = timeline(tmp_path)
+    root = ET.fromstring(report(path, "svg"))
+    rx = float(next(ln for ln in root.iter(SVG_NS + "line") if ln.get("class") == "ready")
+               .get("x1"))
+    bars = {r.get("data-phase"): r for r in root.iter(SVG_NS + "rect")
+            if "phase" in r.get("class", "").split()}
+    imp = bars["imports"]
+    assert abs(float(imp.get("x")) + float(imp.get("width")) - rx) < 0.2
+    assert "(28 ms after ready)" in imp.find(SVG_NS + "title").text
+    past = [r for r in root.iter(SVG_NS + "rect") if r.get("class") == "past-ready"]
+    assert len(past) == 1 and abs(float(past[0].get("x")) - rx) < 0.2
+    assert past[0].get("fill") == imp.get("fill") and float(past[0].get("width")) > 0
+    ready = d["marks"]["ready"]
+    assert all(p["end_ms"] <= ready or p["name"] == "imports" or p["start_ms"] >= ready
+               for p in d["phases"])
+    # without the section the bars are as they were (whole spans)
+    plain = ET.fromstring(report(COLD, "svg"))
+    assert not [r for r in plain.iter(SVG_NS + "rect") if r.get("class") == "past-ready"]
+
+
 def test_no_strip_without_the_section():
     root = ET.fromstring(report(COLD, "svg"))
     assert not [r for r in root.iter(SVG_NS + "rect") if r.get("class") in ("state",
