@@ -259,6 +259,11 @@ static const char *const kind_fills[AK_N] = {
     [AK_RUNQ] = "#aec7e8",  [AK_OTHER] = "#c7c7c7",
 };
 
+const char *svg_kind_fill(int kind)
+{
+	return kind >= 0 && kind < AK_N ? kind_fills[kind] : kind_fills[AK_OTHER];
+}
+
 /* The legend of the strip's kinds, largest first with their share: rows
  * of it from baseline y, wrapped inside the plot; how many rows (out NULL:
  * only counted). */

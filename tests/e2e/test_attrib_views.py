@@ -266,3 +266,71 @@ def test_compare_with_one_side_without_the_section(tmp_path):
     # neither: no section in the table, null in JSON
     assert "where the time went" not in compare(COLD, COLD)
     assert json.loads(compare(COLD, COLD, "--format", "json"))["attribution"] is None
+
+
+FLAME = """
+<script>
+const res = {frames: [], texts_out: 0};
+for (const g of document.querySelectorAll('g.frame')) {
+  const r = g.querySelector('rect').getBBox(), t = g.querySelector('text');
+  if (t) { const b = t.getBBox(); if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5)
+    res.texts_out++; }
+}
+res.kind = ttsSearch('^(disk|checkpoints/gpt)');
+res.matched = ttsSearch('^hf[.]co');
+res.highlit = [...document.querySelectorAll('g.frame')].filter(g =>
+  g.querySelector('rect').getAttribute('fill') === '#e03ce0').map(g => g.dataset.name);
+res.label = document.getElementById('matched').textContent;
+document.body.insertAdjacentHTML('beforeend', '<pre id="fla' + 'me">' +
+  JSON.stringify(res).replace(/&/g, '&amp;').replace(/</g, '&lt;') + '</pre>');
+</script>
+"""
+
+
+def test_flamegraph_frames_and_search(tmp_path):
+    """`--format flamegraph`: the window at the bottom, a frame per kind,
+    a frame per cause above it, widths in proportion; Chromium runs its
+    search (the frames that match highlighted, their share said) and no
+    label leaves its frame."""
+    path, d = timeline(tmp_path)
+    svg = report(path, "flamegraph")
+    root = ET.fromstring(svg)
+    frames = [g for g in root.iter(SVG_NS + "g") if g.get("class") == "frame"]
+    a = d["attribution"]
+    by = defaultdict(list)
+    for g in frames:
+        by[g.get("data-level")].append(g)
+    assert [g.get("data-name") for g in by["0"]] == ["all"]
+    width0 = float(by["0"][0].find(SVG_NS + "rect").get("width"))
+    kinds = defaultdict(float)
+    for c in a["causes"]:
+        kinds[c["kind"]] += c["ms"]
+    assert {g.get("data-name") for g in by["1"]} == set(kinds)
+    assert sorted(g.get("data-name") for g in by["2"]) == sorted(c["what"] for c in a["causes"])
+    for g in by["1"] + by["2"]:
+        w = float(g.find(SVG_NS + "rect").get("width"))
+        share = int(g.get("data-us")) / 1000 / a["window_ms"]
+        assert abs(w - share * width0) < 0.5, (g.get("data-name"), w, share * width0)
+    net = next(g for g in by["2"] if g.get("data-name").startswith("hf.co"))
+    assert net.find(SVG_NS + "title").text.startswith("net;hf.co:443 (w2v-bert-2.0) (")
+    if not CHROMIUM:
+        pytest.fail("chromium is not installed (scripts/setup)")
+    page = tmp_path / "f.html"
+    page.write_text("<!DOCTYPE html><html><body style='margin:0'>" + svg + FLAME +
+                    "</body></html>")
+    r = chromium("--dump-dom", page.as_uri())
+    m = re.search(r'<pre id="flame">(.*?)</pre>', r.stdout, re.S)
+    assert m, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads(m.group(1).replace("&lt;", "<").replace("&amp;", "&"))
+    assert res["texts_out"] == 0, res
+    assert res["highlit"] == ["hf.co:443 (w2v-bert-2.0)"], res
+    want = "%.1f%%" % (100 * 3200 / a["window_ms"])
+    assert res["matched"] == want and res["label"] == "Matched: " + want, res
+    # a kind and one of its causes: the kind's time, counted once
+    assert res["kind"] == "%.1f%%" % (100 * kinds["disk"] / a["window_ms"]), res
+
+
+def test_flamegraph_without_the_section_says_so():
+    r = subprocess.run([str(TTS), "report", str(COLD), "--format", "flamegraph"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "" and "no attribution section" in r.stderr
