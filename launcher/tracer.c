@@ -42,7 +42,8 @@ struct tracer {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t n_links;
-	struct bpf_link **ulinks; /* uprobes (USDT): slow to remove */
+	struct bpf_link **ulinks;	   /* uprobes (USDT): slow to remove */
+	const struct bpf_program **uprogs; /* each one's program */
 	size_t n_ulinks;
 	bool uprobes_kept;	   /* a keeper holds their last references (keep_uprobes) */
 	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
@@ -86,7 +87,7 @@ static const struct probe {
     {"sched_process_fork", PROBE_SECTION, false, false, false, NULL},
     {"sched_process_exec", PROBE_SECTION, true, false, false, NULL},
     {"sched_process_exit", PROBE_SECTION, false, false, false, NULL},
-    {"page_fault_user", PROBE_SECTION, false, false, false, NULL},
+    {"page_fault_user", PROBE_SECTION, false, true, false, NULL},
     {"major_fault", PROBE_PERF, false, false, false, NULL},
     {"fault_tick", PROBE_PERF, false, false, false, NULL},
     {"sched_switch", PROBE_SECTION, false, true, false, NULL},
@@ -95,10 +96,11 @@ static const struct probe {
     {"inet_sock_set_state", PROBE_SECTION, false, true, false, NULL},
     {"attr_waking", PROBE_SECTION, false, true, false, NULL}, /* attribution: who woke a thread */
     {"attr_fault", PROBE_SECTION, false, true, false, NULL},  /* attribution: a fault in progress */
-    {"py_import_start", PROBE_USDT, false, false, false, NULL},
-    {"py_import_done", PROBE_USDT, false, false, false, NULL},
-    {"gai_enter", PROBE_UPROBE, false, false, false, "getaddrinfo"}, /* one name for the pair */
-    {"gai_exit", PROBE_UPROBE, false, false, false, NULL},
+    /* uprobes are per inode: every process of the host that runs the file traps */
+    {"py_import_start", PROBE_USDT, false, true, false, "python_imports"}, /* one name */
+    {"py_import_done", PROBE_USDT, false, true, false, NULL},
+    {"gai_enter", PROBE_UPROBE, false, true, false, "getaddrinfo"}, /* one name for the pair */
+    {"gai_exit", PROBE_UPROBE, false, true, false, NULL},
     {"gpu_mmap", PROBE_SECTION, false, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
     {"gpu_enter", PROBE_UPROBE, false, false, false, NULL}, /* per library: "cuda:PATH" */
     {"gpu_exit", PROBE_UPROBE, false, false, false, NULL},
@@ -239,6 +241,20 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	nl[(*n)++] = l;
 }
 
+/* a uprobe or USDT link of prog, kept with the others (keep_uprobes) */
+static void add_ulink(struct tracer *t, struct bpf_link *l, const struct bpf_program *prog)
+{
+	const struct bpf_program **np = realloc(t->uprogs, (t->n_ulinks + 1) * sizeof(*np));
+
+	if (!np) {
+		bpf_link__destroy(l);
+		return;
+	}
+	t->uprogs = np;
+	np[t->n_ulinks] = prog;
+	add_link(&t->ulinks, &t->n_ulinks, l);
+}
+
 /* Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
  * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
  * exit), paid by whoever drops the last reference to its link. So the main
@@ -322,8 +338,8 @@ static void attach_names(struct tracer *t)
 			 libc, strerror(err));
 		return;
 	}
-	add_link(&t->ulinks, &t->n_ulinks, le);
-	add_link(&t->ulinks, &t->n_ulinks, lx);
+	add_ulink(t, le, t->skel->progs.gai_enter);
+	add_ulink(t, lx, t->skel->progs.gai_exit);
 	t->st.names = true;
 	probe_add(t, "getaddrinfo");
 }
@@ -617,8 +633,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 					 pys[i], strerror(err));
 			continue;
 		}
-		add_link(&t->ulinks, &t->n_ulinks, ls);
-		add_link(&t->ulinks, &t->n_ulinks, ld);
+		add_ulink(t, ls, t->skel->progs.py_import_start);
+		add_ulink(t, ld, t->skel->progs.py_import_done);
 		t->st.usdt = true;
 		snprintf(pname, sizeof(pname), "python_imports:%.*s", PATH_MAX - 1, pys[i]);
 		probe_add(t, pname);
@@ -689,11 +705,14 @@ void tracer_free(struct tracer *t)
 	ring_buffer__free(t->rb);
 	/* kept: never detached here (the keeper drops the last references) */
 	for (size_t i = 0; i < t->n_ulinks; i++) {
+		if (!t->ulinks[i])
+			continue; /* gone after the window */
 		if (t->uprobes_kept)
 			bpf_link__disconnect(t->ulinks[i]);
 		bpf_link__destroy(t->ulinks[i]);
 	}
 	free(t->ulinks);
+	free(t->uprogs);
 	gpu_trace_free(t->col.gpu);
 	t->col.gpu = NULL;
 	if (t->keeper_sock >= 0)
@@ -741,13 +760,34 @@ static void drain_check(struct tracer *t)
 	strv_add(&t->st.detached, &t->st.n_detached, p->program);
 }
 
+/* The uprobe links of prog go (lighten): this process's copies first (not
+ * the last references while the keeper holds its own), then the keeper's,
+ * whose close waits for the grace periods. true when one was attached. */
+static bool ulinks_drop(struct tracer *t, const struct bpf_program *prog, unsigned int id)
+{
+	bool had = false;
+
+	for (size_t i = 0; i < t->n_ulinks; i++)
+		if (t->ulinks[i] && t->uprogs[i] == prog) {
+			bpf_link__destroy(t->ulinks[i]);
+			t->ulinks[i] = NULL;
+			had = true;
+		}
+	if (had && t->uprobes_kept)
+		ukeeper_release(t->keeper_sock, &id, 1);
+	return had;
+}
+
 /* [trace] requests_window is over: requests are no longer kept, so the
  * heavy probes go: block, TCP states, and everything that runs on every
  * syscall or context switch of the host (sys_enter now, sys_exit once the
  * calls begun before have ended, sched_switch: faults are then counted at
- * threads' exits and on fault_tick). Page faults per model file, the
- * process tree, major faults, imports and getaddrinfo stay. mlock calls
- * after the window are the shim's to report (memory.mlock), not traced. */
+ * threads' exits and on fault_tick), every user page fault
+ * (page_fault_user: faults per model file) and every process of the host
+ * that runs the probed python or libc (the import USDT, getaddrinfo). The
+ * process tree, fault_tick, major faults and the CUDA pairs stay. mlock
+ * calls after the window are the shim's to report (memory.mlock), not
+ * traced. */
 static void lighten(struct tracer *t)
 {
 	struct bpf_program *prog;
@@ -794,10 +834,11 @@ static void lighten(struct tracer *t)
 			ukeeper_release(t->keeper_sock, &pi.id, 1);
 		/* only what is attached: not a probe that fell back */
 		usdt = probe_kind(prog) == PROBE_USDT;
-		/* the getaddrinfo pair stays, listed once (attach_names) */
-		if (probe_kind(prog) == PROBE_UPROBE) {
-			if (p && p->light && t->st.names)
-				strv_add(&t->st.kept, &t->st.n_kept, p->light);
+		/* getaddrinfo and the imports go, each pair listed once; the CUDA
+		 * pairs stay (gpu.c, below) */
+		if (probe_kind(prog) == PROBE_UPROBE || usdt) {
+			if (drop && ulinks_drop(t, prog, pi.id) && p->light)
+				strv_add(&t->st.detached, &t->st.n_detached, p->light);
 			continue;
 		}
 		if (drained)

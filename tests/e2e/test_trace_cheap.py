@@ -15,7 +15,7 @@ import pytest
 
 from conftest import wait_for
 from simfix import SIM, WAIT, free_port, hub, hub_proc, make_app, models  # noqa: F401
-from test_costs import APP, finish, light_of, prog_names, work  # noqa: F401
+from test_costs import APP, finish, keeper_of, light_of, prog_names, work  # noqa: F401
 from test_trace import FILEOPS, TTS, file_entry, missing_entry, tracing_ok, validate  # noqa: F401
 
 CHEAP = ["--set", "trace.syscalls=cheap"]
@@ -31,22 +31,6 @@ def run_cheap(tmp, *cmd, mode="cheap"):
                        cwd=tmp, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return validate(json.loads(tl_path.read_text()))
-
-
-def keeper_of(pid):
-    """The uprobe keeper (tts-launch-upr) of tts-launch pid: it holds a pidfd of it."""
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
-                continue
-            for fd in os.listdir("/proc/%s/fdinfo" % d):
-                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
-                    return int(d)
-        except OSError:
-            continue
-    return None
 
 
 def test_bad_value_is_a_config_error(tmp_path):
