@@ -544,6 +544,15 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		t->st.approximate = tracer_syscalls_approximate;
 	t->skel = tracer_open_load(n_py > 0, t->cheap ? SYSCALLS_CHEAP : SYSCALLS_EXACT,
 				   (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
+	if (!t->skel && t->cheap) {
+		/* a kernel without bpf_task_pt_regs (5.15): the raw pair */
+		fallback(t, "syscalls", "%s with [trace] syscalls = cheap: exact instead", why);
+		t->cheap = false;
+		t->st.syscalls = "exact";
+		t->st.approximate = NULL;
+		t->skel = tracer_open_load(n_py > 0, SYSCALLS_EXACT, (__u32)o->listen_port,
+					   have_pyt ? &pyt : NULL, why, whylen);
+	}
 	if (!t->skel)
 		goto fail;
 	t->col.skel = t->skel;

@@ -34,7 +34,7 @@ start-ups (trace_overhead.py's warm-cache simulator, to ready).
 
     scripts/bench/neighbours.py [--runs N] [--neighbour dd|pingpong|all] [--dd-count N]
                                 [--pingpong N] [--rss N] [--json OUT]
-                                [--variants NAME,NAME...]   (untraced always runs)
+                                [--variants startup,cheap,light,strace,bpftrace]
 
 Needs root (BPF), strace, bpftrace, cc, and a built build/tts-launch.
 """
@@ -59,6 +59,8 @@ STARTUP = "tts-launch, during start-up"
 CHEAP = "tts-launch syscalls=cheap, during start-up"
 LIGHT = "tts-launch, after the window"
 VARIANTS = ["untraced", STARTUP, CHEAP, LIGHT, "strace -f", "bpftrace"]
+SHORT = {"startup": STARTUP, "cheap": CHEAP, "light": LIGHT, "strace": "strace -f",
+         "bpftrace": "bpftrace"}  # --variants
 SLEEP = ["/bin/sleep", "100000"]
 # the service of the LIGHT variant: listens on --port, then sleeps
 SERVICE = r'''
@@ -222,15 +224,15 @@ def main():
     ap.add_argument("--rss", type=int, default=3, help="simulator start-ups for the peak RSS "
                     "(0: none)")
     ap.add_argument("--json", help="write raw results here")
-    ap.add_argument("--variants", help="comma-separated tracers to run (default: all): "
-                    + ", ".join(VARIANTS[1:]))
+    ap.add_argument("--variants", help="comma-separated tracers to run besides untraced "
+                    "(default: all): " + ",".join(SHORT))
     a = ap.parse_args()
     if a.variants:
         want = [v.strip() for v in a.variants.split(",")]
-        bad = [v for v in want if v not in VARIANTS]
+        bad = [v for v in want if v not in SHORT]
         if bad:
             sys.exit("neighbours: unknown variant(s): %s" % ", ".join(bad))
-        VARIANTS[1:] = [v for v in VARIANTS[1:] if v in want]
+        VARIANTS[1:] = [SHORT[v] for v in SHORT if v in want]
     if os.geteuid() != 0:
         sys.exit("neighbours: run as root (tts-launch needs BPF)")
     for tool in ("strace", "bpftrace", "cc"):
