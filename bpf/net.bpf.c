@@ -510,6 +510,9 @@ static __always_inline void cheap_end(const struct sock *sk, struct req_state *r
 	if (r) {
 		r->bytes_in = rx;
 		if (tx) {
+			/* the closing thread's own faults, counted up to now */
+			if ((bpf_get_current_pid_tgid() >> 32) == r->tgid)
+				flt_sync_current(r->tgid, now);
 			req_faults_now(&r->at_write, r->tgid);
 			r->bytes_out = tx;
 			r->writes = 1;

@@ -81,6 +81,7 @@ const char *const tracer_syscalls_approximate[] = {
     "files.bytes_written",   /* a written open's position (or growth) at close */
     "files.reads",	     /* one per close, not per call */
     "files.writes",	     /* one per close, not per call */
+    "files.last_ms",	     /* a read or written file's: its close */
     "files.write_errors",    /* not seen: no write is traced */
     "downloads.bytes",	     /* the ranges are the written opens' at close */
     "downloads.first_ms",    /* the open, not the first write */
