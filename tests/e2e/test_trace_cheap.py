@@ -16,7 +16,8 @@ import pytest
 from conftest import wait_for
 from simfix import SIM, WAIT, free_port, hub, hub_proc, make_app, models  # noqa: F401
 from test_costs import APP, finish, keeper_of, light_of, prog_names, work  # noqa: F401
-from test_trace import FILEOPS, TTS, file_entry, missing_entry, tracing_ok, validate  # noqa: F401
+from test_trace import (FILEOPS, TTS, file_entry, missing_entry, serve_requests,  # noqa: F401
+                        tracing_ok, validate)
 
 CHEAP = ["--set", "trace.syscalls=cheap"]
 RAW = {"sys_enter", "sys_exit"}
@@ -122,6 +123,21 @@ def test_cheap_connects_listens_and_tcp_bytes_at_close(work):
     assert any(n["bytes_out"] == 100000 and n["connects"] == 1 for n in tl["network"])
     assert any(n["bytes_in"] == 100000 for n in tl["network"])
     assert len(tl["listens"]) == 2 and tl["marks"]["ready"] == tl["listens"][0]["ms"]
+
+
+def test_cheap_requests_from_the_connections_counters(work):
+    """reqserver's n requests (test_trace.test_requests_exact) in cheap mode:
+    each one recorded, its bytes from the connection's counters when it
+    ends (one write, the request's end at its close), its faults too."""
+    n, size, pages = 3, 3000, 16
+    port, got, _, tl = serve_requests(work, n, size, pages, tts_args=CHEAP)
+    assert got == [size] * n and tl["tracing"]["syscalls"] == "cheap"
+    assert "requests.end_ms" in tl["tracing"]["approximate"]
+    reqs = tl["requests"]
+    assert len(reqs) == n
+    for r in reqs:
+        assert (r["port"], r["bytes_out"], r["bytes_in"], r["writes"]) == (port, size, 4, 1)
+        assert r["faults"] >= pages and r["start_ms"] <= r["end_ms"] <= r["close_ms"]
 
 
 def test_cheap_mlockall_recorded(work):
