@@ -363,17 +363,31 @@ static __always_inline __u64 py_top(__u32 tgid, __u32 tid)
 }
 
 /* The fault tick (faults.bpf.c) interrupted thread tid of tgid, of the
- * tree, in user mode: a sample of its Python function until ready. */
+ * tree, in user mode: a sample of its Python function until ready; with no
+ * Python frame (another thread, a program that is not the interpreter),
+ * the user ip it interrupted (the thread's saved user registers: the tick
+ * skips samples in kernel mode), named in user space by its mapping. */
 __attribute__((noinline)) int attr_tick(__u32 tgid, __u32 tid)
 {
 	struct tl_pysample_event *e;
-	__u64 code, ready = ready_ns;
+	__u64 code = 0, ready = ready_ns;
+	__u32 flags = 0;
 
-	if (ready || !targ_py_ino)
+	if (ready)
 		return 0;
-	code = py_top(tgid, tid);
-	if (!code)
-		return 0;
+	if (targ_py_ino)
+		code = py_top(tgid, tid);
+	if (!code) {
+		struct pt_regs *regs =
+		    (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+		if (!regs)
+			return 0;
+		code = BPF_CORE_READ(regs, ip);
+		flags = PYSAMPLE_NATIVE;
+		if (!code)
+			return 0;
+	}
 	e = ring_reserve(sizeof(*e));
 	if (!e)
 		return 0;
@@ -382,7 +396,7 @@ __attribute__((noinline)) int attr_tick(__u32 tgid, __u32 tid)
 	e->type = EV_PYSAMPLE;
 	e->pid = tgid;
 	e->tid = tid;
-	e->pad = 0;
+	e->pad = flags;
 	e->code = code;
 	ev_submit_lazy(e);
 	return 0;

@@ -214,6 +214,14 @@ static __always_inline void file_id(struct file *f, struct file_key *k, __u32 *m
  * launcher/classify.c, given as targ_model_suf/mask): its last 8 bytes,
  * gathered in one bounded pass. This only decides which faults count as
  * model faults in requests; the launcher's file classes are finer. */
+static __always_inline __u32 model_tail(__u64 t)
+{
+	for (int i = 0; i < TRACE_MODEL_SUFFIXES; i++)
+		if (targ_model_mask[i] && (t & targ_model_mask[i]) == targ_model_suf[i])
+			return 1;
+	return 0;
+}
+
 static __always_inline __u32 model_name(const char *name)
 {
 	__u64 t = 0;
@@ -223,10 +231,24 @@ static __always_inline __u32 model_name(const char *name)
 			break;
 		t = (t << 8) | (__u8)name[i];
 	}
-	for (int i = 0; i < TRACE_MODEL_SUFFIXES; i++)
-		if (targ_model_mask[i] && (t & targ_model_mask[i]) == targ_model_suf[i])
-			return 1;
-	return 0;
+	return model_tail(t);
+}
+
+/* The same for a path of len bytes (its NUL included, len at most
+ * TRACE_PATH_MAX: the read stays inside the buffer): its last 8 bytes read
+ * at once. A Hugging Face
+ * cache opens a model through its snapshot name (snapshots/REV/gpt.pth)
+ * but maps the blob it links to (blobs/<hash>, the dentry model_name sees):
+ * the opened path decides. */
+static __always_inline __u32 model_path(const char *path, long len)
+{
+	__u64 t = 0;
+
+	if (len < 10 || len > TRACE_PATH_MAX)
+		return 0;
+	if (bpf_probe_read_kernel(&t, sizeof(t), path + ((len - 9) & (TRACE_PATH_MAX - 1))))
+		return 0;
+	return model_tail(__builtin_bswap64(t));
 }
 
 static __always_inline struct file_val *file_entry(struct file *f, struct file_key *k, __u64 now)

@@ -79,12 +79,14 @@ static __always_inline void path_op(const char *upath, long dirfd, long ret, boo
 	__u32 zero = 0;
 	struct path_key *k = bpf_map_lookup_elem(&scratch, &zero);
 	struct path_val *v, init = {};
+	long len;
 
 	if (!k)
 		return;
 	/* the key is hashed over all its bytes: clear what a shorter path leaves */
 	__builtin_memset(k, 0, sizeof(*k));
-	if (bpf_probe_read_user_str(k->path, sizeof(k->path), upath) <= 1)
+	len = bpf_probe_read_user_str(k->path, sizeof(k->path), upath);
+	if (len <= 1)
 		return;
 	path_base(k->path, dirfd, &k->base_dev, &k->base_ino);
 	v = bpf_map_lookup_elem(&paths, k);
@@ -121,9 +123,15 @@ static __always_inline void path_op(const char *upath, long dirfd, long ret, boo
 			file_id(f, &fk, &mode);
 			v->dev = fk.dev;
 			v->ino = fk.ino;
-			/* cheap: the file's entry from its open (sx_close counts) */
-			if (targ_cheap && (mode & S_IFMT_) == S_IFREG_)
+			if (model_path(k->path, len)) { /* a hub cache's blob, by its name */
+				struct file_val *fv = file_entry(f, &fk, now);
+
+				if (fv)
+					fv->model = 1;
+			} else if (targ_cheap && (mode & S_IFMT_) == S_IFREG_) {
+				/* cheap: the file's entry from its open (sx_close counts) */
 				file_entry(f, &fk, now);
+			}
 		}
 	}
 }

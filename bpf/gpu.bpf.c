@@ -14,8 +14,11 @@
  *   returns) and tells the launcher (EV_GPU_MAP, urgent), which attaches and
  *   sends SIGCONT: the library's first call is always seen. ld.so maps a
  *   library several times (the whole file, then each segment): the gpuseen
- *   map makes it one stop per process and file. */
+ *   map makes it one stop per process and file; its value says whether the
+ *   process is held (GPU_SEEN_HELD) until the launcher has let it go, so
+ *   the uprobe keeper can continue it if tts-launch dies meanwhile. */
 #include "common.bpf.h"
+#include "gpu_trace.h"
 
 #define SIGSTOP_ 19
 
@@ -67,7 +70,8 @@ int BPF_KPROBE(gpu_enter, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 /* the functions whose first argument points to what they return */
 static __always_inline bool gpu_out_u64(__u32 fn)
 {
-	return fn == GPU_CUDA_MALLOC || fn == GPU_CU_MEM_ALLOC;
+	return fn == GPU_CUDA_MALLOC || fn == GPU_CU_MEM_ALLOC || fn == GPU_CUDA_MEM_GET_INFO ||
+	       fn == GPU_CU_MEM_GET_INFO;
 }
 
 static __always_inline bool gpu_out_int(__u32 fn)
@@ -76,35 +80,61 @@ static __always_inline bool gpu_out_int(__u32 fn)
 	       fn == GPU_CU_DRIVER_VERSION;
 }
 
+static __always_inline void gpu_fill(struct tl_gpu_event *e, const struct gpu_call *c, __u32 fn,
+				     long ret)
+{
+	e->ts_ns = c->ts;
+	e->dur_ns = bpf_ktime_get_ns() - c->ts;
+	e->fn = fn;
+	e->ret = (__s32)ret;
+	e->pad = 0;
+	e->args[0] = c->args[0];
+	e->args[1] = c->args[1];
+	e->args[2] = c->args[2];
+	e->args[3] = c->args[3];
+	e->out = 0;
+	if ((__s32)ret != 0 || !c->args[0])
+		return;
+	if (gpu_out_u64(fn))
+		bpf_probe_read_user(&e->out, sizeof(e->out), (void *)c->args[0]);
+	else if (gpu_out_int(fn))
+		bpf_probe_read_user(&e->out, sizeof(int), (void *)c->args[0]);
+	/* the total of a memory query: its second out pointer */
+	if ((fn == GPU_CUDA_MEM_GET_INFO || fn == GPU_CU_MEM_GET_INFO) && c->args[1])
+		bpf_probe_read_user(&e->args[2], sizeof(e->args[2]), (void *)c->args[1]);
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(gpu_exit, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct gpu_call_key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
 	struct gpu_call *c = bpf_map_lookup_elem(&gpu_calls, &k);
-	struct tl_gpu_event *e;
 
 	if (!c)
 		return 0;
-	e = ev_head(sizeof(*e), EV_GPU_CALL, (__u32)(id >> 32));
-	if (e) {
-		e->ts_ns = c->ts;
-		e->dur_ns = bpf_ktime_get_ns() - c->ts;
-		e->fn = k.fn;
-		e->ret = (__s32)ret;
-		e->pad = 0;
-		e->args[0] = c->args[0];
-		e->args[1] = c->args[1];
-		e->args[2] = c->args[2];
-		e->args[3] = c->args[3];
-		e->out = 0;
-		if ((__s32)ret == 0 && c->args[0]) {
-			if (gpu_out_u64(k.fn))
-				bpf_probe_read_user(&e->out, sizeof(e->out), (void *)c->args[0]);
-			else if (gpu_out_int(k.fn))
-				bpf_probe_read_user(&e->out, sizeof(int), (void *)c->args[0]);
+	if (k.fn == GPU_CUDA_GET_DEVICE_PROPERTIES) {
+		/* the device's name and memory, read from the struct it filled */
+		struct tl_gpu_prop_event *p = ev_head(sizeof(*p), EV_GPU_CALL, (__u32)(id >> 32));
+
+		if (p) {
+			gpu_fill(&p->call, c, k.fn, ret);
+			p->name[0] = 0;
+			if ((__s32)ret == 0 && c->args[0]) {
+				bpf_probe_read_user_str(p->name, sizeof(p->name),
+							(void *)(c->args[0] + GPU_PROP_NAME_OFF));
+				bpf_probe_read_user(&p->call.out, sizeof(p->call.out),
+						    (void *)(c->args[0] + GPU_PROP_TOTAL_MEM_OFF));
+			}
+			ev_submit_lazy(p);
 		}
-		ev_submit_lazy(e);
+	} else {
+		struct tl_gpu_event *e = ev_head(sizeof(*e), EV_GPU_CALL, (__u32)(id >> 32));
+
+		if (e) {
+			gpu_fill(e, c, k.fn, ret);
+			ev_submit_lazy(e);
+		}
 	}
 	bpf_map_delete_elem(&gpu_calls, &k);
 	return 0;
@@ -124,7 +154,7 @@ int gpu_mmap(struct trace_event_raw_sys_enter *ctx)
 	struct tl_gpu_map_event *e;
 	long fd = (long)ctx->args[4];
 	struct file *f;
-	__u32 tgid, one = 1;
+	__u32 tgid, held = GPU_SEEN_HELD;
 	char name[8] = {};
 
 	if (fd < 0 || !traced_now(&tgid))
@@ -138,11 +168,14 @@ int gpu_mmap(struct trace_event_raw_sys_enter *ctx)
 	k.tgid = tgid;
 	k.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(f, f_inode, i_ino);
-	if (bpf_map_update_elem(&gpuseen, &k, &one, BPF_NOEXIST))
+	if (bpf_map_update_elem(&gpuseen, &k, &held, BPF_NOEXIST))
 		return 0; /* attached already (or under way), or the map is full */
 	e = ev_head(sizeof(*e), EV_GPU_MAP, tgid);
-	if (!e)
-		return 0; /* not held: nothing would let it go */
+	if (!e) {
+		/* not held: nothing would let it go; its next mapping tries again */
+		bpf_map_delete_elem(&gpuseen, &k);
+		return 0;
+	}
 	e->fd = (__s32)fd;
 	e->dev = k.dev;
 	e->ino = k.ino;

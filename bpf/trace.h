@@ -391,9 +391,13 @@ TL_HEAD_ASSERT(tl_pycode_event);
 struct tl_pysample_event {
 	TL_HEAD;
 	__u32 tid;
-	__u32 pad;
-	__u64 code; /* the top frame's code object */
+	__u32 pad;  /* PYSAMPLE_NATIVE, or 0 */
+	__u64 code; /* the top frame's code object; PYSAMPLE_NATIVE: the user ip */
 };
+/* pad of a sample with no Python frame (another thread, another program,
+ * an unknown interpreter): code is the interrupted user ip, named in user
+ * space by the mapping it falls in (attribution.c) */
+#define PYSAMPLE_NATIVE 1u
 _Static_assert(sizeof(struct tl_pysample_event) == 40, "tl_pysample_event layout changed");
 TL_HEAD_ASSERT(tl_pysample_event);
 

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
+#include "attrib_live.h"
 #include "clock.h"
 #include "collector.h"
 #include "timeline_internal.h"
@@ -195,16 +197,76 @@ static json_t *section_json(const struct attr_result *r, double start, double en
 							r->causes[i].us / 1000.0, "pieces",
 							(json_int_t)r->causes[i].pieces));
 	for (size_t i = 0; i < r->n_segs; i++)
-		json_array_append_new(strip, json_pack("{s:o, s:o, s:s}", "start_ms",
+		json_array_append_new(strip, json_pack("{s:o, s:o, s:s, s:o}", "start_ms",
 						       ms_json(r->segs[i].start), "end_ms",
 						       ms_json(r->segs[i].end), "kind",
-						       attr_kind_name(r->segs[i].kind)));
+						       attr_kind_name(r->segs[i].kind), "what",
+						       json_text(r->segs[i].what)));
 	return json_pack("{s:o, s:o, s:f, s:f, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "start_ms",
 			 ms_json(start), "end_ms", ms_json(end), "window_ms", r->window_us / 1000.0,
 			 "explained_ms", r->explained_us / 1000.0, "complete", complete, "records",
 			 (json_int_t)records, "samples", (json_int_t)samples, "lost",
 			 (json_int_t)lost, "causes", causes, "strip", strip, "strip_cut",
 			 r->segs_cut);
+}
+
+/* The thread that listened when it is not its process's main thread:
+ * the main thread of rp is in a wait at ready (the one the window ends
+ * in), and of its other threads the one running at ready (no wait of it
+ * covers ready) that came back on a CPU last; followed from its first
+ * interval or sample on (in->listen_*). */
+struct thr {
+	int tid;
+	bool covered;	    /* in a wait at ready */
+	double back, first; /* last back on a CPU before ready; first seen */
+};
+
+#define LISTEN_THREADS_MAX 1024
+
+static void find_listener(struct attr_input *in, int rp)
+{
+	struct thr *t = calloc(LISTEN_THREADS_MAX, sizeof(*t));
+	bool main_waits = false;
+	size_t n = 0, k = 0;
+	const struct thr *best = NULL;
+
+	for (size_t i = 0; t && rp && i < in->n_offs; i++) {
+		const struct attr_off *o = &in->offs[i];
+
+		if (o->pid != rp || o->start >= in->end)
+			continue;
+		if (o->tid == rp) {
+			main_waits |= o->end >= in->end;
+			continue;
+		}
+		if (!(k < n && t[k].tid == o->tid))
+			for (k = 0; k < n && t[k].tid != o->tid; k++)
+				;
+		if (k == n) {
+			if (n == LISTEN_THREADS_MAX)
+				continue;
+			t[n++] = (struct thr){o->tid, false, -1, o->start};
+		}
+		t[k].covered |= o->end >= in->end;
+		if (o->end < in->end && o->end > t[k].back)
+			t[k].back = o->end;
+		if (o->start < t[k].first)
+			t[k].first = o->start;
+	}
+	for (k = 0; main_waits && k < n; k++)
+		if (!t[k].covered && t[k].back >= 0 && (!best || t[k].back > best->back))
+			best = &t[k];
+	if (best) {
+		double first = best->first;
+
+		for (size_t i = 0; i < in->n_samples; i++)
+			if (in->samples[i].tid == best->tid && in->samples[i].t < first)
+				first = in->samples[i].t;
+		in->listen_pid = rp;
+		in->listen_tid = best->tid;
+		in->listen_from = first;
+	}
+	free(t);
 }
 
 void attribution_build(struct timeline *tl, struct collector *c)
@@ -242,7 +304,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	/* processes, and the chain to the one that got ready */
 	procs = calloc(json_object_size(c->procs) + 1, sizeof(*procs));
 	imps = calloc(json_array_size(c->imports) + 1, sizeof(*imps));
-	offs = calloc(st->n + 1, sizeof(*offs));
+	offs = calloc(st->n + json_object_size(c->procs) + 1, sizeof(*offs));
 	nm.f = calloc(st->n + 1, sizeof(*nm.f));
 	samples = calloc(st->n_samples + 1, sizeof(*samples));
 	funcs = calloc(st->n_samples + 1, sizeof(*funcs));
@@ -301,15 +363,41 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an, &offs[in.n_offs]);
 		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
 	}
+	/* main threads still in a wait the window's end falls in: their
+	 * record comes when they are back on a CPU; the kernel's entry now */
+	json_object_foreach (c->procs, key, p) {
+		__u32 tid = (__u32)json_integer_value(json_object_get(p, "pid"));
+		struct tl_off_event e;
+		double a, now = clock_ms();
+
+		if (!tid || json_is_number(json_object_get(p, "exit_ms")) ||
+		    bpf_map__lookup_elem(c->skel->maps.attroff, &tid, sizeof(tid), &e, sizeof(e),
+					 0))
+			continue;
+		a = clock_ns_to_ms(e.ts_ns);
+		if (a >= in.end)
+			continue;
+		attr_classify(&e, a, now > in.end ? now : in.end,
+			      e.wake_ns ? clock_ns_to_ms(e.wake_ns) : -1, &an, &offs[in.n_offs]);
+		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
+	}
 	/* the Python functions seen on CPU */
 	for (i = 0; i < st->n_samples; i++) {
 		const struct tl_pysample_event *e = &st->samples[i];
+		bool native = e->pad == PYSAMPLE_NATIVE;
 
-		if (!attr_store_pyname(st, (int)e->pid, e->code, funcs[in.n_samples],
-				       sizeof(funcs[0])))
+		if (native) {
+			const char *lib = attr_store_native(st, e->code);
+
+			if (!lib)
+				continue;
+			snprintf(funcs[in.n_samples], sizeof(funcs[0]), "%s", lib);
+		} else if (!attr_store_pyname(st, (int)e->pid, e->code, funcs[in.n_samples],
+					      sizeof(funcs[0]))) {
 			continue;
+		}
 		samples[in.n_samples] = (struct attr_sample){(int)e->tid, clock_ns_to_ms(e->ts_ns),
-							     funcs[in.n_samples]};
+							     funcs[in.n_samples], native};
 		in.n_samples++;
 	}
 	qsort(samples, in.n_samples, sizeof(*samples), sample_cmp);
@@ -317,6 +405,8 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	in.offs = offs;
 	in.procs = procs;
 	in.imports = imps;
+	if (c->ready_ms >= 0)
+		find_listener(&in, ready_pid(c));
 	if (attr_breakdown(&in, &r) == 0) {
 		collector_counters(c, cnt);
 		json_object_set_new(root, "attribution",
@@ -333,6 +423,213 @@ out:
 	free(offs);
 	free(samples);
 	free(funcs);
+}
+
+/* ---- live: what the critical thread waits on now ---- */
+
+static json_t *proc_json(struct collector *c, int pid)
+{
+	char k[16];
+
+	snprintf(k, sizeof(k), "%d", pid);
+	return json_object_get(c->procs, k);
+}
+
+/* the newest living process of the tree whose parent is pid, or 0 */
+static int living_child(struct collector *c, int pid)
+{
+	double best = -1;
+	const char *key;
+	int child = 0;
+	json_t *p;
+
+	json_object_foreach (c->procs, key, p) {
+		double t = num(p, "exec_ms", num(p, "fork_ms", -1));
+
+		if (json_integer_value(json_object_get(p, "ppid")) != pid ||
+		    json_is_number(json_object_get(p, "exit_ms")) || t < best)
+			continue;
+		best = t;
+		child = (int)json_integer_value(json_object_get(p, "pid"));
+	}
+	return child;
+}
+
+/* when tid was last seen leaving a wait (its newest interval's end), or -1 */
+static double last_back(const struct attr_store *st, int tid)
+{
+	for (size_t i = st->n; i-- > 0;)
+		if ((int)st->recs[i].tid == tid)
+			return clock_ns_to_ms(st->recs[i].ts_ns + st->recs[i].dur_ns);
+	return -1;
+}
+
+/* the Python function last sampled on CPU in tid, if any */
+static void last_func(const struct attr_store *st, int pid, int tid, char *out, size_t len)
+{
+	out[0] = 0;
+	for (size_t i = st->n_samples; i-- > 0;)
+		if ((int)st->samples[i].tid == tid) {
+			if (!attr_store_pyname(st, pid, st->samples[i].code, out, len))
+				out[0] = 0;
+			return;
+		}
+}
+
+/* The state now of thread tid of pid (process object p) into h: from its
+ * off-CPU entry (ev, else looked up; none: on a CPU). True when it waits
+ * for a child of the tree, *child set to it. */
+static bool live_hop(struct collector *c, const struct attr_names *an, int pid, int tid, json_t *p,
+		     double now, struct attr_live_hop *h, int *child, const struct tl_off_event *ev)
+{
+	struct tl_off_event e;
+	struct attr_off o;
+	__u32 key = (__u32)tid;
+	const char *call;
+
+	memset(h, 0, sizeof(*h));
+	h->pid = pid;
+	h->tid = tid;
+	snprintf(h->comm, sizeof(h->comm), "%s",
+		 json_string_value(json_object_get(p, "comm")) ?: "process");
+	if (ev)
+		e = *ev;
+	else if (bpf_map__lookup_elem(c->skel->maps.attroff, &key, sizeof(key), &e, sizeof(e), 0)) {
+		/* not off CPU: running since its last wait */
+		h->state = LIVE_CPU;
+		h->kind = AK_CPU;
+		h->since_ms = last_back(&c->off, tid);
+		if (h->since_ms < 0)
+			h->since_ms = num(p, "exec_ms", num(p, "fork_ms", now));
+		last_func(&c->off, pid, tid, h->what, sizeof(h->what));
+		return false;
+	}
+	h->since_ms = clock_ns_to_ms(e.ts_ns);
+	/* the file it waits on, by the path it was opened by */
+	if (e.obj == OFFOBJ_FILE) {
+		struct names *nm = an->ctx;
+		struct fname f = {e.dev, e.ino, NULL};
+
+		nm->f = &f;
+		nm->nf = 1;
+		file_names(nm);
+		attr_classify(&e, h->since_ms, now, e.wake_ns ? clock_ns_to_ms(e.wake_ns) : -1, an,
+			      &o);
+		free(f.path);
+		nm->f = NULL;
+		nm->nf = 0;
+	} else {
+		attr_classify(&e, h->since_ms, now, e.wake_ns ? clock_ns_to_ms(e.wake_ns) : -1, an,
+			      &o);
+	}
+	call = attr_syscall_name(e.nr);
+	snprintf(h->call, sizeof(h->call), "%s", call ? call : "");
+	memcpy(h->py, o.py, sizeof(h->py));
+	memcpy(h->what, o.what, sizeof(h->what));
+	h->kind = o.kind;
+	if (e.reason == OFF_RUNQ || (e.flags & OFFF_WOKEN)) {
+		h->state = LIVE_RUNNABLE;
+		return false;
+	}
+	h->state = LIVE_BLOCKED;
+	if (e.obj == OFFOBJ_SOCKET && e.family != AF_UNIX && e.port)
+		collector_peer_string(e.family, e.addr, e.port, h->peer, sizeof(h->peer));
+	/* wait4/waitid, or a pipe read while a child runs (subprocess with
+	 * captured output): what the child does */
+	if (tid == pid && (o.kind == AK_CHILD || e.obj == OFFOBJ_PIPE) &&
+	    (*child = living_child(c, pid))) {
+		json_t *cp = proc_json(c, *child);
+
+		h->kind = AK_CHILD;
+		snprintf(h->what, sizeof(h->what), "%s",
+			 json_string_value(json_object_get(cp, "comm")) ?: "child process");
+		return true;
+	}
+	return false;
+}
+
+/* how much a thread's wait says about what a process waits for: a
+ * socket, then a file or fault, then a child (0: a wait on yet another
+ * thread, a sleep, a lock: says nothing of its own) */
+static int wait_rank(enum attr_kind k)
+{
+	return k == AK_NET ? 3 : k == AK_DISK || k == AK_FAULT ? 2 : k == AK_CHILD ? 1 : 0;
+}
+
+/* The main thread of pid waits on another thread of its process (a futex:
+ * a join, a pool, a queue; an event loop): the one of its threads blocked
+ * in the wait that says most (wait_rank), the longest so, into h. The
+ * waker is not known until it wakes it: this is the attribution's hop
+ * taken ahead. */
+static bool live_thread(struct collector *c, const struct attr_names *an, int pid, double now,
+			const struct attr_live_hop *main, struct attr_live_hop *h)
+{
+	struct bpf_map *m = c->skel->maps.attroff;
+	struct tl_off_event e, best;
+	__u32 k, next;
+	int rank = 0, more;
+	double since = 0;
+
+	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
+	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+		struct attr_off o;
+		int r;
+
+		k = next;
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) || (int)e.pid != pid ||
+		    (int)e.tid == pid || e.reason == OFF_RUNQ || (e.flags & OFFF_WOKEN))
+			continue;
+		attr_classify(&e, clock_ns_to_ms(e.ts_ns), now, -1, an, &o);
+		r = wait_rank(o.kind);
+		if (r > rank || (r == rank && r && clock_ns_to_ms(e.ts_ns) < since)) {
+			rank = r;
+			since = clock_ns_to_ms(e.ts_ns);
+			best = e;
+		}
+	}
+	if (!rank)
+		return false;
+	live_hop(c, an, pid, (int)best.tid, proc_json(c, pid), now, h, &rank, &best);
+	memcpy(h->comm, main->comm, sizeof(h->comm));
+	return true;
+}
+
+void attribution_live(struct timeline *tl, struct collector *c)
+{
+	struct names nm = {.c = c};
+	struct attr_names an = {name_file, name_peer, in_tree, py_func, &nm};
+	struct attr_live l = {0};
+	int pid;
+
+	if (!tl || !c || !c->skel || c->exec_ms < 0 || c->ready_ms >= 0) {
+		attr_live_set(NULL);
+		return;
+	}
+	nm.network = json_object_get(timeline_json(tl), "network");
+	l.valid = true;
+	l.at_ms = clock_ms();
+	for (pid = c->root; pid > 0 && l.n_hops < ATTR_LIVE_HOPS;) {
+		json_t *p = proc_json(c, pid);
+		int child = 0;
+
+		if (!p || json_is_number(json_object_get(p, "exit_ms")))
+			break;
+		if (!live_hop(c, &an, pid, pid, p, l.at_ms, &l.hop[l.n_hops++], &child, NULL))
+			break;
+		pid = child;
+	}
+	/* waiting on a thread of its own (a futex: a join, a pool; an event
+	 * loop): the thread that is blocked on something */
+	if (l.n_hops && l.n_hops < ATTR_LIVE_HOPS) {
+		const struct attr_live_hop *m = &l.hop[l.n_hops - 1];
+
+		if (m->state == LIVE_BLOCKED &&
+		    ((m->kind == AK_LOCK && !strcmp(m->what, "futex")) ||
+		     (m->kind == AK_SLEEP && strstr(m->call, "poll"))) &&
+		    live_thread(c, &an, m->pid, l.at_ms, m, &l.hop[l.n_hops]))
+			l.n_hops++;
+	}
+	attr_live_set(&l);
 }
 
 /* ---- the view ---- */
@@ -378,7 +675,9 @@ bool attr_view_decode(const struct timeline *tl, struct attr_view *v)
 
 		if (!v->r.segs || kind == AK_N || !(s >= 0) || !(e >= s))
 			continue;
-		v->r.segs[n++] = (struct attr_seg){s, e, kind};
+		v->r.segs[n] = (struct attr_seg){.start = s, .end = e, .kind = kind};
+		snprintf(v->r.segs[n++].what, sizeof(v->r.segs[0].what), "%s",
+			 json_string_value(json_object_get(c, "what")) ?: "");
 	}
 	v->r.n_segs = n;
 	v->r.segs_cut = json_is_true(json_object_get(a, "strip_cut"));

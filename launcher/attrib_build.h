@@ -14,6 +14,10 @@ struct collector;
 /* Replaces tl's `attribution` from c (nothing without an exec of the root). */
 void attribution_build(struct timeline *tl, struct collector *c);
 
+/* What the critical thread waits on now (attrib_live.h), from c's trace:
+ * at each snapshot while the start-up runs (none once ready). */
+void attribution_live(struct timeline *tl, struct collector *c);
+
 /* The section of a model (a saved one too), decoded. */
 struct attr_view {
 	double start_ms, end_ms, explained_ms, window_ms;

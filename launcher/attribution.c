@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "attrib_native.h"
+
 static const char *const kind_names[AK_N] = {
     [AK_CPU] = "cpu",	    [AK_DISK] = "disk",	  [AK_FAULT] = "fault", [AK_NET] = "net",
     [AK_SLEEP] = "sleep",   [AK_LOCK] = "lock",	  [AK_CHILD] = "child", [AK_GPU] = "gpu",
@@ -59,9 +61,22 @@ void attr_store_add(struct attr_store *s, const void *data, size_t size)
 			s->note(s->note_ctx, (int)h->pid);
 	} else if (h->type == EV_PYCODE && size >= sizeof(*s->codes))
 		ok = keep((void **)&s->codes, &s->n_codes, &s->cap_codes, data, sizeof(*s->codes));
-	else if (h->type == EV_PYSAMPLE && size >= sizeof(*s->samples))
-		ok = keep((void **)&s->samples, &s->n_samples, &s->cap_samples, data,
+	else if (h->type == EV_PYSAMPLE && size >= sizeof(*s->samples)) {
+		struct tl_pysample_event e;
+
+		memcpy(&e, data, sizeof(e));
+		/* a native ip: named now, while its process is alive */
+		if (e.pad == PYSAMPLE_NATIVE) {
+			int idx;
+
+			if (!s->natives)
+				s->natives = natives_new();
+			idx = natives_lookup(s->natives, (int)e.pid, e.code);
+			e.code = idx < 0 ? UINT64_MAX : (__u64)idx;
+		}
+		ok = keep((void **)&s->samples, &s->n_samples, &s->cap_samples, &e,
 			  sizeof(*s->samples));
+	}
 	if (!ok)
 		s->lost++;
 }
@@ -89,8 +104,14 @@ bool attr_store_pyname(const struct attr_store *s, int pid, __u64 code, char *ou
 	return false;
 }
 
+const char *attr_store_native(const struct attr_store *s, __u64 code)
+{
+	return code < UINT64_MAX ? natives_name(s->natives, (int)code) : NULL;
+}
+
 void attr_store_free(struct attr_store *s)
 {
+	natives_free(s->natives);
 	free(s->recs);
 	free(s->codes);
 	free(s->samples);
@@ -421,12 +442,22 @@ static void emit(struct walk *w, enum attr_kind k, const char *what, double a, d
 	s->us += us_of(b) - us_of(a);
 	s->pieces++;
 	/* the strip: pieces come in time order */
-	if (w->n_segs && w->segs[w->n_segs - 1].kind == k && w->segs[w->n_segs - 1].end == a)
-		w->segs[w->n_segs - 1].end = b;
-	else if (w->segs && w->n_segs < ATTR_MAX_SEGS)
-		w->segs[w->n_segs++] = (struct attr_seg){a, b, k};
-	else
+	if (w->n_segs && w->segs[w->n_segs - 1].kind == k && w->segs[w->n_segs - 1].end == a) {
+		struct attr_seg *g = &w->segs[w->n_segs - 1];
+
+		g->end = b;
+		if (b - a > g->longest) {
+			g->longest = b - a;
+			memcpy(g->what, s->what, sizeof(g->what));
+		}
+	} else if (w->segs && w->n_segs < ATTR_MAX_SEGS) {
+		struct attr_seg *g = &w->segs[w->n_segs++];
+
+		*g = (struct attr_seg){.start = a, .end = b, .kind = k, .longest = b - a};
+		memcpy(g->what, s->what, sizeof(g->what));
+	} else {
 		w->segs_cut = true;
+	}
 }
 
 /* the process pid (a binary search: a tree may have thousands) */
@@ -495,6 +526,29 @@ static size_t first_sample(const struct attr_input *in, int tid, double a)
 }
 
 static void emit_func(struct walk *w, int pid, bool main_thread, const char *func, double a,
+		      double b);
+
+/* cpu in [a, b) seen last in the native library lib (a thread with no
+ * Python frame): the import in progress, else the library's */
+static void emit_native(struct walk *w, int pid, bool main_thread, const char *lib, double a,
+			double b)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "%s%s", lib, main_thread ? "" : " (thread)");
+	emit_cpu_plain(w, pid, main_thread, a, b, what);
+}
+
+static void emit_seen(struct walk *w, int pid, bool main_thread, const struct attr_sample *s,
+		      double a, double b)
+{
+	if (s->native && s->func && *s->func)
+		emit_native(w, pid, main_thread, s->func, a, b);
+	else
+		emit_func(w, pid, main_thread, s->func, a, b);
+}
+
+static void emit_func(struct walk *w, int pid, bool main_thread, const char *func, double a,
 		      double b)
 {
 	/* inside the import machinery, or running a module's body, the
@@ -518,16 +572,24 @@ static void emit_cpu(struct walk *w, int pid, int tid, bool main_thread, double 
 		     const char *at_end, const char *before)
 {
 	const struct attr_input *in = w->in;
-	const char *last = NULL;
+	const struct attr_sample *last = NULL;
+	size_t at = first_sample(in, tid, a);
 	double t = a;
 
-	for (size_t i = first_sample(in, tid, a);
-	     i < in->n_samples && in->samples[i].tid == tid && in->samples[i].t < b; i++) {
-		emit_func(w, pid, main_thread, in->samples[i].func, t, in->samples[i].t);
+	/* no Python frame seen here: the library its last sample was in
+	 * (a native program's cpu between two of its waits) */
+	if (!before && at > 0 && in->samples[at - 1].tid == tid && in->samples[at - 1].native)
+		last = &in->samples[at - 1];
+	for (size_t i = at; i < in->n_samples && in->samples[i].tid == tid && in->samples[i].t < b;
+	     i++) {
+		emit_seen(w, pid, main_thread, &in->samples[i], t, in->samples[i].t);
 		t = in->samples[i].t;
-		last = in->samples[i].func;
+		last = &in->samples[i];
 	}
-	emit_func(w, pid, main_thread, at_end ? at_end : last ? last : before, t, b);
+	if (!at_end && last)
+		emit_seen(w, pid, main_thread, last, t, b);
+	else
+		emit_func(w, pid, main_thread, at_end ? at_end : before, t, b);
 }
 
 /* the first interval of tid that ends after a */
@@ -564,6 +626,14 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 	if (o->hop == HOP_PROCESS && depth == 0 && (p = proc_of(w, o->waker_pid)) && p->followed &&
 	    p->start <= a) {
 		walk_thread(w, p->pid, p->pid, a, b, depth + 1);
+		return;
+	}
+	/* the main thread waits while the thread that will listen makes
+	 * progress towards ready: that thread is followed */
+	if (depth == 0 && w->in->listen_tid && o->pid == w->in->listen_pid && o->tid == o->pid &&
+	    a >= w->in->listen_from && o->hop != HOP_PROCESS &&
+	    (o->kind == AK_SLEEP || o->kind == AK_LOCK || o->kind == AK_OTHER)) {
+		walk_thread(w, o->pid, w->in->listen_tid, a, b, depth + 1);
 		return;
 	}
 	emit(w, o->kind, o->what, a, b);

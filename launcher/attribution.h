@@ -48,6 +48,9 @@ struct attr_store {
 	struct tl_pysample_event *samples;
 	size_t n_samples, cap_samples;
 	unsigned long long lost; /* could not be kept (out of memory) */
+	/* the mappings native samples (PYSAMPLE_NATIVE) fall in: such a
+	 * sample is kept with code = its name's index (attr_store_native) */
+	struct attr_natives *natives;
 	/* told each off-CPU record's process (pyframes_note), freed with it */
 	void (*note)(void *ctx, int pid);
 	void (*note_free)(void *ctx);
@@ -58,6 +61,8 @@ struct attr_store {
 void attr_store_add(struct attr_store *s, const void *data, size_t size);
 /* "qualname (file:line)" of code object code in process pid; false if unknown. */
 bool attr_store_pyname(const struct attr_store *s, int pid, __u64 code, char *out, size_t len);
+/* The library a native sample (code: as kept) was in, or NULL. */
+const char *attr_store_native(const struct attr_store *s, __u64 code);
 void attr_store_free(struct attr_store *s);
 
 /* What a wait on a task of the tree becomes (attr_classify's result). */
@@ -112,11 +117,14 @@ struct attr_import {
 	const char *name;
 };
 
-/* A Python function seen on CPU in a main thread at an instant. */
+/* A Python function seen on CPU in a main thread at an instant; native:
+ * no Python frame, func is the library the thread ran in (cpu in it is
+ * still an import's when one is in progress) */
 struct attr_sample {
 	int tid;
 	double t;
 	const char *func;
+	bool native;
 };
 
 struct attr_input {
@@ -130,6 +138,12 @@ struct attr_input {
 	size_t n_imports;
 	const struct attr_sample *samples; /* sorted by tid, then t */
 	size_t n_samples;
+	/* the thread that listened (made it ready) when it is not its
+	 * process's main thread: from listen_from (its first sign of life) on,
+	 * a wait of that main thread on nothing of its own (a sleep, a futex,
+	 * a wait in no file or socket) is what the listener did meanwhile */
+	int listen_pid, listen_tid;
+	double listen_from;
 };
 
 struct attr_cause {
@@ -143,10 +157,14 @@ struct attr_cause {
 #define ATTR_HOPS	3    /* waits on threads of a process followed this deep */
 #define ATTR_MAX_SEGS	2000 /* the strip: later runs are not kept (strip_cut) */
 
-/* A run of one kind along the critical path, in time order (the strip). */
+/* A run of one kind along the critical path, in time order (the strip):
+ * what its longest piece was (a run of cpu over several functions is named
+ * by the one that ran longest in it). */
 struct attr_seg {
 	double start, end;
 	enum attr_kind kind;
+	char what[96];
+	double longest; /* ms of that piece */
 };
 
 struct attr_result {

@@ -32,12 +32,8 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 	c->procs = json_object();
 	c->connects = json_array();
 	c->listens = json_array();
-	c->mlocks = json_array();
 	c->imports = json_array();
-	c->import_stack = json_object();
-	c->requests = json_array();
-	if (!c->procs || !c->connects || !c->listens || !c->mlocks || !c->imports ||
-	    !c->import_stack || !c->requests)
+	if (!c->procs || !c->connects || !c->listens || !c->imports)
 		return -1;
 	/* the service starts in [app] dir: its relative paths start there */
 	if (cfg && cfg->app_dir)
@@ -51,10 +47,10 @@ void collector_free(struct collector *c)
 	json_decref(c->connects);
 	free(c->conn_cookie);
 	json_decref(c->listens);
-	json_decref(c->mlocks);
+	free(c->mlocks);
 	json_decref(c->imports);
-	json_decref(c->import_stack);
-	json_decref(c->requests);
+	free(c->open);
+	free(c->requests);
 	paths_dirs_free(&c->dirs);
 	free(c->path2);
 	peers_free(&c->names);
@@ -63,6 +59,27 @@ void collector_free(struct collector *c)
 }
 
 /* ---- ring buffer records ---- */
+
+/* Room for one more element in *arr (*n used of *cap, elements of sz);
+ * false when out of memory (the record is then counted as lost). */
+static bool room(struct collector *t, void **arr, size_t *n, size_t *cap, size_t sz)
+{
+	size_t c;
+	void *a;
+
+	if (*n < *cap)
+		return true;
+	c = *cap ? *cap * 2 : 64;
+	if (!(a = realloc(*arr, c * sz))) {
+		t->user_lost++;
+		return false;
+	}
+	*arr = a;
+	*cap = c;
+	return true;
+}
+
+#define ROOM(t, arr, n, cap) room((t), (void **)&(arr), &(n), &(cap), sizeof(*(arr)))
 
 json_t *collector_proc(struct collector *t, pid_t pid)
 {
@@ -158,35 +175,37 @@ static bool sockaddr_peer(const struct tl_event *e, char *out, size_t len, int *
 static void on_import(struct collector *t, const struct tl_import_event *e)
 {
 	double ms = clock_ns_to_ms(e->ts_ns);
-	char k[16];
-	json_t *stack, *frame;
-	size_t n;
+	struct coll_import_frame *f;
+	size_t top = t->n_open, depth = 0;
 
-	snprintf(k, sizeof(k), "%u", e->tid);
-	stack = json_object_get(t->import_stack, k);
 	if (e->type == EV_IMPORT_START) {
-		if (!stack) {
-			stack = json_array();
-			json_object_set_new(t->import_stack, k, stack);
-		}
-		json_array_append_new(stack,
-				      json_pack("{s:o, s:f}", "name",
-						json_bytes(e->name, sizeof(e->name)), "start", ms));
+		if (!ROOM(t, t->open, t->n_open, t->cap_open))
+			return;
+		f = &t->open[t->n_open++];
+		f->tid = e->tid;
+		f->start_ms = ms;
+		memcpy(f->name, e->name, sizeof(f->name));
 		return;
 	}
-	n = stack ? json_array_size(stack) : 0;
-	if (!n)
+	/* imports nest: done closes the innermost open import of its thread */
+	for (size_t i = t->n_open; i-- > 0;)
+		if (t->open[i].tid == e->tid) {
+			if (top == t->n_open)
+				top = i;
+			else
+				depth++;
+		}
+	if (top == t->n_open)
 		return;
-	/* imports nest: done closes the innermost open import */
-	frame = json_array_get(stack, n - 1);
-	json_array_append_new(
-	    t->imports, json_pack("{s:O, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
-				  json_object_get(frame, "name"), "pid", (int)e->pid, "start_ms",
-				  ms_json(json_real_value(json_object_get(frame, "start"))),
-				  "end_ms", ms_json(ms), "dur_ms",
-				  ms_json(ms - json_real_value(json_object_get(frame, "start"))),
-				  "depth", (int)(n - 1), "found", e->found != 0));
-	json_array_remove(stack, n - 1);
+	f = &t->open[top];
+	json_array_append_new(t->imports,
+			      json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
+					json_bytes(f->name, sizeof(f->name)), "pid", (int)e->pid,
+					"start_ms", ms_json(f->start_ms), "end_ms", ms_json(ms),
+					"dur_ms", ms_json(ms - f->start_ms), "depth", (int)depth,
+					"found", e->found != 0));
+	memmove(f, f + 1, (t->n_open - top - 1) * sizeof(*f));
+	t->n_open--;
 }
 
 /* ---- relative paths ---- */
@@ -323,29 +342,28 @@ static void on_conn_end(struct collector *t, const struct tl_conn_event *e)
 static void on_request(struct collector *t, const struct tl_req_event *e)
 {
 	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
-	json_t *r;
 
 	if (t->req_window_ms >= 0 && t->ready_ms >= 0 && a > t->ready_ms + t->req_window_ms) {
 		t->req_after_window++;
 		return;
 	}
-	json_array_append_new(
-	    t->requests,
-	    json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i}", "start_ms",
-		      ms_json(a), "end_ms", ms_json(b), "latency_ms", ms_json(b - a), "close_ms",
-		      ms_json(clock_ns_to_ms(e->close_ns)), "faults", (json_int_t)e->faults,
-		      "major_faults", (json_int_t)e->major_faults, "bytes_out",
-		      (json_int_t)e->bytes_out, "bytes_in", (json_int_t)e->bytes_in, "writes",
-		      (json_int_t)e->writes, "pid", (int)e->pid, "tid", (int)e->tid, "port",
-		      (int)e->port));
-	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
-			    "model_faults", json_integer((json_int_t)e->model_faults));
-	json_object_set_new(json_array_get(t->requests, json_array_size(t->requests) - 1),
-			    "model_major_faults", json_integer((json_int_t)e->model_major_faults));
-	/* the names the renderers and diagnose rules read too */
-	r = json_array_get(t->requests, json_array_size(t->requests) - 1);
-	json_object_set(r, "dur_ms", json_object_get(r, "latency_ms"));
-	json_object_set(r, "page_faults", json_object_get(r, "faults"));
+	if (!ROOM(t, t->requests, t->n_requests, t->cap_requests))
+		return;
+	t->requests[t->n_requests++] = (struct coll_request){
+	    .start_ms = a,
+	    .end_ms = b,
+	    .close_ms = clock_ns_to_ms(e->close_ns),
+	    .faults = e->faults,
+	    .major_faults = e->major_faults,
+	    .model_faults = e->model_faults,
+	    .model_major_faults = e->model_major_faults,
+	    .bytes_out = e->bytes_out,
+	    .bytes_in = e->bytes_in,
+	    .writes = e->writes,
+	    .pid = (int)e->pid,
+	    .tid = (int)e->tid,
+	    .port = (int)e->port,
+	};
 }
 
 int collector_on_event(void *ctx, void *data, size_t size)
@@ -461,13 +479,18 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case EV_MLOCK: {
 		static const char *calls[] = {"?", "mlock", "mlock2", "mlockall"};
 
-		json_array_append_new(
-		    t->mlocks,
-		    json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", (int)e->pid,
-			      "call", calls[e->arg2 < 4 ? e->arg2 : 0], "len", (json_int_t)e->arg,
-			      "flags", (int)e->flags, "result", e->ret < 0 ? -1 : e->ret, "errno",
-			      e->ret < 0 ? strerrorname_np(-e->ret) : NULL, "start_ms", ms_json(ms),
-			      "dur_ms", ms_json(end_ms - ms)));
+		if (!ROOM(t, t->mlocks, t->n_mlocks, t->cap_mlocks))
+			break;
+		t->mlocks[t->n_mlocks++] = (struct coll_mlock){
+		    .pid = (int)e->pid,
+		    .call = calls[e->arg2 < 4 ? e->arg2 : 0],
+		    .len = e->arg,
+		    .flags = (int)e->flags,
+		    .result = e->ret < 0 ? -1 : e->ret,
+		    .errno_name = e->ret < 0 ? strerrorname_np(-e->ret) : NULL,
+		    .start_ms = ms,
+		    .dur_ms = end_ms - ms,
+		};
 		break;
 	}
 	}

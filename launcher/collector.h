@@ -4,10 +4,14 @@
  * (counters, fault series) are here too. timeline_build turns a collector
  * into the trace sections of the model.
  *
- * Still to do (issue 13): the per-event state below is kept as jansson
- * values; the target is plain C records, with timeline_build the only
- * module that writes JSON. No filesystem access here except the cwd of a
- * live process (paths.c), read when its exec or chdir arrives. */
+ * Requests, mlock calls and the open imports are plain C records; the
+ * JSON of their sections is timeline_build's. Still to do (issue 13):
+ * processes, connects, listens and finished imports are kept as jansson
+ * values, because attrib_build.c, timeline_net.c, imports.c and
+ * supervise.c (interp_exit_line) read them as such; the target is plain C
+ * records, with timeline_build the only module that writes JSON. No
+ * filesystem access here except the cwd of a live process (paths.c), read
+ * when its exec or chdir arrives. */
 #ifndef TTS_COLLECTOR_H
 #define TTS_COLLECTOR_H
 
@@ -26,6 +30,32 @@
 struct trace_bpf;
 struct gpu_trace;
 
+/* An HTTP request the service answered (EV_REQUEST), times in ms. */
+struct coll_request {
+	double start_ms, end_ms, close_ms;
+	__u64 faults, major_faults, model_faults, model_major_faults;
+	__u64 bytes_out, bytes_in, writes;
+	int pid, tid, port;
+};
+
+/* An mlock(2)/mlock2(2)/mlockall(2) call (EV_MLOCK). */
+struct coll_mlock {
+	int pid;
+	const char *call; /* "mlock", "mlock2", "mlockall", "?" */
+	__u64 len;
+	int flags;
+	int result;		/* the call's result, -1 when it failed */
+	const char *errno_name; /* NULL: it did not fail */
+	double start_ms, dur_ms;
+};
+
+/* An import started and not done yet, innermost last per thread. */
+struct coll_import_frame {
+	__u32 tid;
+	double start_ms;
+	char name[TRACE_MODULE_MAX]; /* as the kernel sent it */
+};
+
 struct collector {
 	struct trace_bpf *skel; /* the maps read (owned by the tracer) */
 	pid_t root;
@@ -38,9 +68,11 @@ struct collector {
 	__u64 *conn_cookie; /* the socket of each connect record (joins its outcome) */
 	size_t cap_cookie;
 	json_t *listens;
-	json_t *mlocks;
-	json_t *imports;	      /* finished imports */
-	json_t *import_stack;	      /* "tid" -> [open frames] */
+	struct coll_mlock *mlocks;
+	size_t n_mlocks, cap_mlocks;
+	json_t *imports;		/* finished imports */
+	struct coll_import_frame *open; /* imports started, not done */
+	size_t n_open, cap_open;
 	double exec_ms;		      /* root's first exec, -1 */
 	double ready_ms;	      /* first matching listen, -1 */
 	unsigned long long user_lost; /* records user space could not keep */
@@ -49,7 +81,8 @@ struct collector {
 	struct path_dirs dirs;
 	struct tl_path2_event *path2; /* renames and symlinks, as received */
 	size_t n_path2, cap_path2;
-	json_t *requests;
+	struct coll_request *requests;
+	size_t n_requests, cap_requests;
 	struct peer_names names; /* host names of peers (peers.c) */
 	double req_window_ms; /* requests accepted after ready + this are not kept; <0: no limit */
 	unsigned long long req_after_window;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "compare_attrib.h"
 #include "jsonw.h"
 #include "timeline.h"
 #include "timeline_view.h"
@@ -157,6 +158,7 @@ struct compare {
 	struct req_rows rq;
 	struct mlock_side ml[2];
 	struct row bytes_locked;
+	struct cattr at; /* the attributions, by kind and by cause */
 	char verdict[512];
 };
 
@@ -301,6 +303,7 @@ void compare_free(struct compare *c)
 	tl_view_free(c->v[0]);
 	tl_view_free(c->v[1]);
 	free(c->phases);
+	cattr_free(&c->at);
 	free(c);
 }
 
@@ -344,6 +347,10 @@ struct compare *compare_build(const struct timeline *before, const struct timeli
 	c->ml[0] = mlock_side(c->v[0]);
 	c->ml[1] = mlock_side(c->v[1]);
 	c->bytes_locked = (struct row){c->ml[0].bytes_locked, c->ml[1].bytes_locked};
+	if (cattr_build(&c->at, before, after) < 0) {
+		compare_free(c);
+		return NULL;
+	}
 	verdict(c);
 	return c;
 }
@@ -377,6 +384,47 @@ static void mlock_json(struct jsonw *w, const char *key, const struct mlock_side
 	jw_kstr(w, "status", s->status);
 	jw_knum(w, "bytes_locked", s->bytes_locked);
 	jw_knum(w, "calls", s->calls);
+	jw_obj_end(w);
+}
+
+/* one attribution row: before/after/diff/ratio, the shares, noise */
+static void attr_row_json(struct jsonw *w, const struct cattr *at, const struct cattr_row *r)
+{
+	jw_obj(w);
+	jw_kstr(w, "kind", attr_kind_name(r->kind));
+	if (r->what)
+		jw_kstr(w, "what", r->what);
+	row_members(w, (struct row){r->b, r->a});
+	jw_key(w, "share_before");
+	jw_num(w, cattr_share(at, 0, r->b));
+	jw_key(w, "share_after");
+	jw_num(w, cattr_share(at, 1, r->a));
+	jw_key(w, "noise");
+	jw_bool(w, compare_is_noise(r->b, r->a));
+	jw_obj_end(w);
+}
+
+/* "attribution": null when neither side has the section */
+static void attribution_json(struct jsonw *w, const struct cattr *at)
+{
+	jw_key(w, "attribution");
+	if (!at->has[0] && !at->has[1]) {
+		jw_null(w);
+		return;
+	}
+	jw_obj(w);
+	row_json(w, "window_ms", (struct row){at->window[0], at->window[1]});
+	row_json(w, "explained_ms", (struct row){at->explained[0], at->explained[1]});
+	jw_key(w, "kinds");
+	jw_arr(w);
+	for (size_t i = 0; i < at->n_kinds; i++)
+		attr_row_json(w, at, &at->kinds[i]);
+	jw_arr_end(w);
+	jw_key(w, "causes");
+	jw_arr(w);
+	for (size_t i = 0; i < at->n_causes; i++)
+		attr_row_json(w, at, &at->causes[i]);
+	jw_arr_end(w);
 	jw_obj_end(w);
 }
 
@@ -428,6 +476,7 @@ int compare_write_json(const struct compare *c, FILE *out)
 	mlock_json(&w, "after", &c->ml[1]);
 	row_json(&w, "bytes_locked", c->bytes_locked);
 	jw_obj_end(&w);
+	attribution_json(&w, &c->at);
 	jw_kstr(&w, "verdict", c->verdict);
 	jw_obj_end(&w);
 	fputc('\n', out);
@@ -493,12 +542,105 @@ static void print_strs(FILE *out, int width, const char *label, const char *b, c
 		a ? text_esc(a, ea, sizeof(ea)) : "-");
 }
 
+/* A long name (download:nvidia/bigvgan_v2_22khz_80band_256x:
+ * bigvgan_generator.pt) would widen the whole table: cut in the middle, at
+ * character boundaries, so its end (the file) stays; after indent. */
+static void cut_label(char *label, size_t len, const char *indent, const char *name)
+{
+	if (strlen(name) > NAME_MAX_TEXT) {
+		const char *tail = name + strlen(name) - NAME_TAIL_TEXT;
+
+		while ((*tail & 0xC0) == 0x80)
+			tail++;
+		snprintf(label, len, "%s%.*s...%s", indent,
+			 (int)utf8_prefix_len(name, NAME_MAX_TEXT - 3 - NAME_TAIL_TEXT), name,
+			 tail);
+	} else {
+		snprintf(label, len, "%s%s", indent, name);
+	}
+}
+
+/* an attribution row: the ms columns, then the shares of each window */
+static void print_attr_row(FILE *out, int width, const char *label, const struct cattr *at,
+			   const struct cattr_row *r)
+{
+	double sb = cattr_share(at, 0, r->b), sa = cattr_share(at, 1, r->a);
+	struct row w = {r->b, r->a};
+	char b[32], a[32], d[32], x[32], shb[16], sha[16];
+
+	fmt(b, sizeof(b), w.b, U_MS, false);
+	fmt(a, sizeof(a), w.a, U_MS, false);
+	fmt(d, sizeof(d), row_diff(w), U_MS, true);
+	snprintf(x, sizeof(x), isfinite(row_ratio(w)) ? "%.2fx" : "-", row_ratio(w));
+	snprintf(shb, sizeof(shb), isfinite(sb) ? "%.1f%%" : "-", sb);
+	snprintf(sha, sizeof(sha), isfinite(sa) ? "%.1f%%" : "-", sa);
+	fprintf(out, "  %-*s %12s %12s %12s %8s  %6s -> %s\n", width, label, b, a, d, x, shb, sha);
+}
+
+/* "where the time went": per kind, then per cause, noise left out */
+static void print_attribution(FILE *out, int width, const struct cattr *at)
+{
+	char label[320], en[NAME_MAX_TEXT * 6 + 8], what[400];
+	size_t noise = 0;
+
+	fprintf(out, "  where the time went (attribution)\n");
+	if (!at->has[0] && !at->has[1]) {
+		fprintf(out, "    (neither timeline has an attribution section)\n");
+		return;
+	}
+	fprintf(out, "  %-*s %12s %12s %12s %8s  %s\n", width, "", "", "", "", "",
+		"share before -> after");
+	print_row(out, width, "  window", (struct row){at->window[0], at->window[1]}, U_MS);
+	print_row(out, width, "  explained", (struct row){at->explained[0], at->explained[1]},
+		  U_MS);
+	for (size_t i = 0; i < at->n_kinds; i++) {
+		const struct cattr_row *r = &at->kinds[i];
+
+		if (compare_is_noise(r->b, r->a)) {
+			noise++;
+			continue;
+		}
+		snprintf(label, sizeof(label), "  %s (all)", attr_kind_name(r->kind));
+		print_attr_row(out, width, label, at, r);
+	}
+	for (size_t i = 0; i < at->n_causes; i++) {
+		const struct cattr_row *r = &at->causes[i];
+
+		if (compare_is_noise(r->b, r->a)) {
+			noise++;
+			continue;
+		}
+		snprintf(what, sizeof(what), "%s %s", attr_kind_name(r->kind), r->what);
+		cut_label(label, sizeof(label), "    ", text_esc(what, en, sizeof(en)));
+		print_attr_row(out, width, label, at, r);
+	}
+	if (noise)
+		fprintf(out,
+			"    (%zu row%s left out as noise: both under %.0f ms, or a difference "
+			"under max(%.0f ms, %.0f%%))\n",
+			noise, noise == 1 ? "" : "s", COMPARE_NOISE_FLOOR_MS, COMPARE_NOISE_MIN_MS,
+			COMPARE_NOISE_SHARE * 100);
+}
+
 void compare_print_text(const struct compare *c, FILE *out)
 {
 	char label[320], eb[1024], ea[1024], en[NAME_MAX_TEXT * 6 + 8];
 	const char *mb = c->mark[0], *ma = c->mark[1];
 	int width = 32; /* "  model-file faults per request" */
 	size_t noise = 0;
+
+	/* the attribution's rows: "    KIND WHAT", cut as a phase name */
+	for (size_t i = 0; i < c->at.n_causes; i++) {
+		int n = (int)(strlen(attr_kind_name(c->at.causes[i].kind)) + 1 +
+			      strlen(c->at.causes[i].what));
+
+		if (compare_is_noise(c->at.causes[i].b, c->at.causes[i].a))
+			continue;
+		if (n > NAME_MAX_TEXT)
+			n = NAME_MAX_TEXT;
+		if (n + 4 > width)
+			width = n + 4;
+	}
 
 	for (size_t i = 0; i < c->n_phases; i++) {
 		int n = (int)strlen(c->phases[i].name);
@@ -522,19 +664,7 @@ void compare_print_text(const struct compare *c, FILE *out)
 			noise++;
 			continue;
 		}
-		/* a long name (download:nvidia/bigvgan_v2_22khz_80band_256x:
-		 * bigvgan_generator.pt) would widen the whole table: cut in the
-		 * middle, at character boundaries, so its end (the file) stays */
-		if (strlen(name) > NAME_MAX_TEXT) {
-			const char *tail = name + strlen(name) - NAME_TAIL_TEXT;
-
-			while ((*tail & 0xC0) == 0x80)
-				tail++;
-			snprintf(label, sizeof(label), "  %.*s...%s",
-				 (int)utf8_prefix_len(name, NAME_MAX_TEXT - 3 - NAME_TAIL_TEXT),
-				 name, tail);
-		} else
-			snprintf(label, sizeof(label), "  %s", name);
+		cut_label(label, sizeof(label), "  ", name);
 		print_row(out, width, label, (struct row){p->total[0], p->total[1]}, U_MS);
 	}
 	if (!c->n_phases)
@@ -553,6 +683,8 @@ void compare_print_text(const struct compare *c, FILE *out)
 	print_row(out, width, label, c->startup, U_MS);
 	print_row(out, width, "page faults (start-up)", c->page_faults, U_COUNT);
 	print_row(out, width, "major faults (start-up)", c->major_faults, U_COUNT);
+	if (c->at.has[0] || c->at.has[1])
+		print_attribution(out, width, &c->at);
 
 	fprintf(out, "  requests\n");
 	print_row(out, width, "  count", c->rq.count, U_COUNT);

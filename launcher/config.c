@@ -849,3 +849,20 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(root, "command", cmd);
 	return root;
 }
+
+const char *config_env(const void *cfg, const char *name)
+{
+	const struct config *c = cfg;
+
+	for (size_t i = 0; c && i < c->n_env; i++)
+		if (!strcmp(c->env[i].name, name))
+			return c->env[i].value;
+	return NULL;
+}
+
+const char *config_service_env(const void *cfg, const char *name)
+{
+	const char *v = config_env(cfg, name);
+
+	return v ? v : getenv(name);
+}

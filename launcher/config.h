@@ -160,6 +160,16 @@ char **config_service_argv(const struct config *c);
 /* Resolve a path relative to app_dir (malloc'd). */
 char *config_path(const struct config *c, const char *p);
 
+/* [env] name's value, or NULL. run copies the client settings it inherits
+ * into [env] (envcheck_client_setting), so for those this is what the
+ * service sees and what the timeline records. cfg is a struct config (void
+ * for hfcache's env callbacks). */
+const char *config_env(const void *cfg, const char *name);
+
+/* What the service will see for name: [env], else the launcher's own
+ * environment, which the service inherits (spawn_build_env). */
+const char *config_service_env(const void *cfg, const char *name);
+
 const char *config_mlock_name(enum mlock_mode m);
 
 /* The effective config as JSON: {source, SECTION: {KEY: value...}, env.vars,

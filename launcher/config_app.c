@@ -50,14 +50,11 @@ char *config_venv_python(const char *app_dir)
  * (no '/'): the first executable file, malloc'd, or NULL. */
 static char *search_path(const struct config *c, const char *prog)
 {
-	const char *search = NULL;
+	const char *search = config_service_env(c, "PATH");
 	char *path = NULL;
 
-	for (size_t i = 0; i < c->n_env; i++)
-		if (!strcmp(c->env[i].name, "PATH"))
-			search = c->env[i].value;
 	if (!search)
-		search = getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+		search = "/usr/local/bin:/usr/bin:/bin";
 	for (const char *d = search;;) {
 		size_t len = strcspn(d, ":");
 

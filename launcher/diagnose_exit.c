@@ -6,6 +6,7 @@
  * (a download group row) says when the hub answered with an error and no
  * download started. Rows at the end; the engine is diagnose.c. */
 #include <ctype.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,24 +19,25 @@
 /* How many of the service's last lines the finding quotes. */
 #define EXIT_TAIL_LINES 8
 
-static json_t *exit_of(const struct diag_ctx *c)
+/* A figure of the model as evidence: null for none, an integer when it is
+ * one (codes, counts), else a real. */
+static json_t *evidence_num(double v)
 {
-	return json_object_get(json_object_get(c->root, "process"), "exit");
-}
-
-static json_t *output_tail(const struct diag_ctx *c)
-{
-	return json_object_get(json_object_get(c->root, "process"), "output_tail");
+	if (!tl_has(v))
+		return json_null();
+	if (v == (double)(long long)v && fabs(v) < 9007199254740992.0)
+		return json_integer((json_int_t)v);
+	return json_real(v);
 }
 
 /* The last line of the output that reads as the error (Python's
  * "SomeError: ...", "error: ..."), or NULL. */
 static const char *error_line(const struct diag_ctx *c)
 {
-	json_t *tail = output_tail(c);
+	const struct tl_process *p = &c->view->process;
 
-	for (size_t i = json_array_size(tail); i-- > 0;) {
-		const char *l = json_string_value(json_array_get(tail, i));
+	for (size_t i = p->n_output_tail; i-- > 0;) {
+		const char *l = p->output_tail[i];
 		const char *colon = l ? strstr(l, ": ") : NULL;
 		size_t w = 0;
 
@@ -60,10 +62,10 @@ static const char *error_line(const struct diag_ctx *c)
  * URL" (requests, huggingface_hub). The status, and in *line the line. */
 static int http_status(const struct diag_ctx *c, const char **line)
 {
-	json_t *tail = output_tail(c);
+	const struct tl_process *pr = &c->view->process;
 
-	for (size_t i = json_array_size(tail); i-- > 0;) {
-		const char *l = json_string_value(json_array_get(tail, i));
+	for (size_t i = pr->n_output_tail; i-- > 0;) {
+		const char *l = pr->output_tail[i];
 		const char *u = l ? strstr(l, " for url: ") : NULL;
 
 		for (const char *p = l; u && p + 4 <= u; p++) {
@@ -80,59 +82,55 @@ static int http_status(const struct diag_ctx *c, const char **line)
 }
 
 /* A stop tts-launch asked for, and the service ended the way a stop ends. */
-static bool stopped_on_request(const json_t *ex)
+static bool stopped_on_request(const struct tl_exit *ex)
 {
-	json_t *sig = json_object_get(ex, "signal");
-	json_int_t code = json_integer_value(json_object_get(ex, "code"));
-	int n = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
+	int n = tl_has(ex->signal) ? (int)ex->signal : 0;
 
-	if (!json_is_true(json_object_get(ex, "stop_requested")))
+	if (!ex->stop_requested)
 		return false;
-	if (!n && json_is_integer(json_object_get(ex, "code")) && code > 128)
-		n = (int)(code - 128);
+	if (!n && tl_has(ex->code) && ex->code > 128)
+		n = (int)(ex->code - 128);
 	return n == SIGTERM || n == SIGINT || n == SIGKILL || n == SIGHUP || n == SIGQUIT ||
-	       (json_is_integer(json_object_get(ex, "code")) && code == 0);
+	       (tl_has(ex->code) && ex->code == 0);
 }
 
 static void rule_start_failed(struct diag_ctx *c)
 {
-	json_t *ex = exit_of(c), *cfg, *code_j, *sig_j, *causes, *f, *tail, *quoted;
+	const struct tl_exit *ex = &c->view->process.exit;
+	const struct tl_process *pr = &c->view->process;
+	json_t *causes, *f, *quoted;
 	bool expected, nonzero, before_ready = c->ready < 0;
 	const char *whose, *err, *l;
 	char what[160], cause[600] = "", fix[900];
 	size_t i, n;
+	long long code;
 	int sig;
 
-	if (!json_is_object(ex) || stopped_on_request(ex))
+	if (!ex->has || stopped_on_request(ex))
 		return;
-	cfg = json_object_get(json_object_get(c->root, "launcher"), "config");
 	/* a configured app is expected to listen; a command after -- only
 	 * with a port given */
-	expected = jnum(json_object_get(cfg, "app"), "port") > 0 ||
-		   json_is_null(json_object_get(cfg, "command"));
-	code_j = json_object_get(ex, "code");
-	sig_j = json_object_get(ex, "signal");
-	sig = json_is_integer(sig_j) ? (int)json_integer_value(sig_j) : 0;
-	nonzero = sig > 0 || (json_is_integer(code_j) && json_integer_value(code_j) != 0);
+	expected = tl_or0(c->view->config_app_port) > 0 || c->view->config_command_null;
+	code = tl_has(ex->code) ? (long long)ex->code : 0;
+	sig = tl_has(ex->signal) ? (int)ex->signal : 0;
+	nonzero = sig > 0 || code != 0;
 	if (!nonzero && !(expected && before_ready))
 		return;
 
-	whose = jstr(ex, "code_of");
+	whose = ex->code_of;
 	if (!whose)
 		whose = sig > 0 ? "signal" : "service";
 	if (!strcmp(whose, "exec"))
 		snprintf(what, sizeof(what),
-			 "tts-launch could not execute the service (exit %lld: %s)",
-			 (long long)json_integer_value(code_j),
-			 json_integer_value(code_j) == 127 ? "not found" : "not executable");
+			 "tts-launch could not execute the service (exit %lld: %s)", code,
+			 code == 127 ? "not found" : "not executable");
 	else if (sig > 0)
 		snprintf(what, sizeof(what),
 			 "the service was killed by SIG%s (exit %d: 128 + the signal)",
 			 sigabbrev_np(sig) ?: "?", 128 + sig);
 	else
 		snprintf(what, sizeof(what),
-			 "the service exited with status %lld (its own exit code)",
-			 (long long)json_integer_value(code_j));
+			 "the service exited with status %lld (its own exit code)", code);
 	if (expected && before_ready)
 		strncat(what, " before it was ready", sizeof(what) - strlen(what) - 1);
 
@@ -151,11 +149,11 @@ static void rule_start_failed(struct diag_ctx *c)
 		strncat(cause, " (above)", sizeof(cause) - strlen(cause) - 1);
 	err = error_line(c);
 
-	tail = output_tail(c);
 	quoted = json_array();
-	n = json_array_size(tail);
+	n = pr->n_output_tail;
 	for (i = n > EXIT_TAIL_LINES ? n - EXIT_TAIL_LINES : 0; i < n; i++)
-		json_array_append(quoted, json_array_get(tail, i));
+		json_array_append_new(quoted, pr->output_tail[i] ? json_string(pr->output_tail[i])
+								 : json_null());
 
 	if (json_array_size(causes))
 		snprintf(fix, sizeof(fix), "fix the cause above (%s), then start again",
@@ -177,14 +175,15 @@ static void rule_start_failed(struct diag_ctx *c)
 		    "read the service's last lines (evidence.output_tail, the full output in "
 		    "[log] file) and fix what they report; `tts-launch run --foreground` shows "
 		    "them as they come");
-	l = json_string_value(json_array_get(tail, n ? n - 1 : 0));
+	l = n ? pr->output_tail[n - 1] : NULL;
 	diag_add(c, DIAG_ERROR,
 		 expected && before_ready ? "the service exited before it was ready"
 					  : "the service exited with an error",
-		 json_pack("{s:O?, s:O?, s:s, s:b, s:b, s:O?, s:s?, s:o, s:o}", "code", code_j,
-			   "signal", sig_j, "code_of", whose, "ready", !before_ready,
-			   "expected_ready", expected, "ms", json_object_get(ex, "ms"),
-			   "error_line", err, "causes", causes, "output_tail", quoted),
+		 json_pack("{s:o, s:o, s:s, s:b, s:b, s:o, s:s?, s:o, s:o}", "code",
+			   evidence_num(ex->code), "signal", evidence_num(ex->signal), "code_of",
+			   whose, "ready", !before_ready, "expected_ready", expected, "ms",
+			   tl_has(ex->ms) ? json_real(ex->ms) : json_null(), "error_line", err,
+			   "causes", causes, "output_tail", quoted),
 		 -1, fix, "%s%s%s%s%s%s", what, cause,
 		 err ? "; its last error: "
 		 : l ? "; its last line: "
@@ -192,7 +191,7 @@ static void rule_start_failed(struct diag_ctx *c)
 		 err ? err
 		 : l ? l
 		     : "",
-		 jstr(ex, "error") ? "; " : "", jstr(ex, "error") ?: "");
+		 ex->error ? "; " : "", ex->error ?: "");
 }
 
 /* The hub answered, no download started, and the client printed an HTTP
@@ -201,33 +200,34 @@ static void rule_http_error(struct diag_ctx *c)
 {
 	const char *line, *fix;
 	int status = http_status(c, &line);
-	json_t *p, *peer = NULL;
+	const struct tl_peer *peer = NULL;
 	size_t i;
 	char in[32], what[600];
 
 	if (json_array_size(c->dls) || (!status && !c->failed && c->ready >= 0))
 		return;
-	json_array_foreach (json_object_get(c->root, "network"), i, p) {
-		const char *name = jstr(p, "peer"), *host = jstr(p, "host");
+	for (i = 0; i < c->view->n_network; i++) {
+		const struct tl_peer *p = &c->view->network[i];
+		const char *name = p->peer, *host = p->host;
 		bool is_hub = name && *c->ep_peer &&
 			      (!strcmp(name, c->ep_peer) ||
 			       (host && !strncmp(c->ep_peer, host, strlen(host)) &&
 				c->ep_peer[strlen(host)] == ':' &&
-				jnum(p, "port") == atof(c->ep_peer + strlen(host) + 1)));
+				tl_or0(p->port) == atof(c->ep_peer + strlen(host) + 1)));
 
-		if (!is_hub && !(!*c->ep_peer && status && name && strncmp(name, "unix:", 5) &&
-				 !json_is_true(json_object_get(p, "dns"))))
+		if (!is_hub &&
+		    !(!*c->ep_peer && status && name && strncmp(name, "unix:", 5) && !p->dns))
 			continue;
-		if (jnum(p, "bytes_in") <= 0 || jnum(p, "connects") <= 0)
+		if (tl_or0(p->bytes_in) <= 0 || tl_or0(p->connects) <= 0)
 			continue;
-		if (!peer || jnum(p, "bytes_in") > jnum(peer, "bytes_in"))
+		if (!peer || tl_or0(p->bytes_in) > tl_or0(peer->bytes_in))
 			peer = p;
 	}
 	/* without the client's own words, an answer alone is no proof of an
 	 * error: only a failed start whose hub answered and sent no file */
 	if (!peer || (!status && !c->failed))
 		return;
-	fmt_bytes(in, sizeof(in), jnum(peer, "bytes_in"));
+	fmt_bytes(in, sizeof(in), tl_or0(peer->bytes_in));
 	if (status)
 		snprintf(what, sizeof(what), "; the client got HTTP %d: %s", status, line);
 	else
@@ -246,14 +246,12 @@ static void rule_http_error(struct diag_ctx *c)
 		    "(the exit finding) and check HF_ENDPOINT";
 	diag_add(c, c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING,
 		 "the model hub answered with an error",
-		 json_pack("{s:s, s:s?, s:O, s:O, s:O, s:o, s:s?}", "peer", jstr(peer, "peer"),
-			   "hub", c->endpoint, "connects", json_object_get(peer, "connects"),
-			   "bytes_in", json_object_get(peer, "bytes_in"), "bytes_out",
-			   json_object_get(peer, "bytes_out"), "status",
-			   status ? json_integer(status) : json_null(), "line", line),
+		 json_pack("{s:s, s:s?, s:o, s:o, s:o, s:o, s:s?}", "peer", peer->peer, "hub",
+			   c->endpoint, "connects", evidence_num(peer->connects), "bytes_in",
+			   evidence_num(peer->bytes_in), "bytes_out", evidence_num(peer->bytes_out),
+			   "status", status ? json_integer(status) : json_null(), "line", line),
 		 -1, fix, "%s answered (%s over %lld connection%s) but no download started%s",
-		 jstr(peer, "peer"), in, (long long)jnum(peer, "connects"),
-		 jnum(peer, "connects") == 1 ? "" : "s", what);
+		 peer->peer, in, (long long)peer->connects, peer->connects == 1 ? "" : "s", what);
 }
 
 const struct diag_rule diag_exit_rules[] = {

@@ -35,53 +35,47 @@ static bool server_role(const char *role)
 	       !strcmp(role, "modelscope") || !strcmp(role, "mirror");
 }
 
-static bool role_is(const json_t *net, const char *role)
+static bool role_is(const struct tl_peer *net, const char *role)
 {
-	const char *r = jstr(net, "role");
-
-	return r && !strcmp(r, role);
+	return net && net->role && !strcmp(net->role, role);
 }
 
-/* "host:port" when the trace saw the peer's name, else its address */
-static const char *peer_label(const json_t *net, const char *peer, char *buf, size_t len)
-{
-	const char *host = jstr(net, "host");
+/* A figure of a peer (NULL: none): 0 when absent. */
+#define NET(net, field) ((net) ? tl_or0((net)->field) : 0)
 
-	if (!host || !json_is_integer(json_object_get(net, "port")))
+/* "host:port" when the trace saw the peer's name, else its address */
+static const char *peer_label(const struct tl_peer *net, const char *peer, char *buf, size_t len)
+{
+	if (!net || !net->host || !tl_has(net->port))
 		return peer;
-	snprintf(buf, len, "%s:%lld", host,
-		 (long long)json_integer_value(json_object_get(net, "port")));
+	snprintf(buf, len, "%s:%lld", net->host, (long long)net->port);
 	return buf;
 }
 
 /* Bytes the peers of one role received from (in) the service's side. */
 static double role_bytes_in(const struct diag_ctx *c, const char *role)
 {
-	const json_t *e;
-	size_t i;
 	double in = 0;
 
-	json_array_foreach (json_object_get(c->root, "network"), i, e)
-		if (role_is(e, role))
-			in += jnum(e, "bytes_in");
+	for (size_t i = 0; i < c->view->n_network; i++)
+		if (role_is(&c->view->network[i], role))
+			in += tl_or0(c->view->network[i].bytes_in);
 	return in;
 }
 
 /* Every needed file came from the cache: nothing downloaded, snapshots read. */
 static bool all_cached(struct diag_ctx *c)
 {
-	json_t *f;
-	size_t i;
 	int snaps = 0;
 
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
-		const char *p = jstr(f, "path");
+	for (size_t i = 0; i < c->view->n_files; i++) {
+		const struct tl_file *f = &c->view->files[i];
 
-		if (!p)
+		if (!f->path)
 			continue;
 		if (json_array_size(c->dls))
 			return false;
-		if (hf_in_snapshots(p) && json_integer_value(json_object_get(f, "opens")) > 0)
+		if (hf_in_snapshots(f->path) && tl_or0(f->opens) > 0)
 			snaps++;
 	}
 	return snaps > 0 && c->ready >= 0;
@@ -90,31 +84,39 @@ static bool all_cached(struct diag_ctx *c)
 /* [env] NAME of the run (as recorded), or NULL */
 static const char *run_env(const struct diag_ctx *c, const char *name)
 {
-	const json_t *vars = json_object_get(
-	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "env"),
-	    "vars");
+	return tl_view_env(c->view, name);
+}
 
-	return jstr(vars, name);
+/* A connect's ret (0 when absent) and result. */
+static long long connect_ret(const struct tl_connect *e) { return (long long)tl_or0(e->ret); }
+
+static bool result_is(const struct tl_connect *e, const char *result)
+{
+	return e->result && !strcmp(e->result, result);
+}
+
+static bool peer_is(const struct tl_connect *e, const char *peer)
+{
+	return e->peer && !strcmp(e->peer, peer);
 }
 
 /* A connect that failed: refused, timed out, unreachable (a connect the
  * caller gave up on, closed while the handshake waited, is one too). */
-static bool connect_failed(const json_t *e)
+static bool connect_failed(const struct tl_connect *e)
 {
-	json_int_t ret = json_integer_value(json_object_get(e, "ret"));
-	const char *res = jstr(e, "result");
+	long long ret = connect_ret(e);
 
-	if (res && !strcmp(res, "closed-by-caller"))
+	if (result_is(e, "closed-by-caller"))
 		return true;
 	return ret < 0 && ret != -EINPROGRESS;
 }
 
-static const char *connect_error(const json_t *e)
+static const char *connect_error(const struct tl_connect *e)
 {
-	json_int_t ret = json_integer_value(json_object_get(e, "ret"));
+	long long ret = connect_ret(e);
 	const char *n = ret < 0 ? strerrorname_np((int)-ret) : NULL;
 
-	if (!n && jstr(e, "result") && !strcmp(jstr(e, "result"), "closed-by-caller"))
+	if (!n && result_is(e, "closed-by-caller"))
 		return "ETIMEDOUT"; /* the caller's timeout ran out first */
 	return n ? n : "?";
 }
@@ -126,35 +128,37 @@ static const char *connect_error(const json_t *e)
  * failed while ModelScope then carried the downloads is the switch. true
  * when that happened (report: as a finding of the running rule);
  * hub-unreachable leaves the hub to it. */
-static bool hub_probe_failed(struct diag_ctx *c, json_t *net_by_peer, bool report)
+static bool hub_probe_failed(struct diag_ctx *c, bool report)
 {
-	const json_t *e, *net;
+	const struct tl_peer *net;
 	size_t i;
 	int fails = 0;
 	const char *peer = NULL, *err = NULL;
 	double ms_in = role_bytes_in(c, "modelscope"), wait = 0;
 	char buf[300];
 
-	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
-		net = json_object_get(net_by_peer, jstr(e, "peer") ?: "");
+	for (i = 0; i < c->view->n_connects; i++) {
+		const struct tl_connect *e = &c->view->connects[i];
+
+		net = tl_view_peer(c->view, e->peer ?: "");
 		if (!role_is(net, "hub"))
 			continue;
 		if (!connect_failed(e))
 			return false; /* the hub was reached */
 		fails++;
-		peer = jstr(e, "peer");
+		peer = e->peer;
 		err = connect_error(e);
-		wait += jnum(e, "ms_to_result") > 0 ? jnum(e, "ms_to_result") : jnum(e, "dur_ms");
+		wait += tl_or0(e->ms_to_result) > 0 ? e->ms_to_result : tl_or0(e->dur_ms);
 	}
 	if (!fails || ms_in <= 0 || run_env(c, "USE_MODELSCOPE"))
 		return false;
 	if (!report)
 		return true;
-	net = json_object_get(net_by_peer, peer);
+	net = tl_view_peer(c->view, peer);
 	peer_label(net, peer, buf, sizeof(buf));
 	diag_add(c, DIAG_WARNING, "hub unreachable: switched to ModelScope",
 		 json_pack("{s:s, s:s?, s:i, s:s, s:f, s:f}", "peer", peer, "host",
-			   jstr(net, "host"), "attempts", fails, "error", err, "wait_ms",
+			   net ? net->host : NULL, "attempts", fails, "error", err, "wait_ms",
 			   diag_round3(wait), "modelscope_bytes_in", ms_in),
 		 wait / 1000,
 		 "if huggingface.co is blocked here for good, set USE_MODELSCOPE=true ([env] "
@@ -162,17 +166,11 @@ static bool hub_probe_failed(struct diag_ctx *c, json_t *net_by_peer, bool repor
 		 "else make it reachable (firewall, proxy: HTTPS_PROXY)",
 		 "%s unreachable (%s): IndexTTS2 switched to ModelScope; USE_MODELSCOPE=true skips "
 		 "the 3 s probe",
-		 jstr(net, "host") ?: buf, err);
+		 (net ? net->host : NULL) ?: buf, err);
 	return true;
 }
 
-static void rule_hub_probe(struct diag_ctx *c)
-{
-	json_t *net_by_peer = json_index(json_object_get(c->root, "network"), "peer", true);
-
-	hub_probe_failed(c, net_by_peer, true);
-	json_decref(net_by_peer);
-}
+static void rule_hub_probe(struct diag_ctx *c) { hub_probe_failed(c, true); }
 
 /* ---- hub-unreachable ---- */
 
@@ -182,41 +180,87 @@ static void rule_hub_probe(struct diag_ctx *c)
  * or only failed connects): any byte from the peer. TLS connections that
  * asked nothing (handshake, close) are counted in *asked_nothing and
  * judged neither way; a peer with only those is not unreachable. */
-static bool peer_answered(const struct diag_ctx *c, const char *peer, const json_t *net,
+static bool peer_answered(const struct diag_ctx *c, const char *peer, const struct tl_peer *net,
 			  int *asked_nothing)
 {
-	const json_t *e;
-	size_t i;
 	bool known = false;
 
-	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
-		const json_t *r = json_object_get(e, "reply_max");
-		bool tls = json_is_true(json_object_get(e, "tls"));
+	for (size_t i = 0; i < c->view->n_connects; i++) {
+		const struct tl_connect *e = &c->view->connects[i];
 
-		if (!jstr(e, "peer") || strcmp(jstr(e, "peer"), peer) || !json_is_number(r))
+		if (!peer_is(e, peer) || !tl_has(e->reply_max))
 			continue;
 		/* a TLS handshake and no request (hello, finished): asked nothing */
-		if (tls && json_is_number(json_object_get(e, "writes")) && jnum(e, "writes") <= 2) {
+		if (e->tls && tl_has(e->writes) && e->writes <= 2) {
 			*asked_nothing += 1;
 			continue;
 		}
 		known = true;
-		if (tls ? json_number_value(r) > TLS_UNASKED_MAX : jnum(e, "bytes_in") > 0)
+		if (e->tls ? e->reply_max > TLS_UNASKED_MAX : tl_or0(e->bytes_in) > 0)
 			return true;
 	}
-	return !known && (*asked_nothing > 0 || jnum(net, "bytes_in") > 0);
+	return !known && (*asked_nothing > 0 || NET(net, bytes_in) > 0);
 }
 
-static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight);
+static bool xet_stalled(const struct diag_ctx *c, const struct tl_peer *net, double *idle,
+			int *inflight);
 static int unfinished(const struct diag_ctx *c, double *idle);
+
+/* The connects of one peer, in the model's order; groups in the order
+ * their peers first appear. */
+struct attempts {
+	const char *peer;
+	const size_t *idx; /* indices into connects[] */
+	size_t n;
+};
+
+static int by_peer(const void *a, const void *b, void *arg)
+{
+	const struct tl_connect *cs = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int r = strcmp(cs[x].peer, cs[y].peer);
+
+	return r ? r : (x > y) - (x < y);
+}
+
+static int by_first(const void *a, const void *b)
+{
+	const struct attempts *x = a, *y = b;
+
+	return (x->idx[0] > y->idx[0]) - (x->idx[0] < y->idx[0]);
+}
+
+/* idx[m]: connects with a peer; sorted in place, and cut into *out (to
+ * free); how many groups, -1 when out of memory. Sorting: linear-log on
+ * any input, not a scan per peer. */
+static ssize_t group_attempts(const struct tl_view *v, size_t *idx, size_t m, struct attempts **out)
+{
+	struct attempts *g = calloc(m ? m : 1, sizeof(*g));
+	size_t n = 0;
+
+	*out = g;
+	if (!g)
+		return -1;
+	qsort_r(idx, m, sizeof(*idx), by_peer, (void *)v->connects);
+	for (size_t k = 0; k < m; k++) {
+		if (!n || strcmp(g[n - 1].peer, v->connects[idx[k]].peer))
+			g[n++] = (struct attempts){v->connects[idx[k]].peer, &idx[k], 0};
+		g[n - 1].n++;
+	}
+	qsort(g, n, sizeof(*g), by_first);
+	return (ssize_t)n;
+}
+
+/* the start time of the k-th attempt of group g */
+#define START(k) tl_or0(c->view->connects[g->idx[k]].start_ms)
 
 static void rule_hub_unreachable(struct diag_ctx *c)
 {
-	/* built once, not per peer: linear on any input */
-	json_t *peers = json_object(), *e, *g;
-	json_t *net_by_peer = json_index(json_object_get(c->root, "network"), "peer", true);
-	bool cached = all_cached(c), switched = hub_probe_failed(c, net_by_peer, false);
-	const char *peer, *off = run_env(c, "HF_HUB_DISABLE_XET");
+	struct attempts *groups = NULL;
+	size_t *idx = calloc(c->view->n_connects ? c->view->n_connects : 1, sizeof(*idx)), m = 0;
+	ssize_t n_groups;
+	bool cached = all_cached(c), switched = hub_probe_failed(c, false);
+	const char *off = run_env(c, "HF_HUB_DISABLE_XET");
 	bool xet = !(off && strcmp(off, "0") && strcasecmp(off, "false"));
 	double idle;
 	/* a download was under way (a file being written, or resumed): its
@@ -224,49 +268,52 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 	bool downloading = json_array_size(c->dls) > 0 || unfinished(c, &idle) > 0;
 	size_t i;
 
+	if (!idx)
+		return;
 	/* connection attempts by peer (TCP/UDP over IP, not DNS), download
 	 * servers only: an analytics host or a discard port is not the hub */
-	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
-		int port = (int)json_integer_value(json_object_get(e, "port"));
-		int fam = (int)json_integer_value(json_object_get(e, "family"));
-		const char *p = jstr(e, "peer");
-		json_t *net;
+	for (i = 0; i < c->view->n_connects; i++) {
+		const struct tl_connect *e = &c->view->connects[i];
+		int port = (int)tl_or0(e->port);
+		int fam = (int)tl_or0(e->family);
+		const char *p = e->peer;
+		const struct tl_peer *net;
 
 		if (!p || port == 0 || port == 53 || fam == 1)
 			continue;
-		net = json_object_get(net_by_peer, p);
-		if (!server_role(jstr(net, "role")) || (switched && role_is(net, "hub")))
+		net = tl_view_peer(c->view, p);
+		if (!server_role(net ? net->role : NULL) || (switched && role_is(net, "hub")))
 			continue;
-		g = json_object_get(peers, p);
-		if (!g) {
-			g = json_pack("{s:[], s:[], s:i}", "starts", "errors", "connected", 0);
-			json_object_set_new(peers, p, g);
-		}
-		json_array_append_new(json_object_get(g, "starts"), json_real(jnum(e, "start_ms")));
-		if (connect_failed(e))
-			json_array_append_new(json_object_get(g, "errors"),
-					      json_string(connect_error(e)));
-		else if (json_integer_value(json_object_get(e, "ret")) == 0 ||
-			 (jstr(e, "result") && !strcmp(jstr(e, "result"), "connected")))
-			json_object_set_new(
-			    g, "connected",
-			    json_integer(json_integer_value(json_object_get(g, "connected")) + 1));
+		idx[m++] = i;
 	}
-	json_object_foreach (peers, peer, g) {
-		json_t *net, *starts = json_object_get(g, "starts");
-		size_t cnt = json_array_size(starts),
-		       nerr = json_array_size(json_object_get(g, "errors"));
+	n_groups = group_attempts(c->view, idx, m, &groups);
+	for (ssize_t gi = 0; gi < n_groups; gi++) {
+		const struct attempts *g = &groups[gi];
+		const char *peer = g->peer, *first_error = NULL;
+		const struct tl_peer *net;
+		size_t cnt = g->n, nerr = 0, connected = 0;
 		double in = 0, out = 0, lost = -1, median = 0, *gaps;
+		json_t *errors;
 		const char *how, *why, *role, *name;
 		bool how_tls = false;
 		bool hub = c->ep_peer[0] && !strcmp(peer, c->ep_peer);
 		char fix[1024], label[400], lost_txt[64] = "", nb[300];
 		int sev;
 
-		net = json_object_get(net_by_peer, peer);
-		in = jnum(net, "bytes_in");
-		out = jnum(net, "bytes_out");
-		role = jstr(net, "role");
+		for (size_t k = 0; k < cnt; k++) {
+			const struct tl_connect *e = &c->view->connects[g->idx[k]];
+
+			if (connect_failed(e)) {
+				if (!nerr++)
+					first_error = connect_error(e);
+			} else if (connect_ret(e) == 0 || result_is(e, "connected")) {
+				connected++;
+			}
+		}
+		net = tl_view_peer(c->view, peer);
+		in = NET(net, bytes_in);
+		out = NET(net, bytes_out);
+		role = net ? net->role : NULL;
 		name = peer_label(net, peer, nb, sizeof(nb));
 		{
 			int asked_nothing = 0;
@@ -283,7 +330,7 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 		}
 		/* every connect succeeded and nothing was sent: a reachability
 		 * probe (connect, close), by design, not a failure */
-		if (!nerr && out <= 0 && json_integer_value(json_object_get(g, "connected")) > 0)
+		if (!nerr && out <= 0 && connected > 0)
 			continue;
 		/* its only bytes: TLS handshakes */
 		if (in > 0 && !nerr)
@@ -295,8 +342,7 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 		if (!gaps)
 			continue;
 		for (size_t k = 1; k < cnt; k++)
-			gaps[k - 1] = json_real_value(json_array_get(starts, k)) -
-				      json_real_value(json_array_get(starts, k - 1));
+			gaps[k - 1] = START(k) - START(k - 1);
 		if (cnt >= 2) {
 			double sum = 0;
 
@@ -306,12 +352,12 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 			median = gaps[(cnt - 1) / 2];
 			lost = (sum + median) / 1000;
 		} else if (cnt == 1 && c->ready < 0) {
-			lost = (c->end - json_real_value(json_array_get(starts, 0))) / 1000;
+			lost = (c->end - START(0)) / 1000;
 		}
 		free(gaps);
 
 		if (nerr) {
-			how = json_string_value(json_array_get(json_object_get(g, "errors"), 0));
+			how = first_error;
 			why = "connect failed";
 		} else if (out <= 0) {
 			how = "no connection";
@@ -364,19 +410,24 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 		if (lost >= 0)
 			snprintf(lost_txt, sizeof(lost_txt), "; about %.1f s lost", lost);
 		sev = c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING;
+		errors = json_array();
+		for (size_t k = 0; k < cnt; k++)
+			if (connect_failed(&c->view->connects[g->idx[k]]))
+				json_array_append_new(errors, json_string(connect_error(
+								  &c->view->connects[g->idx[k]])));
 		diag_add(
 		    c, sev, "model hub unreachable",
-		    json_pack("{s:s, s:s?, s:s?, s:b, s:s?, s:i, s:s, s:O, s:f, s:f, s:f, s:b}",
-			      "peer", peer, "host", jstr(net, "host"), "role", role, "hub", hub,
-			      "endpoint", c->endpoint, "attempts", (int)cnt, "outcome", how,
-			      "errors", json_object_get(g, "errors"), "bytes_out", out, "bytes_in",
-			      in, "seconds_per_attempt", diag_round3(median / 1000), "all_cached",
+		    json_pack("{s:s, s:s?, s:s?, s:b, s:s?, s:i, s:s, s:o, s:f, s:f, s:f, s:b}",
+			      "peer", peer, "host", net ? net->host : NULL, "role", role, "hub",
+			      hub, "endpoint", c->endpoint, "attempts", (int)cnt, "outcome", how,
+			      "errors", errors, "bytes_out", out, "bytes_in", in,
+			      "seconds_per_attempt", diag_round3(median / 1000), "all_cached",
 			      cached),
 		    lost, fix, "%s: %zu connection attempt%s, %s (%s)%s", label, cnt,
 		    cnt == 1 ? "" : "s", how, why, lost_txt);
 	}
-	json_decref(peers);
-	json_decref(net_by_peer);
+	free(groups);
+	free(idx);
 }
 
 /* ---- name resolution ---- */
@@ -393,7 +444,7 @@ static bool endpoint_is_name(const struct diag_ctx *c, char *host, size_t len)
 
 static void rule_dns(struct diag_ctx *c)
 {
-	json_t *e, *servers = json_array(), *seen = json_object(); /* seen: a set, linear */
+	json_t *servers = json_array(), *seen = json_object(); /* seen: a set, linear */
 	size_t i;
 	int queries = 0, fails = 0, ep_port = 0, ep_connects = 0;
 	double a = -1, b = -1;
@@ -402,10 +453,12 @@ static void rule_dns(struct diag_ctx *c)
 
 	if (name)
 		ep_port = atoi(strrchr(c->ep_peer, ':') + 1);
-	json_array_foreach (json_object_get(c->root, "connects"), i, e) {
-		json_int_t ret = json_integer_value(json_object_get(e, "ret"));
-		int port = (int)json_integer_value(json_object_get(e, "port"));
-		int fam = (int)json_integer_value(json_object_get(e, "family"));
+	for (i = 0; i < c->view->n_connects; i++) {
+		const struct tl_connect *e = &c->view->connects[i];
+		long long ret = connect_ret(e);
+		int port = (int)tl_or0(e->port);
+		int fam = (int)tl_or0(e->family);
+
 		if (port == ep_port && fam != 1)
 			ep_connects++;
 		if (port != 53)
@@ -414,13 +467,13 @@ static void rule_dns(struct diag_ctx *c)
 		if (ret < 0 && ret != -EINPROGRESS)
 			fails++;
 		if (a < 0)
-			a = jnum(e, "start_ms");
-		b = jnum(e, "start_ms");
-		if (!jstr(e, "peer"))
+			a = tl_or0(e->start_ms);
+		b = tl_or0(e->start_ms);
+		if (!e->peer)
 			continue; /* a hand-edited or foreign timeline */
-		if (!json_object_get(seen, jstr(e, "peer"))) {
-			json_object_set_new(seen, jstr(e, "peer"), json_true());
-			json_array_append_new(servers, json_pack("s", jstr(e, "peer")));
+		if (!json_object_get(seen, e->peer)) {
+			json_object_set_new(seen, e->peer, json_true());
+			json_array_append_new(servers, json_pack("s", e->peer));
 		}
 	}
 	json_decref(seen);
@@ -450,16 +503,15 @@ static void rule_dns(struct diag_ctx *c)
 /* Open connections to peer at the end (established, never closed). */
 static int open_connects(const struct diag_ctx *c, const char *peer)
 {
-	const json_t *e;
-	size_t i;
 	int n = 0;
 
-	json_array_foreach (json_object_get(c->root, "connects"), i, e)
-		if (jstr(e, "peer") && !strcmp(jstr(e, "peer"), peer) &&
-		    json_integer_value(json_object_get(e, "ret")) == 0 && jstr(e, "result") &&
-		    !strcmp(jstr(e, "result"), "connected") &&
-		    !json_is_number(json_object_get(e, "closed_ms")))
+	for (size_t i = 0; i < c->view->n_connects; i++) {
+		const struct tl_connect *e = &c->view->connects[i];
+
+		if (peer_is(e, peer) && connect_ret(e) == 0 && result_is(e, "connected") &&
+		    !tl_has(e->closed_ms))
 			n++;
+	}
 	return n;
 }
 
@@ -467,20 +519,19 @@ static int open_connects(const struct diag_ctx *c, const char *peer)
  * and how long since the last of them moved. */
 static int unfinished(const struct diag_ctx *c, double *idle)
 {
-	const json_t *f;
-	size_t i;
 	int n = 0;
 	double last = -1;
 
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
-		const char *path = jstr(f, "path");
+	for (size_t i = 0; i < c->view->n_files; i++) {
+		const struct tl_file *f = &c->view->files[i];
+		const char *path = f->path;
 
 		if (!path || *path != '/' || !str_ends_with(path, ".incomplete") ||
-		    jnum(f, "opens") <= 0 || diagnose_download_done(c->root, path))
+		    tl_or0(f->opens) <= 0 || tl_view_renamed(c->view, path))
 			continue;
 		n++;
-		if (jnum(f, "last_ms") > last)
-			last = jnum(f, "last_ms");
+		if (tl_or0(f->last_ms) > last)
+			last = tl_or0(f->last_ms);
 	}
 	*idle = n ? c->end - last : 0;
 	return n;
@@ -490,23 +541,22 @@ static int unfinished(const struct diag_ctx *c, double *idle)
  * downloads unfinished with nothing written for XET_IDLE_MS at the end:
  * xet-core has no read timeout, so nothing ends the wait (its retries of
  * other ranges keep the connections busy, the files do not move). */
-static bool xet_stalled(const struct diag_ctx *c, const json_t *net, double *idle, int *inflight)
+static bool xet_stalled(const struct diag_ctx *c, const struct tl_peer *net, double *idle,
+			int *inflight)
 {
 	const char *off = run_env(c, "HF_HUB_DISABLE_XET");
 
 	*inflight = unfinished(c, idle);
 	if (!role_is(net, "cas") || (off && strcmp(off, "0") && strcasecmp(off, "false")))
 		return false;
-	return jnum(net, "bytes_out") > 0 && *inflight > 0 && *idle >= XET_IDLE_MS;
+	return NET(net, bytes_out) > 0 && *inflight > 0 && *idle >= XET_IDLE_MS;
 }
 
 static void rule_xet_stalled(struct diag_ctx *c)
 {
-	const json_t *net;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "network"), i, net) {
-		const char *peer = jstr(net, "peer");
+	for (size_t i = 0; i < c->view->n_network; i++) {
+		const struct tl_peer *net = &c->view->network[i];
+		const char *peer = net->peer;
 		char buf[300];
 		double idle;
 		int inflight, open;
@@ -517,9 +567,9 @@ static void rule_xet_stalled(struct diag_ctx *c)
 		diag_add(
 		    c, c->ready < 0 ? DIAG_ERROR : DIAG_WARNING, "Xet transfer stalled",
 		    json_pack("{s:s, s:s?, s:f, s:i, s:i, s:f, s:f}", "peer", peer, "host",
-			      jstr(net, "host"), "idle_s", diag_round3(idle / 1000),
-			      "downloads_in_flight", inflight, "open_connections", open, "bytes_in",
-			      jnum(net, "bytes_in"), "bytes_out", jnum(net, "bytes_out")),
+			      net->host, "idle_s", diag_round3(idle / 1000), "downloads_in_flight",
+			      inflight, "open_connections", open, "bytes_in", tl_or0(net->bytes_in),
+			      "bytes_out", tl_or0(net->bytes_out)),
 		    idle / 1000,
 		    "set HF_HUB_DISABLE_XET=1 ([env] HF_HUB_DISABLE_XET = 1 in tts-launch.ini): "
 		    "huggingface_hub then downloads over plain HTTP, which times out "
@@ -535,7 +585,7 @@ static void rule_xet_stalled(struct diag_ctx *c)
  * asks the CAS the hub's answer names (xet-core #470), not the mirror. */
 static void rule_mirror_bypassed(struct diag_ctx *c)
 {
-	const json_t *net, *cas = NULL;
+	const struct tl_peer *cas = NULL;
 	char host[300];
 	const char *h, *e;
 	double in = 0;
@@ -552,15 +602,15 @@ static void rule_mirror_bypassed(struct diag_ctx *c)
 	snprintf(host, sizeof(host), "%.*s", (int)(e - h), h);
 	if (!*host || !strcasecmp(host, "huggingface.co"))
 		return;
-	json_array_foreach (json_object_get(c->root, "network"), i, net) {
+	for (i = 0; i < c->view->n_network; i++) {
+		const struct tl_peer *net = &c->view->network[i];
 		int asked_nothing = 0;
 
 		/* bytes of an answer, not of a TLS handshake */
-		if (role_is(net, "cas") && jstr(net, "peer") &&
-		    peer_answered(c, jstr(net, "peer"), net, &asked_nothing) &&
-		    jnum(net, "bytes_in") > 0) {
-			in += jnum(net, "bytes_in");
-			if (!cas || jnum(net, "bytes_in") > jnum(cas, "bytes_in"))
+		if (role_is(net, "cas") && net->peer &&
+		    peer_answered(c, net->peer, net, &asked_nothing) && tl_or0(net->bytes_in) > 0) {
+			in += net->bytes_in;
+			if (!cas || net->bytes_in > cas->bytes_in)
 				cas = net;
 		}
 	}
@@ -568,13 +618,12 @@ static void rule_mirror_bypassed(struct diag_ctx *c)
 		return;
 	{
 		char buf[300];
-		const char *label = peer_label(cas, jstr(cas, "peer") ?: "?", buf, sizeof(buf));
+		const char *label = peer_label(cas, cas->peer ?: "?", buf, sizeof(buf));
 
 		diag_add(
 		    c, DIAG_WARNING, "mirror bypassed by Xet",
 		    json_pack("{s:s, s:s, s:s?, s:f}", "endpoint", c->endpoint, "cas_peer",
-			      jstr(cas, "peer") ?: "?", "cas_host", jstr(cas, "host"),
-			      "cas_bytes_in", in),
+			      cas->peer ?: "?", "cas_host", cas->host, "cas_bytes_in", in),
 		    -1,
 		    "set HF_HUB_DISABLE_XET=1 ([env] HF_HUB_DISABLE_XET = 1) so every download "
 		    "goes through the mirror; or let the machine reach the CAS hosts "
@@ -590,14 +639,14 @@ static void rule_mirror_bypassed(struct diag_ctx *c)
 /* Downloads of writer (downloads[].writer): some, and every one complete. */
 static bool writer_all_done(const struct diag_ctx *c, const char *writer)
 {
-	const json_t *d;
-	size_t i;
 	int done = 0;
 
-	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
-		if (!jstr(d, "writer") || strcmp(jstr(d, "writer"), writer))
+	for (size_t i = 0; i < c->view->n_downloads; i++) {
+		const struct tl_download *d = &c->view->downloads[i];
+
+		if (!d->writer || strcmp(d->writer, writer))
 			continue;
-		if (!json_is_true(json_object_get(d, "complete")))
+		if (!d->complete)
 			return false;
 		done++;
 	}
@@ -608,13 +657,11 @@ static bool writer_all_done(const struct diag_ctx *c, const char *writer)
  * their answers, and a download of their writer did not finish) or slow. */
 static void rule_fallback_download(struct diag_ctx *c)
 {
-	const json_t *net;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "network"), i, net) {
-		const char *peer = jstr(net, "peer"), *role = jstr(net, "role");
-		double in = jnum(net, "bytes_in"),
-		       span = jnum(net, "last_ms") - jnum(net, "first_ms");
+	for (size_t i = 0; i < c->view->n_network; i++) {
+		const struct tl_peer *net = &c->view->network[i];
+		const char *peer = net->peer, *role = net->role;
+		double in = tl_or0(net->bytes_in),
+		       span = tl_or0(net->last_ms) - tl_or0(net->first_ms);
 		bool ms = role_is(net, "modelscope");
 		char buf[300];
 		const char *label;
@@ -631,8 +678,8 @@ static void rule_fallback_download(struct diag_ctx *c)
 			    c, DIAG_ERROR,
 			    ms ? "ModelScope download failed" : "mirror download failed",
 			    json_pack("{s:s, s:s?, s:s, s:f, s:f, s:f}", "peer", peer, "host",
-				      jstr(net, "host"), "role", role, "bytes_in", in, "connects",
-				      jnum(net, "connects"), "span_ms", span),
+				      net->host, "role", role, "bytes_in", in, "connects",
+				      tl_or0(net->connects), "span_ms", span),
 			    -1,
 			    ms ? "see the service's log for the ModelScope error; set "
 				 "USE_MODELSCOPE=false to download from huggingface.co, or retry "
@@ -642,15 +689,15 @@ static void rule_fallback_download(struct diag_ctx *c)
 				 "retry later",
 			    "the start failed after downloads from %s (%s, %.1f KiB over %lld "
 			    "connections): %s answered, but not with the files",
-			    label, role, in / 1024, (long long)jnum(net, "connects"), label);
+			    label, role, in / 1024, (long long)tl_or0(net->connects), label);
 			continue;
 		}
 		if (span >= SLOW_PEER_MS && in / (span / 1000) < SLOW_PEER_BPS)
 			diag_add(c, DIAG_WARNING,
 				 ms ? "ModelScope download slow" : "mirror download slow",
 				 json_pack("{s:s, s:s?, s:s, s:f, s:f}", "peer", peer, "host",
-					   jstr(net, "host"), "role", role, "bytes_in", in,
-					   "span_ms", span),
+					   net->host, "role", role, "bytes_in", in, "span_ms",
+					   span),
 				 span / 1000,
 				 "a closer or faster source: USE_MODELSCOPE=false (huggingface.co) "
 				 "or HF_ENDPOINT to a mirror near you",

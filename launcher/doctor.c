@@ -36,15 +36,6 @@ static void line(const char *status, const char *what, const char *fmt, ...)
 	putchar('\n');
 }
 
-/* [env] NAME, else the launcher's own environment (which the service inherits) */
-static const char *doctor_env(const struct config *c, const char *name)
-{
-	for (size_t i = 0; c && i < c->n_env; i++)
-		if (!strcmp(c->env[i].name, name))
-			return c->env[i].value;
-	return getenv(name);
-}
-
 static void check_kernel(void)
 {
 	struct utsname u;
@@ -273,9 +264,6 @@ static void check_writable(const struct config *c, const char *what, const char 
 
 /* ---- downloads: the settings the clients read, the caches' disks ---- */
 
-/* doctor_env for hfcache's env callback */
-static const char *svc_env(const void *ctx, const char *name) { return doctor_env(ctx, name); }
-
 /* One directory's file system: WARN when writes there do not last */
 static void check_dir_fs(const char *what, const char *dir)
 {
@@ -305,7 +293,8 @@ static void check_downloads(const struct config *c)
 {
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
 	const char *app = c->app_dir ? c->app_dir : "/";
-	const char *xet_off = svc_env(c, "HF_HUB_DISABLE_XET"), *ms = svc_env(c, "USE_MODELSCOPE");
+	const char *xet_off = config_service_env(c, "HF_HUB_DISABLE_XET"),
+		   *ms = config_service_env(c, "USE_MODELSCOPE");
 	char md[PATH_MAX] = "", xet[PATH_MAX], need_s[32], free_s[32];
 	long long need = 0;
 	struct hostprobe_fs fs;
@@ -320,14 +309,14 @@ static void check_downloads(const struct config *c)
 	     ms && *ms ? ms
 		       : "unset: every start probes huggingface.co and modelscope.cn (3 s "
 			 "timeout each) to choose");
-	n = hf_cache_dirs(app, c->model_dir, svc_env, c, false, d, HF_MAX_CACHE_DIRS);
+	n = hf_cache_dirs(app, c->model_dir, config_service_env, c, false, d, HF_MAX_CACHE_DIRS);
 	for (int i = 0; i < n; i++) {
 		char what[40];
 
 		snprintf(what, sizeof(what), "cache %s", d[i].role);
 		check_dir_fs(what, d[i].path);
 	}
-	hf_xet_dir(app, svc_env, c, xet, sizeof(xet));
+	hf_xet_dir(app, config_service_env, c, xet, sizeof(xet));
 	if (!xet_off || !*xet_off || !strcmp(xet_off, "0"))
 		check_dir_fs("xet chunk-cache", xet);
 	/* the known model files the 2026 layout still lacks, against the
@@ -379,7 +368,7 @@ int doctor_run(const struct config *c)
 	check_writable(c, "log file", "[log] file", c->log_file, "FAIL");
 	check_writable(c, "timeline", "[trace] timeline", c->timeline, "WARN");
 	/* names only warn: an offline machine with every model cached is fine */
-	peers_doctor_resolve(stdout, doctor_env(c, "HF_ENDPOINT"), 2000);
+	peers_doctor_resolve(stdout, config_service_env(c, "HF_ENDPOINT"), 2000);
 	check_downloads(c);
 	printf("%s\n", fails ? "some checks failed: see the fixes above" : "all checks passed");
 	return fails ? 1 : 0;

@@ -111,3 +111,14 @@ const char *envcheck_suggest(const char *name)
 	}
 	return best;
 }
+
+const char *envcheck_client_setting(size_t i)
+{
+	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+		if (strstr(known[k], "TOKEN") || !strcmp(known[k], "PYTHONPATH"))
+			continue;
+		if (i-- == 0)
+			return known[k];
+	}
+	return NULL;
+}

@@ -19,6 +19,7 @@
 #include "control.h"
 #include "diagnose.h"
 #include "doctor.h"
+#include "envcheck.h"
 #include "mlock.h"
 #include "redact.h"
 #include "render.h"
@@ -399,12 +400,13 @@ static void env_default(struct config *c, const char *name, const char *value)
  * reason about the caches the service really uses. */
 static struct config *inherit_hf_env(struct config *c)
 {
-	static const char *const names[] = {"HF_HOME", "HF_HUB_CACHE", "HF_ENDPOINT",
-					    "HF_HUB_OFFLINE", "HOME"};
+	const char *name;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (getenv(names[i]))
-			env_default(c, names[i], getenv(names[i]));
+	for (size_t i = 0; (name = envcheck_client_setting(i)); i++)
+		if (getenv(name))
+			env_default(c, name, getenv(name));
+	if (getenv("HOME"))
+		env_default(c, "HOME", getenv("HOME"));
 	return c;
 }
 

@@ -55,6 +55,8 @@ int pipeline_run(const struct pipeline_in *in, struct timeline *tl, enum pipelin
 			tracer_poll(in->tracer);
 		timeline_build(tl, tracer_collector(in->tracer), tracer_status(in->tracer));
 		phases_infer(tl);
+		/* what the critical thread waits on now, for the stall line */
+		attribution_live(tl, tracer_collector(in->tracer));
 	}
 	if (upto < PIPE_MEMORY)
 		return 0;

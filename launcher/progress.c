@@ -112,32 +112,31 @@ void progress_snapshot_cost(struct progress *p, double ms)
 
 /* The timeline's entry for the download whose temp (or final) path is
  * path, or NULL */
-static const json_t *dl_entry(const json_t *root, const char *path)
+static const struct tl_download *dl_entry(const struct tl_view *v, const char *path)
 {
-	const json_t *d;
-	size_t i;
+	for (size_t i = 0; i < v->n_downloads; i++) {
+		const struct tl_download *d = &v->downloads[i];
 
-	json_array_foreach (json_object_get(root, "downloads"), i, d)
-		if ((jstr(d, "path") && !strcmp(jstr(d, "path"), path)) ||
-		    (jstr(d, "final_path") && !strcmp(jstr(d, "final_path"), path)))
+		if ((d->path && !strcmp(d->path, path)) ||
+		    (d->final_path && !strcmp(d->final_path, path)))
 			return d;
+	}
 	return NULL;
 }
 
-bool progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
+bool progress_download_name(const struct tl_view *v, const char *path, double first_ms, char *out,
 			    size_t len)
 {
 	char repo[256], folder[PATH_MAX], best[PATH_MAX] = "";
 	double best_ms = -1;
-	const json_t *v = dl_entry(root, path);
+	const struct tl_download *d = dl_entry(v, path);
 	size_t i;
 
 	/* the timeline names every download (hfcache.c's rules, final once
 	 * renamed or linked) */
-	if (v && jstr(v, "name")) {
-		snprintf(out, len, "%s", jstr(v, "name"));
-		return json_is_true(json_object_get(v, "complete")) &&
-		       (jstr(v, "link") || strcmp(jstr(v, "writer") ?: "", "hub_cache"));
+	if (d && d->name) {
+		snprintf(out, len, "%s", d->name);
+		return d->complete && (d->link || strcmp(d->writer ?: "", "hub_cache"));
 	}
 	if (!hf_repo_id(path, repo, sizeof(repo)) || !*repo) {
 		const char *b = strrchr(path, '/');
@@ -147,12 +146,12 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 	}
 	hf_snapshots_dir(path, folder, sizeof(folder));
 	/* once downloaded, the snapshot's link to the blob names it exactly */
-	json_array_foreach (json_object_get(root, "symlinks"), i, v) {
-		const char *q = jstr(v, "path"), *r = jstr(v, "resolved");
+	for (i = 0; i < v->n_symlinks; i++) {
+		const char *q = v->symlinks[i].path, *r = v->symlinks[i].resolved;
 		size_t n = strlen(path) - (str_ends_with(path, ".incomplete") ? 11 : 0);
 
 		if (q && r && !strncmp(q, folder, strlen(folder)) && strlen(r) == n &&
-		    !strncmp(r, path, n) && jnum(v, "result") == 0) {
+		    !strncmp(r, path, n) && tl_or0(v->symlinks[i].result) == 0) {
 			const char *f = hf_snapshot_file(q);
 
 			snprintf(out, len, "%s:%s", repo, f ? f : q + strlen(folder));
@@ -162,10 +161,11 @@ bool progress_download_name(const json_t *root, const char *path, double first_m
 	/* before that, a guess: huggingface_hub checks snapshots/COMMIT/FILE
 	 * just before it takes the lock and opens the blob, so the last such
 	 * probe names the file (a sample can see it before the probe's entry) */
-	json_array_foreach (json_object_get(root, "missing_paths"), i, v) {
-		const char *q = jstr(v, "path");
+	for (i = 0; i < v->n_missing; i++) {
+		const char *q = v->missing[i].path;
 		/* the pointer is probed again after the download: its first failure */
-		double t = jnum(v, "first_ms");
+		double t = tl_or0(v->missing[i].first_ms);
+
 		if (!q || strncmp(q, folder, strlen(folder)) || t > first_ms + 1 || t < best_ms)
 			continue;
 		best_ms = t;
@@ -237,18 +237,16 @@ static double file_rate(const struct pfile *f, double now)
 /* A file being written where downloads go: an *.incomplete blob, or a
  * file growing under a cache or the model directory (not the cache's
  * bookkeeping: locks, refs, .no_exist). */
-static bool watched(const json_t *root, const char *path, const struct hf_cache_dir *dirs, int n)
+static bool watched(const struct tl_view *v, const char *path, const struct hf_cache_dir *dirs,
+		    int n)
 {
-	const json_t *c;
-	size_t i;
-
 	if (!strncmp(path, "[fd] ", 5))
 		return false;
-	if (str_ends_with(path, ".incomplete") || dl_entry(root, path))
+	if (str_ends_with(path, ".incomplete") || dl_entry(v, path))
 		return true;
 	/* a copy (copies[]) is said as one, not as a download */
-	json_array_foreach (json_object_get(root, "copies"), i, c)
-		if (jstr(c, "path") && !strcmp(jstr(c, "path"), path))
+	for (size_t i = 0; i < v->n_copies; i++)
+		if (v->copies[i].path && !strcmp(v->copies[i].path, path))
 			return false;
 	if (hf_cache_meta(path))
 		return false;
@@ -268,8 +266,6 @@ static double net_in(const struct tl_view *v)
 	double s = 0;
 	size_t i;
 
-	if (!v)
-		return 0;
 	for (i = 0; i < v->n_connects; i++)
 		if (v->connects[i].peer && strncmp(v->connects[i].peer, "unix:", 5))
 			s += stall_conn_answer_bytes(&v->connects[i]);
@@ -381,40 +377,39 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 	int active = 0;
 	struct pfile *stalled_pf = NULL;
 	double total = 0, net = net_in(v);
-	const json_t *f, *flying, *dl;
-	size_t i;
-	int n_flying = diagnose_downloads_in_flight(root, &flying);
+	const struct tl_file *flying;
+	const struct tl_download *dl;
+	int n_flying = tl_view_downloads_in_flight(v, &flying);
 
-	json_array_foreach (json_object_get(root, "files"), i, f) {
-		const char *path = jstr(f, "path");
-		double w = jnum(f, "bytes_written");
+	for (size_t i = 0; i < v->n_files; i++) {
+		const struct tl_file *f = &v->files[i];
+		const char *path = f->path;
+		double w = tl_or0(f->bytes_written);
 		struct pfile *pf;
 
-		if (!path || (w <= 0 && f != flying) || !watched(root, path, dirs, nd))
+		if (!path || (w <= 0 && f != flying) || !watched(v, path, dirs, nd))
 			continue;
 		total += w;
 		pf = file_get(p, path);
 		if (!pf)
 			continue;
-		dl = dl_entry(root, path);
+		dl = dl_entry(v, path);
 		if (!pf->n) {
 			pf->first_seen = now;
 			pf->net0 = net;
-			pf->first_ms = jnum(f, "first_ms");
+			pf->first_ms = tl_or0(f->first_ms);
 			pf->download = str_ends_with(path, ".incomplete") || dl;
-			progress_download_name(root, path, jnum(f, "first_ms"), pf->name,
-					       sizeof(pf->name));
+			progress_download_name(v, path, pf->first_ms, pf->name, sizeof(pf->name));
 		}
 		if (dl) {
 			/* the distinct bytes written, the expected size (Xet's
 			 * parallel writes: not the sum of the writes) */
-			if (jnum(dl, "bytes") > 0)
-				w = jnum(dl, "bytes");
-			pf->expected = jnum(dl, "expected_size");
-			pf->estimated = jstr(dl, "expected_from") &&
-					!strcmp(jstr(dl, "expected_from"), "known");
-			if (jstr(dl, "name") && !pf->named) {
-				snprintf(pf->name, sizeof(pf->name), "%s", jstr(dl, "name"));
+			if (tl_or0(dl->bytes) > 0)
+				w = dl->bytes;
+			pf->expected = tl_or0(dl->expected_size);
+			pf->estimated = dl->expected_from && !strcmp(dl->expected_from, "known");
+			if (dl->name && !pf->named) {
+				snprintf(pf->name, sizeof(pf->name), "%s", dl->name);
 				pf->named = true;
 			}
 		}
@@ -437,11 +432,11 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 		double rate;
 		bool stalled;
 
-		if (pf->download && !pf->done && diagnose_download_done(root, pf->path)) {
+		if (pf->download && !pf->done && tl_view_renamed(v, pf->path)) {
 			/* named again from the snapshot link huggingface_hub makes
 			 * right after the rename (exact); a sample between the two
 			 * waits one more for it */
-			if (!progress_download_name(root, pf->path, pf->first_ms, pf->name,
+			if (!progress_download_name(v, pf->path, pf->first_ms, pf->name,
 						    sizeof(pf->name)) &&
 			    !pf->waited) {
 				pf->waited = true;
@@ -526,13 +521,11 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 
 /* Copies (copies[]: shutil.copy2/copytree through sendfile): one line per
  * file when first seen, "migrating" when it comes from a hub cache. */
-static void sample_copies(struct progress *p, const json_t *root, bool final)
+static void sample_copies(struct progress *p, const struct tl_view *v, bool final)
 {
-	const json_t *c;
-	size_t i;
-
-	json_array_foreach (json_object_get(root, "copies"), i, c) {
-		const char *path = jstr(c, "path"), *src = jstr(c, "source");
+	for (size_t i = 0; i < v->n_copies; i++) {
+		const struct tl_copy *c = &v->copies[i];
+		const char *path = c->path, *src = c->source;
 		char sz[32];
 
 		if (!path || json_object_get(p->copies, path))
@@ -541,34 +534,30 @@ static void sample_copies(struct progress *p, const json_t *root, bool final)
 		 * source's path yet ("[fd] NAME"): said from a later snapshot */
 		if (!final && (!src || !strncmp(src, "[fd] ", 5)))
 			continue;
-		json_object_set_new(p->copies, path, json_real(jnum(c, "bytes")));
-		fmt_bytes(sz, sizeof(sz), jnum(c, "size") > 0 ? jnum(c, "size") : jnum(c, "bytes"));
+		json_object_set_new(p->copies, path, json_real(tl_or0(c->bytes)));
+		fmt_bytes(sz, sizeof(sz), tl_or0(c->size) > 0 ? c->size : tl_or0(c->bytes));
 		if (p->o.mode != PROGRESS_OFF)
 			emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: %s %s (%s) from %s\n",
-			     json_is_true(json_object_get(c, "from_cache")) ? "migrating"
-									    : "copying",
-			     jstr(c, "name") ? jstr(c, "name") : path, sz,
-			     json_is_true(json_object_get(c, "from_cache")) ? "the old cache"
-			     : src					    ? src
-									    : "?");
+			     c->from_cache ? "migrating" : "copying", c->name ? c->name : path, sz,
+			     c->from_cache ? "the old cache"
+			     : src	   ? src
+					   : "?");
 	}
 }
 
 /* ---- stalls ---- */
 
 /* Peers as the samples saw them: bytes in/out, when each last grew. */
-static void sample_peers(struct progress *p, const json_t *root, double now)
+static void sample_peers(struct progress *p, const struct tl_view *v, double now)
 {
-	const json_t *n;
-	size_t i;
-
-	json_array_foreach (json_object_get(root, "network"), i, n) {
-		const char *peer = jstr(n, "peer");
-		double in = jnum(n, "bytes_in"), out = jnum(n, "bytes_out"),
-		       last = jnum(n, "last_ms");
+	for (size_t i = 0; i < v->n_network; i++) {
+		const struct tl_peer *n = &v->network[i];
+		const char *peer = n->peer;
+		double in = tl_or0(n->bytes_in), out = tl_or0(n->bytes_out),
+		       last = tl_or0(n->last_ms);
 		json_t *h;
 
-		if (!peer || json_is_true(json_object_get(n, "dns")) || !strncmp(peer, "unix:", 5))
+		if (!peer || n->dns || !strncmp(peer, "unix:", 5))
 			continue;
 		/* a change happened at the peer's last activity (the model's
 		 * last_ms), unless that is older than the previous sample */
@@ -627,31 +616,30 @@ static void sample_conns(struct progress *p, const struct tl_view *v, double now
  * bundle for each new connection: not progress; nor are opens, which a
  * lock poll repeats), maps, new files, answers from the network (not a TLS
  * handshake, not DNS: stall_conn_answer_bytes), processes. */
-static double signature(const json_t *root, const struct tl_view *v)
+static double signature(const struct tl_view *v)
 {
-	const json_t *e;
 	double s = 0;
-	size_t i;
 
-	json_array_foreach (json_object_get(root, "files"), i, e) {
-		double rd = jnum(e, "bytes_read"), size = jnum(e, "size");
+	for (size_t i = 0; i < v->n_files; i++) {
+		const struct tl_file *e = &v->files[i];
+		double rd = tl_or0(e->bytes_read), size = tl_or0(e->size);
 
-		if (jstr(e, "path") && !strncmp(jstr(e, "path"), "[fd] ", 5))
+		if (e->path && !strncmp(e->path, "[fd] ", 5))
 			continue; /* inherited fds: the service's own log output */
 		if (size > 0 && rd > size)
 			rd = size;
-		s += rd + jnum(e, "bytes_written") + jnum(e, "mmaps");
+		s += rd + tl_or0(e->bytes_written) + tl_or0(e->mmaps);
 	}
-	s += json_array_size(json_object_get(root, "files"));
+	s += v->n_files;
 	s += net_in(v);
-	s += json_array_size(json_object_get(root, "processes"));
+	s += v->n_procs;
 	return s;
 }
 
-static void check_stall(struct progress *p, const json_t *root, const struct tl_view *v, double now)
+static void check_stall(struct progress *p, const struct tl_view *v, double now)
 {
-	double sig = signature(root, v);
-	double faults = jnum(json_object_get(root, "memory"), "page_faults");
+	double sig = signature(v);
+	double faults = tl_or0(v->memory.page_faults);
 	json_t *why, *w;
 	size_t i;
 
@@ -674,17 +662,16 @@ static void check_stall(struct progress *p, const json_t *root, const struct tl_
 	p->next_stall = now + p->o.stall_s * 1000;
 	{
 		/* the download in flight and its name, then stall.c over the views */
-		const json_t *fl;
+		const struct tl_file *fl;
 		char name[300];
 		struct stall_download dl = {0};
 
-		if (diagnose_downloads_in_flight(root, &fl) && jstr(fl, "path")) {
-			dl = (struct stall_download){jstr(fl, "path"), jnum(fl, "first_ms"), name};
-			progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
+		if (tl_view_downloads_in_flight(v, &fl) && fl->path) {
+			dl = (struct stall_download){fl->path, tl_or0(fl->first_ms), name};
+			progress_download_name(v, dl.path, dl.first_ms, name, sizeof(name));
 		}
-		why = v ? stall_waiting_on(v, p->peers, p->conns, dl.path ? &dl : NULL,
-					   p->last_progress, now)
-			: json_array();
+		why = stall_waiting_on(v, p->peers, p->conns, dl.path ? &dl : NULL,
+				       p->last_progress, now);
 	}
 	json_array_foreach (why, i, w)
 		emit(p, true, "tts-launch: no progress for %.0f s: %s\n",
@@ -705,19 +692,23 @@ void progress_sample(struct progress *p, const json_t *root, double now_ms)
 		return;
 	v = tl_view_decode_tree(root);
 	p->samples++;
-	sample_peers(p, root, now_ms);
-	if (v)
-		sample_conns(p, v, now_ms);
+	if (!v)
+		return; /* out of memory: the next sample looks again */
+	sample_peers(p, v, now_ms);
+	sample_conns(p, v, now_ms);
 	sample_files(p, root, v, now_ms);
-	sample_copies(p, root, false);
-	check_stall(p, root, v, now_ms);
+	sample_copies(p, v, false);
+	check_stall(p, v, now_ms);
 	tl_view_free(v);
 }
 
 void progress_timeline(struct progress *p, json_t *root)
 {
+	struct tl_view *v;
+
 	if (!p || !root)
 		return;
+	v = tl_view_decode_tree(root);
 	/* a completion left waiting for its snapshot link when samples
 	 * stopped (ready) is said now, named from the final snapshot */
 	for (size_t k = 0; k < p->n_files; k++) {
@@ -725,20 +716,20 @@ void progress_timeline(struct progress *p, json_t *root)
 
 		if (!pf->waited || pf->done)
 			continue;
-		progress_download_name(root, pf->path, pf->first_ms, pf->name, sizeof(pf->name));
+		if (v)
+			progress_download_name(v, pf->path, pf->first_ms, pf->name,
+					       sizeof(pf->name));
 		say_downloaded(p, pf);
 	}
 	/* the copies in the final model, and all a migration moved */
-	sample_copies(p, root, true);
-	{
-		const json_t *c;
+	if (v) {
 		double mig = 0;
 		int n = 0;
-		size_t i;
 
-		json_array_foreach (json_object_get(root, "copies"), i, c)
-			if (json_is_true(json_object_get(c, "from_cache"))) {
-				mig += jnum(c, "bytes");
+		sample_copies(p, v, true);
+		for (size_t i = 0; i < v->n_copies; i++)
+			if (v->copies[i].from_cache) {
+				mig += tl_or0(v->copies[i].bytes);
 				n++;
 			}
 		if (n && p->o.mode != PROGRESS_OFF) {
@@ -751,6 +742,7 @@ void progress_timeline(struct progress *p, json_t *root)
 			     sz, n, n == 1 ? "" : "s");
 		}
 	}
+	tl_view_free(v);
 	json_object_set_new(root, "progress",
 			    json_pack("{s:i, s:f, s:f, s:O}", "samples", p->samples,
 				      "snapshot_ms_avg",

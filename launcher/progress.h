@@ -3,7 +3,10 @@
  * second and hands it here). Files being written under the Hugging Face
  * caches and the model directory are shown with their size so far and rate;
  * when nothing progresses for [trace] stall, it says what the service waits
- * on (docs/diagnose.md, "While it starts"). */
+ * on (docs/diagnose.md, "While it starts"). It reads the model through its
+ * typed views (timeline_view.h), decoded once per sample; the tree itself
+ * only for the caches of the run (diagnose_cache_dirs) and to store its
+ * "progress" key. */
 #ifndef TTS_PROGRESS_H
 #define TTS_PROGRESS_H
 
@@ -12,6 +15,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "timeline_view.h"
 
 struct progress;
 
@@ -51,7 +55,7 @@ void progress_snapshot_cost(struct progress *p, double ms);
  * link to it once made (returns true: exact), else from the snapshot path
  * the service probed just before opening it (a guess), else the path
  * shortened. */
-bool progress_download_name(const json_t *root, const char *path, double first_ms, char *out,
+bool progress_download_name(const struct tl_view *v, const char *path, double first_ms, char *out,
 			    size_t len);
 
 #endif

@@ -4,11 +4,10 @@
 
 #include <bpf/bpf.h>
 #include <ctype.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <inttypes.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "elfsym.h"
 #include "trace.h"
 #include "trace.skel.h"
 
@@ -81,81 +81,6 @@ static const struct pyframes_layout layouts[] = {
 #define MINOR_MIN 10
 #define MINOR_MAX 12
 
-/* The value (address) of a dynamic symbol, and the file offset of its
- * bytes; false when absent. */
-static bool dynsym(Elf *elf, const char *name, uint64_t *addr, uint64_t *off)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *n;
-
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
-				continue;
-			n = elf_strptr(elf, sh.sh_link, s.st_name);
-			if (!n || strcmp(n, name))
-				continue;
-			*addr = s.st_value;
-			/* the section holding it: its file offset */
-			{
-				Elf_Scn *in = elf_getscn(elf, s.st_shndx);
-				GElf_Shdr ish;
-
-				*off = in && gelf_getshdr(in, &ish) && ish.sh_type != SHT_NOBITS
-					   ? ish.sh_offset + (s.st_value - ish.sh_addr)
-					   : 0;
-			}
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The DT_NEEDED libpython3.x.so of elf, and its RUNPATH/RPATH. */
-static bool needed_libpython(Elf *elf, char *lib, size_t liblen, char *runpath, size_t rplen)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	bool found = false;
-
-	runpath[0] = 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *d;
-		GElf_Dyn dyn;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			const char *s;
-
-			if (!gelf_getdyn(d, (int)i, &dyn))
-				continue;
-			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
-			    dyn.d_tag != DT_RPATH)
-				continue;
-			s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
-			if (!s)
-				continue;
-			if (dyn.d_tag == DT_NEEDED && !strncmp(s, "libpython3.", 11)) {
-				snprintf(lib, liblen, "%s", s);
-				found = true;
-			} else if (dyn.d_tag != DT_NEEDED && !runpath[0]) {
-				snprintf(runpath, rplen, "%s", s);
-			}
-		}
-	}
-	return found;
-}
-
 /* Where the dynamic linker finds lib for exe: its RUNPATH's directories
  * ($ORIGIN expanded), then the usual ones. */
 static bool find_lib(const char *exe, const char *lib, const char *runpath, char *out, size_t len)
@@ -197,73 +122,28 @@ static int minor_of_name(const char *path)
 	return atoi(p + 8);
 }
 
-/* the vaddr of the segment at file offset 0 (the load base's) */
-static uint64_t base_vaddr(Elf *elf)
-{
-	size_t n = 0;
-
-	if (elf_getphdrnum(elf, &n))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0)
-			return ph.p_vaddr;
-	}
-	return 0;
-}
-
-struct elf_file {
-	int fd;
-	Elf *elf;
-	GElf_Ehdr eh;
-};
-
-static bool elf_open(const char *path, struct elf_file *f, char *why, size_t whylen)
-{
-	f->elf = NULL;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		return false;
-	}
-	f->elf = elf_begin(f->fd, ELF_C_READ, NULL);
-	if (!f->elf || !gelf_getehdr(f->elf, &f->eh)) {
-		snprintf(why, whylen, "%s: not an ELF file", path);
-		return false;
-	}
-	return true;
-}
-
-static void elf_close(struct elf_file *f)
-{
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
-	f->elf = NULL;
-	f->fd = -1;
-}
-
 static bool check_one(const char *path, struct pyframes_target *out, char *why, size_t whylen)
 {
-	uint64_t rt, rt_off, ver_addr, ver_off;
+	struct elfsym_sym rt, ver_sym;
 	uint32_t ver = 0;
 	struct stat st;
-	struct elf_file exe = {.fd = -1}, lib = {.fd = -1}, *holder = &exe;
+	struct elfsym *exe, *lib = NULL, *holder;
 	char libname[256], runpath[PATH_MAX], libpath[PATH_MAX] = "";
 	bool ok = false;
 	int minor = 0;
 
-	if (!elf_open(path, &exe, why, whylen) || fstat(exe.fd, &st)) {
-		if (exe.fd >= 0 && !exe.elf)
-			snprintf(why, whylen, "%s: %s", path, strerror(errno));
+	exe = elfsym_open(path, why, whylen);
+	holder = exe;
+	if (!exe)
+		return false;
+	if (fstat(elfsym_fd(exe), &st)) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
 		goto done;
 	}
-	if (!dynsym(exe.elf, "_PyRuntime", &rt, &rt_off)) {
+	if (!elfsym_find(exe, "_PyRuntime", &rt)) {
 		/* pyenv's, uv's: the interpreter is in the libpython it needs */
-		if (!needed_libpython(exe.elf, libname, sizeof(libname), runpath,
-				      sizeof(runpath))) {
+		if (!elfsym_needed(exe, "libpython3.", libname, sizeof(libname), runpath,
+				   sizeof(runpath))) {
 			snprintf(why, whylen,
 				 "%s has no _PyRuntime among its dynamic symbols and needs no "
 				 "libpython3.x.so: not a CPython build whose frames can be "
@@ -276,10 +156,10 @@ static bool check_one(const char *path, struct pyframes_target *out, char *why, 
 				 libname, runpath[0] ? runpath : "none");
 			goto done;
 		}
-		if (!elf_open(libpath, &lib, why, whylen))
+		if (!(lib = elfsym_open(libpath, why, whylen)))
 			goto done;
-		holder = &lib;
-		if (!dynsym(lib.elf, "_PyRuntime", &rt, &rt_off)) {
+		holder = lib;
+		if (!elfsym_find(lib, "_PyRuntime", &rt)) {
 			snprintf(why, whylen,
 				 "%s (of %s) has no _PyRuntime among its dynamic symbols: its "
 				 "frames cannot be found",
@@ -288,8 +168,8 @@ static bool check_one(const char *path, struct pyframes_target *out, char *why, 
 		}
 	}
 	/* the version: Py_Version (3.11+), else the file names */
-	if (dynsym(holder->elf, "Py_Version", &ver_addr, &ver_off) && ver_off &&
-	    pread(holder->fd, &ver, sizeof(ver), (off_t)ver_off) == sizeof(ver)) {
+	if (elfsym_find(holder, "Py_Version", &ver_sym) && ver_sym.offset &&
+	    pread(elfsym_fd(holder), &ver, sizeof(ver), (off_t)ver_sym.offset) == sizeof(ver)) {
 		if (ver >> 24 == 3)
 			minor = (int)((ver >> 16) & 0xff);
 	} else {
@@ -297,7 +177,7 @@ static bool check_one(const char *path, struct pyframes_target *out, char *why, 
 		if (!minor)
 			minor = minor_of_name(path);
 	}
-	if (minor < MINOR_MIN || minor > MINOR_MAX || exe.eh.e_machine != EM_X86_64) {
+	if (minor < MINOR_MIN || minor > MINOR_MAX || elfsym_machine(exe) != EM_X86_64) {
 		char v[32];
 
 		if (minor)
@@ -313,20 +193,20 @@ static bool check_one(const char *path, struct pyframes_target *out, char *why, 
 	memset(out, 0, sizeof(*out));
 	out->minor = minor;
 	out->lay = layouts[minor];
-	out->rt_value = rt;
-	out->rt_base = base_vaddr(holder->elf);
+	out->rt_value = rt.value;
+	out->rt_base = elfsym_base_vaddr(holder);
 	/* a fixed-address executable holding it: the same address everywhere */
-	out->runtime = holder == &exe && exe.eh.e_type == ET_EXEC ? rt : 0;
+	out->runtime = holder == exe && elfsym_is_exec(exe) ? rt.value : 0;
 	/* the kernel's dev_t (MKDEV: major << 20 | minor), as s_dev */
 	out->dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev);
 	out->ino = st.st_ino;
 	snprintf(out->path, sizeof(out->path), "%s", path);
-	if (!realpath(holder == &lib ? libpath : path, out->rt_path))
-		snprintf(out->rt_path, sizeof(out->rt_path), "%s", holder == &lib ? libpath : path);
+	if (!realpath(holder == lib ? libpath : path, out->rt_path))
+		snprintf(out->rt_path, sizeof(out->rt_path), "%s", holder == lib ? libpath : path);
 	ok = true;
 done:
-	elf_close(&lib);
-	elf_close(&exe);
+	elfsym_close(lib);
+	elfsym_close(exe);
 	return ok;
 }
 
@@ -335,10 +215,6 @@ bool pyframes_find(char paths[][PATH_MAX], int n, struct pyframes_target *out, c
 {
 	memset(out, 0, sizeof(*out));
 	snprintf(why, whylen, "no python interpreter found");
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		snprintf(why, whylen, "libelf: %s", elf_errmsg(-1));
-		return false;
-	}
 	for (int i = 0; i < n; i++)
 		if (check_one(paths[i], out, why, whylen))
 			return true;

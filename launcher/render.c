@@ -18,7 +18,8 @@
 	X(svg, render_svg)                                                                         \
 	X(html, render_html)                                                                       \
 	X(prom, render_prom)                                                                       \
-	X(folded, render_folded)
+	X(folded, render_folded)                                                                   \
+	X(flamegraph, render_flamegraph)
 
 #define ROW(name, fn) {#name, fn},
 const struct renderer renderers[] = {RENDERERS(ROW)};

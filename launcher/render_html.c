@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib_build.h"
 #include "render_svg.h"
 #include "timeline_view.h"
 #include "util.h"
@@ -95,6 +96,35 @@ static void findings(const struct tl_view *v, FILE *out)
 		fputs("</tr>\n", out);
 	}
 	fputs("</table>\n", out);
+}
+
+/* "where the time went": the attribution's causes, largest first (only
+ * when the timeline has the section) */
+static void attribution_table(const struct timeline *tl, FILE *out)
+{
+	struct attr_view a;
+	char dur[32];
+
+	if (!attr_view_decode(tl, &a))
+		return;
+	fprintf(out,
+		"<h2 id=\"attribution\">Where the time went (%zu causes, %.1f%% explained)</h2>\n"
+		"<table class=\"attribution\"><tr><th>kind</th><th>what</th><th>time</th>"
+		"<th>share</th></tr>\n",
+		a.r.n_causes,
+		a.r.window_us > 0 ? 100.0 * (double)a.r.explained_us / (double)a.r.window_us : 0);
+	for (size_t i = 0; i < a.r.n_causes; i++) {
+		const struct attr_cause *c = &a.r.causes[i];
+
+		fputs("<tr>", out);
+		td(out, attr_kind_name(c->kind));
+		td(out, c->what);
+		svg_fmt_dur(dur, sizeof(dur), (double)c->us / 1000);
+		fprintf(out, "<td class=\"n\">%s</td><td class=\"n\">%.1f%%</td></tr>\n", dur,
+			a.r.window_us > 0 ? 100.0 * (double)c->us / (double)a.r.window_us : 0);
+	}
+	fputs("</table>\n", out);
+	attr_view_free(&a);
 }
 
 static void phases_downloads(const struct tl_view *v, FILE *out)
@@ -227,6 +257,7 @@ int render_html(const struct timeline *tl, FILE *out)
 		return -1;
 	/* findings first: they are the point of a diagnosis */
 	findings(v, out);
+	attribution_table(tl, out);
 	phases_downloads(v, out);
 	files_missing(v, out);
 	fputs("</body></html>\n", out);

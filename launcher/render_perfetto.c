@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib_build.h"
 #include "hfcache.h"
 #include "jsonw.h"
 #include "render_perfetto.h"
@@ -559,6 +560,50 @@ static char *one_str_args(const char *key, const char *val)
 
 static int pid_of(double v) { return tl_has(v) ? (int)v : 0; }
 
+/* The attribution's strip as a thread-state track on the service: one
+ * complete event per run of a kind (cat "state", named by the kind, args
+ * the run's longest cause), on a thread of its own ("critical thread
+ * state", a lane id: no real thread's), first among the service's. Runs
+ * tile the window, so they never overlap. */
+static void critical_state(struct events *e, const struct timeline *tl, int spid)
+{
+	struct attr_view a;
+	int tid;
+
+	if (!attr_view_decode(tl, &a))
+		return;
+	if (!a.r.n_segs) {
+		attr_view_free(&a);
+		return;
+	}
+	tid = e->next_lane_tid++;
+	meta_str(e, "thread_name", spid, tid, "name", "critical thread state");
+	meta_int(e, "thread_sort_index", spid, tid, "sort_index", -1);
+	for (size_t i = 0; i < a.r.n_segs; i++) {
+		const struct attr_seg *g = &a.r.segs[i];
+		long long s = us(g->start), f = us(g->end);
+		struct args sa;
+		struct jsonw *w = args_begin(&sa);
+
+		if (w) {
+			jw_kstr(w, "kind", attr_kind_name(g->kind));
+			jw_kstr(w, "what", g->what);
+		}
+		ev_add(e,
+		       (struct event){.cat = "state",
+				      .ph = 'X',
+				      .has_ts = true,
+				      .ts = s,
+				      .has_dur = true,
+				      .dur = f > s ? f - s : 0,
+				      .pid = spid,
+				      .tid = tid,
+				      .args = args_end(&sa)},
+		       attr_kind_name(g->kind), NULL);
+	}
+	attr_view_free(&a);
+}
+
 int render_perfetto(const struct timeline *tl, FILE *out)
 {
 	struct tl_view *v = tl_view_decode(tl);
@@ -671,6 +716,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		meta_str(&e, "process_name", spid, spid, "name", "service");
 		meta_int(&e, "process_sort_index", spid, spid, "sort_index", 1);
 	}
+	critical_state(&e, tl, spid);
 
 	/* downloads: async spans, and the summed download rate as a counter */
 	{

@@ -15,20 +15,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attrib_build.h"
 #include "hfcache.h"
 #include "render_svg.h"
 #include "timeline_view.h"
 #include "util.h"
 
-#define WIDTH	  1400
-#define MARGIN	  20
-#define ROW_H	  22
-#define BAR_H	  16
-#define FONT_PX	  12
-#define CHAR_W	  7.2 /* px per character at 12px, a little over DejaVu Sans */
-#define MARK_ROWS 3
-#define FAULT_H	  120
-#define TITLE_H	  56
+#define WIDTH	    1400
+#define MARGIN	    20
+#define ROW_H	    22
+#define BAR_H	    16
+#define FONT_PX	    12
+#define CHAR_W	    7.2 /* px per character at 12px, a little over DejaVu Sans */
+#define MARK_ROWS   3
+#define FAULT_H	    120
+#define TITLE_H	    56
+#define STRIP_H	    18			   /* the critical thread's state strip */
+#define STRIP_BLOCK (8 + 18 + STRIP_H + 8) /* its caption, the strip, a gap */
+#define KINDS_H	    22			   /* a row of its legend */
 
 void svg_escape(FILE *out, const char *s)
 {
@@ -247,6 +251,102 @@ static void text(FILE *out, double x, double y, const char *anchor, const char *
  * none; in range for any loaded value (they are bounded by 1e19). */
 static long long count_ll(double v) { return tl_has(v) && fabs(v) < 9e18 ? (long long)v : 0; }
 
+/* the attribution's kinds (enum attr_kind order): told apart from each
+ * other, by the PNG test too */
+static const char *const kind_fills[AK_N] = {
+    [AK_CPU] = "#1f77b4",   [AK_DISK] = "#8c564b",  [AK_FAULT] = "#e377c2", [AK_NET] = "#2ca02c",
+    [AK_SLEEP] = "#bcbd22", [AK_LOCK] = "#9467bd",  [AK_CHILD] = "#17becf", [AK_GPU] = "#ff7f0e",
+    [AK_RUNQ] = "#aec7e8",  [AK_OTHER] = "#c7c7c7",
+};
+
+const char *svg_kind_fill(int kind)
+{
+	return kind >= 0 && kind < AK_N ? kind_fills[kind] : kind_fills[AK_OTHER];
+}
+
+/* The legend of the strip's kinds, largest first with their share: rows
+ * of it from baseline y, wrapped inside the plot; how many rows (out NULL:
+ * only counted). */
+static int strip_legend(FILE *out, const struct plot *p, const struct attr_view *a, double y)
+{
+	long long by_kind[AK_N] = {0};
+	double x = p->x0;
+	int rows = 1;
+	char buf[64];
+
+	for (size_t i = 0; i < a->r.n_causes; i++)
+		by_kind[a->r.causes[i].kind] += a->r.causes[i].us;
+	for (int pass = 0; pass < AK_N; pass++) {
+		int best = -1;
+		double w;
+
+		for (int k = 0; k < AK_N; k++)
+			if (by_kind[k] > 0 && (best < 0 || by_kind[k] > by_kind[best]))
+				best = k;
+		if (best < 0)
+			break;
+		snprintf(buf, sizeof(buf), "%s %.1f%%", attr_kind_name((enum attr_kind)best),
+			 a->r.window_us > 0 ? 100.0 * (double)by_kind[best] / (double)a->r.window_us
+					    : 0);
+		by_kind[best] = 0;
+		w = 16 + text_w(buf) + 18;
+		if (x > p->x0 && x + w - 18 > p->x1) {
+			x = p->x0;
+			y += KINDS_H;
+			rows++;
+		}
+		if (!out) {
+			x += w;
+			continue;
+		}
+		fprintf(out,
+			"<rect class=\"kind-legend\" data-kind=\"%s\" x=\"%.1f\" y=\"%.1f\" "
+			"width=\"12\" height=\"12\" fill=\"%s\"/>\n",
+			attr_kind_name((enum attr_kind)best), x, y - 10, kind_fills[best]);
+		text(out, x + 16, y, "start", "label", buf);
+		x += w;
+	}
+	return rows;
+}
+
+/* The critical thread's state along the time axis (attribution.strip):
+ * a caption at baseline y + 12, the runs under it, coloured by kind, each
+ * with a tooltip (its kind, longest cause, span). */
+static void strip_draw(FILE *out, const struct plot *p, const struct attr_view *a, double y)
+{
+	char buf[400], d1[32], d2[32], d3[32];
+
+	svg_fmt_dur(d1, sizeof(d1), a->window_ms);
+	snprintf(buf, sizeof(buf),
+		 "critical thread: where the time went (exec -> %s, %s, %.1f%% explained%s)",
+		 a->complete ? "ready or exit" : "now", d1,
+		 a->r.window_us > 0 ? 100.0 * (double)a->r.explained_us / (double)a->r.window_us
+				    : 0,
+		 a->r.segs_cut ? "; the strip is cut" : "");
+	text(out, p->x0 + 4, y + 12, "start", "sub", buf);
+	fprintf(out,
+		"<rect class=\"strip-panel\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+		"height=\"%d\" fill=\"#f7f7f7\"/>\n",
+		p->x0, y + 18, p->x1 - p->x0, STRIP_H);
+	for (size_t i = 0; i < a->r.n_segs; i++) {
+		const struct attr_seg *g = &a->r.segs[i];
+		double xa = px(p, g->start), xb = px(p, g->end);
+
+		svg_fmt_dur(d1, sizeof(d1), g->end - g->start);
+		svg_fmt_dur(d2, sizeof(d2), g->start);
+		svg_fmt_dur(d3, sizeof(d3), g->end);
+		snprintf(buf, sizeof(buf), "%s %s (%s to %s): %.*s", attr_kind_name(g->kind), d1,
+			 d2, d3, utf8_prefix(g->what, 200), g->what[0] ? g->what : "?");
+		fprintf(out,
+			"<rect class=\"state\" data-kind=\"%s\" x=\"%.2f\" y=\"%.1f\" "
+			"width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>",
+			attr_kind_name(g->kind), xa, y + 18, xb - xa > 0.2 ? xb - xa : 0.2, STRIP_H,
+			kind_fills[g->kind]);
+		svg_escape(out, buf);
+		fputs("</title></rect>\n", out);
+	}
+}
+
 int render_svg(const struct timeline *tl, FILE *out)
 {
 	struct tl_view *v = tl_view_decode(tl);
@@ -260,10 +360,18 @@ int render_svg(const struct timeline *tl, FILE *out)
 	double rx, *gaps; /* the ready line's x; where it breaks for a label (top y) */
 	size_t n_gaps = 0;
 	char buf[512], dur[32];
-	int height;
+	struct attr_view av;
+	bool strip;
+	int height, kind_rows = 0;
 
 	if (!v)
 		return -1;
+	/* the attribution's strip, when the timeline has one */
+	strip = attr_view_decode(tl, &av);
+	if (strip && !av.r.n_segs) {
+		attr_view_free(&av);
+		strip = false;
+	}
 	by_base = downloads_by_base(v, &n_base);
 	fr = &v->memory.fault_rate;
 	n = v->n_phases;
@@ -277,6 +385,9 @@ int render_svg(const struct timeline *tl, FILE *out)
 			p.tmax = v->phases[i].end_ms;
 	if (ready > p.tmax)
 		p.tmax = ready;
+	/* never ready: the window ends at the exit */
+	if (strip && isnan(ready) && av.end_ms > p.tmax)
+		p.tmax = av.end_ms;
 	if (p.tmax <= 0)
 		p.tmax = 1;
 	p.tmax *= 1.02;
@@ -285,6 +396,10 @@ int render_svg(const struct timeline *tl, FILE *out)
 	top = TITLE_H + MARK_ROWS * 14 + 8;
 	bottom = top + (double)(n ? n : 1) * ROW_H;
 	height = (int)(bottom + 20 + FAULT_H + 40 + 30);
+	if (strip) {
+		kind_rows = strip_legend(NULL, &p, &av, 0);
+		height += STRIP_BLOCK + kind_rows * KINDS_H;
+	}
 
 	fprintf(out,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -362,6 +477,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 		const struct tl_download *d = download_of(by_base, n_base, name);
 		double a = v->phases[i].start_ms, b = v->phases[i].end_ms;
 		double xa, xb, w, tw, ry = top + (double)i * ROW_H;
+		char pdur[32];
+		bool past;
 
 		if (isnan(a))
 			continue;
@@ -378,14 +495,29 @@ int render_svg(const struct timeline *tl, FILE *out)
 		} else {
 			snprintf(buf, sizeof(buf), "%.*s  %s", utf8_prefix(name, 400), name, dur);
 		}
+		/* with the attribution's strip (which says where the time up
+		 * to ready went): a span that runs on past ready is drawn
+		 * faded after it, its label says how much of it came after */
+		past = strip && !isnan(rx) && a < ready && b > ready && w > 1 && rx - xa >= 1;
+		if (past) {
+			svg_fmt_dur(pdur, sizeof(pdur), b - ready);
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (%s after ready)",
+				 pdur);
+		}
 		fprintf(out, "<rect class=\"phase%s\" data-phase=\"", d ? " download" : "");
 		svg_escape(out, name);
 		fprintf(out,
 			"\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
 			"<title>",
-			xa, ry + (ROW_H - BAR_H) / 2.0, w, BAR_H, c->fill);
+			xa, ry + (ROW_H - BAR_H) / 2.0, past ? rx - xa : w, BAR_H, c->fill);
 		svg_escape(out, buf);
 		fputs("</title></rect>\n", out);
+		if (past) {
+			fprintf(out,
+				"<rect class=\"past-ready\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+				"height=\"%d\" fill=\"%s\" fill-opacity=\"0.3\"/>\n",
+				rx, ry + (ROW_H - BAR_H) / 2.0, xa + w - rx, BAR_H, c->fill);
+		}
 		tw = text_w(buf);
 		{
 			/* right of the bar, else left, else inside; a side the
@@ -487,6 +619,18 @@ int render_svg(const struct timeline *tl, FILE *out)
 	if (crosses(rx, p.x0 + 4, text_w(buf)) && gaps)
 		gaps[n_gaps++] = y + 1;
 
+	/* the critical thread's state under the faults */
+	if (strip) {
+		double sy = y + FAULT_H + 8;
+
+		strip_draw(out, &p, &av, sy);
+		if (crosses(rx, p.x0 + 4,
+			    text_w("critical thread: where the time went (exec -> "
+				   "ready or exit, 000.00 s, 100.0% explained)")) &&
+		    gaps)
+			gaps[n_gaps++] = sy + 1;
+	}
+
 	/* ready: across everything, broken where it would cross a label */
 	if (!isnan(ready)) {
 		double x = px(&p, ready), from = top - 6;
@@ -494,7 +638,7 @@ int render_svg(const struct timeline *tl, FILE *out)
 		svg_fmt_dur(dur, sizeof(dur), ready);
 		snprintf(buf, sizeof(buf), "ready %s", dur);
 		for (size_t g = 0; g <= n_gaps; g++) {
-			double to = g < n_gaps ? gaps[g] : y + FAULT_H;
+			double to = g < n_gaps ? gaps[g] : y + FAULT_H + (strip ? 26 + STRIP_H : 0);
 
 			if (to > from)
 				fprintf(out,
@@ -510,9 +654,14 @@ int render_svg(const struct timeline *tl, FILE *out)
 			text(out, x - 4, top - 8, "end", "ready", buf);
 	}
 
-	/* legend */
+	/* legend: the strip's kinds, then the bars' categories */
 	{
 		double x = p.x0, ly = y + FAULT_H + 26;
+
+		if (strip) {
+			strip_legend(out, &p, &av, ly + STRIP_BLOCK);
+			ly += STRIP_BLOCK + kind_rows * KINDS_H;
+		}
 
 		for (size_t c = 0; c < sizeof(cats) / sizeof(cats[0]); c++) {
 			fprintf(out,
@@ -526,6 +675,8 @@ int render_svg(const struct timeline *tl, FILE *out)
 	fputs("</svg>\n", out);
 	free(gaps);
 	free(by_base);
+	if (strip)
+		attr_view_free(&av);
 	tl_view_free(v);
 	return ferror(out) ? -1 : 0;
 }

@@ -19,4 +19,12 @@ void svg_fmt_dur(char *buf, size_t len, double ms);
 /* XML-escape s (& < > " ') onto out. */
 void svg_escape(FILE *out, const char *s);
 
+/* The fill of an attribution kind (enum attr_kind), the plot's strip and
+ * the flame graph's. */
+const char *svg_kind_fill(int kind);
+
+/* `report --format flamegraph` (render_flame.c): the attribution as an
+ * SVG flame graph, searchable. */
+int render_flamegraph(const struct timeline *tl, FILE *out);
+
 #endif

@@ -6,10 +6,12 @@
  * it starts"). */
 #include "stall.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "attrib_live.h"
 #include "diagnose.h"
 #include "hfcache.h"
 #include "util.h"
@@ -235,6 +237,179 @@ static json_t *waiting_connections(const struct tl_view *v, const json_t *conns,
 	return said;
 }
 
+/* ---- the critical thread, from the attribution's live model ---- */
+
+/* The newest connection to peer that asked something, and the attempts on
+ * it so far (attempts()); 0 when the model has none. */
+static int peer_attempts(const struct tl_view *v, const char *peer)
+{
+	size_t first;
+
+	for (size_t i = v->n_connects; peer[0] && i-- > 0;)
+		if (v->connects[i].peer && !strcmp(v->connects[i].peer, peer) &&
+		    asked(&v->connects[i]))
+			return stall_conn_unanswered(&v->connects[i]) == 1 ? attempts(v, i, &first)
+									   : 0;
+	return 0;
+}
+
+/* what the chain's last thread is doing, into buf: "blocked for 32 s in
+ * poll on hf.co:443 (the 2nd attempt on it)" */
+static void live_state(const struct tl_view *v, const struct attr_live_hop *h, double s,
+		       int *attempt, char *buf, size_t len)
+{
+	const char *call = h->call[0] ? h->call : "a wait";
+	/* a peer by the name the other stall lines use */
+	const char *what = h->peer[0] ? peer_label(v, h->peer) : h->what;
+	char py[128] = "";
+
+	if (h->py[0] && strcmp(h->py, h->what))
+		snprintf(py, sizeof(py), ", in %s", h->py);
+	*attempt = 0;
+	if (h->state == LIVE_CPU) {
+		snprintf(buf, len,
+			 "on a CPU for %.0f s without waiting for anything%s%s: busy computing", s,
+			 h->what[0] ? ", in " : "", h->what);
+		return;
+	}
+	if (h->state == LIVE_RUNNABLE) {
+		snprintf(buf, len, "runnable for %.0f s but waiting for a CPU (CPU contention)", s);
+		return;
+	}
+	switch (h->kind) {
+	case AK_NET:
+		*attempt = peer_attempts(v, h->peer);
+		if (*attempt)
+			snprintf(buf, len,
+				 "blocked for %.0f s in %s on %s (the %d%s attempt on it)%s", s,
+				 call, what, *attempt, ordinal(*attempt), py);
+		else
+			snprintf(buf, len, "blocked for %.0f s in %s on %s%s", s, call, what, py);
+		break;
+	case AK_DISK:
+		snprintf(buf, len, "blocked for %.0f s in %s on %s (disk I/O)%s", s, call, h->what,
+			 py);
+		break;
+	case AK_FAULT:
+		snprintf(buf, len, "blocked for %.0f s in a page fault on %s (disk I/O)%s", s,
+			 h->what, py);
+		break;
+	case AK_SLEEP:
+		snprintf(buf, len, "sleeping for %.0f s in %s", s, h->py[0] ? h->py : call);
+		break;
+	case AK_LOCK:
+		if (!strcmp(h->what, "futex"))
+			snprintf(
+			    buf, len,
+			    "waiting for %.0f s on a futex (a lock, a join or a queue of another "
+			    "thread)%s",
+			    s, py);
+		else
+			snprintf(
+			    buf, len,
+			    "waiting for %.0f s in %s for the lock %s: another process holds it%s",
+			    s, call, h->what, py);
+		break;
+	default:
+		snprintf(buf, len, "blocked for %.0f s in %s (%s)%s", s, call, h->what, py);
+	}
+}
+
+/* a state that says on what the thread waits (a socket, a file, a lock
+ * file, a child); the others (on CPU, runnable, a sleep, a futex no thread
+ * of its process explains) only when nothing else is known: a retry
+ * back-off's sleep comes between the attempts the other lines count */
+static bool live_says(const struct attr_live *l)
+{
+	const struct attr_live_hop *h = &l->hop[l->n_hops - 1];
+
+	for (int i = 0; i + 1 < l->n_hops; i++)
+		if (l->hop[i].kind == AK_CHILD)
+			return true; /* waiting for a child: what the child does */
+	return h->state == LIVE_BLOCKED && !(h->kind == AK_LOCK && !strcmp(h->what, "futex")) &&
+	       h->kind != AK_OTHER && h->kind != AK_SLEEP;
+}
+
+/* the peer-silent line said of peer, or NULL */
+static json_t *said_of(json_t *list, const char *peer)
+{
+	size_t i;
+	json_t *w;
+
+	json_array_foreach (list, i, w)
+		if (!strcmp(jstr(w, "kind") ?: "", "peer-silent") &&
+		    !strcmp(jstr(w, "peer") ?: "", peer))
+			return w;
+	return NULL;
+}
+
+/* What the critical thread (the root's main thread, through the children
+ * it waits for, and the thread of its own it waits on) is doing now, when
+ * it has for WAIT_MIN_MS (attrib_live.h): said first when it says on what
+ * it waits (live_says), else (last_resort) only in place of "unknown".
+ * Nothing without a fresh live model. */
+static void critical_wait(const struct tl_view *v, json_t *list, double now_ms, bool last_resort)
+{
+	json_t *item, *said;
+	const struct attr_live *l = attr_live_now();
+	const struct attr_live_hop *h;
+	char chain[640], state[640];
+	size_t off;
+	double s;
+	int attempt;
+
+	if (!l->valid || l->n_hops < 1 || fabs(now_ms - l->at_ms) > 10000)
+		return;
+	h = &l->hop[l->n_hops - 1];
+	s = (now_ms - h->since_ms) / 1000;
+	if (s * 1000 < WAIT_MIN_MS || live_says(l) == last_resort)
+		return;
+	off = (size_t)snprintf(chain, sizeof(chain), "the main thread of %s (pid %d)",
+			       l->hop[0].comm, l->hop[0].pid);
+	for (int i = 1; i < l->n_hops && off < sizeof(chain); i++) {
+		const struct attr_live_hop *g = &l->hop[i];
+
+		if (g->pid == l->hop[i - 1].pid)
+			off += (size_t)snprintf(chain + off, sizeof(chain) - off,
+						" waits on its thread %d, which", g->tid);
+		else
+			off += (size_t)snprintf(chain + off, sizeof(chain) - off,
+						" waits for its child %s (pid %d), whose main "
+						"thread",
+						g->comm, g->pid);
+	}
+	live_state(v, h, s, &attempt, state, sizeof(state));
+	item = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:f, s:s?, s:s?, s:i}", "kind",
+			 "blocked", "state",
+			 h->state == LIVE_CPU	     ? "cpu"
+			 : h->state == LIVE_RUNNABLE ? "runqueue"
+						     : attr_kind_name(h->kind),
+			 "what", h->what, "comm", h->comm, "pid", h->pid, "tid", h->tid, "call",
+			 h->call, "seconds", s, "peer", h->peer[0] ? h->peer : NULL, "label",
+			 h->peer[0] ? peer_label(v, h->peer) : NULL, "attempt", attempt);
+	/* a peer another line says (its attempts, what ends them): one line,
+	 * that one, saying that the critical thread is blocked on it */
+	said = h->peer[0] && h->state == LIVE_BLOCKED ? said_of(list, h->peer) : NULL;
+	if (said) {
+		char msg[1536];
+
+		snprintf(msg, sizeof(msg), "%s; %s is blocked in %s on it for %.0f s%s%s",
+			 jstr(said, "message") ?: "", chain, h->call[0] ? h->call : "a wait", s,
+			 h->py[0] ? ", in " : "", h->py);
+		json_object_set_new(said, "message", json_text(msg));
+		json_object_set_new(said, "blocked", item);
+		return;
+	}
+	waiting_add(list, item, "%s is %s", chain, state);
+	/* first: the critical thread's own wait */
+	if (!last_resort && json_array_size(list) > 1) {
+		json_t *w = json_incref(json_array_get(list, json_array_size(list) - 1));
+
+		json_array_remove(list, json_array_size(list) - 1);
+		json_array_insert_new(list, 0, w);
+	}
+}
+
 json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const json_t *conns,
 			 const struct stall_download *dl, double since_ms, double now_ms)
 {
@@ -361,6 +536,8 @@ json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const jso
 	}
 	json_decref(own);
 	json_decref(silent);
+	/* the critical thread's own wait, from the attribution's model: first */
+	critical_wait(v, list, now_ms, false);
 
 	/* 4. the same missing path tried again while nothing else moved */
 	for (i = 0; i < v->n_missing; i++) {
@@ -380,6 +557,8 @@ json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const jso
 			    e->path, attempts, (last - first) / 1000,
 			    e->errno_name ? e->errno_name : "failed", (now_ms - last) / 1000);
 	}
+	if (!json_array_size(list))
+		critical_wait(v, list, now_ms, true);
 	if (!json_array_size(list))
 		waiting_add(
 		    list, json_pack("{s:s}", "kind", "unknown"),

@@ -1,7 +1,9 @@
-/* stall: what a stalled start-up waits on, from the timeline model alone
- * (docs/diagnose.md, "While it starts"). A rule about the start, used by the
- * live display (progress.c) when nothing has moved for [trace] stall. Reads
- * the model through its typed views (timeline_view.h). */
+/* stall: what a stalled start-up waits on, from the timeline model
+ * (docs/diagnose.md, "While it starts") and the attribution's live state of
+ * the critical thread (attrib_live.h, filled at each snapshot of the
+ * trace). A rule about the start, used by the live display (progress.c)
+ * when nothing has moved for [trace] stall. Reads the model through its
+ * typed views (timeline_view.h). */
 #ifndef TTS_STALL_H
 #define TTS_STALL_H
 
@@ -18,8 +20,11 @@ struct stall_download {
 };
 
 /* What a stalled service waits on, from the model's views v: an array of
- * {kind, message, ...evidence}; kinds "connect", "peer-silent",
- * "download-stalled", "lock", "missing-path", "unknown". since_ms: the last
+ * {kind, message, ...evidence}; kinds "blocked" (what the critical thread
+ * waits on now, from the attribution's live model, attrib_live.h: first;
+ * a socket a "peer-silent" line names is said on that line, its evidence
+ * under "blocked"), "connect", "peer-silent", "download-stalled", "lock",
+ * "missing-path", "unknown". since_ms: the last
  * progress; now_ms: now. peers: what earlier samples saw of each peer,
  * {PEER: {in, out, t_in, t_out}} (bytes, and when each last grew), or NULL
  * to take it from the model alone (bytes_in 0 = never answered); conns: the

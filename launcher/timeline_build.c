@@ -1,34 +1,23 @@
 /* timeline_build: the collector's records and the maps into the model's
  * trace sections; see timeline_build.h.
  *
- * The file sections are timeline_files.c's. Still here, to move (issue
- * 13): requests carry dur_ms and page_faults copied from latency_ms and
- * faults for their readers (collector.c on_request). */
+ * The file sections are timeline_files.c's. Requests still carry dur_ms
+ * and page_faults, the older names of latency_ms and faults, for saved
+ * readers; the typed view resolves both, so in-tree readers need neither
+ * (dropping them is a schema change: a version bump). */
 #include "timeline_build.h"
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <errno.h>
-#include <limits.h>
-#include <netinet/in.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "clock.h"
 #include "gpu.h"
-#include "hfcache.h"
 #include "imports.h"
 #include "procfs.h"
-#include "redact.h"
 #include "timeline_files.h"
 #include "timeline_internal.h"
 #include "timeline_parts.h"
 #include "trace.skel.h"
-#include "util.h"
 
 static void snap_procs(struct collector *t, json_t *root)
 {
@@ -86,6 +75,48 @@ static void snap_procs(struct collector *t, json_t *root)
 	json_object_set_new(root, "processes", procs);
 }
 
+/* memory.mlock_calls[] of the collector's records */
+static json_t *mlock_calls_json(const struct collector *t)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < t->n_mlocks; i++) {
+		const struct coll_mlock *m = &t->mlocks[i];
+
+		json_array_append_new(
+		    a, json_pack("{s:i, s:s, s:I, s:i, s:i, s:s?, s:o, s:o}", "pid", m->pid, "call",
+				 m->call, "len", (json_int_t)m->len, "flags", m->flags, "result",
+				 m->result, "errno", m->errno_name, "start_ms",
+				 ms_json(m->start_ms), "dur_ms", ms_json(m->dur_ms)));
+	}
+	return a;
+}
+
+/* requests[] of the collector's records; dur_ms and page_faults: the older
+ * names of latency_ms and faults, the same values */
+static json_t *requests_json(const struct collector *t)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < t->n_requests; i++) {
+		const struct coll_request *q = &t->requests[i];
+		json_t *r = json_pack(
+		    "{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:I, s:I}",
+		    "start_ms", ms_json(q->start_ms), "end_ms", ms_json(q->end_ms), "latency_ms",
+		    ms_json(q->end_ms - q->start_ms), "close_ms", ms_json(q->close_ms), "faults",
+		    (json_int_t)q->faults, "major_faults", (json_int_t)q->major_faults, "bytes_out",
+		    (json_int_t)q->bytes_out, "bytes_in", (json_int_t)q->bytes_in, "writes",
+		    (json_int_t)q->writes, "pid", q->pid, "tid", q->tid, "port", q->port,
+		    "model_faults", (json_int_t)q->model_faults, "model_major_faults",
+		    (json_int_t)q->model_major_faults);
+
+		json_object_set(r, "dur_ms", json_object_get(r, "latency_ms"));
+		json_object_set(r, "page_faults", json_object_get(r, "faults"));
+		json_array_append_new(a, r);
+	}
+	return a;
+}
+
 static void snap_memory(struct collector *t, json_t *root)
 {
 	json_t *mem = json_object_get(root, "memory"), *series = json_array(), *files, *f;
@@ -114,7 +145,7 @@ static void snap_memory(struct collector *t, json_t *root)
 			model_faults += json_integer_value(json_object_get(f, "faults"));
 	}
 	json_object_set_new(mem, "model_file_faults", json_integer((json_int_t)model_faults));
-	json_object_set_new(mem, "mlock_calls", json_deep_copy(t->mlocks));
+	json_object_set_new(mem, "mlock_calls", mlock_calls_json(t));
 }
 
 static void snap_block(struct collector *t, json_t *root, const __u64 *cnt)
@@ -202,7 +233,7 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	snap_block(t, root, cnt);
 	imports_snapshot(root, t->imports, st->usdt); /* python: USDT or derived imports */
 	json_object_set_new(root, "gpu", gpu_snap(t->gpu, root, t->cfg, t->ready_ms));
-	json_object_set_new(root, "requests", json_deep_copy(t->requests));
+	json_object_set_new(root, "requests", requests_json(t));
 	json_object_set_new(tr, "requests_window_s",
 			    t->req_window_ms < 0 ? json_null()
 						 : json_real(t->req_window_ms / 1000));

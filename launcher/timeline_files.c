@@ -29,16 +29,6 @@
 #include "trace.skel.h"
 #include "util.h"
 
-const char *config_env(const void *cfg, const char *name)
-{
-	const struct config *c = cfg;
-
-	for (size_t i = 0; c && i < c->n_env; i++)
-		if (!strcmp(c->env[i].name, name))
-			return c->env[i].value;
-	return NULL;
-}
-
 /* Where the service's Hugging Face client caches (hfcache.h), and its
  * HF_HOME as a whole (token, xet...): the "cache" file class. */
 static int cache_dirs(const struct config *cfg, char dirs[][PATH_MAX])

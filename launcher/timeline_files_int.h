@@ -43,9 +43,6 @@ struct dl_ctx {
 	const char *app_dir;
 };
 
-/* The service's environment variable name, from its config's [env] */
-const char *config_env(const void *cfg, const char *name);
-
 /* The wranges map read once per snapshot; model_dir/app_dir for names */
 void dl_ctx_init(struct dl_ctx *dx, struct collector *t);
 

@@ -2,8 +2,11 @@
  * that still build or patch the tree directly until they move to typed
  * sections: tracer.c (the trace sections), diagnose.c (findings, cache_fs),
  * mlock.c (memory.mlock), supervise.c (progress, the findings said so far),
- * progress.c (it samples the tree; stall.c gets the views of it), and
- * timeline_view.c (the decoders themselves). Renderers, compare and
+ * progress.c (it decodes the views of the tree it samples, asks
+ * diagnose_cache_dirs for the run's caches and stores its "progress" key;
+ * it reads no section key itself), diagnose_download.c and diagnose_io.c
+ * (their rules still read c->root), and timeline_view.c (the decoders
+ * themselves). Renderers, compare and
  * rules compiled in the Makefile's NO_JANSSON list cannot include this. */
 #ifndef TTS_TIMELINE_INTERNAL_H
 #define TTS_TIMELINE_INTERNAL_H

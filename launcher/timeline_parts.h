@@ -11,9 +11,6 @@
 /* An errno as its name ("ECONNREFUSED"), null for 0 or an unknown one. */
 json_t *errno_json(int e);
 
-/* The value of [env] NAME in the config cfg (a struct config *), or NULL. */
-const char *config_env(const void *cfg, const char *name);
-
 /* network, connects and listens (timeline_net.c) */
 void snap_network(struct collector *t, json_t *root);
 

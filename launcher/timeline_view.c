@@ -8,6 +8,7 @@
 #include "phases.h"
 #include "timeline_internal.h"
 #include "timeline_view.h"
+#include "util.h"
 
 /* the one rule (timeline_view.h): absent, null or mistyped is "none" */
 static double num(const json_t *o, const char *key)
@@ -92,6 +93,13 @@ static int decode_files(const json_t *root, struct tl_view *v)
 		    .faults = num(e, "faults"),
 		    .first_ms = num(e, "first_ms"),
 		    .last_ms = num(e, "last_ms"),
+		    .size = num(e, "size"),
+		    .mmaps = num(e, "mmaps"),
+		    .reads = num(e, "reads"),
+		    .writes = num(e, "writes"),
+		    .failed_opens = num(e, "failed_opens"),
+		    .write_errors = num(e, "write_errors"),
+		    .write_errno = str(e, "write_errno"),
 		};
 	v->files = out;
 	return 0;
@@ -134,6 +142,18 @@ static int decode_downloads(const json_t *root, struct tl_view *v)
 		    .complete = flag(e, "complete"),
 		    .final_path = str(e, "final_path"),
 		    .link = str(e, "link"),
+		    .writer = str(e, "writer"),
+		    .expected_size = num(e, "expected_size"),
+		    .expected_from = str(e, "expected_from"),
+		    .bytes_written = num(e, "bytes_written"),
+		    .size = num(e, "size"),
+		    .dur_ms = num(e, "dur_ms"),
+		    .rename_ms = num(e, "rename_ms"),
+		    .percent = num(e, "percent"),
+		    .threads = num(e, "threads"),
+		    .resumed_from = num(e, "resumed_from"),
+		    .kind = str(e, "kind"),
+		    .also_in = str(e, "also_in"),
 		};
 	v->downloads = out;
 	return 0;
@@ -172,6 +192,33 @@ static void peer_label(struct tl_peer *p)
 		snprintf(p->label, sizeof(p->label), "%s", p->peer ? p->peer : "");
 }
 
+/* network[] by peer (then by position: the last of equals is the one a
+ * lookup gives), for tl_view_peer */
+static int peer_cmp(const void *a, const void *b, void *arg)
+{
+	const struct tl_peer *net = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const char *p = net[x].peer, *q = net[y].peer;
+	int r = strcmp(p ? p : "", q ? q : "");
+
+	return r ? r : (x > y) - (x < y);
+}
+
+static int peer_index(struct tl_view *v)
+{
+	size_t *order;
+
+	if (!v->n_network)
+		return 0;
+	if (!(order = calloc(v->n_network, sizeof(*order))))
+		return -1;
+	for (size_t i = 0; i < v->n_network; i++)
+		order[i] = i;
+	qsort_r(order, v->n_network, sizeof(*order), peer_cmp, (void *)v->network);
+	v->peer_order = order;
+	return 0;
+}
+
 static int decode_network(const json_t *root, struct tl_view *v)
 {
 	const json_t *arr = json_object_get(root, "network"), *e;
@@ -194,13 +241,14 @@ static int decode_network(const json_t *root, struct tl_view *v)
 		    .port = num(e, "port"),
 		    .inbound =
 			flag(e, "inbound") || (str(e, "role") && !strcmp(str(e, "role"), "client")),
+		    .first_ms = num(e, "first_ms"),
 		    .last_ms = num(e, "last_ms"),
 		    .dns = flag(e, "dns"),
 		};
 	for (i = 0; i < v->n_network; i++)
 		peer_label(&out[i]);
 	v->network = out;
-	return 0;
+	return peer_index(v);
 }
 
 static int decode_connects(const json_t *root, struct tl_view *v)
@@ -226,8 +274,41 @@ static int decode_connects(const json_t *root, struct tl_view *v)
 		    .writes = num(e, "writes"),
 		    .reply_max = num(e, "reply_max"),
 		    .tls = flag(e, "tls"),
+		    .ret = num(e, "ret"),
+		    .family = num(e, "family"),
+		    .ms_to_result = num(e, "ms_to_result"),
+		    .dur_ms = num(e, "dur_ms"),
+		    .result = str(e, "result"),
 		};
 	v->connects = out;
+	return 0;
+}
+
+static int decode_renames(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "renames"), *e;
+	struct tl_rename *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_renames) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_rename){str(e, "old"), str(e, "new"), num(e, "result")};
+	v->renames = out;
+	return 0;
+}
+
+static int decode_symlinks(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "symlinks"), *e;
+	struct tl_symlink *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_symlinks) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_symlink){str(e, "path"), str(e, "resolved"), num(e, "result")};
+	v->symlinks = out;
 	return 0;
 }
 
@@ -240,8 +321,83 @@ static int decode_locks(const json_t *root, struct tl_view *v)
 	if (LIST(arr, out, v->n_locks) < 0)
 		return -1;
 	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_lock){str(e, "path"), flag(e, "waiting"), num(e, "waiting_ms")};
+		out[i] = (struct tl_lock){
+		    .path = str(e, "path"),
+		    .waiting = flag(e, "waiting"),
+		    .waiting_ms = num(e, "waiting_ms"),
+		    .calls = num(e, "calls"),
+		    .blocking_calls = num(e, "blocking_calls"),
+		    .failures = num(e, "failures"),
+		    .wait_ms = num(e, "wait_ms"),
+		    .max_wait_ms = num(e, "max_wait_ms"),
+		    .contended_ms = num(e, "contended_ms"),
+		    .acquired_ms = num(e, "acquired_ms"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .holder_pid = num(e, "holder_pid"),
+		    .holder_command = str(e, "holder_command"),
+		    .errno_name = str(e, "errno"),
+		};
 	v->locks = out;
+	return 0;
+}
+
+static int decode_failed_ops(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "failed_ops"), *e;
+	struct tl_failed_op *out;
+	size_t i;
+
+	if (LIST(arr, out, v->n_failed_ops) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		out[i] = (struct tl_failed_op){
+		    .op = str(e, "op"),
+		    .path = str(e, "path"),
+		    .old = str(e, "old"),
+		    .errno_name = str(e, "errno"),
+		    .count = num(e, "count"),
+		    .first_ms = num(e, "first_ms"),
+		    .last_ms = num(e, "last_ms"),
+		    .pid = num(e, "pid"),
+		};
+	v->failed_ops = out;
+	return 0;
+}
+
+static int tri(const json_t *o, const char *key);
+
+static int decode_cache_fs(const json_t *root, struct tl_view *v)
+{
+	const json_t *arr = json_object_get(root, "cache_fs"), *e, *g;
+	struct tl_cache_fs *out;
+	size_t i, j;
+
+	if (LIST(arr, out, v->n_cache_fs) < 0)
+		return -1;
+	v->cache_fs = out;
+	json_array_foreach (arr, i, e) {
+		const json_t *inc = json_object_get(e, "incomplete");
+		struct tl_on_disk *d;
+
+		out[i] = (struct tl_cache_fs){
+		    .dir = str(e, "dir"),
+		    .role = str(e, "role"),
+		    .statfs_path = str(e, "statfs_path"),
+		    .fs_type = str(e, "fs_type"),
+		    .fs_magic = str(e, "fs_magic"),
+		    .lost = str(e, "lost"),
+		    .exists = tri(e, "exists"),
+		    .read_only = tri(e, "read_only"),
+		    .persistent = tri(e, "persistent"),
+		    .has_incomplete = json_is_array(inc),
+		};
+		if (LIST(inc, d, out[i].n_incomplete) < 0)
+			return -1;
+		json_array_foreach (inc, j, g)
+			d[j] = (struct tl_on_disk){str(g, "path"), num(g, "size")};
+		out[i].incomplete = d;
+	}
 	return 0;
 }
 
@@ -404,7 +560,9 @@ static int words(const json_t *arr, const char *const **out, size_t *n)
 
 static struct tl_exit exit_of(const json_t *x)
 {
-	return (struct tl_exit){json_is_object(x), num(x, "code"), num(x, "signal"), num(x, "ms")};
+	return (struct tl_exit){
+	    json_is_object(x), num(x, "code"),	num(x, "signal"),	  num(x, "ms"),
+	    str(x, "code_of"), str(x, "error"), flag(x, "stop_requested")};
 }
 
 static int decode_process(const json_t *root, struct tl_view *v)
@@ -414,6 +572,9 @@ static int decode_process(const json_t *root, struct tl_view *v)
 	v->schema = str(root, "schema");
 	v->process.pid = num(p, "pid");
 	v->process.exit = exit_of(json_object_get(p, "exit"));
+	if (words(json_object_get(p, "output_tail"), &v->process.output_tail,
+		  &v->process.n_output_tail) < 0)
+		return -1;
 	return words(json_object_get(p, "command"), &v->process.command, &v->process.n_command);
 }
 
@@ -468,8 +629,24 @@ static int decode_launcher(const json_t *root, struct tl_view *v)
 {
 	const json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
 
+	const json_t *vars = json_object_get(json_object_get(cfg, "env"), "vars"), *e;
+	struct tl_env *env;
+	const char *k;
+	size_t i = 0;
+
 	v->config_mlock_mode = str(json_object_get(cfg, "mlock"), "mode");
 	v->config_app_dir = str(json_object_get(cfg, "app"), "dir");
+	v->config_app_port = num(json_object_get(cfg, "app"), "port");
+	v->config_model_dir = str(json_object_get(cfg, "app"), "model_dir");
+	v->config_command_null = json_is_null(json_object_get(cfg, "command"));
+	v->n_env = json_is_object(vars) ? json_object_size(vars) : 0;
+	if (!v->n_env)
+		return 0;
+	if (!(env = calloc(v->n_env, sizeof(*env))))
+		return -1;
+	json_object_foreach ((json_t *)vars, k, e)
+		env[i++] = (struct tl_env){k, json_string_value(e)};
+	v->env = env;
 	return 0;
 }
 
@@ -528,10 +705,11 @@ static int decode_gpu(const json_t *root, struct tl_view *v)
 }
 
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
-    decode_marks,    decode_phases,   decode_files,    decode_missing, decode_downloads,
-    decode_network,  decode_requests, decode_findings, decode_memory,  decode_sched,
-    decode_tracing,  decode_process,  decode_launcher, decode_procs,   decode_imports,
-    decode_connects, decode_locks,    decode_copies,   decode_gpu,
+    decode_marks,    decode_phases,	decode_files,	 decode_missing, decode_downloads,
+    decode_network,  decode_requests,	decode_findings, decode_memory,	 decode_sched,
+    decode_tracing,  decode_process,	decode_launcher, decode_procs,	 decode_imports,
+    decode_connects, decode_locks,	decode_copies,	 decode_gpu,	 decode_renames,
+    decode_symlinks, decode_failed_ops, decode_cache_fs,
 };
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
@@ -571,6 +749,15 @@ void tl_view_free(struct tl_view *v)
 	free((void *)v->memory.mlock_calls);
 	free((void *)v->memory.fault_rate.counts);
 	free((void *)v->process.command);
+	free((void *)v->process.output_tail);
+	free((void *)v->env);
+	free((void *)v->renames);
+	free((void *)v->symlinks);
+	free((void *)v->peer_order);
+	free((void *)v->failed_ops);
+	for (size_t i = 0; v->cache_fs && i < v->n_cache_fs; i++)
+		free((void *)v->cache_fs[i].incomplete);
+	free((void *)v->cache_fs);
 	free((void *)v->sched.processes);
 	for (size_t i = 0; v->procs && i < v->n_procs; i++)
 		free((void *)v->procs[i].argv);
@@ -598,4 +785,82 @@ const struct tl_download *tl_view_download_at(const struct tl_view *v, const cha
 			return d;
 	}
 	return NULL;
+}
+
+const struct tl_peer *tl_view_peer(const struct tl_view *v, const char *peer)
+{
+	size_t lo = 0, hi, found = (size_t)-1;
+
+	if (!v || !peer || !v->peer_order)
+		return NULL;
+	/* the last of the equal names: the rightmost match */
+	hi = v->n_network;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *p = v->network[v->peer_order[mid]].peer;
+		int r = strcmp(p ? p : "", peer);
+
+		if (r <= 0) {
+			if (!r)
+				found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	if (found == (size_t)-1 || !v->network[v->peer_order[found]].peer)
+		return NULL;
+	return &v->network[v->peer_order[found]];
+}
+
+const char *tl_view_env(const struct tl_view *v, const char *name)
+{
+	for (size_t i = 0; v && name && i < v->n_env; i++)
+		if (!strcmp(v->env[i].name, name))
+			return v->env[i].value;
+	return NULL;
+}
+
+bool tl_view_renamed(const struct tl_view *v, const char *path)
+{
+	for (size_t i = 0; v && path && i < v->n_renames; i++)
+		if (v->renames[i].old && !strcmp(v->renames[i].old, path) &&
+		    tl_or0(v->renames[i].result) == 0)
+			return true;
+	return false;
+}
+
+int tl_view_downloads_in_flight(const struct tl_view *v, const struct tl_file **last)
+{
+	int n = 0;
+
+	*last = NULL;
+	for (size_t i = 0; v && i < v->n_files; i++) {
+		const struct tl_file *f = &v->files[i];
+
+		/* a download's temp file, whichever client writes it (the class
+		 * timeline_files gives it), or an older timeline's *.incomplete */
+		if (!f->path || f->path[0] != '/' ||
+		    !(str_ends_with(f->path, ".incomplete") ||
+		      (f->class && !strcmp(f->class, "download"))) ||
+		    tl_or0(f->opens) <= 0 || tl_view_renamed(v, f->path))
+			continue;
+		n++;
+		if (!*last || tl_or0(f->first_ms) > tl_or0((*last)->first_ms))
+			*last = f;
+	}
+	return n;
+}
+
+const struct tl_cache_fs *tl_view_cache_fs_of(const struct tl_view *v, const char *abs)
+{
+	const struct tl_cache_fs *best = NULL;
+
+	for (size_t i = 0; v && abs && i < v->n_cache_fs; i++) {
+		const char *dir = v->cache_fs[i].dir;
+
+		if (dir && path_under(abs, dir) && (!best || strlen(dir) > strlen(best->dir)))
+			best = &v->cache_fs[i];
+	}
+	return best;
 }

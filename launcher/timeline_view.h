@@ -41,6 +41,9 @@ struct tl_file {
 	const char *path, *class, *errno_name;
 	double opens, bytes_read, bytes_written, mmap_bytes, faults;
 	double first_ms, last_ms;
+	double size, mmaps; /* its size when known, the mappings made of it */
+	double reads, writes, failed_opens, write_errors;
+	const char *write_errno; /* the first failed write's errno name */
 };
 
 struct tl_missing {
@@ -59,6 +62,13 @@ struct tl_download {
 	bool completed;
 	bool complete;		       /* renamed to its final name while traced */
 	const char *final_path, *link; /* where it ended, the snapshot link to it */
+	const char *writer;	       /* hub_cache, local_dir, modelscope, mirror, ... */
+	double expected_size;	       /* the size it will have, when known */
+	const char *expected_from;     /* where that size came from ("known": a table) */
+	double bytes_written;	       /* all writes (bytes: the distinct ones) */
+	double size, dur_ms, rename_ms, percent, threads, resumed_from;
+	const char *kind;
+	const char *also_in; /* the same blob in another cache, or NULL */
 };
 
 /* copies[]: sendfile/copy_file_range copies (copy2, a migrated cache) */
@@ -77,7 +87,7 @@ struct tl_peer {
 	const char *role; /* hub, cas, modelscope, mirror, dns, client, other; NULL: older */
 	double port;
 	bool inbound; /* a client of the service, not a peer it contacted */
-	double last_ms;
+	double first_ms, last_ms;
 	bool dns; /* a name server */
 };
 
@@ -90,6 +100,22 @@ struct tl_connect {
 	const char *host; /* the peer's name, as network[].host */
 	double established_ms, closed_ms, bytes_in, bytes_out, writes, reply_max;
 	bool tls; /* the first write was a TLS ClientHello */
+	/* its outcome: ret (0, -errno, -EINPROGRESS), result ("connected",
+	 * "closed-by-caller", ...), how long it took; family 1 is AF_UNIX */
+	double ret, family, ms_to_result, dur_ms;
+	const char *result;
+};
+
+/* renames[]: rename(2) calls (a download's temp file becoming its blob) */
+struct tl_rename {
+	const char *old, *new;
+	double result; /* 0: done */
+};
+
+/* symlinks[]: symlink(2) calls (a snapshot's link to its blob) */
+struct tl_symlink {
+	const char *path, *resolved; /* the link, the absolute path it names */
+	double result;		     /* 0: made */
 };
 
 /* locks[]: the cache's lock files */
@@ -97,6 +123,33 @@ struct tl_lock {
 	const char *path;
 	bool waiting; /* a blocking lock call still waiting */
 	double waiting_ms;
+	double calls, blocking_calls, failures, wait_ms, max_wait_ms;
+	double contended_ms, acquired_ms, first_ms, last_ms;
+	double holder_pid;	    /* who held it when it was contended */
+	const char *holder_command; /* ... and its command, NULL: unknown */
+	const char *errno_name;
+};
+
+/* failed_ops[]: mkdir, rename, unlink, ... calls that failed */
+struct tl_failed_op {
+	const char *op, *path, *old, *errno_name;
+	double count, first_ms, last_ms, pid;
+};
+
+/* cache_fs[].incomplete[]: a temp file on disk when the timeline was written */
+struct tl_on_disk {
+	const char *path;
+	double size; /* TL_NONE: null */
+};
+
+/* cache_fs[]: what the pipeline recorded of each cache's file system */
+struct tl_cache_fs {
+	const char *dir, *role, *statfs_path, *fs_type, *fs_magic;
+	const char *lost;		   /* how it is lost (tmpfs: at reboot); NULL: persistent */
+	int exists, read_only, persistent; /* 1, 0; -1: not a flag */
+	const struct tl_on_disk *incomplete;
+	size_t n_incomplete;
+	bool has_incomplete; /* incomplete is a list (it was looked at) */
 };
 
 struct tl_request {
@@ -110,6 +163,9 @@ struct tl_request {
 struct tl_exit {
 	bool has; /* an object (null or absent: false) */
 	double code, signal, ms;
+	const char *code_of; /* whose code it is: "service", "exec", "signal" */
+	const char *error;   /* what the launcher said went wrong, or NULL */
+	bool stop_requested; /* tts-launch asked the service to stop */
 };
 
 /* processes[]: each traced process */
@@ -173,6 +229,13 @@ struct tl_process {
 	size_t n_command;
 	double pid;
 	struct tl_exit exit;
+	const char *const *output_tail; /* its last lines (NULL: not a string) */
+	size_t n_output_tail;
+};
+
+/* launcher.config.env.vars: the [env] the run recorded */
+struct tl_env {
+	const char *name, *value; /* value NULL: not a string */
 };
 
 struct tl_tracing {
@@ -242,6 +305,20 @@ struct tl_view {
 	struct tl_gpu gpu;
 	const char *config_mlock_mode; /* launcher.config.mlock.mode */
 	const char *config_app_dir;    /* launcher.config.app.dir */
+	double config_app_port;	       /* launcher.config.app.port */
+	bool config_command_null;      /* launcher.config.command is null: the app */
+	const struct tl_env *env;      /* launcher.config.env.vars */
+	size_t n_env;
+	const struct tl_rename *renames;
+	size_t n_renames;
+	const struct tl_symlink *symlinks;
+	size_t n_symlinks;
+	const char *config_model_dir; /* launcher.config.app.model_dir */
+	const struct tl_failed_op *failed_ops;
+	size_t n_failed_ops;
+	const struct tl_cache_fs *cache_fs;
+	size_t n_cache_fs;
+	const size_t *peer_order; /* private: network[] sorted by peer (tl_view_peer) */
 };
 
 /* The views of tl; NULL when out of memory. Free with tl_view_free. */
@@ -257,5 +334,24 @@ const struct tl_download *tl_view_download_at(const struct tl_view *v, const cha
 
 /* ms of the mark called name, or TL_NONE. */
 double tl_view_mark(const struct tl_view *v, const char *name);
+
+/* The network[] entry of peer, the last when several; NULL for none.
+ * O(log n): rules look a peer up for each connect. */
+const struct tl_peer *tl_view_peer(const struct tl_view *v, const char *peer);
+
+/* The recorded file system of the cache holding abs (the deepest dir
+ * containing it), or NULL. */
+const struct tl_cache_fs *tl_view_cache_fs_of(const struct tl_view *v, const char *abs);
+
+/* The run's [env] NAME as recorded in launcher.config, or NULL. */
+const char *tl_view_env(const struct tl_view *v, const char *name);
+
+/* The trace saw path (a download's temp file) renamed: downloaded. */
+bool tl_view_renamed(const struct tl_view *v, const char *path);
+
+/* Downloads in flight: absolute temp files of a download (class
+ * "download", or an older timeline's *.incomplete) opened and not renamed
+ * yet; how many, and in *last the one opened last (NULL when none). */
+int tl_view_downloads_in_flight(const struct tl_view *v, const struct tl_file **last);
 
 #endif

@@ -400,9 +400,11 @@ static void attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 con
 			 strerror(err ? err : ENODEV));
 }
 
-#define FAULT_TICK_NS (20 * 1000 * 1000)
+/* 99 Hz (issue 15: the attribution's CPU samples; off the beat of 100 Hz
+ * timers), about 10.1 ms */
+#define FAULT_TICK_NS (1000 * 1000 * 1000 / 99)
 
-/* fault_tick: every 20 ms of the tree's own user-mode run time (task-clock
+/* fault_tick: every ~10 ms of the tree's own user-mode run time (task-clock
  * counts ns; inherited by every thread and process the root starts, so an
  * idle machine is never woken for it): the fault-rate series of threads
  * that do not leave the CPU. A kernel that cannot inherit the event gets

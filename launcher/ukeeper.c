@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "ukeeper.h"
 
 static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -72,6 +73,19 @@ static void keeper_release(const unsigned char *msg, size_t len, int *fds, int *
 	*n = kept;
 }
 
+/* gpu.c's gpuseen map (one fd sent with the byte 'h'), kept apart from the
+ * links: when tts-launch dies with a process of the tree held at its
+ * mapping of a CUDA library, the keeper continues it (issue 18). */
+static int held_map = -1;
+
+static bool keeper_held_map(char byte, int fd)
+{
+	if (byte != 'h' || held_map >= 0)
+		return false;
+	held_map = fd;
+	return true;
+}
+
 /* Later links (a CUDA library dlopen'd by the tree, gpu.c) come on sock:
  * their fds in SCM_RIGHTS messages, kept with the others; a release
  * message closes some of them now. */
@@ -97,6 +111,8 @@ static int keeper_take(int sock, int **fds, int *n, int *cap)
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || k > 64)
 			continue;
 		memcpy(got, CMSG_DATA(c), k * sizeof(int));
+		if (k == 1 && keeper_held_map((char)msg[0], got[0]))
+			continue;
 		for (size_t i = 0; i < k; i++) {
 			if (*n == *cap) {
 				int *nf = realloc(*fds, (size_t)(*cap * 2) * sizeof(int));
@@ -155,6 +171,12 @@ static void keeper_main(int pidfd, int sock, int *fds, int n)
 		if (pf[1].revents && keeper_take(sock, &all, &n, &cap) < 0)
 			pf[1].fd = -1; /* tts-launch closed its end: no more links */
 	}
+	/* what was still queued when tts-launch died (the held map, links),
+	 * then the held processes continued, before the links' slow closes */
+	while (pf[1].fd >= 0 && poll(&pf[1], 1, 0) == 1 && keeper_take(sock, &all, &n, &cap) == 0)
+		;
+	if (held_map >= 0)
+		gpu_continue_held(held_map);
 	for (int i = 0; i < n; i++)
 		close(all[i]);
 	_exit(0);

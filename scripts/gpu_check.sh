@@ -11,8 +11,11 @@
 #   3. how long cudaFree(0), cudaMalloc (1 GiB) and a 256 MiB host-to-device
 #      cudaMemcpy take, through ctypes on the libcudart torch loaded;
 #   4. where BPF works (BTF present, not gVisor, build/tts-launch built):
-#      tts-launch's view of the same (the timeline's gpu section, the report's
-#      GPU line, diagnose).
+#      tts-launch's view of the same (the timeline's gpu section: the
+#      libraries in mapping order and how long each mapping was held for its
+#      attach, the device's name and memory, the low-VRAM decision; the
+#      report's GPU line, diagnose), and launch -> exec of a run that maps no
+#      CUDA (nothing is attached for it before the start).
 # Everything goes to OUTDIR (summary.txt first); the script exits 0 whatever
 # it found. Bounded: every step has a timeout.
 set -u
@@ -63,6 +66,7 @@ out["is_available"] = torch.cuda.is_available()
 try:
     t = time.monotonic(); torch.cuda.init(); out["init_s"] = time.monotonic() - t
     out["device"] = torch.cuda.get_device_name(0)
+    out["total_memory"] = torch.cuda.get_device_properties(0).total_memory
     out["mem_get_info"] = torch.cuda.mem_get_info()
 except Exception as e:
     out["init_error"] = repr(e)
@@ -117,6 +121,20 @@ else
 		"$OUTDIR/timeline.json" >"$OUTDIR/gpu_section.json" 2>&1
 	head -c 6000 "$OUTDIR/gpu_section.json" >>"$S"
 	echo >>"$S"
+	"$PY" - "$OUTDIR/timeline.json" <<'EOF' 2>&1 | tee -a "$S"
+import json, sys
+g = json.load(open(sys.argv[1])).get("gpu") or {}
+for l in g.get("libraries", []):
+    print("mapped %s by %d at %s ms, held %s ms for %d probes" % (
+        l["path"], l["pid"], l["mapped_ms"], l.get("held_ms"), l["probes"]))
+print("device:", json.dumps(g.get("device")))
+print("low_vram:", json.dumps(g.get("low_vram")))
+print("usable:", g.get("usable"), "cpu_reason:", json.dumps(g.get("cpu_reason")))
+EOF
+	for i in 1 2 3; do
+		timeout 120 build/tts-launch run -v --timeline "$OUTDIR/true.json" -- /bin/true 2>&1 |
+			grep -E 'tracer:|exec at' | tee -a "$S"
+	done
 	build/tts-launch report "$OUTDIR/timeline.json" 2>&1 | grep -i gpu | tee -a "$S"
 	build/tts-launch diagnose "$OUTDIR/timeline.json" 2>&1 | tee -a "$S"
 fi

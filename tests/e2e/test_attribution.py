@@ -376,3 +376,94 @@ def test_warm_start_is_imports_and_model_load(world_runs):
                "/checkpoints/" in c["what"]]
     if any(f.get("major_faults") for f in tl["files"] if "/checkpoints/" in f["path"]):
         assert weights, causes
+
+
+# --- views of a traced run, the native library, the rate, the listener ------
+
+def test_views_of_the_traced_run(phases_run):
+    """The plot's strip and Perfetto's state track carry the traced run's
+    strip: each run with its longest piece's cause (the peer, the file)."""
+    a = phases_run["tl"]["attribution"]
+    assert a["strip"] and all(s.get("what") for s in a["strip"]), a["strip"][:5]
+    whats = {(s["kind"], s["what"]) for s in a["strip"]}
+    assert ("disk", phases_run["cold"]) in whats, whats
+    assert ("net", "127.0.0.1:%d" % phases_run["port"]) in whats, whats
+    svg = subprocess.run([str(TTS), "report", str(phases_run["path"]), "--format", "svg"],
+                         capture_output=True, text=True, timeout=60).stdout
+    assert svg.count('class="state"') == len(a["strip"])
+    doc = json.loads(subprocess.run([str(TTS), "report", str(phases_run["path"]), "--format",
+                                     "perfetto"], capture_output=True, text=True,
+                                    timeout=60).stdout)
+    state = [e for e in doc["traceEvents"] if e.get("cat") == "state"]
+    assert len(state) == len(a["strip"])
+    assert abs(sum(e["dur"] for e in state) / 1000 - a["window_ms"]) < 0.01 * len(state)
+
+
+def test_native_library_names_cpu_at_99_hz(tracing_ok, tmp_path):
+    """xz compressing: no Python frame, its CPU is named by the library it
+    runs in (liblzma), not by its command; the task-clock tick samples at
+    ~99 Hz of its CPU (a 50 Hz tick would give at most 50 a second)."""
+    xz = shutil.which("xz")
+    assert xz, "xz (xz-utils, Debian's required set) is missing"
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(6 << 20))
+    tl = tmp_path / "t.json"
+    r = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
+                        xz, "-9", "-T1", "-k", "-f", str(data)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = json.loads(tl.read_text())["attribution"]
+    assert_tiles(a)
+    causes = json.dumps(a["causes"], indent=1)
+    cpu = kind_ms(json.loads(tl.read_text()), "cpu")
+    lzma = sum(c["ms"] for c in a["causes"] if c["kind"] == "cpu" and
+               c["what"].startswith("liblzma.so"))
+    assert lzma >= 0.8 * cpu, causes
+    assert not any(c["kind"] == "cpu" and c["what"] == "xz" and c["ms"] > 0.1 * cpu
+                   for c in a["causes"]), causes
+    # samples over the CPU it had (the tick counts its own CPU time only)
+    assert cpu > 500, causes
+    assert a["samples"] / (cpu / 1000) >= 70, (a["samples"], cpu)
+
+
+LISTENER = r'''
+import socket, sys, threading, time
+started = False
+def serve():
+    global started
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"1.0")
+    s.recv(10)
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen(1)
+    started = True
+    time.sleep(0.3)
+t = threading.Thread(target=serve)
+t.start()
+while not started:
+    time.sleep(0.05)
+t.join()
+'''
+
+
+def test_the_listening_thread_is_followed(tracing_ok, tmp_path):
+    """The main thread polls with short sleeps while a thread of its own
+    waits 1 s on a peer, then listens (gradio's launch()): the wait on the
+    peer is the start-up's, not the main thread's sleeps."""
+    peer = SlowPeer()
+    prog = tmp_path / "listener.py"
+    prog.write_text(LISTENER)
+    tl = tmp_path / "t.json"
+    r = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
+                        "/usr/bin/python3", str(prog), str(peer.port)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    t = json.loads(tl.read_text())
+    assert t["marks"].get("ready"), r.stdout
+    a = t["attribution"]
+    assert_tiles(a)
+    causes = json.dumps(a["causes"], indent=1)
+    net = kind_ms(t, "net", lambda c: c["what"] == "127.0.0.1:%d" % peer.port)
+    assert net >= 800, causes
+    assert kind_ms(t, "sleep") <= 250, causes

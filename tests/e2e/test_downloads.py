@@ -13,22 +13,11 @@ import subprocess
 
 import pytest
 
-from simfix import (PY, SIM, TTS, WorldLaunch, in_world, make_app, models,  # noqa: F401
-                    world_env)
+from simfix import (PY, SIM, TTS, WorldLaunch, in_world, make_app, models, need,  # noqa: F401
+                    world_env, world_ok)
 
 
-def _need(ok, why):
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(why + " (required when CI is set)")
-        pytest.skip(why)
-
-
-@pytest.fixture(autouse=True)
-def _world_ok():
-    _need(os.geteuid() == 0, "the world needs root (unshare -mn, port 443)")
-    _need(shutil.which("unshare"), "unshare is needed")
-    _need(TTS.exists(), "build/tts-launch missing: run make")
+pytestmark = pytest.mark.usefixtures("world_ok")
 
 
 def size_of(models, repo, f):
@@ -266,7 +255,7 @@ def test_xet_chunk_cache_on_tmpfs(tmp_path, models):
     the transfer's (class xet_cache, the model's xet section), not downloads;
     xet-cache says every byte is written twice, into RAM."""
     shm = "/dev/shm/tts-launch-test-%d" % os.getpid()
-    _need(subprocess.run(["stat", "-f", "-c", "%T", "/dev/shm"], capture_output=True,
+    need(subprocess.run(["stat", "-f", "-c", "%T", "/dev/shm"], capture_output=True,
                          text=True).stdout.strip() == "tmpfs", "/dev/shm is not a tmpfs")
     try:
         run, app = launch(tmp_path, models, omit=("gpt.pth",), env={"HF_XET_CACHE": shm})

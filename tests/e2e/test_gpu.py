@@ -1,7 +1,8 @@
 """The GPU side of a start-up (issue 18, docs/gpu.md) on machines with the CUDA
 toolkit and no driver: tests/helpers/cudaprobe makes the calls PyTorch makes
 when it probes a GPU (cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice,
-cudaFree(0), cudaMalloc, a host-to-device cudaMemcpy, cudaFree) on a copy of
+cudaFree(0), cudaGetDeviceProperties, cudaMemGetInfo, cudaMalloc, a
+host-to-device cudaMemcpy, cudaFree) on a copy of
 the toolkit's libcudart.so.13 that it dlopens from a site-packages-like folder
 after it starts (as PyTorch does); cudaprobe-linked links it (mapped before
 main). The timeline must record the library, each call with the result the
@@ -11,12 +12,13 @@ when CI is set and skips elsewhere; so does missing BPF (tracing_ok)."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TTS
+from conftest import PY, ROOT, TTS, alive, wait_for
 
 CUDA = Path("/usr/local/cuda")
 LIBCUDART = CUDA / "lib64" / "libcudart.so.13"
@@ -24,7 +26,8 @@ HELPERS = ROOT / "build" / "tests" / "helpers"
 PROBE = HELPERS / "cudaprobe"
 LINKED = HELPERS / "cudaprobe-linked"
 CALLS = ["cudaDriverGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
-         "cudaMalloc", "cudaMemcpy", "cudaFree"]
+         "cudaGetDeviceProperties", "cudaMemGetInfo", "cudaMalloc", "cudaMemcpy", "cudaFree"]
+PROBES = 9  # the runtime's functions probed (docs/gpu.md's table)
 
 
 def _need(ok, why):
@@ -69,16 +72,16 @@ def printed(stdout):
     return out
 
 
-def check_calls(g, stdout):
+def check_calls(g, stdout, procs=1):
     want = printed(stdout)
-    assert [c for c, _ in want] == CALLS, stdout
+    assert [c for c, _ in want] == CALLS * procs, stdout
     got = [(c["call"], c["ret"]) for c in g["calls"]]
     assert got == want, (got, want)
     by = {c["call"]: c for c in g["calls"]}
     assert by["cudaMalloc"]["bytes"] == 1 << 20
     assert by["cudaMemcpy"]["bytes"] == 64 << 10
-    assert g["calls_total"] == len(CALLS)
-    assert len(g["processes"]) == 1
+    assert g["calls_total"] == len(CALLS) * procs
+    assert len(g["processes"]) == procs
 
 
 def check_no_gpu(t, g, stdout):
@@ -92,6 +95,8 @@ def check_no_gpu(t, g, stdout):
     assert g["cpu_reason"]["code"] == "insufficient-driver"
     assert g["processes"][0]["errors"] == len(CALLS) - 1
     assert g["processes"][0]["memory_peak_bytes"] == 0  # nothing was allocated
+    # the device's name and memory are recorded only from an answer: none here
+    assert g["device"] is None and g["low_vram"] is None
     f = [f for f in t["findings"] if f["id"] == "gpu-cpu-fallback"]
     assert len(f) == 1 and f[0]["severity"] == "warning", t["findings"]
     assert "cudaErrorInsufficientDriver" in f[0]["message"]
@@ -108,7 +113,8 @@ def test_dlopened_runtime_copy(tmp_path, tracing_ok):
     mapped = [l for l in g["libraries"] if l["path"] == str(lib)]
     assert len(mapped) == 1, g["libraries"]
     assert mapped[0]["attached"] == "mapped" and mapped[0]["kind"] == "runtime"
-    assert mapped[0]["mapped_ms"] > 0 and mapped[0]["probes"] == 7
+    assert mapped[0]["mapped_ms"] > 0 and mapped[0]["probes"] == PROBES
+    assert mapped[0]["held_ms"] > 0  # the stop lasted as long as the attach
     check_calls(g, out)
     f = check_no_gpu(t, g, out)
     assert f["evidence"]["library"] == str(lib)
@@ -125,30 +131,95 @@ def test_dlopened_runtime_copy(tmp_path, tracing_ok):
     assert 'indextts2_gpu_memory_bytes{at="peak"} 0\n' in r.stdout
 
 
-def test_venv_runtime_attached_before_the_start(tmp_path, tracing_ok):
-    """The app's venv (the app dir is the cwd here) is searched before the
-    release: its wheel's libcudart is attached for the root, and its dlopen
-    only records when it was mapped."""
-    lib = site_copy(tmp_path, venv=True)
-    t, out = run(tmp_path, PROBE, lib)
-    g = t["gpu"]
-    mine = [l for l in g["libraries"] if l["path"] == str(lib)]
-    assert len(mine) == 1 and mine[0]["attached"] == "start", g["libraries"]
-    assert mine[0]["mapped_ms"] > 0
-    check_calls(g, out)
-
-
 def test_linked_runtime(tmp_path, tracing_ok):
+    """Linked: ld.so maps the DT_NEEDED libcudart before main; that mmap holds
+    the process like a dlopen's, so the first call is seen too."""
     t, out = run(tmp_path, LINKED)
     g = t["gpu"]
-    # the toolkit's runtime is a candidate: attached before the start, and
-    # its mapping (before main) is seen
-    start = [l for l in g["libraries"] if l["attached"] == "start" and l["mapped_ms"] is not None]
-    assert len(start) == 1, g["libraries"]
-    assert os.path.realpath(start[0]["path"]) == os.path.realpath(LIBCUDART)
-    assert "cuda:" + start[0]["path"] in t["tracing"]["probes"]
+    assert len(g["libraries"]) == 1, g["libraries"]
+    lib = g["libraries"][0]
+    assert lib["attached"] == "mapped" and lib["mapped_ms"] is not None
+    assert os.path.realpath(lib["path"]) == os.path.realpath(LIBCUDART)
+    assert lib["probes"] == PROBES
+    assert "cuda:" + lib["path"] in t["tracing"]["probes"]
     check_calls(g, out)
     check_no_gpu(t, g, out)
+
+
+def keepers_of(pid):
+    """tts-launch-upr processes holding a pidfd of pid."""
+    found = []
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
+                continue
+            for fd in os.listdir("/proc/%s/fdinfo" % d):
+                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
+                    found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def uprobe_links(pid):
+    """The programs of the perf-event (uprobe) links whose fds pid holds: {name: count}."""
+    ids, names = [], {}
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            info = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
+        except OSError:
+            continue
+        if "link_type:\tperf" in info:
+            ids += [l.split()[1] for l in info.splitlines() if l.startswith("prog_id:")]
+    for i in ids:
+        r = subprocess.run(["bpftool", "-j", "prog", "show", "id", i], capture_output=True,
+                           text=True, timeout=60)
+        name = json.loads(r.stdout)["name"] if r.returncode == 0 else "?"
+        names[name] = names.get(name, 0) + 1
+    return names
+
+
+def links_while_running(tmp, first):
+    """The uprobe links tts-launch and its keeper hold while the service
+    (sh: first, then a wait for a file) waits: {program: count}, and the timeline."""
+    go = tmp / "go"
+    script = "%s >/dev/null && touch %s && while [ ! -e %s ]; do sleep 0.05; done" % (
+        first, tmp / "waiting", go)
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tmp / "timeline.json"), "--",
+                          "sh", "-c", script], cwd=tmp, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: (tmp / "waiting").exists(), timeout=120, what="the service")
+        keepers = wait_for(lambda: keepers_of(p.pid), what="the uprobe keeper")
+        links = {}
+        for holder in [p.pid] + keepers:
+            for name, n in uprobe_links(holder).items():
+                links[name] = links.get(name, 0) + n
+        go.touch()
+        assert p.wait(timeout=120) == 0
+        return links, json.loads((tmp / "timeline.json").read_text())
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_no_cuda_uprobe_links_without_a_cuda_library(tmp_path, tracing_ok):
+    """Issue 17: nothing is attached to CUDA libraries before the start; a
+    service that maps none gets no CUDA uprobe link at all, though
+    /usr/local/cuda is there. The same count for one that links libcudart
+    shows that the check sees them."""
+    (tmp_path / "none").mkdir()
+    (tmp_path / "linked").mkdir()
+    links, t = links_while_running(tmp_path / "none", "/bin/true")
+    assert sum(links.values()) > 0, links  # getaddrinfo's pair: links are seen
+    assert "gpu_enter" not in links and "gpu_exit" not in links, links
+    assert t["gpu"]["libraries"] == [] and t["gpu"]["calls_total"] == 0
+    assert not [p for p in t["tracing"]["probes"] if p.startswith("cuda:")]
+    links, t = links_while_running(tmp_path / "linked", LINKED)
+    # the keeper's copies and tts-launch's own: an enter and an exit per function
+    assert links.get("gpu_enter") == links.get("gpu_exit") == 2 * PROBES, links
+    assert len(t["gpu"]["libraries"]) == 1
 
 
 def test_fake_device_node_changes_nothing(tmp_path, tracing_ok):
@@ -209,3 +280,98 @@ def test_no_torch_no_cuda_no_finding(tmp_path, tracing_ok):
     t, _ = run(tmp_path, "/bin/true")
     assert t["gpu"]["tried"] is False and t["gpu"]["cpu_reason"] is None
     assert not [f for f in t["findings"] if f["id"].startswith("gpu-")]
+
+
+def state(pid):
+    """The process's state letter (R, S, T...), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0]
+    except OSError:
+        return None
+
+
+HELD_WORKER = r'''
+import signal, subprocess, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # outlives the guard's SIGTERM
+with open(sys.argv[3], "w") as out:  # a worker in its own process group
+    subprocess.Popen([sys.argv[1], sys.argv[2]], stdout=out, process_group=0).wait()
+'''
+
+
+def test_held_process_continued_when_tts_launch_is_killed(tmp_path, tracing_ok):
+    """Issue 18: tts-launch SIGKILLed while a process of the tree is held at
+    its mapping of a CUDA library (stopped until the attach): the uprobe
+    keeper continues it. tts-launch is stopped first, so it can neither
+    attach nor continue. The held one is a worker in its own process group
+    under a live parent: no kernel rule continues it (a newly orphaned
+    group with a stopped member gets SIGHUP and SIGCONT; this one is not
+    orphaned), and the guard signals only the service's group."""
+    lib = site_copy(tmp_path)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    out = tmp_path / "worker.out"
+    env = dict(os.environ, CUDAPROBE_GATE=str(gate))
+    # a long stop grace: the guard's SIGKILL of the service's group (whose
+    # parent's death would orphan the worker's group) cannot explain an exit
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tmp_path / "timeline.json"),
+                          "--set", "service.stop_grace=900", "--",
+                          PY, "-c", HELD_WORKER, str(PROBE), str(lib), str(out)],
+                         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    pid = parent = None
+    try:
+        pid = int(wait_for(lambda: (gate / "pid").exists() and (gate / "pid").read_text(),
+                           timeout=120, what="cudaprobe at its gate"))
+        parent = int(open("/proc/%d/stat" % pid).read().rpartition(")")[2].split()[1])
+        wait_for(lambda: keepers_of(p.pid), what="the uprobe keeper")
+        os.kill(p.pid, signal.SIGSTOP)
+        (gate / "go").touch()
+        wait_for(lambda: state(pid) == "T", timeout=120, what="cudaprobe held at its mmap")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        # continued: it makes its calls (uncounted now) and exits
+        wait_for(lambda: state(pid) in (None, "Z"), timeout=120, what="cudaprobe's exit")
+        assert "cudaFree=" in out.read_text()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for q in (pid, parent):
+            if q and alive(q):
+                os.kill(q, signal.SIGKILL)
+
+
+FORKER = r'''
+import ctypes, os, sys
+rt = ctypes.CDLL(sys.argv[1])  # the parent maps a CUDA runtime: attached for it
+n = ctypes.c_int(0)
+print("parent: cudaGetDeviceCount=%d" % rt.cudaGetDeviceCount(ctypes.byref(n)), flush=True)
+for i in range(2):  # children forked after that attach, each running cudaprobe-linked
+    pid = os.fork()
+    if pid == 0:
+        os.execv(sys.argv[2], [sys.argv[2]])
+    os.waitpid(pid, 0)
+'''
+
+
+def test_children_forked_after_an_attach(tmp_path, tracing_ok):
+    """Issue 18: uprobes are attached with a pid, so a child forked later
+    gets none of its parent's; its own mapping of a CUDA library holds it
+    and attaches for it: every call of each child is seen, with its pid."""
+    lib = site_copy(tmp_path)
+    t, out = run(tmp_path, PY, "-c", FORKER, lib, LINKED)
+    g = t["gpu"]
+    parent = [c for c in g["calls"] if c["call"] == "cudaGetDeviceCount"][0]["pid"]
+    libs = sorted((l["pid"], l["path"]) for l in g["libraries"])
+    kids = sorted(pid for pid, path in libs if os.path.realpath(path) ==
+                  os.path.realpath(LIBCUDART))
+    assert len(kids) == 2 and parent not in kids, libs
+    assert (parent, str(lib)) in libs
+    lines = [l for l in out.splitlines() if not l.startswith("parent: ")]
+    want = printed("\n".join(lines))
+    for k in kids:
+        got = [(c["call"], c["ret"]) for c in g["calls"] if c["pid"] == k]
+        assert got == want[:len(CALLS)], (k, got)
+    assert g["calls_total"] == 1 + 2 * len(CALLS)
+    assert sorted(p["pid"] for p in g["processes"]) == sorted([parent] + kids)

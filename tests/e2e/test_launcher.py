@@ -2,6 +2,7 @@
 built binary: stale kill, port conflicts, bad configs, exit codes, signal
 forwarding, log rotation, daemon/status/stop, --print-env, user switch."""
 import json
+import re
 import os
 import pwd
 import signal
@@ -361,3 +362,24 @@ def test_inherited_hf_settings_are_in_the_effective_config(app):
     env = json.loads(tl.read_text())["launcher"]["config"]["env"]["vars"]
     assert env["HF_HUB_CACHE"] == str(cache) and env["HF_HUB_OFFLINE"] == "1"
     assert env["HOME"] == os.environ["HOME"]
+
+
+def test_every_client_setting_the_service_inherits_is_recorded(app):
+    """The rules read HF_HUB_DISABLE_XET, USE_MODELSCOPE, HF_XET_CACHE from
+    the recorded config: one exported in the shell is what the service sees,
+    so it is recorded too (a token is not: the service still inherits it)."""
+    tl = app.dir / "t2.json"
+    xet = app.dir / "xet"
+    env = {**os.environ, "HF_HUB_DISABLE_XET": "1", "USE_MODELSCOPE": "false",
+           "HF_XET_CACHE": str(xet), "HF_TOKEN": "hf_secretsecretsecret", "MY_APP_VAR": "x"}
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--timeline", str(tl), "--",
+                "/bin/sh", "-c", "echo token=$HF_TOKEN", env=env)
+    assert r.returncode == 0, r.stderr
+    vars_ = json.loads(tl.read_text())["launcher"]["config"]["env"]["vars"]
+    assert vars_["HF_HUB_DISABLE_XET"] == "1" and vars_["USE_MODELSCOPE"] == "false"
+    assert vars_["HF_XET_CACHE"] == str(xet)
+    assert "HF_TOKEN" not in vars_ and "MY_APP_VAR" not in vars_
+    assert "hf_secretsecretsecret" not in tl.read_text()
+    # doctor reads the same: [env] or the environment the service inherits
+    r = app.run("doctor", "-c", str(app.ini), env=env)
+    assert re.search(r"^INFO\s+HF_HUB_DISABLE_XET\s+1$", r.stdout, re.M), r.stdout

@@ -10,29 +10,17 @@ Needs root (the world: unshare -mn, port 443) and BPF; CI runs as root.
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from simfix import SIM, TTS, WorldLaunch, make_app, models  # noqa: F401
+from simfix import SIM, TTS, WorldLaunch, make_app, models, world_ok  # noqa: F401
 
 MAIN = ("gpt.pth", "s2mel.pth", "bpe.model", "feat1.pt", "feat2.pt", "wav2vec2bert_stats.pt",
         "qwen0.6bemo4-merge")
 
 
-def _need(ok, why):
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(why + " (required when CI is set)")
-        pytest.skip(why)
-
-
-@pytest.fixture(autouse=True)
-def _world_ok():
-    _need(os.geteuid() == 0, "the world needs root (unshare -mn, port 443)")
-    _need(shutil.which("unshare"), "unshare is needed")
-    _need(TTS.exists(), "build/tts-launch missing: run make")
+pytestmark = pytest.mark.usefixtures("world_ok")
 
 
 def tts(*args):

@@ -315,7 +315,7 @@ def test_output_file_is_written_atomically(tmp_path):
 def test_unknown_format_lists_the_formats():
     r = report(COLD, "pdf", check=False)
     assert r.returncode == 2
-    assert "pdf" in r.stderr and "perfetto, svg, html, prom or folded" in r.stderr
+    assert "pdf" in r.stderr and "perfetto, svg, html, prom, folded or flamegraph" in r.stderr
 
 
 def test_extra_argument_is_refused():

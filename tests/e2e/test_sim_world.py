@@ -18,7 +18,7 @@ import pytest
 
 import stracenorm
 from simfix import (FIXTURES, PY, ROOT, SIM, TTS, WAIT, WorldLaunch, in_world,  # noqa: F401
-                    make_app, models, world_env)
+                    make_app, models, need, world_env, world_ok)
 
 GOLDEN = Path(ROOT) / "tests" / "sim-golden"
 UPDATE = os.environ.get("SIM_GOLDEN_UPDATE") == "1"
@@ -27,17 +27,12 @@ MSCLIENT = os.path.join(SIM, "msclient.py")
 STRACE = ["strace", "-f", "-qq", "-yy", "-s", "0", "-e", "trace=file,network,desc"]
 
 
-def _need(ok, why):
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(why + " (required when CI is set)")
-        pytest.skip(why)
+pytestmark = pytest.mark.usefixtures("world_ok")
 
 
 @pytest.fixture(autouse=True)
-def _world_ok():
-    _need(os.geteuid() == 0, "the world needs root (unshare -mn, port 443)")
-    _need(shutil.which("unshare") and shutil.which("strace"), "unshare and strace are needed")
+def _strace_ok():
+    need(shutil.which("strace"), "strace is needed (the client's syscalls are compared)")
 
 
 def hub_file(models, repo, path):
@@ -450,7 +445,7 @@ NPM = Path(ROOT) / "build" / "npm"
 def test_huggingface_js_client_downloads_every_file(tmp_path, models):
     """Hugging Face's JavaScript client downloads every file of every repo of the
     hub (Xet where the hub advertises it), bytes matching."""
-    _need((NPM / "node_modules" / "@huggingface" / "hub").is_dir() and shutil.which("node"),
+    need((NPM / "node_modules" / "@huggingface" / "hub").is_dir() and shutil.which("node"),
           "@huggingface/hub missing: run `make npm-hub` (needs the npm registry)")
     out = tmp_path / "js"
     p = in_world(tmp_path, ["node", os.path.join(FIXTURES, "hfjs_download.mjs"), str(out),
@@ -513,7 +508,7 @@ def test_tts_launch_runs_the_2026_start_inside_the_world(tmp_path, models):
     """simfix.WorldLaunch: tts-launch and the servers in one private world; the
     service is the 2026 webui.py, ready once its downloads are done. (What
     tts-launch makes of them is the recognition work's to assert.)"""
-    _need(TTS.exists(), "build/tts-launch missing: run make")
+    need(TTS.exists(), "build/tts-launch missing: run make")
     app = make_app(tmp_path, models)
     os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
     run = WorldLaunch(tmp_path / "run", app)

@@ -28,6 +28,9 @@ DATA_KEYED = {
     "marks", "launcher.config.env.vars", "host.capabilities", "sched", "sched.*",
     "tracing.fallbacks", "tracing.probes", "memory.mlock.reports", "cache_fs",
     "launcher.config", "launcher.config.*",
+    # [env]'s vars, under the folded section and key: the client settings
+    # run inherits from whoever starts it are data
+    "launcher.config.*.*",
 }
 
 

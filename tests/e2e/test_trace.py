@@ -271,7 +271,14 @@ def test_block_io_and_io_wait(work):
     subprocess.run([str(FILEOPS)], check=True)
     _, tl = run_traced(work, FILEOPS, "dread:%s:%d" % (data, k))
     blk = tl["block"]
-    assert blk["bytes"] == k
+    # exactly k, unless memory pressure (a loaded CI machine) evicted pages
+    # of the helper's own code or libraries and it faulted them back in:
+    # then the rest is those page-ins, whole pages, with major faults
+    extra = blk["bytes"] - k
+    assert extra >= 0, blk
+    if extra:
+        majors = sum(p["major_faults"] for p in tl["memory"]["per_process"])
+        assert extra % 4096 == 0 and majors > 0, (blk, tl["memory"]["per_process"])
     assert blk["requests"] >= k // 65536  # one per 64 KiB read, or more if split
     assert sum(h["count"] for h in blk["latency_hist"]) == blk["requests"]
     (reader,) = tl["sched"]["processes"]
@@ -445,14 +452,27 @@ def test_requests_exact(work):
     assert "requests: %d, latency p50" % n in err
 
 
-@pytest.mark.parametrize("name, model", [("bpe.model", True), ("weights.dat", False)])
+HUB_SNAPSHOT = "hub/models--IndexTeam--IndexTTS-2/snapshots/%s/gpt.pth" % ("c" * 40)
+
+
+@pytest.mark.parametrize("name, model", [("bpe.model", True), ("weights.dat", False),
+                                         (HUB_SNAPSHOT, True)])
 def test_request_model_faults_follow_the_suffix_table(work, name, model):
     """A request's faults in a mapped file count as model faults when the
     file's name ends like model weights: the kernel gets the launcher's one
-    suffix table (classify.c), .model included (bpe.model)."""
+    suffix table (classify.c), .model included (bpe.model). In a Hugging
+    Face cache the name opened is the snapshot's (gpt.pth), a link to the
+    blob (blobs/<sha256>, no suffix) that is mapped: the opened name counts."""
     n, size, pages = 3, 100, 4
     mapped = work / name
-    mapped.write_bytes(os.urandom(256 * 1024))
+    mapped.parent.mkdir(parents=True, exist_ok=True)
+    if name == HUB_SNAPSHOT:
+        blob = work / "hub/models--IndexTeam--IndexTTS-2/blobs" / ("b" * 64)
+        blob.parent.mkdir(parents=True)
+        blob.write_bytes(os.urandom(256 * 1024))
+        mapped.symlink_to(os.path.relpath(blob, mapped.parent))
+    else:
+        mapped.write_bytes(os.urandom(256 * 1024))
     _, _, _, tl = serve_requests(work, n, size, pages, mapped)
     reqs = tl["requests"]
     assert len(reqs) == n

@@ -6,15 +6,47 @@
  *   cudaprobe-linked  built with -lcudart: the runtime is mapped before main
  *
  * The calls, in order: cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice(0),
- * cudaFree(0) (the runtime's init idiom), cudaMalloc(1 MiB), a 64 KiB
- * host-to-device cudaMemcpy, cudaFree of the block. Each is printed as
- * "name=<cudaError_t>" on stdout; without a driver each returns
- * cudaErrorInsufficientDriver (35), and the copy and free are made anyway. Exit 0. */
+ * cudaFree(0) (the runtime's init idiom), cudaGetDeviceProperties(0) and
+ * cudaMemGetInfo (what a service asks of its device: name, total, free),
+ * cudaMalloc(1 MiB), a 64 KiB host-to-device cudaMemcpy, cudaFree of the
+ * block. Each is printed as "name=<cudaError_t>" on stdout; without a driver
+ * each returns cudaErrorInsufficientDriver (35), and the copy and free are
+ * made anyway. Exit 0.
+ *
+ * CUDAPROBE_GATE=DIR (tests of a held mapping): before it loads the library,
+ * write DIR/pid and wait until DIR/go exists. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* CUDAPROBE_GATE: say the pid, wait for DIR/go */
+static void gate(void)
+{
+	const char *d = getenv("CUDAPROBE_GATE");
+	struct timespec tick = {0, 10 * 1000 * 1000};
+	char p[4200];
+	FILE *f;
+
+	if (!d)
+		return;
+	snprintf(p, sizeof(p), "%s/pid.tmp", d);
+	f = fopen(p, "w");
+	if (f) {
+		char q[4200];
+
+		fprintf(f, "%d\n", (int)getpid());
+		fclose(f);
+		snprintf(q, sizeof(q), "%s/pid", d);
+		rename(p, q);
+	}
+	snprintf(p, sizeof(p), "%s/go", d);
+	while (access(p, F_OK))
+		nanosleep(&tick, NULL);
+}
 
 struct api {
 	__typeof__(cudaDriverGetVersion) *driver_version;
@@ -23,6 +55,8 @@ struct api {
 	__typeof__(cudaFree) *free_;
 	__typeof__(cudaMalloc) *malloc_;
 	__typeof__(cudaMemcpy) *memcpy_;
+	__typeof__(cudaGetDeviceProperties) *props;
+	__typeof__(cudaMemGetInfo) *mem_info;
 };
 
 #ifdef CUDAPROBE_LINKED
@@ -36,6 +70,8 @@ static int load(struct api *a, int argc, char **argv)
 	a->free_ = cudaFree;
 	a->malloc_ = cudaMalloc;
 	a->memcpy_ = cudaMemcpy;
+	a->props = cudaGetDeviceProperties;
+	a->mem_info = cudaMemGetInfo;
 	return 0;
 }
 #else
@@ -58,8 +94,10 @@ static int load(struct api *a, int argc, char **argv)
 	a->free_ = (__typeof__(a->free_))dlsym(h, "cudaFree");
 	a->malloc_ = (__typeof__(a->malloc_))dlsym(h, "cudaMalloc");
 	a->memcpy_ = (__typeof__(a->memcpy_))dlsym(h, "cudaMemcpy");
+	a->props = (__typeof__(a->props))dlsym(h, "cudaGetDeviceProperties");
+	a->mem_info = (__typeof__(a->mem_info))dlsym(h, "cudaMemGetInfo");
 	if (!a->driver_version || !a->device_count || !a->set_device || !a->free_ || !a->malloc_ ||
-	    !a->memcpy_) {
+	    !a->memcpy_ || !a->props || !a->mem_info) {
 		fprintf(stderr, "cudaprobe: %s lacks the runtime API\n", argv[1]);
 		return -1;
 	}
@@ -70,10 +108,13 @@ static int load(struct api *a, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static char host[64 << 10];
+	static struct cudaDeviceProp prop;
 	struct api a;
 	void *dev = NULL;
+	size_t mfree = 0, mtotal = 0;
 	int v = 0, n = 0;
 
+	gate();
 	if (load(&a, argc, argv))
 		return 2;
 	memset(host, 1, sizeof(host));
@@ -81,6 +122,8 @@ int main(int argc, char **argv)
 	printf("cudaGetDeviceCount=%d count=%d\n", (int)a.device_count(&n), n);
 	printf("cudaSetDevice=%d\n", (int)a.set_device(0));
 	printf("cudaFree0=%d\n", (int)a.free_(NULL));
+	printf("cudaGetDeviceProperties=%d\n", (int)a.props(&prop, 0));
+	printf("cudaMemGetInfo=%d\n", (int)a.mem_info(&mfree, &mtotal));
 	printf("cudaMalloc=%d\n", (int)a.malloc_(&dev, 1 << 20));
 	printf("cudaMemcpy=%d\n", (int)a.memcpy_(dev, host, sizeof(host), cudaMemcpyHostToDevice));
 	printf("cudaFree=%d\n", (int)a.free_(dev));

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "attrib_native.h"
 #include "attribution.h"
 
 static struct attr_proc procs1[] = {{10, 1, 0, -1, "python3", false}};
@@ -73,7 +74,7 @@ static void test_wait_then_runqueue_after_wakeup(void **st)
 {
 	struct attr_off o[] = {off(10, 10, 10, 40, 35, AK_SLEEP, "clock_nanosleep"),
 			       off(10, 10, 50, 60, -1, AK_RUNQ, "cpu contention")};
-	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -87,6 +88,8 @@ static void test_wait_then_runqueue_after_wakeup(void **st)
 	assert_int_equal(r.n_segs, 6);
 	assert_int_equal(r.segs[1].kind, AK_SLEEP);
 	assert_true(r.segs[1].start == 10 && r.segs[1].end == 35);
+	assert_string_equal(r.segs[1].what, "clock_nanosleep");
+	assert_string_equal(r.segs[0].what, "python3");
 	assert_int_equal(r.segs[2].kind, AK_RUNQ);
 	assert_true(r.segs[5].end == 100);
 	assert_false(r.segs_cut);
@@ -104,7 +107,7 @@ static void test_overlaps_and_window_edges_count_once(void **st)
 			       off(10, 10, 30, 50, -1, AK_DISK, "/m/a.bin"),
 			       off(10, 10, 40, 60, -1, AK_DISK, "/m/a.bin"),
 			       off(10, 10, 90, 300, -1, AK_SLEEP, "nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -123,7 +126,7 @@ static void test_wait_on_another_thread_is_what_it_did(void **st)
 	 * was waiting for the network from 20 to 50 */
 	struct attr_off o[] = {off(10, 10, 10, 60, 60, AK_LOCK, "futex"),
 			       off(10, 11, 20, 50, -1, AK_NET, "hub:443")};
-	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -146,7 +149,7 @@ static void test_wait_on_a_thread_waiting_on_a_third(void **st)
 	struct attr_off o[] = {
 	    off(10, 10, 10, 60, 60, AK_LOCK, "futex"), off(10, 11, 15, 55, 55, AK_LOCK, "futex"),
 	    off(10, 12, 20, 50, -1, AK_NET, "cas:443"), off(10, 12, 70, 90, 90, AK_LOCK, "futex")};
-	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -174,7 +177,7 @@ static void test_child_and_followed_process(void **st)
 	struct attr_off o[] = {off(10, 10, 1, 200, -1, AK_CHILD, "python3"),
 			       off(20, 20, 40, 70, 70, AK_CHILD, "sleep"),
 			       off(20, 20, 80, 90, -1, AK_SLEEP, "nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 3, p, 3, NULL, 0, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 3, p, 3, NULL, 0, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -196,7 +199,7 @@ static void test_cpu_inside_an_import_and_exit(void **st)
 	struct attr_proc p[] = {{10, 1, 2, 80, "python3", false}};
 	struct attr_import im[] = {{10, 10, 30, "torch"}, {11, 0, 100, "other-process"}};
 	struct attr_off o[] = {off(10, 10, 20, 25, -1, AK_DISK, "/usr/lib/libtorch.so")};
-	struct attr_input in = {0, 100, 10, o, 1, p, 1, im, 2, NULL, 0};
+	struct attr_input in = {0, 100, 10, o, 1, p, 1, im, 2, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -214,7 +217,7 @@ static void test_cpu_inside_an_import_and_exit(void **st)
 static void test_many_causes_are_capped_keeping_the_sum(void **st)
 {
 	struct attr_off o[200];
-	struct attr_input in = {0, 1000, 10, o, 200, procs1, 1, NULL, 0, NULL, 0};
+	struct attr_input in = {0, 1000, 10, o, 200, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
 	struct attr_result r;
 	char what[32];
 
@@ -234,14 +237,14 @@ static void test_samples_name_the_cpu(void **st)
 	/* samples of burn at 20 and 40, of load at 70; preempted at 50-55 in
 	 * load (the frame read at the switch-out); a sample of a module body
 	 * leaves the import in progress its name, and keeps its own outside */
-	struct attr_sample s[] = {{10, 20, "burn (p.py:3)"},
-				  {10, 40, "burn (p.py:3)"},
-				  {10, 70, "load (p.py:9)"},
-				  {10, 85, "<module> (json/__init__.py:1)"},
-				  {11, 30, "other thread"}};
+	struct attr_sample s[] = {{10, 20, "burn (p.py:3)", false},
+				  {10, 40, "burn (p.py:3)", false},
+				  {10, 70, "load (p.py:9)", false},
+				  {10, 85, "<module> (json/__init__.py:1)", false},
+				  {11, 30, "other thread", false}};
 	struct attr_import im[] = {{10, 80, 100, "json"}};
 	struct attr_off o[] = {off(10, 10, 50, 55, -1, AK_RUNQ, "cpu contention")};
-	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, s, 5};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, s, 5, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -265,9 +268,10 @@ static void test_sample_during_a_syscall_keeps_the_wait(void **st)
 	 * before it blocked, or stamped late): the wait keeps all its time,
 	 * the sample names no cpu, and the cpu after the wait is the frame
 	 * the thread blocked in, not the sample's */
-	struct attr_sample s[] = {{10, 10, "burn (p.py:3)"}, {10, 45, "nap (p.py:7)"}};
+	struct attr_sample s[] = {{10, 10, "burn (p.py:3)", false},
+				  {10, 45, "nap (p.py:7)", false}};
 	struct attr_off o[] = {off(10, 10, 30, 60, -1, AK_SLEEP, "clock_nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, NULL, 0, s, 2};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, NULL, 0, s, 2, 0, 0, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -487,6 +491,95 @@ static void test_store_keeps_records(void **st)
 	assert_null(s.recs);
 }
 
+/* The main thread sleeps in a polling loop (and at last waits in a
+ * futex) while the thread that will listen waits on a peer: from that
+ * thread's first sign of life, the main thread's waits are its. */
+static void test_listening_thread_is_followed(void **st)
+{
+	struct attr_off o[] = {
+	    off(10, 10, 10, 30, -1, AK_SLEEP, "clock_nanosleep"),
+	    off(10, 10, 30, 60, -1, AK_SLEEP, "clock_nanosleep"),
+	    off(10, 10, 60, 120, -1, AK_LOCK, "futex"),
+	    off(10, 11, 25, 80, -1, AK_NET, "hf.co:443"),
+	};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_result r;
+
+	(void)st;
+	in.listen_pid = 10;
+	in.listen_tid = 11;
+	in.listen_from = 25;
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	/* the first sleep began before the listener was seen: the main
+	 * thread's own; then the listener's wait on the peer, its cpu after */
+	assert_int_equal(us_of(&r, AK_SLEEP, "clock_nanosleep"), 20000);
+	assert_int_equal(us_of(&r, AK_NET, "hf.co:443"), 50000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3 (thread)"), 20000);
+	assert_int_equal(kind_us(&r, AK_LOCK), 0);
+	attr_result_free(&r);
+	/* without the listener: the main thread's sleeps and futex */
+	in.listen_tid = 0;
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_int_equal(us_of(&r, AK_SLEEP, "clock_nanosleep"), 50000);
+	assert_int_equal(us_of(&r, AK_LOCK, "futex"), 40000);
+	attr_result_free(&r);
+}
+
+/* cpu with no Python frame: the library the samples saw, in a stretch
+ * without a sample the thread's last one; inside an import, the import */
+static void test_native_samples_name_cpu(void **st)
+{
+	struct attr_off o[] = {off(10, 10, 40, 50, -1, AK_SLEEP, "nanosleep")};
+	struct attr_sample sm[] = {
+	    {10, 10, "libtorch_cpu.so", true},
+	    {10, 30, "libc.so.6", true},
+	    {10, 70, "libtorch_cpu.so", true},
+	};
+	struct attr_import im[] = {{10, 80, 100, "torch"}};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, sm, 3, 0, 0, 0};
+	struct attr_result r;
+
+	(void)st;
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	/* [0,10) up to the first sample, [30,40) the last before the sleep,
+	 * [50,70) up to the next, [70,80) after it: libtorch 10+20+10; libc
+	 * [10,30) and [30,40) */
+	assert_int_equal(us_of(&r, AK_CPU, "libtorch_cpu.so"), 40000);
+	assert_int_equal(us_of(&r, AK_CPU, "libc.so.6"), 30000);
+	assert_int_equal(us_of(&r, AK_CPU, "import torch"), 20000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), -1);
+	attr_result_free(&r);
+}
+
+/* /proc/PID/maps lines: the range, executable or not, the base name */
+static void test_native_maps_lines(void **st)
+{
+	__u64 lo, hi;
+	bool x;
+	char name[64];
+
+	(void)st;
+	assert_true(natives_parse_line("7f0a12340000-7f0a12350000 r-xp 00001000 08:01 1234        "
+				       "          /opt/venv/lib/torch/lib/libtorch_cpu.so\n",
+				       &lo, &hi, &x, name, sizeof(name)));
+	assert_true(lo == 0x7f0a12340000ull && hi == 0x7f0a12350000ull && x);
+	assert_string_equal(name, "libtorch_cpu.so");
+	assert_true(natives_parse_line("7ffd1000-7ffd3000 r-xp 00000000 00:00 0   [vdso]\n", &lo,
+				       &hi, &x, name, sizeof(name)));
+	assert_string_equal(name, "[vdso]");
+	assert_true(natives_parse_line("55aa0000-55ab0000 rw-p 00000000 00:00 0 \n", &lo, &hi, &x,
+				       name, sizeof(name)));
+	assert_false(x);
+	assert_string_equal(name, "anonymous memory");
+	assert_true(natives_parse_line("1000-2000 r-xp 00000000 08:01 9 /usr/bin/python3.11 "
+				       "(deleted)\n",
+				       &lo, &hi, &x, name, sizeof(name)));
+	assert_string_equal(name, "python3.11");
+	assert_false(natives_parse_line("garbage\n", &lo, &hi, &x, name, sizeof(name)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +597,9 @@ int main(void)
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_kind_names),
 	    cmocka_unit_test(test_store_keeps_records),
+	    cmocka_unit_test(test_listening_thread_is_followed),
+	    cmocka_unit_test(test_native_samples_name_cpu),
+	    cmocka_unit_test(test_native_maps_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

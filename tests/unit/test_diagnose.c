@@ -463,19 +463,21 @@ static json_t *model(const char *text)
  * and its name found as the live display finds them (progress.c) */
 static json_t *stall_of(const json_t *root, double since, double now)
 {
-	const json_t *fl;
+	const struct tl_file *fl;
+	const json_t *raw;
 	char name[300];
 	struct stall_download dl = {0};
 	struct tl_view *v = tl_view_decode_tree(root);
 	json_t *w;
 
 	assert_non_null(v);
-	if (diagnose_downloads_in_flight(root, &fl) &&
-	    json_string_value(json_object_get(fl, "path"))) {
-		dl = (struct stall_download){json_string_value(json_object_get(fl, "path")),
-					     json_number_value(json_object_get(fl, "first_ms")),
-					     name};
-		progress_download_name(root, dl.path, dl.first_ms, name, sizeof(name));
+	/* the view's answer is the rules' (diagnose_download.c) */
+	assert_int_equal(tl_view_downloads_in_flight(v, &fl),
+			 diagnose_downloads_in_flight(root, &raw));
+	assert_true(!fl == !raw);
+	if (fl && fl->path) {
+		dl = (struct stall_download){fl->path, tl_or0(fl->first_ms), name};
+		progress_download_name(v, dl.path, dl.first_ms, name, sizeof(name));
 	}
 	w = stall_waiting_on(v, NULL, NULL, dl.path ? &dl : NULL, since, now);
 	tl_view_free(v);
@@ -670,14 +672,17 @@ static void test_download_name(void **state)
 		  " {\"path\": \"/c/models--amphion--MaskGCT/snapshots/abc/other.bin\","
 		  " \"first_ms\": 500, \"last_ms\": 500}]}");
 	char name[300];
+	struct tl_view *v = tl_view_decode_tree(root);
 
 	(void)state;
+	assert_non_null(v);
 	/* the last snapshot probe before the blob was opened names it */
-	assert_false(progress_download_name(
-	    root, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete", 1000, name, sizeof(name)));
+	assert_false(progress_download_name(v, "/c/models--amphion--MaskGCT/blobs/a17c.incomplete",
+					    1000, name, sizeof(name)));
 	assert_string_equal(name, "amphion/MaskGCT:semantic_codec/model.safetensors");
-	progress_download_name(root, "/x/models/big.bin", 1000, name, sizeof(name));
+	progress_download_name(v, "/x/models/big.bin", 1000, name, sizeof(name));
 	assert_string_equal(name, "big.bin");
+	tl_view_free(v);
 	json_decref(root);
 }
 
@@ -695,14 +700,17 @@ static void test_download_name_from_the_snapshot_link(void **state)
 		  " {\"path\": \"/c/models--facebook--w2v/snapshots/abc/model.safetensors\","
 		  " \"resolved\": \"/c/models--facebook--w2v/blobs/4f1a\", \"result\": 0}]}");
 	char name[300];
+	struct tl_view *v = tl_view_decode_tree(root);
 
 	(void)state;
-	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/4f1a.incomplete",
+	assert_non_null(v);
+	assert_true(progress_download_name(v, "/c/models--facebook--w2v/blobs/4f1a.incomplete",
 					   1000, name, sizeof(name)));
 	assert_string_equal(name, "facebook/w2v:model.safetensors");
-	assert_true(progress_download_name(root, "/c/models--facebook--w2v/blobs/90aa", 1000, name,
+	assert_true(progress_download_name(v, "/c/models--facebook--w2v/blobs/90aa", 1000, name,
 					   sizeof(name)));
 	assert_string_equal(name, "facebook/w2v:config.json");
+	tl_view_free(v);
 	json_decref(root);
 }
 

@@ -1387,8 +1387,8 @@ static void test_renderer_table(void **state)
 	char choices[256];
 
 	(void)state;
-	assert_string_equal(RENDER_FORMATS, "text|json|perfetto|svg|html|prom|folded");
-	assert_int_equal(n_renderers, 7);
+	assert_string_equal(RENDER_FORMATS, "text|json|perfetto|svg|html|prom|folded|flamegraph");
+	assert_int_equal(n_renderers, 8);
 	for (size_t i = 0; i < n_renderers; i++) {
 		assert_ptr_equal(render_find(renderers[i].name), &renderers[i]);
 		assert_non_null(renderers[i].render);
@@ -1397,7 +1397,7 @@ static void test_renderer_table(void **state)
 	assert_null(render_find(NULL));
 	assert_ptr_equal(render_find("prom")->render, render_prom);
 	render_format_choices(choices, sizeof(choices));
-	assert_string_equal(choices, "text, json, perfetto, svg, html, prom or folded");
+	assert_string_equal(choices, "text, json, perfetto, svg, html, prom, folded or flamegraph");
 	render_format_choices(choices, 8); /* cut, still terminated */
 	assert_true(strlen(choices) < 8);
 }

@@ -112,12 +112,112 @@ static void test_download_names(void **state)
 	view_free(v);
 }
 
+/* A peer's lookup gives its last entry (as the rules read network[] by
+ * peer), in any order of the list; none for a name not there. */
+static void test_peer_lookup(void **state)
+{
+	struct tl_view *v = view_of("{\"network\": ["
+				    " {\"peer\": \"10.0.0.2:443\", \"bytes_in\": 1},"
+				    " {\"peer\": \"10.0.0.1:443\", \"bytes_in\": 2},"
+				    " {\"bytes_in\": 9},"
+				    " {\"peer\": \"10.0.0.2:443\", \"bytes_in\": 3,"
+				    "  \"host\": \"hub.test\", \"first_ms\": 4}]}");
+	const struct tl_peer *p;
+
+	(void)state;
+	p = tl_view_peer(v, "10.0.0.2:443");
+	assert_non_null(p);
+	assert_true(p->bytes_in == 3);
+	assert_string_equal(p->host, "hub.test");
+	assert_true(p->first_ms == 4);
+	assert_true(tl_view_peer(v, "10.0.0.1:443")->bytes_in == 2);
+	assert_null(tl_view_peer(v, "10.0.0.3:443"));
+	assert_null(tl_view_peer(v, ""));
+	assert_null(tl_view_peer(v, NULL));
+	view_free(v);
+}
+
+/* The run's [env], renames and the downloads in flight, as the rules and
+ * the live display ask for them. */
+static void test_env_renames_in_flight(void **state)
+{
+	struct tl_view *v =
+	    view_of("{\"launcher\": {\"config\": {\"app\": {\"port\": 7860}, \"command\": null,"
+		    "  \"env\": {\"vars\": {\"HF_HUB_DISABLE_XET\": \"1\", \"N\": 3}}}},"
+		    " \"files\": ["
+		    "  {\"path\": \"/c/blobs/a.incomplete\", \"opens\": 1, \"first_ms\": 5},"
+		    "  {\"path\": \"/c/blobs/b.incomplete\", \"opens\": 1, \"first_ms\": 9},"
+		    "  {\"path\": \"/m/x.tmp\", \"class\": \"download\", \"opens\": 2,"
+		    "   \"first_ms\": 7},"
+		    "  {\"path\": \"/c/blobs/c.incomplete\", \"opens\": 0, \"first_ms\": 20},"
+		    "  {\"path\": \"rel.incomplete\", \"opens\": 1, \"first_ms\": 30}],"
+		    " \"renames\": [{\"old\": \"/c/blobs/b.incomplete\", \"new\": \"/c/blobs/b\","
+		    "  \"result\": 0}, {\"old\": \"/c/blobs/a.incomplete\", \"result\": -2}]}");
+	const struct tl_file *last;
+
+	(void)state;
+	assert_true(v->config_app_port == 7860);
+	assert_true(v->config_command_null);
+	assert_string_equal(tl_view_env(v, "HF_HUB_DISABLE_XET"), "1");
+	assert_null(tl_view_env(v, "N")); /* not a string */
+	assert_null(tl_view_env(v, "HF_ENDPOINT"));
+	assert_true(tl_view_renamed(v, "/c/blobs/b.incomplete"));
+	assert_false(tl_view_renamed(v, "/c/blobs/a.incomplete")); /* the rename failed */
+	/* a and x.tmp: b was renamed, c never opened, rel.incomplete not absolute */
+	assert_int_equal(tl_view_downloads_in_flight(v, &last), 2);
+	assert_string_equal(last->path, "/m/x.tmp");
+	view_free(v);
+}
+
+/* The sections the I/O and download rules read: the caches' recorded file
+ * systems (the deepest holding a path), failed operations, lock holders. */
+static void test_cache_fs_failed_ops_locks(void **state)
+{
+	struct tl_view *v = view_of(
+	    "{\"cache_fs\": ["
+	    "  {\"dir\": \"/c\", \"fs_type\": \"ext4\", \"read_only\": false,"
+	    "   \"persistent\": true, \"incomplete\": []},"
+	    "  {\"dir\": \"/c/hub\", \"fs_type\": \"tmpfs\", \"lost\": \"at reboot\","
+	    "   \"read_only\": true, \"persistent\": false,"
+	    "   \"incomplete\": [{\"path\": \"/c/hub/x.incomplete\", \"size\": 7},"
+	    "                   {\"path\": \"/c/hub/y.incomplete\", \"size\": null}]}],"
+	    " \"failed_ops\": [{\"op\": \"mkdir\", \"path\": \"/ro/d\", \"errno\": \"EROFS\","
+	    "  \"count\": 3}],"
+	    " \"locks\": [{\"path\": \"/c/.locks/a.lock\", \"holder_pid\": 42,"
+	    "  \"holder_command\": \"python3\", \"contended_ms\": 10, \"acquired_ms\": null}]}");
+	const struct tl_cache_fs *fs;
+
+	(void)state;
+	fs = tl_view_cache_fs_of(v, "/c/hub/models--a--b/blobs/1");
+	assert_non_null(fs);
+	assert_string_equal(fs->fs_type, "tmpfs");
+	assert_int_equal(fs->read_only, 1);
+	assert_int_equal(fs->persistent, 0);
+	assert_true(fs->has_incomplete);
+	assert_int_equal(fs->n_incomplete, 2);
+	assert_true(fs->incomplete[0].size == 7);
+	assert_false(tl_has(fs->incomplete[1].size));
+	assert_string_equal(tl_view_cache_fs_of(v, "/c/other")->fs_type, "ext4");
+	assert_null(tl_view_cache_fs_of(v, "/elsewhere"));
+	assert_int_equal(fs->exists, -1); /* absent: not a flag */
+	assert_int_equal(v->n_failed_ops, 1);
+	assert_string_equal(v->failed_ops[0].errno_name, "EROFS");
+	assert_true(v->failed_ops[0].count == 3);
+	assert_true(v->locks[0].holder_pid == 42);
+	assert_string_equal(v->locks[0].holder_command, "python3");
+	assert_false(tl_has(v->locks[0].acquired_ms));
+	view_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_phase_duration),
 	    cmocka_unit_test(test_request_aliases),
 	    cmocka_unit_test(test_download_names),
+	    cmocka_unit_test(test_peer_lookup),
+	    cmocka_unit_test(test_env_renames_in_flight),
+	    cmocka_unit_test(test_cache_fs_failed_ops_locks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

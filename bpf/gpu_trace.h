@@ -1,0 +1,48 @@
+/* gpu_trace.h: the gpu domain's additions to trace.h's records, shared by
+ * bpf/gpu.bpf.c and launcher/gpu.c (kept out of trace.h, which another
+ * owner edits; they can move there as they are).
+ *
+ * - More probed calls (the attach cookie, after enum trace_gpu_fn's): what
+ *   a GPU machine answers about its device, recorded when the call
+ *   succeeds; the return code always.
+ * - The record of a cudaGetDeviceProperties call: a tl_gpu_event followed
+ *   by the device's name.
+ * - gpuseen's values: a process held at its mapping of a CUDA library, or
+ *   let go. The uprobe keeper (launcher/ukeeper.c) continues the held ones
+ *   when tts-launch dies before it could. */
+#ifndef TTS_GPU_TRACE_H
+#define TTS_GPU_TRACE_H
+
+#include "trace.h"
+
+enum trace_gpu_fn_info {
+	/* a0: size_t *free, a1: size_t *total. out: *a0, args[2]: *a1 */
+	GPU_CUDA_MEM_GET_INFO = GPU_FN_MAX,
+	/* cudaGetDeviceProperties(_v2): a0: struct cudaDeviceProp *, a1: the
+	 * device. out: its totalGlobalMem; the record is a tl_gpu_prop_event */
+	GPU_CUDA_GET_DEVICE_PROPERTIES,
+	/* cuMemGetInfo_v2: as GPU_CUDA_MEM_GET_INFO */
+	GPU_CU_MEM_GET_INFO,
+	GPU_FN_INFO_MAX,
+};
+
+/* struct cudaDeviceProp: char name[256] at 0; totalGlobalMem after the
+ * uuid (16), luid (8) and luidDeviceNodeMask (4), aligned: the same from
+ * CUDA 10 to 13 (offsetof over cuda_runtime_api.h 13.0) */
+#define GPU_PROP_NAME_OFF      0
+#define GPU_PROP_TOTAL_MEM_OFF 288
+#define GPU_DEVICE_NAME_MAX    64
+
+struct tl_gpu_prop_event {
+	struct tl_gpu_event call;	/* type EV_GPU_CALL, fn GPU_CUDA_GET_DEVICE_PROPERTIES */
+	char name[GPU_DEVICE_NAME_MAX]; /* when call.ret is 0 */
+};
+_Static_assert(sizeof(struct tl_gpu_prop_event) == 144, "tl_gpu_prop_event layout changed");
+
+/* gpuseen's value for (process, library file) */
+enum gpu_seen_state {
+	GPU_SEEN_HELD = 1, /* stopped at its mmap (SIGSTOP sent), not yet continued */
+	GPU_SEEN_GONE = 2, /* attached (or given up) and continued */
+};
+
+#endif

@@ -1,0 +1,181 @@
+/* elfsym: an ELF file's dynamic symbols and entries (elfsym.h), with
+ * elfutils' libelf: it checks each table against the file's size, so a
+ * truncated or malformed file gives no data here, not a wild read. */
+#include "elfsym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct elfsym {
+	int fd;
+	Elf *elf;
+	GElf_Ehdr eh;
+};
+
+struct elfsym *elfsym_open(const char *path, char *why, size_t whylen)
+{
+	struct elfsym *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		snprintf(why, whylen, "libelf: %s", elf_errmsg(-1));
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		snprintf(why, whylen, "%s: %s", path, strerror(ENOMEM));
+		return NULL;
+	}
+	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (e->fd < 0) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		free(e);
+		return NULL;
+	}
+	/* ELF_C_READ, not _MMAP: a file truncated while mapped would be a
+	 * SIGBUS, a short pread is an error */
+	e->elf = elf_begin(e->fd, ELF_C_READ, NULL);
+	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &e->eh)) {
+		snprintf(why, whylen, "%s: not an ELF file", path);
+		elfsym_close(e);
+		return NULL;
+	}
+	return e;
+}
+
+void elfsym_close(struct elfsym *e)
+{
+	if (!e)
+		return;
+	if (e->elf)
+		elf_end(e->elf);
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
+}
+
+int elfsym_fd(const struct elfsym *e) { return e->fd; }
+
+int elfsym_machine(const struct elfsym *e) { return e->eh.e_machine; }
+
+bool elfsym_is_exec(const struct elfsym *e) { return e->eh.e_type == ET_EXEC; }
+
+/* the file offset of value in section shndx, when it lies inside it */
+static uint64_t file_offset(Elf *elf, size_t shndx, uint64_t value)
+{
+	Elf_Scn *in;
+	GElf_Shdr sh;
+
+	if (shndx == SHN_UNDEF || shndx >= SHN_LORESERVE || !(in = elf_getscn(elf, shndx)) ||
+	    !gelf_getshdr(in, &sh) || sh.sh_type == SHT_NOBITS || value < sh.sh_addr ||
+	    value - sh.sh_addr >= sh.sh_size)
+		return 0;
+	return sh.sh_offset + (value - sh.sh_addr);
+}
+
+int elfsym_lookup(struct elfsym *e, const char *const *names, size_t n, bool funcs_only,
+		  struct elfsym_sym *out)
+{
+	Elf_Scn *scn = NULL;
+	int found = 0;
+
+	memset(out, 0, n * sizeof(*out));
+	while (found < (int)n && (scn = elf_nextscn(e->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && found < (int)n && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *name;
+			int type;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+				continue;
+			type = GELF_ST_TYPE(s.st_info);
+			if (funcs_only && type != STT_FUNC && type != STT_GNU_IFUNC)
+				continue;
+			name = elf_strptr(e->elf, sh.sh_link, s.st_name);
+			for (size_t k = 0; name && k < n; k++) {
+				if (out[k].found || strcmp(name, names[k]))
+					continue;
+				out[k] = (struct elfsym_sym){
+				    .found = true,
+				    .func = type == STT_FUNC || type == STT_GNU_IFUNC,
+				    .value = s.st_value,
+				    .size = s.st_size,
+				    .offset = file_offset(e->elf, s.st_shndx, s.st_value)};
+				found++;
+			}
+		}
+	}
+	return found;
+}
+
+bool elfsym_find(struct elfsym *e, const char *name, struct elfsym_sym *out)
+{
+	return elfsym_lookup(e, &name, 1, false, out) == 1;
+}
+
+bool elfsym_needed(struct elfsym *e, const char *prefix, char *lib, size_t liblen, char *runpath,
+		   size_t rplen)
+{
+	Elf_Scn *scn = NULL;
+	bool found = false, have_runpath = false;
+
+	runpath[0] = 0;
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *s;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				continue;
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
+			    dyn.d_tag != DT_RPATH)
+				continue;
+			s = elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val);
+			if (!s)
+				continue;
+			if (dyn.d_tag == DT_NEEDED) {
+				if (!found && !strncmp(s, prefix, strlen(prefix))) {
+					snprintf(lib, liblen, "%s", s);
+					found = true;
+				}
+			} else if (dyn.d_tag == DT_RUNPATH ? !have_runpath : !runpath[0]) {
+				/* RUNPATH wins over RPATH (ld.so ignores RPATH then) */
+				snprintf(runpath, rplen, "%s", s);
+				have_runpath |= dyn.d_tag == DT_RUNPATH;
+			}
+		}
+	}
+	return found;
+}
+
+uint64_t elfsym_base_vaddr(struct elfsym *e)
+{
+	size_t n = 0;
+
+	if (elf_getphdrnum(e->elf, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e->elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0)
+			return ph.p_vaddr;
+	}
+	return 0;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Launch -> exec of `tts-launch run -v -- /bin/true` (the "exec at" line of
+-v) and the tracer's own split (open+load, attach), for this build and a
+baseline build, in interleaved pairs; medians and ranges (docs/gpu.md, "What
+it costs": issue 17's CUDA pre-attach). With --strace, also the uprobe and
+tracepoint perf_event_open calls each run makes, and their time.
+
+    scripts/bench/gpu_launch.py [--runs N] [--strace] BASELINE_BIN [BIN]
+
+A baseline is another build, e.g. the commit before a change:
+    git archive 69bdd19 | tar -x -m -C /tmp/base && make -C /tmp/base -j2
+    scripts/bench/gpu_launch.py /tmp/base/build/tts-launch
+
+Needs root (BPF). Not a test: the figures depend on the machine's load (each
+uprobe or tracepoint registration can wait for an RCU grace period).
+"""
+import argparse
+import re
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def one(binary, tmp, strace):
+    cmd = [binary, "run", "-v", "--timeline", str(tmp / "t.json"), "--", "/bin/true"]
+    st = tmp / "strace.txt"
+    if strace:
+        cmd = ["strace", "-T", "-e", "trace=perf_event_open", "-o", str(st)] + cmd
+    r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
+    m = re.search(r"open\+load ([\d.]+) ms, attach ([\d.]+) ms", r.stderr)
+    e = re.search(r"exec at ([\d.]+)(ms|s)", r.stderr)
+    if not m or not e:
+        raise SystemExit("no -v timing from %s:\n%s" % (binary, r.stderr))
+    out = {"load_ms": float(m.group(1)), "attach_ms": float(m.group(2)),
+           "exec_ms": float(e.group(1)) * (1 if e.group(2) == "ms" else 1000)}
+    if strace:
+        for k in ("uprobes", "uprobe_s", "tracepoints", "tracepoint_s"):
+            out[k] = 0
+        for line in st.read_text().splitlines():
+            t = re.search(r"<([\d.]+)>$", line)
+            if not t:
+                continue
+            kind = ("uprobe" if "type=0x8" in line else
+                    "tracepoint" if "PERF_TYPE_TRACEPOINT" in line else None)
+            if kind:
+                out[kind + "s"] += 1
+                out[kind + "_s"] += float(t.group(1))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--strace", action="store_true")
+    ap.add_argument("baseline")
+    ap.add_argument("binary", nargs="?", default=str(ROOT / "build" / "tts-launch"))
+    a = ap.parse_args()
+    bins = {"baseline": a.baseline, "this": a.binary}
+    res = {k: [] for k in bins}
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(a.runs):
+            order = list(bins) if i % 2 == 0 else list(reversed(list(bins)))
+            for k in order:
+                tmp = Path(d) / k
+                tmp.mkdir(exist_ok=True)
+                res[k].append(one(bins[k], tmp, a.strace))
+    for k in bins:
+        print("%-8s %s" % (k, bins[k]))
+        for f in res[k][0]:
+            v = [r[f] for r in res[k]]
+            print("  %-13s median %9.3f  range %.3f-%.3f" % (f, statistics.median(v), min(v),
+                                                            max(v)))
+
+
+if __name__ == "__main__":
+    main()
