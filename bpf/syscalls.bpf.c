@@ -345,16 +345,24 @@ static __always_inline struct pt_regs *task_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
+/* Every call that reaches these is one the timeline follows: the tree
+ * lookup goes first, so the host's other processes pay that only (no
+ * register read). */
 SEC("tp")
 int syscall_enter(struct syscall_trace_enter *ctx)
 {
 	long id = ctx->nr;
+	__u32 tgid;
+
+	if (!traced_now(&tgid))
+		return 0;
 
 	if (id == __NR_close) {
 		struct sys_call c = {};
 
-		if (light || !traced_now(&c.tgid))
+		if (light)
 			return 0;
+		c.tgid = tgid;
 		c.in.nr = id;
 		c.in.a0 = ctx->args[0];
 		c.now = bpf_ktime_get_ns();
@@ -367,5 +375,10 @@ int syscall_enter(struct syscall_trace_enter *ctx)
 SEC("tp")
 int syscall_exit(struct syscall_trace_exit *ctx)
 {
+	__u32 tgid;
+
+	/* a call saved at entry is a traced thread's too */
+	if (!traced_now(&tgid))
+		return 0;
 	return call_exit(task_regs(), ctx->nr, ctx->ret);
 }
