@@ -1,6 +1,8 @@
 /* ukeeper: the process that holds the last references of tts-launch's
- * uprobe links, so that removing them (an RCU grace period each) is never
- * paid by tts-launch (ukeeper.c says how). */
+ * uprobe links (and of the syscall tracepoints' links, [trace] syscalls =
+ * cheap), so that removing them (an RCU grace period each) is never paid
+ * by tts-launch: at its exit, or when it asks (ukeeper_release, the
+ * requests window's end). ukeeper.c says how. */
 #ifndef TTS_UKEEPER_H
 #define TTS_UKEEPER_H
 
