@@ -58,6 +58,8 @@
 #define F_OFD_SETLKW_	      38
 #define F_UNLCK_	      2
 #define MMSG_MAX	      8 /* sendmmsg/recvmmsg: messages whose lengths are added up */
+#define FMODE_READ_	      0x1
+#define FMODE_WRITE_	      0x2
 
 /* ---- helpers ---- */
 
@@ -295,6 +297,10 @@ int sx_net(struct sys_call *c);
 int sx_mlock(struct sys_call *c);
 int sx_fwrite(struct sys_call *c);
 int sx_copy(struct sys_call *c);
+/* [trace] syscalls = cheap: close, at its entry (a0 the fd): what read and
+ * write of a regular file would have counted, approximately (files.bpf.c;
+ * TCP sockets: net.bpf.c's cheap_end, when the connection ends) */
+int sx_close(struct sys_call *c);
 
 /* A message that may carry the peer's name (names.bpf.c): a bounded copy to
  * user space (kind: enum trace_payload_kind). */

@@ -5,7 +5,8 @@
  * (mranges, for the fault probes), the ranges each thread writes into a
  * file (wranges: what a download wrote, offsets included) and the copies
  * made by sendfile/copy_file_range (copies). Called from sys_exit
- * (syscalls.bpf.c). */
+ * (syscalls.bpf.c); with [trace] syscalls = cheap, bytes from close
+ * (sx_close) instead of read/write. */
 #include "common.bpf.h"
 
 static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, __u64 now)
@@ -127,6 +128,9 @@ static __always_inline void path_op(const char *upath, long dirfd, long ret, boo
 
 				if (fv)
 					fv->model = 1;
+			} else if (targ_cheap && (mode & S_IFMT_) == S_IFREG_) {
+				/* cheap: the file's entry from its open (sx_close counts) */
+				file_entry(f, &fk, now);
 			}
 		}
 	}
@@ -328,6 +332,53 @@ SYS_HANDLER(sx_other)
 	return 0;
 }
 
+/* [off, off + n) written into file f (dev/ino k) by this thread: into its
+ * ranges of the file (user space merges across slots) */
+static __always_inline void wr_add(struct file *f, const struct file_key *fk, __u64 off, __u64 n,
+				   __u64 first_ns, __u32 tgid, __u64 now)
+{
+	struct wr_key k = {};
+	struct wr_val *v, init = {};
+	__u64 end = off + n;
+
+	k.dev = fk->dev;
+	k.ino = fk->ino;
+	k.tid = (__u32)bpf_get_current_pid_tgid();
+	v = bpf_map_lookup_elem(&wranges, &k);
+	if (!v) {
+		init.first_ns = first_ns;
+		init.pid = tgid;
+		v = map_add(&wranges, &k, &init, CNT_WRANGES_FULL);
+		if (!v)
+			return;
+	}
+	v->last_ns = now;
+	v->isize = BPF_CORE_READ(f, f_inode, i_size);
+	if (end > v->max_end)
+		v->max_end = end;
+	for (int i = 0; i < WR_SLOTS; i++) {
+		if (i >= v->n)
+			break;
+		/* overlapping or touching: one range */
+		if (off <= v->hi[i] && end >= v->lo[i]) {
+			if (off < v->lo[i])
+				v->lo[i] = off;
+			if (end > v->hi[i])
+				v->hi[i] = end;
+			return;
+		}
+	}
+	if (v->n < WR_SLOTS) {
+		__u32 s = v->n & (WR_SLOTS - 1);
+
+		v->lo[s] = off;
+		v->hi[s] = end;
+		v->n++;
+	} else {
+		v->extra += n;
+	}
+}
+
 /* write/pwrite/writev/pwritev that wrote ret bytes (a0 fd, a3 the offset
  * of the p* calls; the others wrote at the file position, which the call
  * has moved past them): the range into this thread's ranges of the file */
@@ -335,9 +386,7 @@ SYS_HANDLER(sx_fwrite)
 {
 	struct file *f;
 	struct file_key fk;
-	struct wr_key k = {};
-	struct wr_val *v, init = {};
-	__u64 off, end, n;
+	__u64 off, n;
 	__u32 mode;
 	long nr;
 
@@ -356,42 +405,55 @@ SYS_HANDLER(sx_fwrite)
 		off = c->in.a3;
 	else
 		off = BPF_CORE_READ(f, f_pos) - n;
-	end = off + n;
-	k.dev = fk.dev;
-	k.ino = fk.ino;
-	k.tid = (__u32)bpf_get_current_pid_tgid();
-	v = bpf_map_lookup_elem(&wranges, &k);
-	if (!v) {
-		init.first_ns = c->now;
-		init.pid = c->tgid;
-		v = map_add(&wranges, &k, &init, CNT_WRANGES_FULL);
-		if (!v)
-			return 0;
-	}
-	v->last_ns = c->now;
-	v->isize = BPF_CORE_READ(f, f_inode, i_size);
-	if (end > v->max_end)
-		v->max_end = end;
-	for (int i = 0; i < WR_SLOTS; i++) {
-		if (i >= v->n)
-			break;
-		/* overlapping or touching: one range (user space merges across slots) */
-		if (off <= v->hi[i] && end >= v->lo[i]) {
-			if (off < v->lo[i])
-				v->lo[i] = off;
-			if (end > v->hi[i])
-				v->hi[i] = end;
-			return 0;
-		}
-	}
-	if (v->n < WR_SLOTS) {
-		__u32 s = v->n & (WR_SLOTS - 1);
+	wr_add(f, &fk, off, n, c->now, c->tgid, c->now);
+	return 0;
+}
 
-		v->lo[s] = off;
-		v->hi[s] = end;
-		v->n++;
-	} else {
-		v->extra += n;
+/* [trace] syscalls = cheap, a close of fd a0 (at its entry): what reads
+ * and writes of this open would have counted, approximately. A file open
+ * for writing wrote up to its position (a sequential writer), or, at the
+ * position 0 (pwrite at offsets), what it grew by since first seen; one
+ * open for reading only read up to its position. Seeks, dup'd descriptors,
+ * files never closed and reads of a file open read-write are not right
+ * (docs/timeline.md, "tracing.syscalls"). */
+SYS_HANDLER(sx_close)
+{
+	struct file *f;
+	struct file_key k;
+	struct file_val *v;
+	__u64 pos, isize, n;
+	__u32 mode, fmode;
+
+	if (!c)
+		return 0;
+	f = fd_file(c->in.a0);
+	if (!f)
+		return 0;
+	file_id(f, &k, &mode);
+	if ((mode & S_IFMT_) != S_IFREG_)
+		return 0;
+	fmode = BPF_CORE_READ(f, f_mode);
+	pos = BPF_CORE_READ(f, f_pos);
+	isize = BPF_CORE_READ(f, f_inode, i_size);
+	v = file_entry(f, &k, c->now);
+	if (!v)
+		return 0;
+	if (fmode & FMODE_WRITE_) {
+		n = pos ? pos : isize > v->size ? isize - v->size : 0;
+		if (!n)
+			return 0;
+		__sync_fetch_and_add(&dl_activity, n);
+		__sync_fetch_and_add(&v->bytes_written, n);
+		__sync_fetch_and_add(&v->writes, 1);
+		if (!v->first_write_ns)
+			v->first_write_ns = v->first_ns;
+		v->last_write_ns = c->now;
+		v->last_ns = c->now;
+		wr_add(f, &k, pos ? pos - n : v->size, n, v->first_ns, c->tgid, c->now);
+	} else if ((fmode & FMODE_READ_) && pos) {
+		__sync_fetch_and_add(&v->bytes_read, pos);
+		__sync_fetch_and_add(&v->reads, 1);
+		v->last_ns = c->now;
 	}
 	return 0;
 }
@@ -433,7 +495,10 @@ SYS_HANDLER(sx_copy)
 	__sync_fetch_and_add(&v->calls, 1);
 	v->last_ns = c->now;
 	v->isize = BPF_CORE_READ(dst, f_inode, i_size);
-	/* the files map sees the bytes too: read from one, written to the other */
+	/* the files map sees the bytes too: read from one, written to the
+	 * other (cheap: at their close, from the positions) */
+	if (targ_cheap)
+		return 0;
 	fv = file_entry(src, &sk, c->now);
 	if (fv) {
 		__sync_fetch_and_add(&fv->bytes_read, c->ret);

@@ -23,6 +23,10 @@ extern const volatile __u32 targ_ready_port; /* the ready listen; 0: the first i
  * unused */
 extern const volatile __u64 targ_model_suf[TRACE_MODEL_SUFFIXES];
 extern const volatile __u64 targ_model_mask[TRACE_MODEL_SUFFIXES];
+/* [trace] syscalls = cheap: no read/write is seen; regular files' bytes
+ * come from their positions and sizes at close, TCP bytes from the
+ * socket's counters at close (docs/timeline.md, "tracing.syscalls") */
+extern const volatile __u32 targ_cheap;
 
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 extern __u64 ready_ns;

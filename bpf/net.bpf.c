@@ -174,6 +174,9 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 	if ((mode & S_IFMT_) == S_IFSOCK_) {
 		struct sock *sk = file_sock(f);
 
+		/* cheap: a TCP socket's bytes come from its counters at close */
+		if (sk && targ_cheap && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP)
+			return;
 		if (sk) {
 			struct peer_key pk;
 			bool have = peer_bytes(sk, n, out, now, msgs, uaddr, indirect, &pk);
@@ -488,6 +491,41 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 	ev_submit_lazy(e);
 }
 
+/* [trace] syscalls = cheap: no read or write of a TCP socket is seen; when
+ * a connection of the tree (accepted: r, or connected: p) ends, its
+ * counters of bytes received and sent go where they would have been
+ * counted, all at once (no TLS name from a first write, no reply sizes;
+ * the request's end is the close). In the context of whoever closes it. */
+static __always_inline void cheap_end(const struct sock *sk, struct req_state *r,
+				      struct conn_val *p, __u64 now)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	__u64 rx = BPF_CORE_READ(tp, bytes_received), tx = BPF_CORE_READ(tp, bytes_sent);
+	struct peer_key pk;
+
+	if (rx)
+		peer_bytes((struct sock *)sk, rx, false, now, 1, 0, false, &pk);
+	if (tx)
+		peer_bytes((struct sock *)sk, tx, true, now, 1, 0, false, &pk);
+	if (r) {
+		r->bytes_in = rx;
+		if (tx) {
+			/* the closing thread's own faults, counted up to now */
+			if ((bpf_get_current_pid_tgid() >> 32) == r->tgid)
+				flt_sync_current(r->tgid, now);
+			req_faults_now(&r->at_write, r->tgid);
+			r->bytes_out = tx;
+			r->writes = 1;
+			r->last_out_ns = now;
+		}
+	}
+	if (p) {
+		p->bytes_in = rx;
+		p->bytes_out = tx;
+		p->writes = tx ? 1 : 0;
+	}
+}
+
 SEC("raw_tp/inet_sock_set_state")
 int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
@@ -501,6 +539,8 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 		struct req_state *r = bpf_map_lookup_elem(&reqs, &key);
 
 		if (r) {
+			if (targ_cheap)
+				cheap_end(sk, r, NULL, bpf_ktime_get_ns());
 			req_end(r, bpf_ktime_get_ns());
 			bpf_map_delete_elem(&reqs, &key);
 			return 0;
@@ -546,8 +586,11 @@ int BPF_PROG(inet_sock_set_state, const struct sock *sk, const int oldstate, con
 	if (p->done && !p->closed &&
 	    (newstate == TL_TCP_FIN_WAIT1 || newstate == TL_TCP_LAST_ACK ||
 	     newstate == TL_TCP_CLOSE)) {
-		struct tl_conn_event *c = ring_reserve(sizeof(*c));
+		struct tl_conn_event *c;
 
+		if (targ_cheap)
+			cheap_end(sk, NULL, p, bpf_ktime_get_ns());
+		c = ring_reserve(sizeof(*c));
 		if (c) {
 			c->ts_ns = p->done_ns;
 			c->dur_ns = bpf_ktime_get_ns() - p->done_ns;

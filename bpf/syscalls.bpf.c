@@ -4,7 +4,11 @@
  * The syscall number is checked before any map lookup, then the pid-tree
  * lookup. sys_enter saves the arguments of the calls whose record needs their
  * start (inflight); sys_exit takes the others from the registers and hands
- * each call to its domain's handler (files.bpf.c, net.bpf.c, faults.bpf.c). */
+ * each call to its domain's handler (files.bpf.c, net.bpf.c, faults.bpf.c).
+ * Two probe sets share that work (call_enter, call_exit), one loaded per
+ * run: raw_tp sys_enter/sys_exit, on every syscall of the host ([trace]
+ * syscalls = exact), or the per-syscall tracepoints syscall_enter and
+ * syscall_exit, attached to the calls the timeline needs only (cheap). */
 #include "common.bpf.h"
 
 /* The syscall number of the call whose registers these are: at sys_exit the
@@ -200,8 +204,10 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 	return false;
 }
 
-SEC("raw_tp/sys_enter")
-int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+/* The work of both probe sets (raw_tp here, the per-syscall tracepoints of
+ * [trace] syscalls = cheap below): regs are the caller's registers, id the
+ * syscall number. */
+static __always_inline int call_enter(struct pt_regs *regs, long id)
 {
 	__u32 tgid, tid;
 	struct inflight in = {};
@@ -218,11 +224,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	long id = SYSCALL_NR(regs);
 	struct sys_call c = {};
 	struct inflight *in;
 	bool saved = false;
@@ -317,4 +321,64 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (saved)
 		bpf_map_delete_elem(&inflight, &tid);
 	return 0;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id) { return call_enter(regs, id); }
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	return call_exit(regs, SYSCALL_NR(regs), ret);
+}
+
+/* [trace] syscalls = cheap: the same work from per-syscall tracepoints
+ * (syscalls/sys_enter_NAME, sys_exit_NAME), each program attached by the
+ * launcher to the rare calls the timeline needs only (tracer_syscalls.c), so
+ * that the host's other syscalls run no program. The registers are the
+ * task's (bpf_task_pt_regs: what raw_tp hands over). close, at its entry
+ * (the file still open), gives the sizes that read/write would have
+ * counted (sx_close). */
+/* libbpf 1.1 declares bpf_task_pt_regs as returning a long */
+static __always_inline struct pt_regs *task_regs(void)
+{
+	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+/* Every call that reaches these is one the timeline follows: the tree
+ * lookup goes first, so the host's other processes pay that only (no
+ * register read). */
+SEC("tp")
+int syscall_enter(struct syscall_trace_enter *ctx)
+{
+	long id = ctx->nr;
+	__u32 tgid;
+
+	if (!traced_now(&tgid))
+		return 0;
+
+	if (id == __NR_close) {
+		struct sys_call c = {};
+
+		if (light)
+			return 0;
+		c.tgid = tgid;
+		c.in.nr = id;
+		c.in.a0 = ctx->args[0];
+		c.now = bpf_ktime_get_ns();
+		sx_close(&c);
+		return 0;
+	}
+	return call_enter(task_regs(), id);
+}
+
+SEC("tp")
+int syscall_exit(struct syscall_trace_exit *ctx)
+{
+	__u32 tgid;
+
+	/* a call saved at entry is a traced thread's too */
+	if (!traced_now(&tgid))
+		return 0;
+	return call_exit(task_regs(), ctx->nr, ctx->ret);
 }

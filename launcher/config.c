@@ -42,6 +42,7 @@ static const char *const mlock_names[] = {"off", "all", "models", "onfault", NUL
 static const char *const trigger_names[] = {"listen", "signal", "delay", "callable", NULL};
 static const char *const mlock_signal_names[] = {"SIGUSR2", "SIGUSR1", NULL};
 static const char *const progress_names[] = {"auto", "tty", "log", "off", NULL};
+static const char *const syscalls_names[] = {"exact", "cheap", NULL};
 
 #define OFF(f) offsetof(struct config, f)
 static const struct key_def keys[] = {
@@ -73,6 +74,7 @@ static const struct key_def keys[] = {
     {"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
     {"trace", "stall", T_SECONDS, OFF(stall), 0, 86400, NULL},
     {"trace", "progress", T_ENUM, OFF(progress), 0, 0, progress_names},
+    {"trace", "syscalls", T_ENUM, OFF(syscalls), 0, 0, syscalls_names},
     {"mlock", "mode", T_ENUM, OFF(mlock), 0, 0, mlock_names},
     {"mlock", "trigger", T_ENUM, OFF(mlock_trigger), 0, 0, trigger_names},
     {"mlock", "callable", T_STR, OFF(mlock_callable), 0, 0, NULL},

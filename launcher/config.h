@@ -15,6 +15,10 @@ enum mlock_mode { MLOCK_OFF, MLOCK_ALL, MLOCK_MODELS, MLOCK_ONFAULT };
 enum mlock_trigger { MLOCK_AT_LISTEN, MLOCK_AT_SIGNAL, MLOCK_AT_DELAY, MLOCK_AT_CALLABLE };
 enum mlock_signal { MLOCK_SIGUSR2, MLOCK_SIGUSR1 };
 enum progress_mode { PROGRESS_AUTO, PROGRESS_TTY, PROGRESS_LOG, PROGRESS_OFF };
+/* [trace] syscalls: every syscall of the host (raw sys_enter/sys_exit:
+ * exact counts) or per-syscall tracepoints on the rare calls (cheap: bytes
+ * approximate; docs/timeline.md, "tracing.syscalls") */
+enum trace_syscalls { SYSCALLS_EXACT, SYSCALLS_CHEAP };
 
 struct env_var {
 	char *name;
@@ -67,6 +71,7 @@ struct config {
 	bool python_usdt;
 	double stall; /* seconds without progress before saying what it waits on; 0: off */
 	enum progress_mode progress; /* live download progress (progress.h) */
+	enum trace_syscalls syscalls;
 
 	/* [mlock] (docs/mlock.md) */
 	enum mlock_mode mlock;

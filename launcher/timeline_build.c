@@ -201,6 +201,12 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 						    "reason", st->fallbacks[i].reason));
 	json_object_set_new(tr, "fallbacks", fb);
 	json_object_set_new(tr, "tracefs", json_string(st->tracefs));
+	/* [trace] syscalls (tracer_syscalls.h): which figures are approximate */
+	json_object_set_new(tr, "syscalls", json_string(st->syscalls ? st->syscalls : "exact"));
+	json_object_set_new(tr, "approximate", json_array());
+	for (size_t i = 0; st->approximate && st->approximate[i]; i++)
+		json_array_append_new(json_object_get(tr, "approximate"),
+				      json_string(st->approximate[i]));
 	json_object_set_new(tr, "events_lost", json_integer((json_int_t)lost));
 	json_object_set_new(
 	    tr, "lost",

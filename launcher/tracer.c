@@ -8,7 +8,6 @@
  * untraced. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +23,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "classify.h"
 #include "clock.h"
 #include "collector.h"
 #include "gpu.h"
@@ -32,9 +30,10 @@
 #include "interp.h"
 #include "pyframes.h"
 #include "trace.h"
-#include "trace.minbtf.h"
 #include "trace.skel.h"
 #include "tracer.h"
+#include "tracer_load.h"
+#include "tracer_syscalls.h"
 #include "ukeeper.h"
 #include "util.h"
 
@@ -43,12 +42,13 @@ struct tracer {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t n_links;
-	struct bpf_link **ulinks; /* uprobes (USDT): slow to remove */
+	struct bpf_link **ulinks;	   /* uprobes (USDT): slow to remove */
+	const struct bpf_program **uprogs; /* each one's program */
 	size_t n_ulinks;
-	bool uprobes_kept; /* a keeper holds their last references (keep_uprobes) */
-	int keeper_sock;   /* later uprobe links go to the keeper here (gpu.c); -1 */
-	bool draining;	   /* sys_exit after the window, until its saved calls end */
-	size_t drain_i;	   /* its index in links */
+	bool uprobes_kept;	   /* a keeper holds their last references (keep_uprobes) */
+	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
+	struct tracer_drain drain; /* the syscall exit program after the window */
+	bool cheap;		   /* [trace] syscalls = cheap, and it can be */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
@@ -62,15 +62,14 @@ struct tracer {
  * every context switch of the host (BENCHMARKS.md, "Neighbours"). A
  * program not listed is attached as its section says, optional and kept. */
 enum probe_kind {
-	PROBE_SECTION, /* bpf_program__attach: raw_tp/tp_btf/tp by section name */
-	PROBE_PERF,    /* software perf events (attach_per_cpu, attach_fault_tick) */
-	PROBE_USDT,    /* Python's USDT probes, per interpreter binary */
-	PROBE_UPROBE,  /* a libc function (attach_names) */
+	PROBE_SECTION,	/* bpf_program__attach: raw_tp/tp_btf/tp by section name */
+	PROBE_PERF,	/* software perf events (attach_per_cpu, attach_fault_tick) */
+	PROBE_USDT,	/* Python's USDT probes, per interpreter binary */
+	PROBE_UPROBE,	/* a libc function (attach_names) */
+	PROBE_SYSCALLS, /* per-syscall tracepoints ([trace] syscalls = cheap) */
 };
 
-#define SYS_EXIT_DRAINING "sys_exit (finishing the calls begun before the window ended)"
-/* how long sys_exit may wait for those calls (a lock wait) after the window */
-#define DRAIN_MAX_MS 10000.0
+#define DRAINING(p) p " (finishing the calls begun before the window ended)"
 
 static const struct probe {
 	const char *program;
@@ -81,11 +80,14 @@ static const struct probe {
 	const char *light; /* its name in tracing.light.kept */
 } probe_table[] = {
     {"sys_enter", PROBE_SECTION, true, true, false, NULL},
-    {"sys_exit", PROBE_SECTION, true, true, true, SYS_EXIT_DRAINING},
+    {"sys_exit", PROBE_SECTION, true, true, true, DRAINING("sys_exit")},
+    /* one of the two pairs is loaded ([trace] syscalls) */
+    {"syscall_enter", PROBE_SYSCALLS, true, true, false, NULL},
+    {"syscall_exit", PROBE_SYSCALLS, true, true, true, DRAINING("syscall_exit")},
     {"sched_process_fork", PROBE_SECTION, false, false, false, NULL},
     {"sched_process_exec", PROBE_SECTION, true, false, false, NULL},
     {"sched_process_exit", PROBE_SECTION, false, false, false, NULL},
-    {"page_fault_user", PROBE_SECTION, false, false, false, NULL},
+    {"page_fault_user", PROBE_SECTION, false, true, false, NULL},
     {"major_fault", PROBE_PERF, false, false, false, NULL},
     {"fault_tick", PROBE_PERF, false, false, false, NULL},
     {"sched_switch", PROBE_SECTION, false, true, false, NULL},
@@ -94,10 +96,11 @@ static const struct probe {
     {"inet_sock_set_state", PROBE_SECTION, false, true, false, NULL},
     {"attr_waking", PROBE_SECTION, false, true, false, NULL}, /* attribution: who woke a thread */
     {"attr_fault", PROBE_SECTION, false, true, false, NULL},  /* attribution: a fault in progress */
-    {"py_import_start", PROBE_USDT, false, false, false, NULL},
-    {"py_import_done", PROBE_USDT, false, false, false, NULL},
-    {"gai_enter", PROBE_UPROBE, false, false, false, "getaddrinfo"}, /* one name for the pair */
-    {"gai_exit", PROBE_UPROBE, false, false, false, NULL},
+    /* uprobes are per inode: every process of the host that runs the file traps */
+    {"py_import_start", PROBE_USDT, false, true, false, "python_imports"}, /* one name */
+    {"py_import_done", PROBE_USDT, false, true, false, NULL},
+    {"gai_enter", PROBE_UPROBE, false, true, false, "getaddrinfo"}, /* one name for the pair */
+    {"gai_exit", PROBE_UPROBE, false, true, false, NULL},
     {"gpu_mmap", PROBE_SECTION, false, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
     {"gpu_enter", PROBE_UPROBE, false, false, false, NULL}, /* per library: "cuda:PATH" */
     {"gpu_exit", PROBE_UPROBE, false, false, false, NULL},
@@ -175,49 +178,6 @@ static void probe_add(struct tracer *t, const char *name)
 	strv_add(&t->st.probes, &t->st.n_probes, name);
 }
 
-/* ---- probing the kernel ---- */
-
-/* The build-time kernel's minimal BTF is exact for that kernel only: same
- * release, version and BTF size (see the Makefile's BTFGen rule). */
-static bool min_btf_matches(void)
-{
-	char id[512];
-
-	return hostprobe_kernel_id(id, sizeof(id)) == 0 && !strcmp(id, trace_min_btf_kernel);
-}
-
-/* libbpf 1.1 takes a custom BTF only as a path: hand it a memfd's. */
-static int min_btf_fd(void)
-{
-	/* not memfd_create(): <sys/mman.h> defines MLOCK_ONFAULT, which
-	 * config.h's enum mlock_mode also names */
-	int fd = (int)syscall(SYS_memfd_create, "trace.min.btf", 1 /* MFD_CLOEXEC */);
-
-	if (fd < 0)
-		return -1;
-	if (write(fd, trace_min_btf, sizeof(trace_min_btf)) != (ssize_t)sizeof(trace_min_btf)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void load_failure(char *why, size_t whylen, int err)
-{
-	char lb[128];
-	const char *ld = hostprobe_lockdown(lb, sizeof(lb));
-
-	if (ld)
-		snprintf(why, whylen, "kernel lockdown (%s) forbids BPF tracing", ld);
-	else if (err == EPERM || err == EACCES)
-		snprintf(why, whylen,
-			 "not permitted to load BPF programs (run as root, or with CAP_BPF and "
-			 "CAP_PERFMON): %s",
-			 strerror(err));
-	else
-		snprintf(why, whylen, "failed to load BPF programs: %s", strerror(err));
-}
-
 /* The Python binary to put the import probes on: the interpreter this run
  * execs (the -- COMMAND when it is a python, else [app] python; a runner's
  * (uv run) is the app's .venv python), resolved to its real file (a uprobe
@@ -281,6 +241,20 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	nl[(*n)++] = l;
 }
 
+/* a uprobe or USDT link of prog, kept with the others (keep_uprobes) */
+static void add_ulink(struct tracer *t, struct bpf_link *l, const struct bpf_program *prog)
+{
+	const struct bpf_program **np = realloc(t->uprogs, (t->n_ulinks + 1) * sizeof(*np));
+
+	if (!np) {
+		bpf_link__destroy(l);
+		return;
+	}
+	t->uprogs = np;
+	np[t->n_ulinks] = prog;
+	add_link(&t->ulinks, &t->n_ulinks, l);
+}
+
 /* Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
  * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
  * exit), paid by whoever drops the last reference to its link. So the main
@@ -293,64 +267,34 @@ static void add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
  * keeper closes the links (paying the grace periods where no caller waits)
  * and exits; its life is tts-launch's plus that detach. */
 
-/* The fds of this process's bpf_links of the uprobe programs (USDT: libbpf
- * keeps a USDT link's per-site uprobe links to itself; getaddrinfo's pair):
- * from /proc/self/fdinfo. */
-static int uprobe_link_fds(struct tracer *t, int *fds, int max)
+/* The keeper gets this process's links of the probe table's uprobe and
+ * USDT programs (their ids: ukeeper_link_fds), and those of the syscall
+ * tracepoints (cheap): a tracepoint's perf event, too, waits for a grace
+ * period when its last reference goes (~200 ms each here, ~50 of them). */
+static void keep_uprobes(struct tracer *t)
 {
-	struct bpf_program *progs[] = {
-	    t->skel->progs.py_import_start, t->skel->progs.py_import_done, t->skel->progs.gai_enter,
-	    t->skel->progs.gai_exit,	    t->skel->progs.gpu_enter,	   t->skel->progs.gpu_exit};
-	__u32 ids[6] = {0, 0, 0, 0, 0, 0};
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
+	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])];
+	int fds[UKEEPER_MAX_FDS], n, n_ids = 0;
 
-	for (int i = 0; i < 6; i++) {
+	for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++) {
+		const struct probe *p = &probe_table[i];
+		struct bpf_program *prog;
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
 
-		memset(&pi, 0, sizeof(pi));
-		if (bpf_program__fd(progs[i]) >= 0 &&
-		    !bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &pi, &len))
-			ids[i] = pi.id;
-	}
-	dir = opendir("/proc/self/fdinfo");
-	while (dir && (d = readdir(dir)) && n < max) {
-		char path[300], line[128];
-		bool perf = false;
-		__u32 prog = 0;
-		FILE *f;
-
-		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+		if (p->kind != PROBE_UPROBE && p->kind != PROBE_USDT && p->kind != PROBE_SYSCALLS)
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
-		f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f)) {
-			perf |= !strncmp(line, "link_type:", 10) && strstr(line, "perf");
-			if (!strncmp(line, "prog_id:", 8))
-				prog = (__u32)strtoul(line + 8, NULL, 10);
-		}
-		if (f)
-			fclose(f);
-		for (int i = 0; perf && prog && i < 6; i++)
-			if (prog == ids[i]) {
-				fds[n++] = atoi(d->d_name);
-				break;
-			}
+		prog = bpf_object__find_program_by_name(t->skel->obj, p->program);
+		memset(&pi, 0, sizeof(pi));
+		if (prog && bpf_program__fd(prog) >= 0 &&
+		    !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
+			ids[n_ids++] = pi.id;
 	}
-	if (dir)
-		closedir(dir);
-	return n;
-}
-
-static void keep_uprobes(struct tracer *t)
-{
-	int fds[64], n = uprobe_link_fds(t, fds, 64);
-
+	n = ukeeper_link_fds(ids, n_ids, fds, UKEEPER_MAX_FDS);
 	if (n)
 		t->uprobes_kept = ukeeper_start(fds, n, &t->keeper_sock);
 }
+
 /* gpu.c's attaches, as probes and fallbacks */
 static void gpu_note(void *ctx, const char *probe, bool ok, const char *reason)
 {
@@ -394,8 +338,8 @@ static void attach_names(struct tracer *t)
 			 libc, strerror(err));
 		return;
 	}
-	add_link(&t->ulinks, &t->n_ulinks, le);
-	add_link(&t->ulinks, &t->n_ulinks, lx);
+	add_ulink(t, le, t->skel->progs.gai_enter);
+	add_ulink(t, lx, t->skel->progs.gai_exit);
 	t->st.names = true;
 	probe_add(t, "getaddrinfo");
 }
@@ -480,70 +424,23 @@ static void attach_fault_tick(struct tracer *t, pid_t root)
 		       "fault_tick", "cpu-clock");
 }
 
-/* open -> configure (rodata) -> load; first with the build kernel's minimal
- * BTF when this is that kernel, else (or when that fails) with the full
- * one. usdt false: the Python import programs are not loaded. */
-static struct trace_bpf *open_load(bool usdt, __u32 ready_port, const struct pyframes_target *py,
-				   char *why, size_t whylen)
+static void syscall_fail(void *ctx, const char *tp, int err)
 {
-	struct trace_bpf *skel = NULL;
-	int err;
+	fallback(ctx, tp, "failed to attach the tracepoint syscalls/%s: %s", tp, strerror(err));
+}
 
-	for (int attempt = min_btf_matches() ? 0 : 1; attempt < 2; attempt++) {
-		LIBBPF_OPTS(bpf_object_open_opts, oo);
-		char btfpath[64];
-		int bfd = attempt == 0 ? min_btf_fd() : -1;
-
-		if (bfd >= 0) {
-			snprintf(btfpath, sizeof(btfpath), "/proc/self/fd/%d", bfd);
-			oo.btf_custom_path = btfpath;
-		}
-		trace_bpf__destroy(skel);
-		skel = trace_bpf__open_opts(&oo);
-		if (!skel) {
-			err = errno;
-			if (bfd >= 0)
-				close(bfd);
-			snprintf(why, whylen, "failed to open BPF object: %s", strerror(err));
-			return NULL;
-		}
-		if (!usdt) {
-			bpf_program__set_autoload(skel->progs.py_import_start, false);
-			bpf_program__set_autoload(skel->progs.py_import_done, false);
-		}
-		/* the CUDA probes need the attach cookie (5.15) and a stopping
-		 * signal (5.5): without them the rest still loads */
-		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie,
-					    NULL) <= 0 ||
-		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread,
-					    NULL) <= 0) {
-			bpf_program__set_autoload(skel->progs.gpu_enter, false);
-			bpf_program__set_autoload(skel->progs.gpu_exit, false);
-			bpf_program__set_autoload(skel->progs.gpu_mmap, false);
-		}
-		skel->rodata->targ_t0_ns = clock_t0_ns();
-		skel->rodata->targ_ready_port = ready_port;
-		if (py) /* attribution: the interpreter whose frames are read */
-			pyframes_configure(skel, py);
-		/* more suffixes than the kernel holds would be model files to the
-		 * launcher only: a build-time limit, said at once */
-		if (classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
-					(uint64_t *)skel->rodata->targ_model_mask,
-					TRACE_MODEL_SUFFIXES) > TRACE_MODEL_SUFFIXES)
-			fprintf(stderr, "tts-launch: warning: classify.c has more model suffixes "
-					"than TRACE_MODEL_SUFFIXES (bpf/trace.h): raise it\n");
-		err = trace_bpf__load(skel);
-		if (bfd >= 0)
-			close(bfd);
-		if (!err)
-			return skel;
-		if (attempt == 1 || -err == EPERM || -err == EACCES) {
-			load_failure(why, whylen, -err);
-			break;
-		}
+/* [trace] syscalls = cheap: the pair on the rare calls' tracepoints
+ * (tracer_syscalls.c); without any exit there is no tree to follow. */
+static int attach_syscalls(struct tracer *t, char *why, size_t whylen)
+{
+	if (!tracer_syscalls_attach(t->skel->progs.syscall_enter, t->skel->progs.syscall_exit,
+				    &t->links, &t->n_links, syscall_fail, t)) {
+		snprintf(why, whylen, "failed to attach syscall_exit to any syscall tracepoint");
+		return -1;
 	}
-	trace_bpf__destroy(skel);
-	return NULL;
+	probe_add(t, "syscall_enter"); /* a call whose entry failed: a fallback */
+	probe_add(t, "syscall_exit");
+	return 0;
 }
 
 int tracer_test_load(char *why, size_t whylen)
@@ -557,7 +454,7 @@ int tracer_test_load(char *why, size_t whylen)
 		return -1;
 	}
 	libbpf_set_print(print_libbpf);
-	skel = open_load(true, 0, NULL, why, whylen);
+	skel = tracer_open_load(true, -1, 0, NULL, why, whylen);
 	if (!skel)
 		return -1;
 	bpf_object__for_each_program (prog, skel->obj)
@@ -636,7 +533,28 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		if (!n)
 			fallback(t, "python_frames", "no python interpreter found");
 	}
-	t->skel = open_load(n_py > 0, (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
+	t->cheap = o->cfg && o->cfg->syscalls == SYSCALLS_CHEAP;
+	if (t->cheap && strcmp(t->st.tracefs, "present") && strcmp(t->st.tracefs, "mounted")) {
+		fallback(t, "syscalls",
+			 "[trace] syscalls = cheap needs tracefs (%s): every syscall traced "
+			 "(exact) instead",
+			 t->st.tracefs);
+		t->cheap = false;
+	}
+	t->st.syscalls = t->cheap ? "cheap" : "exact";
+	if (t->cheap)
+		t->st.approximate = tracer_syscalls_approximate;
+	t->skel = tracer_open_load(n_py > 0, t->cheap ? SYSCALLS_CHEAP : SYSCALLS_EXACT,
+				   (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
+	if (!t->skel && t->cheap) {
+		/* a kernel without bpf_task_pt_regs (5.15): the raw pair */
+		fallback(t, "syscalls", "%s with [trace] syscalls = cheap: exact instead", why);
+		t->cheap = false;
+		t->st.syscalls = "exact";
+		t->st.approximate = NULL;
+		t->skel = tracer_open_load(n_py > 0, SYSCALLS_EXACT, (__u32)o->listen_port,
+					   have_pyt ? &pyt : NULL, why, whylen);
+	}
 	if (!t->skel)
 		goto fail;
 	t->col.skel = t->skel;
@@ -684,6 +602,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		add_link(&t->links, &t->n_links, l);
 		probe_add(t, name);
 	}
+	if (t->cheap && attach_syscalls(t, why, whylen))
+		goto fail;
 	/* major faults: sample period 1, the program runs in the faulting task */
 	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
 		       "major_fault", "page-faults-maj");
@@ -724,15 +644,15 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 					 pys[i], strerror(err));
 			continue;
 		}
-		add_link(&t->ulinks, &t->n_ulinks, ls);
-		add_link(&t->ulinks, &t->n_ulinks, ld);
+		add_ulink(t, ls, t->skel->progs.py_import_start);
+		add_ulink(t, ld, t->skel->progs.py_import_done);
 		t->st.usdt = true;
 		snprintf(pname, sizeof(pname), "python_imports:%.*s", PATH_MAX - 1, pys[i]);
 		probe_add(t, pname);
 	}
 
 	t_usdt = clock_ms();
-	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0)
+	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cheap)
 		keep_uprobes(t);
 	gpu_trace_set_keeper(t->col.gpu, t->uprobes_kept ? t->keeper_sock : -1);
 
@@ -766,7 +686,7 @@ int tracer_poll(struct tracer *t)
 	if (!t || !t->rb)
 		return 0;
 	n = ring_buffer__consume(t->rb);
-	if (t->draining)
+	if (tracer_draining(&t->drain))
 		drain_check(t);
 	return n < 0 ? n : 0;
 }
@@ -796,11 +716,14 @@ void tracer_free(struct tracer *t)
 	ring_buffer__free(t->rb);
 	/* kept: never detached here (the keeper drops the last references) */
 	for (size_t i = 0; i < t->n_ulinks; i++) {
+		if (!t->ulinks[i])
+			continue; /* gone after the window */
 		if (t->uprobes_kept)
 			bpf_link__disconnect(t->ulinks[i]);
 		bpf_link__destroy(t->ulinks[i]);
 	}
 	free(t->ulinks);
+	free(t->uprogs);
 	gpu_trace_free(t->col.gpu);
 	t->col.gpu = NULL;
 	if (t->keeper_sock >= 0)
@@ -808,6 +731,9 @@ void tracer_free(struct tracer *t)
 	for (size_t i = 0; i < t->n_links; i++)
 		bpf_link__destroy(t->links[i]);
 	free(t->links);
+	for (size_t i = 0; i < t->drain.n; i++)
+		bpf_link__destroy(t->drain.links[i]);
+	free(t->drain.links);
 	trace_bpf__destroy(t->skel);
 	collector_free(&t->col);
 	strv_free(t->st.probes, t->st.n_probes);
@@ -815,30 +741,6 @@ void tracer_free(struct tracer *t)
 	strv_free(t->st.detached, t->st.n_detached);
 	strv_free(t->st.kept, t->st.n_kept);
 	free(t);
-}
-
-/* Does the in-flight syscall map still hold a call of a live thread?
- * Entries of threads gone (killed inside a call) are dropped. */
-static bool calls_in_flight(struct tracer *t)
-{
-	struct bpf_map *im = t->skel->maps.inflight;
-	__u32 tid, next, walked = 0;
-	bool live = false;
-	int more;
-
-	for (more = bpf_map__get_next_key(im, NULL, &next, sizeof(next));
-	     !more && walked++ < bpf_map__max_entries(im);
-	     more = bpf_map__get_next_key(im, &tid, &next, sizeof(next))) {
-		char path[32];
-
-		tid = next;
-		snprintf(path, sizeof(path), "/proc/%u", tid);
-		if (access(path, F_OK) == 0)
-			live = true;
-		else
-			bpf_map__delete_elem(im, &tid, sizeof(tid), 0);
-	}
-	return live;
 }
 
 static void strv_remove(char **v, size_t *n, const char *s)
@@ -852,39 +754,51 @@ static void strv_remove(char **v, size_t *n, const char *s)
 		}
 }
 
-/* sys_exit, kept after the window only to finish the calls sys_enter saved
- * before it (a blocking lock, a connect): detached once none is left, or
- * DRAIN_MAX_MS after the window; what is still in flight then is dropped
- * (docs/timeline.md, "Light probes"). Asked on every poll (the
+/* sys_exit (syscall_exit), kept after the window only to finish the calls
+ * sys_enter saved before it (a blocking lock, a connect): detached once
+ * none is left, or a while after the window; what is still in flight then
+ * is dropped (docs/timeline.md, "Light probes"). Asked on every poll (the
  * supervisor's 100 ms tick). */
 static void drain_check(struct tracer *t)
 {
-	bool late = clock_ms() >= t->st.light_ms + DRAIN_MAX_MS;
+	const struct probe *p = probe_of(t->drain.program);
 
-	if (!late && calls_in_flight(t))
+	if (!tracer_drain_done(&t->drain, t->skel->maps.inflight, clock_ms()))
 		return;
-	bpf_link__destroy(t->links[t->drain_i]);
-	t->links[t->drain_i] = NULL;
-	t->draining = false;
-	if (late) {
-		struct bpf_map *im = t->skel->maps.inflight;
-		__u32 tid;
+	if (t->uprobes_kept) /* the keeper's copies (cheap): detached there */
+		ukeeper_release(t->keeper_sock, &t->drain.prog_id, 1);
+	strv_remove(t->st.kept, &t->st.n_kept, p->light);
+	strv_add(&t->st.detached, &t->st.n_detached, p->program);
+}
 
-		while (!bpf_map__get_next_key(im, NULL, &tid, sizeof(tid)) &&
-		       !bpf_map__delete_elem(im, &tid, sizeof(tid), 0))
-			;
-	}
-	strv_remove(t->st.kept, &t->st.n_kept, SYS_EXIT_DRAINING);
-	strv_add(&t->st.detached, &t->st.n_detached, "sys_exit");
+/* The uprobe links of prog go (lighten): this process's copies first (not
+ * the last references while the keeper holds its own), then the keeper's,
+ * whose close waits for the grace periods. true when one was attached. */
+static bool ulinks_drop(struct tracer *t, const struct bpf_program *prog, unsigned int id)
+{
+	bool had = false;
+
+	for (size_t i = 0; i < t->n_ulinks; i++)
+		if (t->ulinks[i] && t->uprogs[i] == prog) {
+			bpf_link__destroy(t->ulinks[i]);
+			t->ulinks[i] = NULL;
+			had = true;
+		}
+	if (had && t->uprobes_kept)
+		ukeeper_release(t->keeper_sock, &id, 1);
+	return had;
 }
 
 /* [trace] requests_window is over: requests are no longer kept, so the
  * heavy probes go: block, TCP states, and everything that runs on every
  * syscall or context switch of the host (sys_enter now, sys_exit once the
  * calls begun before have ended, sched_switch: faults are then counted at
- * threads' exits and on fault_tick). Page faults per model file, the
- * process tree, major faults, imports and getaddrinfo stay. mlock calls
- * after the window are the shim's to report (memory.mlock), not traced. */
+ * threads' exits and on fault_tick), every user page fault
+ * (page_fault_user: faults per model file) and every process of the host
+ * that runs the probed python or libc (the import USDT, getaddrinfo). The
+ * process tree, fault_tick, major faults and the CUDA pairs stay. mlock
+ * calls after the window are the shim's to report (memory.mlock), not
+ * traced. */
 static void lighten(struct tracer *t)
 {
 	struct bpf_program *prog;
@@ -912,20 +826,30 @@ static void lighten(struct tracer *t)
 			    li.prog_id != pi.id)
 				continue;
 			linked = true;
-			if (drop && p->drain && !t->draining) {
-				t->draining = drained = true;
-				t->drain_i = i;
+			if (drop && p->drain) {
+				/* kept until its saved calls end (drain_check) */
+				tracer_drain_add(&t->drain, t->links[i]);
+				t->drain.program = p->program;
+				t->drain.prog_id = pi.id;
+				t->drain.since_ms = t->st.light_ms;
+				drained = true;
 			} else if (drop) {
 				bpf_link__destroy(t->links[i]);
-				t->links[i] = NULL;
 			}
+			if (drop)
+				t->links[i] = NULL;
 		}
+		/* the keeper's copies of the tracepoints' links (cheap) */
+		if (drop && linked && !drained && t->uprobes_kept &&
+		    probe_kind(prog) == PROBE_SYSCALLS)
+			ukeeper_release(t->keeper_sock, &pi.id, 1);
 		/* only what is attached: not a probe that fell back */
 		usdt = probe_kind(prog) == PROBE_USDT;
-		/* the getaddrinfo pair stays, listed once (attach_names) */
-		if (probe_kind(prog) == PROBE_UPROBE) {
-			if (p && p->light && t->st.names)
-				strv_add(&t->st.kept, &t->st.n_kept, p->light);
+		/* getaddrinfo and the imports go, each pair listed once; the CUDA
+		 * pairs stay (gpu.c, below) */
+		if (probe_kind(prog) == PROBE_UPROBE || usdt) {
+			if (drop && ulinks_drop(t, prog, pi.id) && p->light)
+				strv_add(&t->st.detached, &t->st.n_detached, p->light);
 			continue;
 		}
 		if (drained)
@@ -942,7 +866,7 @@ static void lighten(struct tracer *t)
 	if (gpu_trace_attached(t->col.gpu))
 		strv_add(&t->st.kept, &t->st.n_kept, "cuda");
 	/* sys_enter is gone: no call is saved from now on */
-	if (t->draining)
+	if (tracer_draining(&t->drain))
 		drain_check(t);
 }
 

@@ -44,6 +44,8 @@ struct tracer_status {
 	double light_ms;
 	char **detached, **kept;
 	size_t n_detached, n_kept;
+	const char *syscalls;		/* "exact" or "cheap" ([trace] syscalls, as it could be) */
+	const char *const *approximate; /* cheap: the figures it gives approximately; NULL-ended */
 };
 
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen);

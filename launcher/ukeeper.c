@@ -13,9 +13,11 @@
  * keeper closes the links (paying the grace periods where no caller waits)
  * and exits; its life is tts-launch's plus that detach. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,6 +30,48 @@
 #include "ukeeper.h"
 
 static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The BPF program id behind link fd, from /proc/self/fdinfo (0: none). */
+static unsigned int fd_prog_id(int fd)
+{
+	char path[64], line[128];
+	unsigned int prog = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "prog_id:", 8))
+			prog = (unsigned int)strtoul(line + 8, NULL, 10);
+	if (f)
+		fclose(f);
+	return prog;
+}
+
+/* A release message ('D', then program ids): the links of those programs
+ * are closed now, their detach paid here (ukeeper_release). */
+static void keeper_release(const unsigned char *msg, size_t len, int *fds, int *n)
+{
+	unsigned int ids[UKEEPER_RELEASE_MAX];
+	size_t n_ids = (len - 1) / sizeof(ids[0]);
+	int kept = 0;
+
+	if (n_ids > UKEEPER_RELEASE_MAX)
+		n_ids = UKEEPER_RELEASE_MAX;
+	memcpy(ids, msg + 1, n_ids * sizeof(ids[0]));
+	for (int i = 0; i < *n; i++) {
+		unsigned int id = fd_prog_id(fds[i]);
+		bool drop = false;
+
+		for (size_t j = 0; id && j < n_ids && !drop; j++)
+			drop = id == ids[j];
+		if (drop)
+			close(fds[i]);
+		else
+			fds[kept++] = fds[i];
+	}
+	*n = kept;
+}
 
 /* gpu.c's gpuseen map (one fd sent with the byte 'h'), kept apart from the
  * links: when tts-launch dies with a process of the tree held at its
@@ -43,17 +87,23 @@ static bool keeper_held_map(char byte, int fd)
 }
 
 /* Later links (a CUDA library dlopen'd by the tree, gpu.c) come on sock:
- * their fds in SCM_RIGHTS messages, kept with the others. */
+ * their fds in SCM_RIGHTS messages, kept with the others; a release
+ * message closes some of them now. */
 static int keeper_take(int sock, int **fds, int *n, int *cap)
 {
-	char byte, cbuf[CMSG_SPACE(64 * sizeof(int))];
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	unsigned char msg[1 + UKEEPER_RELEASE_MAX * sizeof(unsigned int)];
+	char cbuf[CMSG_SPACE(64 * sizeof(int))];
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(msg)};
 	struct msghdr m = {
 	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
 
 	if (r <= 0)
 		return r < 0 && errno == EINTR ? 0 : -1;
+	if (msg[0] == 'D') {
+		keeper_release(msg, (size_t)r, *fds, n);
+		return 0;
+	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		int got[64];
@@ -61,7 +111,7 @@ static int keeper_take(int sock, int **fds, int *n, int *cap)
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || k > 64)
 			continue;
 		memcpy(got, CMSG_DATA(c), k * sizeof(int));
-		if (k == 1 && keeper_held_map(byte, got[0]))
+		if (k == 1 && keeper_held_map((char)msg[0], got[0]))
 			continue;
 		for (size_t i = 0; i < k; i++) {
 			if (*n == *cap) {
@@ -86,7 +136,7 @@ static void keeper_main(int pidfd, int sock, int *fds, int n) __attribute__((nor
 static void keeper_main(int pidfd, int sock, int *fds, int n)
 {
 	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
-	int keep[67], m = 0, cap = 128, *all;
+	int keep[UKEEPER_MAX_FDS + 3], m = 0, cap = 2 * UKEEPER_MAX_FDS, *all;
 	unsigned int from = 0;
 
 	for (int i = 0; i < n; i++)
@@ -139,7 +189,8 @@ bool ukeeper_start(int *fds, int n, int *sock)
 	pid_t p;
 
 	*sock = -1;
-	if (n <= 0 || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
+	if (n <= 0 || n > UKEEPER_MAX_FDS ||
+	    (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
 		return false;
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp))
 		sp[0] = sp[1] = -1;
@@ -170,4 +221,49 @@ bool ukeeper_start(int *fds, int n, int *sock)
 	else if (sp[0] >= 0)
 		close(sp[0]);
 	return kept;
+}
+
+int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max)
+{
+	struct dirent *d;
+	int n = 0;
+	DIR *dir = opendir("/proc/self/fdinfo");
+
+	while (dir && (d = readdir(dir)) && n < max) {
+		char path[300], line[128];
+		bool perf = false;
+		unsigned int prog = 0;
+		FILE *f;
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			perf |= !strncmp(line, "link_type:", 10) && strstr(line, "perf");
+			if (!strncmp(line, "prog_id:", 8))
+				prog = (unsigned int)strtoul(line + 8, NULL, 10);
+		}
+		if (f)
+			fclose(f);
+		for (int i = 0; perf && prog && i < n_ids; i++)
+			if (prog == ids[i]) {
+				fds[n++] = atoi(d->d_name);
+				break;
+			}
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+bool ukeeper_release(int sock, const unsigned int *ids, int n)
+{
+	unsigned char msg[1 + UKEEPER_RELEASE_MAX * sizeof(unsigned int)];
+
+	if (sock < 0 || n <= 0 || n > UKEEPER_RELEASE_MAX)
+		return false;
+	msg[0] = 'D';
+	memcpy(msg + 1, ids, (size_t)n * sizeof(ids[0]));
+	return send(sock, msg, 1 + (size_t)n * sizeof(ids[0]), MSG_NOSIGNAL) > 0;
 }

@@ -1,15 +1,29 @@
 /* ukeeper: the process that holds the last references of tts-launch's
- * uprobe links, so that removing them (an RCU grace period each) is never
- * paid by tts-launch (ukeeper.c says how). */
+ * uprobe links (and of the syscall tracepoints' links, [trace] syscalls =
+ * cheap), so that removing them (an RCU grace period each) is never paid
+ * by tts-launch: at its exit, or when it asks (ukeeper_release, the
+ * requests window's end). ukeeper.c says how. */
 #ifndef TTS_UKEEPER_H
 #define TTS_UKEEPER_H
 
 #include <stdbool.h>
+
+/* the most link fds the keeper takes at its start */
+#define UKEEPER_MAX_FDS 128
 
 /* Starts the keeper with a copy of fds[0..n) (call it before the service
  * execs: it briefly stops being the child subreaper). true when it runs;
  * *sock is then where later link fds go (SCM_RIGHTS, one byte of data, at
  * most 64 fds a message), else -1. */
 bool ukeeper_start(int *fds, int n, int *sock);
+/* The fds of this process's perf-event BPF links (uprobes, USDT sites:
+ * libbpf keeps a USDT link's per-site links to itself) whose program id is
+ * one of ids[0..n_ids), from /proc/self/fdinfo, into fds[0..max): how many. */
+int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max);
+/* Asks the keeper on sock to close its copies of the links of programs
+ * ids[0..n) now (after this process closed its own: the detach, a grace
+ * period per tracepoint or uprobe, is paid by the keeper). */
+#define UKEEPER_RELEASE_MAX 16
+bool ukeeper_release(int sock, const unsigned int *ids, int n);
 
 #endif

@@ -10,6 +10,9 @@ trips: two writes, two reads, two switches each).
 Tracers, each started before the neighbour runs and stopped after it:
 - tts-launch, during start-up: `tts-launch run -- /bin/sleep` (a command
   after -- keeps every probe of a start-up for as long as it runs);
+- tts-launch syscalls=cheap, during start-up: the same with `[trace]
+  syscalls = cheap` (per-syscall tracepoints on the rare calls instead of
+  raw sys_enter/sys_exit on every syscall of the host);
 - tts-launch, after the window: a service (it listens, then sleeps) with
   `[trace] requests_window = 1s`, measured once the timeline says the
   probes were lightened (tracing.light) and nothing is left draining;
@@ -31,6 +34,7 @@ start-ups (trace_overhead.py's warm-cache simulator, to ready).
 
     scripts/bench/neighbours.py [--runs N] [--neighbour dd|pingpong|all] [--dd-count N]
                                 [--pingpong N] [--rss N] [--json OUT]
+                                [--variants startup,cheap,light,strace,bpftrace]
 
 Needs root (BPF), strace, bpftrace, cc, and a built build/tts-launch.
 """
@@ -52,8 +56,11 @@ from trace_overhead import (BT, PY, ROOT, SETTLE_S, TTS, free_port, paired, pair
                             prepare_sim, run_variant)
 
 STARTUP = "tts-launch, during start-up"
+CHEAP = "tts-launch syscalls=cheap, during start-up"
 LIGHT = "tts-launch, after the window"
-VARIANTS = ["untraced", STARTUP, LIGHT, "strace -f", "bpftrace"]
+VARIANTS = ["untraced", STARTUP, CHEAP, LIGHT, "strace -f", "bpftrace"]
+SHORT = {"startup": STARTUP, "cheap": CHEAP, "light": LIGHT, "strace": "strace -f",
+         "bpftrace": "bpftrace"}  # --variants
 SLEEP = ["/bin/sleep", "100000"]
 # the service of the LIGHT variant: listens on --port, then sleeps
 SERVICE = r'''
@@ -126,6 +133,8 @@ def start_tracer(variant, tmp):
               "--set", "service.pidfile=", "--timeline", str(tl)]
     if variant == STARTUP:
         argv = common + ["--"] + SLEEP
+    elif variant == CHEAP:
+        argv = common + ["--set", "trace.syscalls=cheap", "--"] + SLEEP
     elif variant == LIGHT:
         (tmp / "service.py").write_text(SERVICE)
         argv = common + ["--set", "app.python=%s" % PY, "--set", "app.script=%s" %
@@ -160,7 +169,7 @@ def stop_tracer(p, variant, tmp):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-    if variant in (STARTUP, LIGHT):
+    if variant in (STARTUP, CHEAP, LIGHT):
         t = json.loads((tmp / "t.json").read_text())["tracing"]
         if not t["enabled"]:
             raise RuntimeError("tts-launch ran untraced: %s" % t["reason"])
@@ -215,7 +224,15 @@ def main():
     ap.add_argument("--rss", type=int, default=3, help="simulator start-ups for the peak RSS "
                     "(0: none)")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--variants", help="comma-separated tracers to run besides untraced "
+                    "(default: all): " + ",".join(SHORT))
     a = ap.parse_args()
+    if a.variants:
+        want = [v.strip() for v in a.variants.split(",")]
+        bad = [v for v in want if v not in SHORT]
+        if bad:
+            sys.exit("neighbours: unknown variant(s): %s" % ", ".join(bad))
+        VARIANTS[1:] = [SHORT[v] for v in SHORT if v in want]
     if os.geteuid() != 0:
         sys.exit("neighbours: run as root (tts-launch needs BPF)")
     for tool in ("strace", "bpftrace", "cc"):

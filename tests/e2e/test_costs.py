@@ -1,5 +1,6 @@
 """Issue 17: after the requests window no program of tts-launch runs on any
-syscall or context switch of the host. Mechanism, not timing: the BPF links
+syscall or context switch of the host, nor on every page fault or in every
+python and getaddrinfo of the host (uprobes are per inode). Mechanism, not timing: the BPF links
 tts-launch holds (its /proc/PID/fdinfo, the programs named by `bpftool prog
 show`) are listed while the service runs after the window, and the timeline's
 tracing.light says what went. sys_exit first finishes the calls sys_enter
@@ -137,3 +138,47 @@ def test_sys_exit_finishes_a_lock_wait_begun_before(work):
     assert HOST_WIDE <= set(light["detached"]) and DRAINING not in light["kept"]
     [lock] = [l for l in tl["locks"] if l["path"] == str(work / "held.lock")]
     assert lock["blocking_calls"] == 2 and not lock.get("waiting")
+
+
+# per page fault, and uprobes: in every process of the host that runs the file
+HOST_WIDE_OTHER = {"page_fault_user", "py_import_start", "py_import_done", "gai_enter",
+                   "gai_exit"}
+
+
+def keeper_of(pid):
+    """The uprobe keeper (tts-launch-upr) of tts-launch pid: it holds a pidfd of it."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
+                continue
+            for fd in os.listdir("/proc/%s/fdinfo" % d):
+                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
+                    return int(d)
+        except OSError:
+            continue
+    return None
+
+
+def test_no_host_wide_probe_after_the_window(work):
+    """page_fault_user, the import USDT and getaddrinfo's pair go at the
+    window's end too: tts-launch's own links at once, the keeper's copies
+    (whose close waits for the uprobes' grace periods) when it is told."""
+    p, tl_path = launch(work)
+    try:
+        # the keeper starts after the last attach, before the service's exec
+        keeper = wait_for(lambda: keeper_of(p.pid), what="the uprobe keeper")
+        before = prog_names(p.pid)
+        assert {"page_fault_user", "py_import_start", "py_import_done"} <= set(before), before
+        assert "py_import_start" in prog_names(keeper)
+        light = wait_for(lambda: light_of(tl_path), timeout=60, what="the window's timeline")
+        after = prog_names(p.pid)
+        assert not HOST_WIDE_OTHER & set(after), after
+        assert {"page_fault_user", "python_imports"} <= set(light["detached"]), light
+        assert not {"page_fault_user", "python_imports", "getaddrinfo"} & set(light["kept"])
+        wait_for(lambda: not HOST_WIDE_OTHER & set(prog_names(keeper)), timeout=60,
+                 what="the keeper's uprobe links closed")
+    finally:
+        tl = finish(p, work)
+    assert {"page_fault_user", "python_imports"} <= set(tl["tracing"]["light"]["detached"])

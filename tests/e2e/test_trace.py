@@ -394,15 +394,16 @@ def test_relative_paths_renames_symlinks(work):
     assert (ln["target"], ln["resolved"]) == ("../blobs/e1", dl["final_path"])
 
 
-def serve_requests(work, n, size, pages, *extra):
-    """reqserver under tts-launch, sent n requests: (port, the byte counts
-    each answer had, tts-launch's stderr, the timeline)."""
+def serve_requests(work, n, size, pages, *extra, tts_args=()):
+    """reqserver under tts-launch (with tts_args), sent n requests: (port,
+    the byte counts each answer had, tts-launch's stderr, the timeline)."""
     import socket
     import time
     portfile = work / "port"
     tl_path = work / "timeline.json"
     p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
-                          "--", str(REQSERVER), str(portfile), str(n), str(size), str(pages),
+                          *tts_args, "--", str(REQSERVER), str(portfile), str(n), str(size),
+                          str(pages),
                           *map(str, extra)],
                          cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     got = []

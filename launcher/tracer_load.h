@@ -1,0 +1,21 @@
+/* tracer_load: opens, configures and loads the tracer's BPF object
+ * (tracer_load.c). */
+#ifndef TTS_TRACER_LOAD_H
+#define TTS_TRACER_LOAD_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct trace_bpf;
+struct pyframes_target;
+
+/* open -> configure (rodata) -> load. usdt false: the Python import
+ * programs are not loaded; syscalls: which syscall pair is (SYSCALLS_EXACT:
+ * raw sys_enter/sys_exit, SYSCALLS_CHEAP: the per-syscall tracepoints'
+ * pair, -1: both, for the doctor); py: the interpreter whose frames the
+ * attribution reads, or NULL. NULL with the reason in why. */
+struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
+				   const struct pyframes_target *py, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,201 @@
+"""Issue 17: `[trace] syscalls = cheap`. Instead of raw sys_enter/sys_exit
+(a program on every syscall of the host), per-syscall tracepoints on the
+rare calls the timeline needs (tracer_syscalls.c); read/write figures come
+from close and are listed in tracing.approximate. Mechanism, not timing:
+the BPF links tts-launch and its keeper hold are listed (as test_costs.py
+does), and the timelines of small known workloads are checked. Skipped
+without BPF, failed when CI is set (test_trace.tracing_ok)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import wait_for
+from simfix import SIM, WAIT, free_port, hub, hub_proc, make_app, models  # noqa: F401
+from test_costs import APP, finish, keeper_of, light_of, prog_names, work  # noqa: F401
+from test_trace import (FILEOPS, TTS, file_entry, missing_entry, serve_requests,  # noqa: F401
+                        tracing_ok, validate)
+
+CHEAP = ["--set", "trace.syscalls=cheap"]
+RAW = {"sys_enter", "sys_exit"}
+PAIR = {"syscall_enter", "syscall_exit"}
+DRAINING = "syscall_exit (finishing the calls begun before the window ended)"
+
+
+def run_cheap(tmp, *cmd, mode="cheap"):
+    tl_path = tmp / "timeline.json"
+    p = subprocess.run([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
+                        "--set", "trace.syscalls=" + mode, "--", *map(str, cmd)],
+                       cwd=tmp, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return validate(json.loads(tl_path.read_text()))
+
+
+def test_bad_value_is_a_config_error(tmp_path):
+    p = subprocess.run([str(TTS), "run", "--set", "trace.syscalls=fast", "--", "/bin/true"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "[trace] syscalls: 'fast' is not valid: expected one of: exact, cheap" in p.stderr
+
+
+def test_exact_is_the_default_and_approximates_nothing(tmp_path, tracing_ok):
+    tl = run_cheap(tmp_path, "/bin/true", mode="exact")
+    assert tl["tracing"]["syscalls"] == "exact" and tl["tracing"]["approximate"] == []
+    assert RAW <= set(tl["tracing"]["probes"]) and not PAIR & set(tl["tracing"]["probes"])
+
+
+def test_no_raw_syscall_link_in_cheap_mode(work):
+    p, tl_path = launch_cheap(work)
+    try:
+        # ready (the first timeline is written then): every probe is attached
+        wait_for(lambda: tl_path.exists() or None, timeout=60, what="the first timeline")
+        before = prog_names(p.pid)
+        assert not RAW & set(before), before
+        # one link per tracepoint: ~40 exits, the entries of the calls timed from their start
+        assert before.count("syscall_exit") >= 20 and before.count("syscall_enter") >= 5
+        keeper = keeper_of(p.pid)
+        assert keeper and PAIR <= set(prog_names(keeper))  # its copies (the detach is its)
+        light = wait_for(lambda: light_of(tl_path), timeout=60, what="the window's timeline")
+        assert PAIR <= set(light["detached"]) and DRAINING not in light["kept"], light
+        after = prog_names(p.pid)
+        assert not (PAIR | RAW) & set(after), after
+        assert {"sched_process_exec", "sched_process_exit"} <= set(after)
+        # the keeper closed its copies when told
+        wait_for(lambda: not PAIR & set(prog_names(keeper)), timeout=60,
+                 what="the keeper's syscall links closed")
+    finally:
+        tl = finish(p, work)
+    assert tl["tracing"]["syscalls"] == "cheap"
+    assert PAIR <= set(tl["tracing"]["light"]["detached"])
+
+
+def launch_cheap(work):
+    """test_costs.launch with trace.syscalls=cheap, and a window long
+    enough to list the links after ready (the first timeline) and before it
+    ends."""
+    app = work / "app.py"
+    app.write_text(APP)
+    tl_path = work / "timeline.json"
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tl_path), "--set",
+                          "app.dir=%s" % work, "--set", "app.python=/usr/bin/python3", "--set",
+                          "app.script=%s" % app, "--set", "app.host=127.0.0.1", "--set",
+                          "app.port=%d" % free_port(), "--set", "trace.settle=0.1s",
+                          "--set", "trace.requests_window=5s", "--set", "service.pidfile=",
+                          "--set", "log.file="] + CHEAP,
+                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return p, tl_path
+
+
+def test_cheap_keeps_opens_stats_and_approximates_bytes(work):
+    opened, readf, written = work / "opened.dat", work / "read.dat", work / "written.dat"
+    opened.write_bytes(b"x" * 100)
+    readf.write_bytes(os.urandom(50000))
+    missing = work / "no" / "such" / "file"
+    tl = run_cheap(work, FILEOPS, "open:%s:5" % opened, "stat:%s:7" % missing,
+                   "read:%s:12345" % readf, "write:%s:4321" % written)
+    tr = tl["tracing"]
+    assert tr["enabled"] and tr["events_lost"] == 0 and tr["syscalls"] == "cheap"
+    assert PAIR <= set(tr["probes"]) and not RAW & set(tr["probes"])
+    assert {"files.bytes_read", "files.bytes_written", "network.bytes_out",
+            "peers.tls_name", "requests.bytes_out"} <= set(tr["approximate"])
+    # exact in this mode: opens, failed probes
+    f = file_entry(tl, opened)
+    assert (f["opens"], f["failed_opens"], f["bytes_read"]) == (5, 0, 0)
+    m = missing_entry(tl, missing)
+    assert (m["attempts"], m["errno"]) == (7, "ENOENT")
+    # approximate: each open's position at close (right for a sequential read/write)
+    f = file_entry(tl, readf)
+    assert (f["opens"], f["bytes_read"], f["bytes_written"]) == (1, 12345, 0)
+    f = file_entry(tl, written)
+    assert (f["opens"], f["bytes_read"], f["bytes_written"]) == (1, 0, 4321)
+
+
+def test_cheap_connects_listens_and_tcp_bytes_at_close(work):
+    tl = run_cheap(work, FILEOPS, "connect:1", "echo:100000", "listen:0")
+    refused = [n for n in tl["network"] if n["peer"] == "127.0.0.1:1"]
+    assert len(refused) == 1
+    assert (refused[0]["connects"], refused[0]["failures"], refused[0]["errno"]) == \
+        (1, 1, "ECONNREFUSED")
+    # the socket's counters at close: what moved, though no write was traced
+    assert any(n["bytes_out"] == 100000 and n["connects"] == 1 for n in tl["network"])
+    assert any(n["bytes_in"] == 100000 for n in tl["network"])
+    assert len(tl["listens"]) == 2 and tl["marks"]["ready"] == tl["listens"][0]["ms"]
+
+
+def test_cheap_requests_from_the_connections_counters(work):
+    """reqserver's n requests (test_trace.test_requests_exact) in cheap mode:
+    each one recorded, its bytes from the connection's counters when it
+    ends (one write, the request's end at its close), its faults too."""
+    n, size, pages = 3, 3000, 16
+    port, got, _, tl = serve_requests(work, n, size, pages, tts_args=CHEAP)
+    assert got == [size] * n and tl["tracing"]["syscalls"] == "cheap"
+    assert "requests.end_ms" in tl["tracing"]["approximate"]
+    reqs = tl["requests"]
+    assert len(reqs) == n
+    for r in reqs:
+        assert (r["port"], r["bytes_out"], r["bytes_in"], r["writes"]) == (port, size, 4, 1)
+        assert r["faults"] >= pages and r["start_ms"] <= r["end_ms"] <= r["close_ms"]
+
+
+def test_cheap_mlockall_recorded(work):
+    tl = run_cheap(work, FILEOPS, "mlockall")
+    calls = tl["memory"]["mlock_calls"]
+    assert len(calls) == 1 and calls[0]["call"] == "mlockall" and calls[0]["result"] == 0
+
+
+def test_cheap_simulator_cold_start(tmp_path, hub, models, tracing_ok):
+    """The simulator's cold start (test_trace_sim.py) in cheap mode: its
+    opens, failed stats, connects to the hub and downloads are recorded;
+    the downloads' bytes come from the written files' sizes at close."""
+    app = make_app(tmp_path, models)
+    port = free_port()
+    tl_path = tmp_path / "timeline.json"
+    log = app / "webui.log"
+    argv = [str(TTS), "run", "--timeline", str(tl_path),
+            "--set", "app.dir=%s" % app, "--set", "app.python=/usr/bin/python3",
+            "--set", "app.script=%s" % os.path.join(SIM, "webui.py"),
+            "--set", "app.host=127.0.0.1", "--set", "app.port=%d" % port,
+            "--set", "env.HF_ENDPOINT=%s" % hub.url, "--set", "env.HF_HOME=%s" % (tmp_path / "home"),
+            "--set", "trace.settle=0.1s", "--set", "service.pidfile=",
+            "--set", "log.file=webui.log"] + CHEAP
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SIM_"))}
+    env["SIM_GENERATION"] = "classic"
+    p = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (log.exists() and "tts-launch: ready:" in log.read_text()):
+            assert p.poll() is None, log.read_text() if log.exists() else "no log"
+            assert time.monotonic() < deadline, "not ready"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        p.wait(WAIT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    tl = validate(json.loads(tl_path.read_text()))
+    assert tl["tracing"]["enabled"] and tl["tracing"]["events_lost"] == 0
+    assert tl["tracing"]["syscalls"] == "cheap" and "downloads.bytes" in tl["tracing"]["approximate"]
+    ck = app / "checkpoints"
+    model = {f["path"]: f for f in tl["files"] if f["class"] == "model"}
+    for name in ("gpt.pth", "s2mel.pth", "bpe.model", "wav2vec2bert_stats.pt"):
+        assert str(ck / name) in model and model[str(ck / name)]["opens"] >= 1, sorted(model)
+    assert tl["missing_paths"]  # failed stats/opens still traced
+    hub_port = int(hub.url.rsplit(":", 1)[1].split("/")[0])
+    conns = [n for n in tl["network"] if n["peer"].endswith(":%d" % hub_port)]
+    assert conns and sum(n["connects"] for n in conns) >= 1, tl["network"]
+    assert sum(n["bytes_in"] for n in conns) > 0  # the counters at close
+    cache = ck / "hf_cache"
+    gets = [k for k in hub.state()["counts"] if k.startswith("GET ")]
+    dls = tl["downloads"]
+    assert len(dls) == len(gets) > 0, ([d["path"] for d in dls], gets)
+    for d in dls:
+        assert d["path"].startswith(str(cache) + "/") and d["path"].endswith(".incomplete")
+        assert d["complete"] and d["completed"], d
+        assert d["final_path"] == d["path"][:-len(".incomplete")]
+        assert d["bytes"] == d["size"] == os.path.getsize(d["final_path"])
+        assert d["first_ms"] <= d["last_ms"] <= d["rename_ms"]
