@@ -291,7 +291,9 @@ static void keep_uprobes(struct tracer *t)
 			ids[n_ids++] = pi.id;
 	}
 	n = ukeeper_link_fds(ids, n_ids, fds, UKEEPER_MAX_FDS);
-	if (n)
+	/* with no link yet, still when CUDA may be attached later: the keeper
+	 * is what continues a process held at its mapping if we die */
+	if (n || bpf_program__fd(t->skel->progs.gpu_enter) >= 0)
 		t->uprobes_kept = ukeeper_start(fds, n, &t->keeper_sock);
 }
 

@@ -11,7 +11,8 @@
 /* the most link fds the keeper takes at its start */
 #define UKEEPER_MAX_FDS 128
 
-/* Starts the keeper with a copy of fds[0..n) (call it before the service
+/* Starts the keeper with a copy of fds[0..n) (n may be 0: links come later
+ * through *sock, as CUDA's at a mapping) (call it before the service
  * execs: it briefly stops being the child subreaper). true when it runs;
  * *sock is then where later link fds go (SCM_RIGHTS, one byte of data, at
  * most 64 fds a message), else -1. */
