@@ -189,8 +189,7 @@ bool ukeeper_start(int *fds, int n, int *sock)
 	pid_t p;
 
 	*sock = -1;
-	if (n < 0 || n > UKEEPER_MAX_FDS ||
-	    (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
+	if (n < 0 || n > UKEEPER_MAX_FDS || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
 		return false;
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp))
 		sp[0] = sp[1] = -1;
