@@ -29,12 +29,14 @@
 #include "pipeline.h"
 #include "procfs.h"
 #include "progress.h"
+#include "redact.h"
 #include "session.h"
 #include "spawn.h"
 #include "stale.h"
 #include "timeline.h"
 #include "timeline_internal.h"
 #include "tracer.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -50,6 +52,30 @@ static int refresh_model(struct session *s, enum pipeline_upto upto, char *err, 
 				 .gid = s->timeline_gid};
 
 	return pipeline_run(&in, s->tl, upto, err, errlen);
+}
+
+/* The phase the start-up is in (the one that started last), into the log
+ * when it changes: `status` reads the log to say what a daemon is doing
+ * now (control.c), as systemd's STATUS= says it (session_notify_phase). */
+static void log_phase(struct session *s)
+{
+	static char logged[128];
+	const json_t *ph, *cur = NULL;
+	char line[300], *r;
+	size_t i;
+
+	json_array_foreach (json_object_get(timeline_json(s->tl), "phases"), i, ph)
+		if (!cur || jnum(ph, "start_ms") >= jnum(cur, "start_ms"))
+			cur = ph;
+	if (!jstr(cur, "name") || !strcmp(logged, jstr(cur, "name")))
+		return;
+	snprintf(logged, sizeof(logged), "%s", jstr(cur, "name"));
+	snprintf(line, sizeof(line), "tts-launch: phase: %s, from %.1f s after launch\n", logged,
+		 jnum(cur, "start_ms") / 1000);
+	r = redact_text(line);
+	if (r)
+		session_log(s, r, strlen(r));
+	free(r);
 }
 
 /* About once a second until ready (+ settle): what the trace saw so far,
@@ -79,6 +105,7 @@ static void progress_tick(struct session *s, double now)
 	s->next_progress = now + (t * 20 < 1000 ? 1000 : t * 20 > 3000 ? 3000 : t * 20);
 	if (!s->ready) {
 		session_notify_phase(s);
+		log_phase(s);
 		progress_sample(s->progress, timeline_json(s->tl), clock_ms());
 	}
 }

@@ -7,6 +7,7 @@ offline `diagnose` of the saved timeline. Tracing tests skip without BPF,
 fail when CI is set. No timed assertions."""
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -340,6 +341,25 @@ def test_status_of_a_dead_daemon_says_how_it_died(app):  # noqa: F811
         in s.stdout and "CUDA error" in s.stdout
 
 
+def test_status_of_a_daemon_killed_by_a_signal_says_which_and_when(app):  # noqa: F811
+    import time
+    (app.dir / "webui.py").write_text(
+        "import os, signal\nprint('loading the model', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGSEGV)\n")
+    app.write_ini("timeline = %s\n[log]\nfile = %s\n" % (app.dir / "t.json", app.dir / "w.log"))
+    r = app.run("run", "-c", str(app.ini), "--daemon", "--no-trace")
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + WAIT
+    while not (app.dir / "t.json").exists() or app.run("status", "-c", str(app.ini)).returncode != 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    s = app.run("status", "-c", str(app.ini))
+    assert "not running" in s.stdout
+    assert re.search(r"^last run: pid \d+ was killed by SIGSEGV at 20\d\d-\d\d-\d\d "
+                     r"\d\d:\d\d:\d\d, [\d.]+s after launch$", s.stdout, re.M), s.stdout
+    assert "why: the service was killed by SIGSEGV" in s.stdout, s.stdout
+
+
 def test_status_of_a_live_daemon_says_what_it_last_said(app):  # noqa: F811
     from conftest import wait_for, port_open
     app.write_ini("[log]\nfile = %s\n" % (app.dir / "w.log"))
@@ -350,6 +370,67 @@ def test_status_of_a_live_daemon_says_what_it_last_said(app):  # noqa: F811
         app.run("status", "-c", str(app.ini))), what="ready in the log")
     assert s.returncode == 0
     assert "last said: tts-launch: ready: listening on 127.0.0.1:%d" % app.port in s.stdout
+
+
+def test_status_of_a_starting_daemon_says_its_phase_and_download(tracing_ok, models, hub,  # noqa: F811
+                                                                  tmp_path):
+    # a cold start whose largest download takes seconds: status while it
+    # downloads names the phase and the download's progress, by file
+    import time
+    from conftest import port_open
+    hub.control(bandwidth=100000)
+    app = sim_app(tmp_path, models)
+    port = simfix.free_port()
+    ini = tmp_path / "t.ini"
+    ini.write_text("[app]\ndir = %s\npython = %s\nhost = 127.0.0.1\nport = %d\n"
+                   "[env]\nHF_ENDPOINT = %s\nHF_HOME = %s\n[service]\npidfile = %s\n"
+                   "stop_grace = 3s\n[log]\nfile = %s\n[trace]\nsettle = 0.3s\n"
+                   "timeline = %s\nprogress = log\n"
+                   % (app, PY, port, hub.url, tmp_path / "hf_home", tmp_path / "pid",
+                      tmp_path / "w.log", tmp_path / "t.json"))
+
+    def tts(*a):
+        return subprocess.run([str(TTS), *a, "-c", str(ini)], capture_output=True, text=True,
+                              timeout=WAIT, env=simfix.base_env())
+    r = tts("run", "--daemon")
+    assert r.returncode == 0, r.stdout + r.stderr
+    try:
+        deadline = time.monotonic() + WAIT
+        while True:
+            s = tts("status")
+            if "\ndownload: downloading " in s.stdout:
+                break
+            assert time.monotonic() < deadline and not port_open(port), s.stdout
+            time.sleep(0.2)
+        assert s.returncode == 0 and s.stdout.startswith("running: pid "), s.stdout
+        lines = s.stdout.splitlines()
+        phase = [l for l in lines if l.startswith("phase: ")]
+        dl = [l for l in lines if l.startswith("download: ")]
+        assert phase and phase[0] != "phase: ready", s.stdout
+        assert re.match(r"phase: \S+, from \d+\.\d s after launch$", phase[0]), phase
+        # by repo and file, with the bytes so far
+        assert re.match(r"download: downloading [\w.-]+/[\w.-]+:\S+: [\d.]+ [KMG]?i?B", dl[0]), dl
+        assert ".incomplete" not in s.stdout
+        hub.control(bandwidth=0)
+        deadline = time.monotonic() + WAIT
+        while not port_open(port):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        s = wait_status(tts, "phase: ready")
+        assert "download: " not in s.stdout  # progress is for a start under way
+    finally:
+        tts("stop")
+
+
+def wait_status(tts, what):
+    import time
+    deadline = time.monotonic() + WAIT
+    while True:
+        s = tts("status")
+        if what in s.stdout:
+            return s
+        assert time.monotonic() < deadline, s.stdout
+        time.sleep(0.2)
 
 
 def test_doctor_checks_the_log_and_timeline_can_be_written(app):  # noqa: F811
