@@ -395,16 +395,31 @@ static void rule_lock_wait(struct diag_ctx *c)
 	}
 }
 
-/* A model file read, and its size as the trace saw it: the files the two
- * read-amplification rules look at. */
-static bool model_read(const json_t *f, double *size, double *rd, double *reads)
+/* A model file read, and its size: as the trace saw it, or what a
+ * download of this run ended as there (downloads[]: final_path, bytes),
+ * whichever is larger. The trace takes a file's size when it first sees
+ * it: a file the service reads while its download still grows (the hub
+ * client's copy of a finished blob, a verification pass) would otherwise
+ * look read many times over. The files the two read-amplification rules
+ * look at. */
+static bool model_read(struct diag_ctx *c, const json_t *f, double *size, double *rd, double *reads)
 {
-	const char *cls = jstr(f, "class");
+	const char *cls = jstr(f, "class"), *path = jstr(f, "path");
+	const json_t *d;
+	size_t i;
 
 	*size = jnum(f, "size");
 	*rd = jnum(f, "bytes_read");
 	*reads = jnum(f, "reads");
-	return jstr(f, "path") && cls && !strcmp(cls, "model") && *rd > 0;
+	if (!path || !cls || strcmp(cls, "model") || *rd <= 0)
+		return false;
+	json_array_foreach (json_object_get(c->root, "downloads"), i, d)
+		if (jstr(d, "final_path") && !strcmp(jstr(d, "final_path"), path) &&
+		    jnum(d, "bytes") > *size)
+			*size = jnum(d, "bytes");
+	if (jnum(f, "bytes_written") > *size)
+		*size = jnum(f, "bytes_written");
+	return true;
 }
 
 static bool reread(double size, double rd)
@@ -421,7 +436,7 @@ static void rule_io_reread(struct diag_ctx *c)
 		double size, rd, reads;
 		char abs[PATH_MAX], a[32], b[32];
 
-		if (!model_read(f, &size, &rd, &reads) || !reread(size, rd))
+		if (!model_read(c, f, &size, &rd, &reads) || !reread(size, rd))
 			continue;
 		path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
 		fmt_bytes(a, sizeof(a), rd);
@@ -448,7 +463,7 @@ static void rule_io_small_reads(struct diag_ctx *c)
 		double size, rd, reads;
 		char abs[PATH_MAX], a[32], avg[32];
 
-		if (!model_read(f, &size, &rd, &reads) || reread(size, rd) ||
+		if (!model_read(c, f, &size, &rd, &reads) || reread(size, rd) ||
 		    reads < SMALL_READS_MIN || rd < SMALL_READS_MIN_BYTES ||
 		    rd / reads >= SMALL_READ_MAX)
 			continue;

@@ -22,6 +22,7 @@
 #include "diagnose.h"
 #include "instance.h"
 #include "interp.h"
+#include "lasttl.h"
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
@@ -128,8 +129,22 @@ static void write_timeline(struct session *s)
 	if (!*s->timeline_path)
 		return;
 	s->timeline_written = rc == 0;
-	if (!s->timeline_written)
+	if (!s->timeline_written) {
 		session_say(s, "tts-launch: warning: %s\n", err);
+	} else {
+		/* for `diagnose` without arguments (lasttl.h): absolute names */
+		char *tl = realpath(s->timeline_path, NULL);
+		char *conf = s->cfg->source && *s->cfg->source != '('
+				 ? realpath(s->cfg->source, NULL)
+				 : NULL;
+
+		char cwd[4096];
+
+		if (getcwd(cwd, sizeof(cwd)))
+			lasttl_note(cwd, tl, conf ? conf : s->cfg->source);
+		free(tl);
+		free(conf);
+	}
 }
 
 /* Relay what the service printed; returns false at EOF. */
@@ -286,6 +301,13 @@ static void on_tick(struct session *s)
 		if (s->ready) {
 			char *warn;
 
+			/* a last look before ready stops the samples: a download
+			 * renamed since the last one is said (downloaded NAME), in
+			 * its place before the ready line */
+			if (s->progress && s->tracer) {
+				refresh_model(s, PIPE_TRACE, NULL, 0);
+				progress_sample(s->progress, timeline_json(s->tl), clock_ms());
+			}
 			timeline_mark(s->tl, "ready", s->ready_ms);
 			/* The shim reports when it loads, at exec: by now it has. */
 			read_mlock(s);

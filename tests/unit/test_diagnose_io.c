@@ -131,6 +131,30 @@ static void test_interrupted_by_a_failed_write(void **state)
 	timeline_free(tl);
 }
 
+/* A model file read once while its download still grew: the trace took
+ * its size at the first look (128 KiB of 5.1 MiB, the 2026 demo's cold
+ * start); the size it ended with is the download's, no re-read. */
+static void test_reread_measured_against_the_downloaded_size(void **state)
+{
+	struct timeline *tl = load("io-reread");
+	json_t *f = json_array_get(json_object_get(root_of(tl), "files"), 0);
+
+	(void)state;
+	/* gpt.pth: 40 MiB read for 10 MiB, a re-read */
+	assert_non_null(finding(tl, DIAG_IO, "io-reread"));
+	json_object_set_new(f, "size", json_integer(131072));
+	json_object_set_new(f, "bytes_read", json_integer(5309208));
+	assert_non_null(finding(tl, DIAG_IO, "io-reread"));
+	json_array_append_new(json_object_get(root_of(tl), "downloads"),
+			      json_pack("{s:s, s:s, s:i, s:b}", "path",
+					"/nonexistent/app/checkpoints/x.incomplete", "final_path",
+					"/nonexistent/app/checkpoints/gpt.pth", "bytes", 5309208,
+					"complete", 1));
+	assert_null(finding(tl, DIAG_IO, "io-reread"));
+	assert_null(finding(tl, DIAG_IO, "io-small-reads"));
+	timeline_free(tl);
+}
+
 /* ---- a retry loop's cost ---- */
 
 /* The fixture's loop: /mnt/hf_cache, 12 attempts, 100..3100 ms, exit at
@@ -277,6 +301,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_quota_exceeded),
 	    cmocka_unit_test(test_interrupted_by_a_failed_write),
+	    cmocka_unit_test(test_reread_measured_against_the_downloaded_size),
 	    cmocka_unit_test(test_loop_costs_most_of_a_short_start),
 	    cmocka_unit_test(test_short_loop_in_a_long_start_is_no_finding),
 	    cmocka_unit_test(test_loop_off_the_critical_path_costs_nothing),
