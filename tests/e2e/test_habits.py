@@ -482,17 +482,24 @@ def test_diagnose_after_the_demo(tracing_ok, mlock):
     # the mlock outcome in one line; the traced calls are not repeated
     import re
     assert not re.search(r"^\s+(mlock|mlockall|mlock2): ", d.stdout, re.M), d.stdout
-    # a healthy warm (or cold) start: nothing to fix, with or without --mlock.
+    # a healthy warm start: nothing to fix, with or without --mlock.
     # lazy-model-faults only when a request really read a model page back
-    # from disk (the demo's Qwen weights are mapped at the first request: a
-    # page cache another test emptied makes that real); minor faults alone
-    # (pages in memory) are no finding
+    # from disk; minor faults alone (pages in memory) are no finding.
+    # Without --mlock a page cache that memory pressure (another test)
+    # emptied makes that real; with it, every model mapping is mapped before
+    # the listen (the demo's Qwen weights too: timeline files[].first_ms),
+    # so mlockall(MCL_CURRENT) pins them: nothing at all
     lazy = [f for f in out["findings"] if f["id"] == "lazy-model-faults"]
     assert all(f["evidence"]["major_faults"] > 0 for f in lazy), lazy
     assert ids <= {"lazy-model-faults"}, r.stdout
     assert r.returncode == (1 if ids else 0)
     if mlock:
         assert "mlock shim (all, at listen): locked" in d.stdout
+        assert ids == set() and r.returncode == 0, r.stdout
+        tl = json.loads(Path(json.loads(r.stdout)["timeline"]).read_text())
+        ready = tl["marks"]["ready"]
+        assert all(f["first_ms"] < ready for f in tl["files"]
+                   if f["class"] == "model" and f.get("mmaps")), "a model mapped after ready"
     # no config, no argument: a clear message, not a parse error
     bare = subprocess.run([str(TTS), "diagnose"], cwd="/", capture_output=True, text=True)
     assert bare.returncode == 2 and "no timeline at" in bare.stderr and "-c FILE" in bare.stderr
