@@ -186,6 +186,8 @@ static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 		if (jnum(v, "last_ms") > c->end)
 			c->end = jnum(v, "last_ms");
 	exit_o = json_object_get(json_object_get(root, "process"), "exit");
+	if (jnum(exit_o, "ms") > c->end) /* a timeline without the exit mark */
+		c->end = jnum(exit_o, "ms");
 	if (json_is_object(exit_o)) {
 		json_t *code = json_object_get(exit_o, "code");
 
