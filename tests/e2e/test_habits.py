@@ -602,11 +602,28 @@ def test_sd_notify_status_follows_the_start_up(tracing_ok, models, hub, tmp_path
     monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify.sock"))
     hub.control(bandwidth=300000)  # the cold start's largest download takes seconds
     app = sim_app(tmp_path, models)
-    run = Launch(tmp_path / "run", app, endpoint=hub.url)
-    run.wait()
-    tl = run.stop()
+    # read as the manager does, while it runs: a datagram socket queues
+    # only net.unix.max_dgram_qlen (10) and tts-launch's are non-blocking
+    import threading
+    msgs, done = [], threading.Event()
+
+    def drain():
+        sock.settimeout(0.05)
+        while not done.is_set():
+            try:
+                msgs.append(sock.recv(4096).decode())
+            except socket.timeout:
+                pass
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        run = Launch(tmp_path / "run", app, endpoint=hub.url)
+        run.wait()
+        tl = run.stop()
+    finally:
+        done.set()
+        reader.join()
     assert tl["marks"].get("ready")
-    msgs = _datagrams(sock)
     ready = next(i for i, m in enumerate(msgs) if "READY=1" in m)
     before = [m for m in msgs[:ready] if m.startswith("STATUS=")]
     # the phases it went through, and the downloads' progress, before ready
