@@ -92,13 +92,20 @@ def test_demo_runs_the_2026_generation_cold_then_warm():
     # file's size is what the download ended as, not its size when first seen)
     assert not [f for f in tl["findings"] if f["id"] in ("io-reread", "io-small-reads")], \
         tl["findings"]
-    # a healthy warm start: nothing to fix
-    assert [f["id"] for f in warm_tl["findings"] if f["severity"] != "info"] == []
+    # a healthy warm start: nothing to fix, but for a request that really
+    # read model pages from disk (pages of the mapped weights that no one
+    # touched since they were written are not all resident: fincore), which
+    # names the files; never minor faults alone
+    for f in warm_tl["findings"]:
+        assert f["severity"] == "info" or f["id"] == "lazy-model-faults", f
+        if f["id"] == "lazy-model-faults":
+            assert f["evidence"]["major_faults"] > 0 and f["evidence"]["files"], f
     # diagnose without arguments, in the checkout the demo ran in: the last
     # timeline a run started here wrote (the warm start's), said on stderr
     d = subprocess.run([str(TTS), "diagnose", "--format", "json"], cwd=ROOT,
                        capture_output=True, text=True, timeout=WAIT)
-    assert d.returncode == 0, d.stdout + d.stderr
+    problems = [f for f in warm_tl["findings"] if f["severity"] != "info"]
+    assert d.returncode == (1 if problems else 0), d.stdout + d.stderr
     assert "the last timeline a run started here wrote, %s" % os.path.join(
         ROOT, "build", "demo", "timeline.json") in d.stderr, d.stderr
     assert json.loads(d.stdout)["timeline"] == os.path.join(ROOT, "build", "demo", "timeline.json")
