@@ -100,12 +100,25 @@ static void last_run(const struct config *c)
 	free(path);
 }
 
-/* The last line tts-launch wrote to the log: what the start-up is doing
- * (a download's progress, a stall), cheaply, without asking the supervisor. */
-static void last_said(const struct config *c)
+/* A log line, without its newline, escaped for the terminal. */
+static void print_line(const char *label, const char *l, size_t skip)
+{
+	char line[1024], esc[4096];
+
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(l + skip, "\r\n"), l + skip);
+	printf("%s: %s\n", label, text_esc(line, esc, sizeof(esc)));
+}
+
+/* What a live start-up is doing, from the lines tts-launch wrote to the log
+ * since it started svc ("tts-launch: started pid SVC:"), cheaply, without
+ * asking the supervisor: the phase it is in (the supervisor logs each
+ * change, supervise.c), until ready the latest download progress
+ * (progress.c's lines), and the last line it said. */
+static void last_said(const struct config *c, pid_t svc)
 {
 	char *path = c->log_file && *c->log_file ? config_path(c, c->log_file) : NULL;
-	char buf[65536], *best = NULL;
+	char buf[65536], started[64];
+	const char *best = NULL, *phase = NULL, *dl = NULL, *ready = NULL;
 	FILE *f = path && *path ? fopen(path, "re") : NULL;
 	size_t n;
 
@@ -119,15 +132,31 @@ static void last_said(const struct config *c)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (!strncmp(l, "tts-launch: ", 12))
+	snprintf(started, sizeof(started), "tts-launch: started pid %d:", (int)svc);
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, "tts-launch: ", 12))
+			continue;
+		if (!strncmp(l, started, strlen(started)))
+			phase = dl = ready = NULL; /* this run's lines from here on */
+		else if (!strncmp(l, "tts-launch: phase: ", 19))
+			phase = l;
+		else if (!strncmp(l, "tts-launch: download", 20) ||
+			 !strncmp(l, "tts-launch: migrat", 18) ||
+			 !strncmp(l, "tts-launch: copying ", 20))
+			dl = l;
+		else if (!strncmp(l, "tts-launch: ready", 17))
+			ready = l;
+		if (strncmp(l, "tts-launch: phase: ", 19))
 			best = l;
-	if (best) {
-		char line[1024], esc[4096];
-
-		snprintf(line, sizeof(line), "%.*s", (int)strcspn(best, "\r\n"), best);
-		printf("last said: %s\n", text_esc(line, esc, sizeof(esc)));
 	}
+	if (ready)
+		printf("phase: ready\n");
+	else if (phase)
+		print_line("phase", phase, 19);
+	if (dl && !ready)
+		print_line("download", dl, 12);
+	if (best)
+		print_line("last said", best, 0);
 }
 
 /* Exit code when the pidfile or the lock cannot be trusted (README). */
@@ -433,7 +462,7 @@ int control_status(const struct config *c)
 		else
 			printf("port: none listening yet\n");
 	}
-	last_said(c);
+	last_said(c, svc);
 out:
 	instance_close(&in);
 	return rc;

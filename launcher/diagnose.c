@@ -26,13 +26,28 @@ static const struct {
 	enum diag_check check;
 	const struct diag_rule *rows;
 } groups[] = {
+    /* first: a cache that refuses writes is the root of what the download
+     * rules then see, and the exit rule names its first cause's fix */
+    {DIAG_IO, diag_io_rules},
     {DIAG_DOWNLOAD, diag_net_rules},
     {DIAG_DOWNLOAD, diag_download_rules},
     {DIAG_DOWNLOAD, diag_http_rules},
-    {DIAG_IO, diag_io_rules},
     {DIAG_MEMORY, diag_memory_rules},
     {DIAG_MEMORY, diag_gpu_rules}, /* the service runs on CPU (issue 18) */
     {DIAG_EXIT, diag_exit_rules},  /* last: it names the errors found as the cause */
+};
+
+/* Findings that are the consequence of another one found in the same run,
+ * dropped before the exit rule names the causes: a cache that refused every
+ * write makes any download fail after the server answered, which the
+ * network rules would otherwise blame on the server. `unless`: an evidence
+ * key that, when set, keeps the finding (the client printed an HTTP status:
+ * the server's own words). */
+static const struct {
+	const char *id, *by, *unless;
+} explained[] = {
+    {"hub-http-error", "cache-write-refused", "status"},
+    {"fallback-download", "cache-write-refused", NULL},
 };
 
 /* ---- small helpers ---- */
@@ -171,6 +186,8 @@ static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 		if (jnum(v, "last_ms") > c->end)
 			c->end = jnum(v, "last_ms");
 	exit_o = json_object_get(json_object_get(root, "process"), "exit");
+	if (jnum(exit_o, "ms") > c->end) /* a timeline without the exit mark */
+		c->end = jnum(exit_o, "ms");
 	if (json_is_object(exit_o)) {
 		json_t *code = json_object_get(exit_o, "code");
 
@@ -213,6 +230,37 @@ static int level_of(json_t *findings)
 	return lvl;
 }
 
+static bool has_finding(json_t *findings, const char *id)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach (findings, i, f)
+		if (!strcmp(jstr(f, "id") ?: "", id))
+			return true;
+	return false;
+}
+
+/* Drops the findings another finding explains (explained[] above). */
+static void drop_explained(json_t *findings)
+{
+	for (size_t k = 0; k < sizeof(explained) / sizeof(explained[0]); k++) {
+		if (!has_finding(findings, explained[k].by))
+			continue;
+		for (size_t i = json_array_size(findings); i-- > 0;) {
+			json_t *f = json_array_get(findings, i);
+			json_t *keep = explained[k].unless
+					   ? json_object_get(json_object_get(f, "evidence"),
+							     explained[k].unless)
+					   : NULL;
+
+			if (!strcmp(jstr(f, "id") ?: "", explained[k].id) &&
+			    (!keep || json_is_null(keep)))
+				json_array_remove(findings, i);
+		}
+	}
+}
+
 int diagnose_run(struct timeline *tl, unsigned checks)
 {
 	struct diag_ctx c;
@@ -229,9 +277,12 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 		if (!(checks & groups[g].check))
 			continue;
 		c.check = groups[g].check;
+		if (c.check == DIAG_EXIT)
+			drop_explained(c.findings);
 		for (c.rule = groups[g].rows; c.rule->id; c.rule++)
 			c.rule->fn(&c);
 	}
+	drop_explained(c.findings); /* also when the exit rule did not run */
 	json_object_set_new(timeline_json(tl), "findings", c.findings);
 	json_decref(c.dls);
 	tl_view_free((struct tl_view *)c.view);

@@ -345,7 +345,7 @@ static void rule_interrupted(struct diag_ctx *c)
 		double on_disk = -1, written = jnum(f, "bytes_written");
 		json_t *d, *size;
 		const json_t *cas;
-		const char *writer, *fix;
+		const char *writer, *fix, *werr;
 		char host[300], what[400];
 		bool left, xet, hubw;
 
@@ -389,7 +389,12 @@ static void rule_interrupted(struct diag_ctx *c)
 			if (!jstr(cas, "host") || jnum(cas, "port") <= 0)
 				snprintf(host, sizeof(host), "%s", jstr(cas, "peer") ?: "?");
 		}
-		if (written > 0)
+		werr = jstr(f, "write_errno");
+		if (werr)
+			snprintf(what, sizeof(what),
+				 "%s written this run, then a write failed (%s): never completed",
+				 a, werr);
+		else if (written > 0)
 			snprintf(what, sizeof(what), "%s written this run, never completed", a);
 		else if (cas)
 			snprintf(what, sizeof(what),
@@ -402,11 +407,15 @@ static void rule_interrupted(struct diag_ctx *c)
 				 : writer && !strcmp(writer, "mirror")	 ? " from the mirror"
 									 : "");
 		fix =
-		    cas	  ? "the CAS answered with errors or not at all (xet-core retries 5xx with "
-			    "back-off for minutes and has no read timeout; the service's last lines "
-			    "say which): start again later, or set HF_HUB_DISABLE_XET=1 ([env] "
-			    "HF_HUB_DISABLE_XET = 1) to download over plain HTTP, which times out "
-			    "and resumes"
+		    werr ? "the file could not be written (the cache-write-refused finding says "
+			   "where and why): once it can, start again; the download resumes from "
+			   "the partial file (HTTP Range), or delete it to start over"
+		    : cas
+			? "the CAS answered with errors or not at all (xet-core retries 5xx with "
+			  "back-off for minutes and has no read timeout; the service's last lines "
+			  "say which): start again later, or set HF_HUB_DISABLE_XET=1 ([env] "
+			  "HF_HUB_DISABLE_XET = 1) to download over plain HTTP, which times out "
+			  "and resumes"
 		    : xet ? "start again: Xet does not resume a partial file, it fetches it anew; "
 			    "if it keeps breaking, the connection to the CAS is cut mid-stream "
 			    "(proxy, VPN, unstable link): HF_HUB_DISABLE_XET=1 makes "

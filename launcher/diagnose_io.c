@@ -23,39 +23,83 @@
 #define SMALL_READ_MAX	      (16.0 * 1024)
 #define SMALL_READS_MIN_BYTES (1024.0 * 1024)
 
+/* What a retry loop cost the start-up: the critical thread's time asleep
+ * between attempts (attribution kinds sleep and lock: nanosleep, a poll
+ * without fds, a futex that timed out) inside the loop's span, from the
+ * attribution's strip. A loop in a side thread while the critical one
+ * works costs nothing. <0: no strip to measure it (untraced attribution,
+ * an older timeline, a strip cut short before the loop's end): the
+ * caller's fallback is the loop's span. */
+static double loop_cost(const json_t *attr, double first, double last)
+{
+	const json_t *strip = json_object_get(attr, "strip"), *sg;
+	double cost = 0, covered = -1;
+	size_t i;
+
+	if (!json_is_array(strip) || !json_array_size(strip))
+		return -1;
+	json_array_foreach (strip, i, sg) {
+		double a = jnum(sg, "start_ms"), b = jnum(sg, "end_ms");
+		const char *k = jstr(sg, "kind") ?: "";
+
+		if (b > covered)
+			covered = b;
+		if (b <= first || a >= last)
+			continue;
+		if (!strcmp(k, "sleep") || !strcmp(k, "lock"))
+			cost += (b < last ? b : last) - (a > first ? a : first);
+	}
+	/* the strip ends at ready (or the exit): a loop going on after it cost
+	 * the start-up nothing more; one cut short is not measured */
+	if (json_is_true(json_object_get(attr, "strip_cut")) && covered < last)
+		return -1;
+	return cost;
+}
+
 static void rule_missing_retry(struct diag_ctx *c)
 {
 	json_t *list = json_array(), *m, *top = NULL;
-	double span_top = 0;
-	/* the start-up the loop is a share of: launch to ready, or to the end */
+	const json_t *attr = json_object_get(c->root, "attribution");
+	double cost_top = 0;
+	/* the start-up the loop is a share of: launch to ready, or to the end;
+	 * with the attribution, its window (the exec to ready or the exit) */
 	double startup = c->ready >= 0 ? c->ready : c->end;
+	const char *from = "span";
 	size_t i;
 
+	if (jnum(attr, "window_ms") > 0 && json_array_size(json_object_get(attr, "strip"))) {
+		startup = jnum(attr, "window_ms");
+		from = "attribution";
+	}
 	json_array_foreach (json_object_get(c->root, "missing_paths"), i, m) {
 		const char *path = jstr(m, "path");
-		double span = jnum(m, "last_ms") - jnum(m, "first_ms");
+		double span = jnum(m, "last_ms") - jnum(m, "first_ms"), cost = span;
 		char abs[PATH_MAX];
 
 		if (!path || diagnose_benign_missing(path, jstr(m, "class")))
 			continue;
-		/* the loop's span stands for the time it cost (until the
-		 * attribution's sleep causes are in the model) */
+		if (!strcmp(from, "attribution")) {
+			cost = loop_cost(attr, jnum(m, "first_ms"), jnum(m, "last_ms"));
+			if (cost < 0)
+				cost = span; /* past a cut strip: the span stands for it */
+		}
 		if (json_integer_value(json_object_get(m, "attempts")) < RETRY_MIN_ATTEMPTS ||
-		    (span < RETRY_MIN_SPAN_MS &&
-		     (span < RETRY_SHARE_MIN_MS || startup <= 0 || span < RETRY_SHARE * startup)))
+		    (cost < RETRY_MIN_SPAN_MS &&
+		     (cost < RETRY_SHARE_MIN_MS || startup <= 0 || cost < RETRY_SHARE * startup)))
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(
 		    list,
-		    json_pack("{s:s, s:I, s:O, s:f, s:f, s:f}", "path", abs, "attempts",
+		    json_pack("{s:s, s:I, s:O, s:f, s:f, s:f, s:f, s:s}", "path", abs, "attempts",
 			      json_integer_value(json_object_get(m, "attempts")), "errno",
 			      json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
-			      "last_ms", jnum(m, "last_ms"), "seconds", diag_round3(span / 1000)));
+			      "last_ms", jnum(m, "last_ms"), "seconds", diag_round3(span / 1000),
+			      "cost_s", diag_round3(cost / 1000), "cost_from", from));
 		if (startup > 0)
 			json_object_set_new(json_array_get(list, json_array_size(list) - 1),
-					    "share", json_real(diag_round3(span / startup)));
-		if (span > span_top) {
-			span_top = span;
+					    "share", json_real(diag_round3(cost / startup)));
+		if (cost > cost_top) {
+			cost_top = cost;
 			top = json_array_get(list, json_array_size(list) - 1);
 		}
 	}
@@ -66,16 +110,17 @@ static void rule_missing_retry(struct diag_ctx *c)
 	diag_add(
 	    c, c->failed || c->ready < 0 ? DIAG_ERROR : DIAG_WARNING,
 	    "retry loop on a missing path", json_pack("{s:O, s:o}", "top", top, "paths", list),
-	    span_top / 1000,
+	    cost_top / 1000,
 	    "the path never appeared: check that the volume or directory it lives on is mounted "
 	    "(a container mount missing, a cache directory on an unmounted disk) or fix the "
 	    "setting "
 	    "that names it (HF_HUB_CACHE, HF_HOME, [app] model_dir)",
-	    "%s was looked up %lld times over %.1f s (%.0f%% of the start-up) and never existed "
-	    "(%s)%s",
+	    "%s was looked up %lld times over %.1f s and never existed (%s); the loop cost "
+	    "%.1f s, %.0f%% of the start-up%s%s",
 	    jstr(top, "path"), (long long)json_integer_value(json_object_get(top, "attempts")),
-	    span_top / 1000, startup > 0 ? 100 * span_top / startup : 0,
-	    jstr(top, "errno") ?: "failed",
+	    jnum(top, "seconds"), jstr(top, "errno") ?: "failed", cost_top / 1000,
+	    startup > 0 ? 100 * cost_top / startup : 0,
+	    strcmp(jstr(top, "cost_from"), "attribution") ? "" : " (asleep between attempts)",
 	    json_array_size(list) > 1 ? "; other paths in the loop below" : "");
 }
 
@@ -108,25 +153,41 @@ static json_t *cache_fs_of(struct diag_ctx *c, const char *abs)
 	return best;
 }
 
+/* paths: add abs once (a path can fail in files[] and failed_ops both). */
+static void add_path_once(json_t *paths, const char *abs)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach (paths, i, p)
+		if (!strcmp(json_string_value(p), abs))
+			return;
+	json_array_append_new(paths, json_string(abs));
+}
+
 static void rule_write_refused(struct diag_ctx *c)
 {
 	static const struct {
 		const char *err, *why, *fix;
 	} kinds[] = {
-	    {"EROFS", "is on a read-only file system",
+	    {"EROFS", "the file system is read-only",
 	     "mount the cache read-write, or point HF_HUB_CACHE (or HF_HOME) at a writable "
 	     "directory in [env] of tts-launch.ini; a read-only cache works only with every file "
 	     "present and HF_HUB_OFFLINE=1"},
-	    {"EACCES", "refuses access (permissions)",
+	    {"EACCES", "permission denied: the service's user may not write there",
 	     "give the service's user write access to the cache (chown -R USER DIR), or point "
 	     "HF_HUB_CACHE at a directory it owns; [service] user must own the cache"},
-	    {"EPERM", "refuses the operation",
+	    {"EPERM", "the operation is not permitted",
 	     "check the directory's owner, immutable flags (lsattr) and the security policy; or "
 	     "point HF_HUB_CACHE at another directory"},
-	    {"ENOSPC", "is full",
+	    {"ENOSPC", "no space left on the file system",
 	     "free space on the file system holding the cache (df -h DIR), or move the cache "
-	     "(HF_HUB_CACHE) to a larger disk; remove leftover *.incomplete files"},
-	    {"EDQUOT", "is over quota", "raise the quota or move the cache (HF_HUB_CACHE)"},
+	     "(HF_HUB_CACHE) to a larger disk; remove leftover *.incomplete files, then start "
+	     "again (a download resumes from its partial file)"},
+	    {"EDQUOT", "the user's disk quota is exhausted",
+	     "raise the service user's quota on that file system (quota -u USER, setquota), "
+	     "free space the user owns there, or move the cache (HF_HUB_CACHE) to a file system "
+	     "without that quota"},
 	};
 	/* failed opens, and what refused to be written (failed_ops: mkdir,
 	 * rename, unlink, write, ...) */
@@ -136,23 +197,26 @@ static void rule_write_refused(struct diag_ctx *c)
 		json_t *paths = json_array(), *ops = json_array(), *e, *fs;
 		double first = -1;
 		const char *first_op = NULL;
-		char where[PATH_MAX + 200] = "";
+		char first_path[PATH_MAX] = "", where[PATH_MAX + 200];
 		size_t i;
 
 		for (size_t s = 0; s < 3; s++) {
 			json_array_foreach (json_object_get(c->root, sections[s]), i, e) {
 				const char *path = jstr(e, "path"), *err = jstr(e, "errno");
+				const char *op = s == 2 ? jstr(e, "op") : "open";
 				char abs[PATH_MAX];
 
 				/* files[]: a failed write to a file counts too */
-				if (s == 0 && (!err || strcmp(err, kinds[k].err)))
+				if (s == 0 && (!err || strcmp(err, kinds[k].err))) {
 					err = jstr(e, "write_errno");
+					op = "write";
+				}
 				if (!path || !err || strcmp(err, kinds[k].err))
 					continue;
 				path_resolve(c->app_dir, path, abs, sizeof(abs));
 				if (!cache_related(c, abs, jstr(e, "class")))
 					continue;
-				json_array_append_new(paths, json_string(abs));
+				add_path_once(paths, abs);
 				if (s == 2)
 					json_array_append_new(
 					    ops, json_pack("{s:s?, s:s, s:O?}", "op", jstr(e, "op"),
@@ -160,7 +224,8 @@ static void rule_write_refused(struct diag_ctx *c)
 							   json_object_get(e, "count")));
 				if (first < 0 || jnum(e, "first_ms") < first) {
 					first = jnum(e, "first_ms");
-					first_op = s == 2 ? jstr(e, "op") : NULL;
+					first_op = op;
+					snprintf(first_path, sizeof(first_path), "%s", abs);
 				}
 			}
 		}
@@ -170,7 +235,7 @@ static void rule_write_refused(struct diag_ctx *c)
 			continue;
 		}
 		/* the file system it is on, as recorded (cache_fs) */
-		fs = cache_fs_of(c, json_string_value(json_array_get(paths, 0)));
+		fs = cache_fs_of(c, first_path);
 		if (fs)
 			snprintf(where, sizeof(where), "; the cache %s is on %s%s (%s)",
 				 jstr(fs, "dir"), jstr(fs, "fs_type") ?: "?",
@@ -178,17 +243,21 @@ static void rule_write_refused(struct diag_ctx *c)
 				     ? ", mounted read-only"
 				     : "",
 				 jstr(fs, "statfs_path") ?: "?");
+		else
+			snprintf(where, sizeof(where), "; its file system was not recorded");
 		diag_add(c, DIAG_ERROR, "the cache refuses writes",
-			 json_pack("{s:s, s:o, s:o, s:f, s:O?, s:O?, s:O?}", "errno", kinds[k].err,
+			 json_pack("{s:s, s:s, s:s?, s:o, s:o, s:f, s:O?, s:O?, s:O?, s:O?}",
+				   "errno", kinds[k].err, "path", first_path, "op", first_op,
 				   "paths", paths, "ops", ops, "first_ms", first, "cache_dir",
 				   fs ? json_object_get(fs, "dir") : NULL, "fs_type",
-				   fs ? json_object_get(fs, "fs_type") : NULL, "read_only",
+				   fs ? json_object_get(fs, "fs_type") : NULL, "statfs_path",
+				   fs ? json_object_get(fs, "statfs_path") : NULL, "read_only",
 				   fs ? json_object_get(fs, "read_only") : NULL),
-			 -1, kinds[k].fix, "%s%s%s%s %s (%s, %zu path%s, first at %.1f s)%s",
-			 first_op ? first_op : "", first_op ? " of " : "",
-			 json_string_value(json_array_get(paths, 0)), first_op ? " failed: it" : "",
-			 kinds[k].why, kinds[k].err, json_array_size(paths),
-			 json_array_size(paths) > 1 ? "s" : "", first / 1000, where);
+			 -1, kinds[k].fix,
+			 "%s of %s failed with %s: %s (%zu path%s, first at %.1f s)%s",
+			 first_op ? first_op : "open", first_path, kinds[k].err, kinds[k].why,
+			 json_array_size(paths), json_array_size(paths) > 1 ? "s" : "",
+			 first / 1000, where);
 	}
 }
 
@@ -326,16 +395,31 @@ static void rule_lock_wait(struct diag_ctx *c)
 	}
 }
 
-/* A model file read, and its size as the trace saw it: the files the two
- * read-amplification rules look at. */
-static bool model_read(const json_t *f, double *size, double *rd, double *reads)
+/* A model file read, and its size: as the trace saw it, or what a
+ * download of this run ended as there (downloads[]: final_path, bytes),
+ * whichever is larger. The trace takes a file's size when it first sees
+ * it: a file the service reads while its download still grows (the hub
+ * client's copy of a finished blob, a verification pass) would otherwise
+ * look read many times over. The files the two read-amplification rules
+ * look at. */
+static bool model_read(struct diag_ctx *c, const json_t *f, double *size, double *rd, double *reads)
 {
-	const char *cls = jstr(f, "class");
+	const char *cls = jstr(f, "class"), *path = jstr(f, "path");
+	const json_t *d;
+	size_t i;
 
 	*size = jnum(f, "size");
 	*rd = jnum(f, "bytes_read");
 	*reads = jnum(f, "reads");
-	return jstr(f, "path") && cls && !strcmp(cls, "model") && *rd > 0;
+	if (!path || !cls || strcmp(cls, "model") || *rd <= 0)
+		return false;
+	json_array_foreach (json_object_get(c->root, "downloads"), i, d)
+		if (jstr(d, "final_path") && !strcmp(jstr(d, "final_path"), path) &&
+		    jnum(d, "bytes") > *size)
+			*size = jnum(d, "bytes");
+	if (jnum(f, "bytes_written") > *size)
+		*size = jnum(f, "bytes_written");
+	return true;
 }
 
 static bool reread(double size, double rd)
@@ -352,7 +436,7 @@ static void rule_io_reread(struct diag_ctx *c)
 		double size, rd, reads;
 		char abs[PATH_MAX], a[32], b[32];
 
-		if (!model_read(f, &size, &rd, &reads) || !reread(size, rd))
+		if (!model_read(c, f, &size, &rd, &reads) || !reread(size, rd))
 			continue;
 		path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
 		fmt_bytes(a, sizeof(a), rd);
@@ -379,7 +463,7 @@ static void rule_io_small_reads(struct diag_ctx *c)
 		double size, rd, reads;
 		char abs[PATH_MAX], a[32], avg[32];
 
-		if (!model_read(f, &size, &rd, &reads) || reread(size, rd) ||
+		if (!model_read(c, f, &size, &rd, &reads) || reread(size, rd) ||
 		    reads < SMALL_READS_MIN || rd < SMALL_READS_MIN_BYTES ||
 		    rd / reads >= SMALL_READ_MAX)
 			continue;

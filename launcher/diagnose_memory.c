@@ -2,6 +2,7 @@
  * pages read back from disk while requests were served. Reads the model
  * through its typed views only (c->view); rows at the end; the engine is
  * diagnose.c. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,12 +15,45 @@
  * cost microseconds and are no finding. */
 #define LAZY_MIN_MAJOR 1
 
+/* The model files whose pages were read back from disk (files[]: class
+ * model, major faults), each with whether it was opened after mlock locked
+ * (memory.mlock: locked, start_ms + dur_ms): mlockall(MCL_CURRENT), or
+ * mlock() of the model mappings then, covers only what was mapped then.
+ * *n_after: how many were; *n: how many in all. */
+static json_t *faulted_files(struct diag_ctx *c, double locked_at, size_t *n, size_t *n_after)
+{
+	json_t *out = json_array(), *f;
+	size_t i;
+
+	*n = *n_after = 0;
+	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+		const char *path = jstr(f, "path"), *cls = jstr(f, "class");
+		bool after = locked_at >= 0 && jnum(f, "first_ms") > locked_at;
+		char abs[PATH_MAX];
+
+		if (!path || !cls || strcmp(cls, "model") || jnum(f, "major_faults") < 1)
+			continue;
+		path_resolve(c->app_dir, path, abs, sizeof(abs));
+		json_array_append_new(out,
+				      json_pack("{s:s, s:f, s:f, s:b}", "path", abs, "major_faults",
+						jnum(f, "major_faults"), "opened_ms",
+						jnum(f, "first_ms"), "mapped_after_lock", after));
+		(*n)++;
+		*n_after += after;
+	}
+	return out;
+}
+
 static void rule_lazy_faults(struct diag_ctx *c)
 {
 	const struct tl_view *v = c->view;
-	double faults = 0, major = 0;
-	size_t n = 0;
-	json_t *list = json_array();
+	const json_t *ml = json_object_get(json_object_get(c->root, "memory"), "mlock");
+	const char *status = jstr(ml, "status");
+	double faults = 0, major = 0, locked_at = -1;
+	size_t n = 0, n_files, n_after;
+	json_t *list = json_array(), *files;
+	char fix[PATH_MAX + 900], after[PATH_MAX + 300] = "";
+	bool on = c->mlock && strcmp(c->mlock, "off");
 
 	/* needs per-request model-file fault counts (requests[]); without them
 	 * the trace cannot tell load-time faults from request-time ones */
@@ -43,18 +77,72 @@ static void rule_lazy_faults(struct diag_ctx *c)
 		json_decref(list);
 		return;
 	}
-	diag_add(
-	    c, DIAG_WARNING, "model pages read from disk during requests",
-	    json_pack("{s:o, s:f, s:f, s:s?}", "requests", list, "faults", faults, "major_faults",
-		      major, "mlock", c->mlock),
-	    -1,
-	    c->mlock && strcmp(c->mlock, "off")
-		? "mlock is on but did not cover these pages: use --mlock=all, or check the "
-		  "mlock result in the timeline (memory.mlock)"
-		: "start with --mlock=models (or [mlock] mode = models) so model pages are locked "
-		  "in memory once loaded",
-	    "%zu request%s read %.0f model page%s back from disk (%.0f model-file faults in all)",
-	    n, n == 1 ? "" : "s", major, major == 1 ? "" : "s", faults);
+	if (status && !strcmp(status, "locked") && json_is_number(json_object_get(ml, "start_ms")))
+		locked_at = jnum(ml, "start_ms") + jnum(ml, "dur_ms");
+	files = faulted_files(c, locked_at, &n_files, &n_after);
+	if (!on)
+		snprintf(fix, sizeof(fix),
+			 "start with --mlock=models (or [mlock] mode = models) so model pages are "
+			 "locked in memory once loaded");
+	else if (!status || strcmp(status, "locked"))
+		/* the lock did not happen: its own line and fix say why */
+		snprintf(fix, sizeof(fix),
+			 "mlock (%s) did not lock: it %s (memory.mlock, the mlock line at the "
+			 "start): %s",
+			 c->mlock, status ? status : "reported nothing",
+			 jstr(ml, "fix") ?: "see docs/mlock.md, Failures and their fixes");
+	else if (n_after && n_after == n_files)
+		/* the truth of MCL_CURRENT: not a failure of the lock */
+		snprintf(fix, sizeof(fix),
+			 "mlock (%s) locked at %.1f s what was mapped then; %s was mapped after "
+			 "it (opened at %.1f s), so no lock covers it: lock once it is mapped, "
+			 "[mlock] trigger = signal and `kill -USR2 PID` after the first request "
+			 "(each signal locks again, covering what was mapped since), or trigger = "
+			 "delay; or have the service map its weights before it listens",
+			 c->mlock, locked_at / 1000,
+			 json_string_value(json_object_get(json_array_get(files, 0), "path")),
+			 jnum(json_array_get(files, 0), "opened_ms") / 1000);
+	else if (!strcmp(c->mlock, "models"))
+		snprintf(
+		    fix, sizeof(fix),
+		    "mlock (models) locked at %.1f s, but not these files' pages: check that "
+		    "[mlock] patterns match their names (a hub cache blob: its snapshot name), "
+		    "or a weights file torch.load copied; --mlock=all locks everything mapped",
+		    locked_at / 1000);
+	else
+		snprintf(fix, sizeof(fix),
+			 "mlock (%s) locked at %.1f s; the pages read back were not locked then "
+			 "(mode onfault pins a page only once touched; a mapping replaced since): "
+			 "--mlock=all, or lock again with [mlock] trigger = signal",
+			 c->mlock, locked_at / 1000);
+	if (n_after) {
+		const json_t *first = NULL, *x;
+		size_t i;
+
+		json_array_foreach (files, i, x)
+			if (!first && json_is_true(json_object_get(x, "mapped_after_lock")))
+				first = x;
+		if (n_after == 1)
+			snprintf(after, sizeof(after),
+				 "; %s was mapped after mlock locked at %.1f s: the lock does not "
+				 "cover it",
+				 jstr(first, "path"), locked_at / 1000);
+		else
+			snprintf(
+			    after, sizeof(after),
+			    "; %zu of the %zu files read back were mapped after mlock locked at "
+			    "%.1f s (%s first): the lock does not cover them",
+			    n_after, n_files, locked_at / 1000, jstr(first, "path"));
+	}
+	diag_add(c, DIAG_WARNING, "model pages read from disk during requests",
+		 json_pack("{s:o, s:f, s:f, s:s?, s:s?, s:o, s:o}", "requests", list, "faults",
+			   faults, "major_faults", major, "mlock", c->mlock, "mlock_status", status,
+			   "locked_at_ms", locked_at >= 0 ? json_real(locked_at) : json_null(),
+			   "files", files),
+		 -1, fix,
+		 "%zu request%s read %.0f model page%s back from disk (%.0f model-file faults in "
+		 "all)%s",
+		 n, n == 1 ? "" : "s", major, major == 1 ? "" : "s", faults, after);
 }
 
 const struct diag_rule diag_memory_rules[] = {

@@ -20,6 +20,7 @@
 #include "diagnose.h"
 #include "doctor.h"
 #include "envcheck.h"
+#include "lasttl.h"
 #include "mlock.h"
 #include "redact.h"
 #include "render.h"
@@ -579,6 +580,24 @@ static int verb_diagnose(struct cmdline *cl)
 	if (build_config(cl, &c) < 0)
 		return EXIT_USAGE;
 	tp = c.timeline && *c.timeline ? config_path(&c, c.timeline) : NULL;
+	if (!c.source || *c.source == '(') {
+		/* no config here or in /etc: the last timeline a run of this
+		 * machine wrote (lasttl.h; after `make demo`, the demo's), said */
+		char last[4096], conf[4096], cwd[4096];
+
+		if ((!tp || access(tp, F_OK) < 0) && getcwd(cwd, sizeof(cwd)) &&
+		    lasttl_read(cwd, last, sizeof(last), conf, sizeof(conf)) == 0 &&
+		    access(last, F_OK) == 0) {
+			fprintf(stderr,
+				"tts-launch: diagnose: no config file here or in /etc: the last "
+				"timeline a run started here wrote, %s (config %s)\n",
+				last, *conf ? conf : "none");
+			free(tp);
+			rc = diagnose_command(last, cl->checks, format);
+			done_config(&c);
+			return rc;
+		}
+	}
 	if (tp && access(tp, F_OK) < 0 && errno == ENOENT) {
 		/* say which config named it, and how to name another */
 		fprintf(stderr,

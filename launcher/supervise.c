@@ -22,6 +22,7 @@
 #include "diagnose.h"
 #include "instance.h"
 #include "interp.h"
+#include "lasttl.h"
 #include "logfile.h"
 #include "metrics.h"
 #include "mlock.h"
@@ -29,12 +30,14 @@
 #include "pipeline.h"
 #include "procfs.h"
 #include "progress.h"
+#include "redact.h"
 #include "session.h"
 #include "spawn.h"
 #include "stale.h"
 #include "timeline.h"
 #include "timeline_internal.h"
 #include "tracer.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -50,6 +53,30 @@ static int refresh_model(struct session *s, enum pipeline_upto upto, char *err, 
 				 .gid = s->timeline_gid};
 
 	return pipeline_run(&in, s->tl, upto, err, errlen);
+}
+
+/* The phase the start-up is in (the one that started last), into the log
+ * when it changes: `status` reads the log to say what a daemon is doing
+ * now (control.c), as systemd's STATUS= says it (session_notify_phase). */
+static void log_phase(struct session *s)
+{
+	static char logged[128];
+	const json_t *ph, *cur = NULL;
+	char line[300], *r;
+	size_t i;
+
+	json_array_foreach (json_object_get(timeline_json(s->tl), "phases"), i, ph)
+		if (!cur || jnum(ph, "start_ms") >= jnum(cur, "start_ms"))
+			cur = ph;
+	if (!jstr(cur, "name") || !strcmp(logged, jstr(cur, "name")))
+		return;
+	snprintf(logged, sizeof(logged), "%s", jstr(cur, "name"));
+	snprintf(line, sizeof(line), "tts-launch: phase: %s, from %.1f s after launch\n", logged,
+		 jnum(cur, "start_ms") / 1000);
+	r = redact_text(line);
+	if (r)
+		session_log(s, r, strlen(r));
+	free(r);
 }
 
 /* About once a second until ready (+ settle): what the trace saw so far,
@@ -79,6 +106,7 @@ static void progress_tick(struct session *s, double now)
 	s->next_progress = now + (t * 20 < 1000 ? 1000 : t * 20 > 3000 ? 3000 : t * 20);
 	if (!s->ready) {
 		session_notify_phase(s);
+		log_phase(s);
 		progress_sample(s->progress, timeline_json(s->tl), clock_ms());
 	}
 }
@@ -101,8 +129,22 @@ static void write_timeline(struct session *s)
 	if (!*s->timeline_path)
 		return;
 	s->timeline_written = rc == 0;
-	if (!s->timeline_written)
+	if (!s->timeline_written) {
 		session_say(s, "tts-launch: warning: %s\n", err);
+	} else {
+		/* for `diagnose` without arguments (lasttl.h): absolute names */
+		char *tl = realpath(s->timeline_path, NULL);
+		char *conf = s->cfg->source && *s->cfg->source != '('
+				 ? realpath(s->cfg->source, NULL)
+				 : NULL;
+
+		char cwd[4096];
+
+		if (getcwd(cwd, sizeof(cwd)))
+			lasttl_note(cwd, tl, conf ? conf : s->cfg->source);
+		free(tl);
+		free(conf);
+	}
 }
 
 /* Relay what the service printed; returns false at EOF. */
@@ -259,6 +301,13 @@ static void on_tick(struct session *s)
 		if (s->ready) {
 			char *warn;
 
+			/* a last look before ready stops the samples: a download
+			 * renamed since the last one is said (downloaded NAME), in
+			 * its place before the ready line */
+			if (s->progress && s->tracer) {
+				refresh_model(s, PIPE_TRACE, NULL, 0);
+				progress_sample(s->progress, timeline_json(s->tl), clock_ms());
+			}
 			timeline_mark(s->tl, "ready", s->ready_ms);
 			/* The shim reports when it loads, at exec: by now it has. */
 			read_mlock(s);

@@ -76,6 +76,39 @@ def test_demo_runs_the_2026_generation_cold_then_warm():
     assert warm_tl["downloads"] == [] and warm_tl["process"]["exit"]["code"] == 0
     assert re.search(r"diagnose -c (conf|build/demo)/demo\.ini", warm)
     assert "demo: diagnose exit status" in warm
+    # the progress lines: each download's `downloaded NAME: SIZE` (always
+    # said, from the rename), in the cold start, in the order of the renames;
+    # the periodic `downloading NAME: SIZE at RATE` lines, when a sample
+    # fell inside a download (timing), well formed
+    said = [l for l in cold.splitlines() if l.startswith("tts-launch: download")]
+    for d in tl["downloads"]:
+        assert any(re.match(r"tts-launch: downloaded %s: [\d.]+ [KMG]?i?B$" % re.escape(d["name"]), l)
+                   for l in said), (d["name"], said)
+    for l in said:
+        assert re.match(r"tts-launch: downloaded \S+: [\d.]+ [KMG]?i?B$", l) or \
+            re.match(r"tts-launch: downloading \S+: [\d.]+ [KMG]?i?B(, stalled| at [\d.]+ [KMG]?i?B/s)",
+                     l), l
+    # what the cold start read back of its own downloads is no re-read (the
+    # file's size is what the download ended as, not its size when first seen)
+    assert not [f for f in tl["findings"] if f["id"] in ("io-reread", "io-small-reads")], \
+        tl["findings"]
+    # a healthy warm start: nothing to fix, but for a request that really
+    # read model pages from disk (pages of the mapped weights that no one
+    # touched since they were written are not all resident: fincore), which
+    # names the files; never minor faults alone
+    for f in warm_tl["findings"]:
+        assert f["severity"] == "info" or f["id"] == "lazy-model-faults", f
+        if f["id"] == "lazy-model-faults":
+            assert f["evidence"]["major_faults"] > 0 and f["evidence"]["files"], f
+    # diagnose without arguments, in the checkout the demo ran in: the last
+    # timeline a run started here wrote (the warm start's), said on stderr
+    d = subprocess.run([str(TTS), "diagnose", "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=WAIT)
+    problems = [f for f in warm_tl["findings"] if f["severity"] != "info"]
+    assert d.returncode == (1 if problems else 0), d.stdout + d.stderr
+    assert "the last timeline a run started here wrote, %s" % os.path.join(
+        ROOT, "build", "demo", "timeline.json") in d.stderr, d.stderr
+    assert json.loads(d.stdout)["timeline"] == os.path.join(ROOT, "build", "demo", "timeline.json")
 
 
 def test_demo_classic_generation_names_hub_cache_downloads_by_repo_and_file():

@@ -336,15 +336,21 @@ def test_warm_start_with_a_request_has_no_lazy_faults(warm, hub):  # noqa: F811
             # every weight file a request may map (.safetensors, .pth, .pt, .bin, ...)
             if os.path.isfile(os.path.join(d, n)):
                 Path(d, n).read_bytes()
-    run = Launch(warm["tmp"] / "warmreq", warm["app"], endpoint=hub.url)
-    run.wait()
-    port = int(run.ini.read_text().split("port = ")[1].split("\n")[0])
-    req = urllib.request.Request("http://127.0.0.1:%d/synthesize" % port, method="POST",
-                                 data=b'{"text": "hello"}',
-                                 headers={"Content-Type": "application/json"})
-    assert urllib.request.urlopen(req, timeout=WAIT).read()[:4] == b"RIFF"
-    tl = run.stop()
-    assert tl["requests"], "the request was not traced"
+    # the scenario needs a request that faulted nothing in from disk; the
+    # kernel also counts as major a fault retried after it dropped the mmap
+    # lock (async readahead on a cached page): rare, so another start
+    for attempt in range(3):
+        run = Launch(warm["tmp"] / ("warmreq%d" % attempt), warm["app"], endpoint=hub.url)
+        run.wait()
+        port = int(run.ini.read_text().split("port = ")[1].split("\n")[0])
+        req = urllib.request.Request("http://127.0.0.1:%d/synthesize" % port, method="POST",
+                                     data=b'{"text": "hello"}',
+                                     headers={"Content-Type": "application/json"})
+        assert urllib.request.urlopen(req, timeout=WAIT).read()[:4] == b"RIFF"
+        tl = run.stop()
+        assert tl["requests"], "the request was not traced"
+        if sum(r.get("model_major_faults", 0) for r in tl["requests"]) == 0:
+            break
     assert sum(r.get("model_major_faults", 0) for r in tl["requests"]) == 0, \
         [f for f in tl["files"] if f.get("major_faults")]
     assert "lazy-model-faults" not in [f["id"] for f in tl["findings"]], tl["findings"]
@@ -370,4 +376,53 @@ def test_lazy_model_faults_during_requests(warm, hub):  # noqa: F811
     assert f["evidence"]["faults"] > 0 and len(f["evidence"]["requests"]) >= 1
     assert f["evidence"]["major_faults"] >= 1  # read back from disk: time lost
     assert "--mlock" in f["fix"]
+    same_offline(run, tl)
+
+
+def test_weights_mapped_after_the_mlock_are_said_as_such(tracing_ok, tmp_path):
+    """#16: --mlock (all, at listen) locks what is mapped at the listen
+    (mlockall(MCL_CURRENT)); weights the service maps at its first request
+    come later, and no lock covers them: the finding says so, and how to
+    lock later, never that mlock failed."""
+    import socket
+    weights = tmp_path / "emo" / "model.safetensors"
+    weights.parent.mkdir()
+    weights.write_bytes(os.urandom(8 << 20))
+
+    def evict():
+        fd = os.open(str(weights), os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    evict()
+    port_file = tmp_path / "port"
+    code = ("import mmap, socket, sys\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+            "open(%r, 'w').write(str(s.getsockname()[1]))\n"
+            "while True:\n"
+            "    c, _ = s.accept(); c.recv(100)\n"
+            "    f = open(%r, 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+            "    n = sum(m[i] for i in range(0, len(m), 4096))\n"
+            "    c.sendall(b'ok %%d' %% n); c.close()\n" % (str(port_file), str(weights)))
+    # [mlock] as a section of its own after [trace]
+    run = simfix.Launch(tmp_path / "run", tmp_path, {"HF_HUB_ETAG_TIMEOUT": "1"},
+                        cmd=[PY, "-c", code], trace="[mlock]\nmode = all\n")
+    run.wait(lambda: "mlock (all, at listen): locked" in run.output())
+    assert "mlock (all, at listen): locked" in run.output(), run.output()
+    run.wait()
+    evict()  # what the locked start-up read is the only thing in memory
+    with socket.create_connection(("127.0.0.1", int(port_file.read_text())), timeout=WAIT) as c:
+        c.sendall(b"synthesize\n")
+        assert c.recv(100).startswith(b"ok ")
+    tl = run.stop()
+    assert tl["memory"]["mlock"]["status"] == "locked"
+    assert sum(r.get("model_major_faults", 0) for r in tl["requests"]) >= 1, tl["requests"]
+    f = finding(tl, "lazy-model-faults")
+    files = f["evidence"]["files"]
+    assert [x["path"] for x in files] == [str(weights)]
+    assert files[0]["mapped_after_lock"] is True
+    assert f["evidence"]["mlock_status"] == "locked"
+    assert "%s was mapped after it" % weights in f["fix"] and "trigger = signal" in f["fix"]
+    assert "did not lock" not in f["fix"] and "failed" not in f["fix"]
+    assert "%s was mapped after mlock locked" % weights in f["message"]
     same_offline(run, tl)

@@ -97,6 +97,9 @@ static void test_missing_path_retry(void **state)
 	assert_string_equal(json_string_value(json_object_get(top, "errno")), "ENOENT");
 	assert_int_equal(json_array_size(ev(f, "paths")), 1);
 	assert_float_equal(json_number_value(json_object_get(f, "seconds_lost")), 3.0, 1e-9);
+	/* no attribution: its span, a share of launch to the exit (9 s) */
+	assert_string_equal(json_string_value(json_object_get(top, "cost_from")), "span");
+	assert_float_equal(json_number_value(json_object_get(top, "share")), 0.333, 1e-9);
 	timeline_free(tl);
 }
 
