@@ -373,10 +373,18 @@ void timeline_print_summary(const struct timeline *tl, FILE *out)
 	if (mem->has_mlock) {
 		/* the shim's outcome (docs/mlock.md) */
 		fmt_ms(a, sizeof(a), tl_or0(mem->mlock_dur_ms));
-		fprintf(out, "  mlock shim (%s, at %s): %s, %.1f MiB locked in %s%s%s\n",
-			esc(mem->mlock_mode ?: "?"), esc(mem->mlock_trigger ?: "?"),
-			esc(mem->mlock_status ?: "?"), tl_or0(mem->mlock_bytes_locked) / 1048576.0,
-			a, mem->mlock_fix ? "; fix: " : "", esc(mem->mlock_fix ?: ""));
+		if (mem->mlock_status && !strcmp(mem->mlock_status, "armed"))
+			/* not yet triggered when this timeline was taken: no
+			 * outcome to give (a later snapshot has it) */
+			fprintf(out, "  mlock shim (%s, at %s): armed, not yet triggered%s%s\n",
+				esc(mem->mlock_mode ?: "?"), esc(mem->mlock_trigger ?: "?"),
+				mem->mlock_fix ? "; fix: " : "", esc(mem->mlock_fix ?: ""));
+		else
+			fprintf(out, "  mlock shim (%s, at %s): %s, %.1f MiB locked in %s%s%s\n",
+				esc(mem->mlock_mode ?: "?"), esc(mem->mlock_trigger ?: "?"),
+				esc(mem->mlock_status ?: "?"),
+				tl_or0(mem->mlock_bytes_locked) / 1048576.0, a,
+				mem->mlock_fix ? "; fix: " : "", esc(mem->mlock_fix ?: ""));
 	}
 	/* the traced mlock calls: with the shim, its outcome line above says
 	 * it all; without, they are the service's own (a library locking a

@@ -552,3 +552,24 @@ def test_the_view_resolves_the_older_names():
     evs = json.loads(report(COLD, "perfetto").stdout)["traceEvents"]
     req = [e for e in evs if e.get("cat") == "request" and e["ph"] == "b"]
     assert req and all(e["args"]["latency_ms"] == e["args"]["dur_ms"] for e in req)
+
+
+def test_text_of_an_armed_mlock_says_no_outcome_yet(tmp_path):
+    """A timeline taken while the shim is armed but not yet triggered (the
+    ready snapshot of a start whose trigger is later) has no outcome: the
+    summary says so, not '0.0 MiB locked in 0.0ms'."""
+    tl = json.loads(COLD.read_text())
+    tl["memory"]["mlock"] = {"status": "armed", "mode": "all", "trigger": "signal",
+                             "shim": None, "loaded": True, "events": [{"event": "armed"}],
+                             "bytes_locked": None, "fix": None}
+    path = tmp_path / "armed.json"
+    path.write_text(json.dumps(tl))
+    r = subprocess.run([str(TTS), "report", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stdout.splitlines() if "mlock shim" in x]
+    assert "armed, not yet triggered" in line and "locked in" not in line, line
+    tl["memory"]["mlock"].update(status="locked", bytes_locked=3 << 20, dur_ms=12.5)
+    path.write_text(json.dumps(tl))
+    r = subprocess.run([str(TTS), "report", str(path)], capture_output=True, text=True)
+    (line,) = [x for x in r.stdout.splitlines() if "mlock shim" in x]
+    assert "locked, 3.0 MiB locked in 12.5ms" in line, line
