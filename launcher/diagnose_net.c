@@ -13,6 +13,7 @@
 
 #include "diagnose_rules.h"
 #include "hfcache.h"
+#include "stall.h"
 #include "util.h"
 
 /* Thresholds (docs/diagnose.md explains each). */
@@ -20,11 +21,6 @@
 #define XET_IDLE_MS	5000.0 /* a CAS peer silent this long with a download unfinished */
 #define SLOW_PEER_BPS	(256.0 * 1024.0) /* ModelScope/hf-mirror below this: slow */
 #define SLOW_PEER_MS	5000.0		 /* ... over at least this long */
-/* A TLS 1.3 server sends session tickets unasked, read with the first
- * answer (two of ~256 bytes from OpenSSL): a TLS connection whose largest
- * reply to one request is no more than this got no answer. */
-#define TLS_UNASKED_MAX 640.0
-
 /* ---- peers: roles and names ---- */
 
 /* The peer a download server: hub, cas, modelscope, mirror. A timeline
@@ -175,7 +171,7 @@ static void rule_hub_probe(struct diag_ctx *c) { hub_probe_failed(c, true); }
 /* ---- hub-unreachable ---- */
 
 /* The peer answered: a TLS connection to it (the hello seen) replied more
- * than TLS_UNASKED_MAX to one request (its handshake is no answer), or a
+ * than its handshake's tickets to one request (stall_conn_answered), or a
  * plain one sent a byte; a timeline without per-connection replies (older,
  * or only failed connects): any byte from the peer. TLS connections that
  * asked nothing (handshake, close) are counted in *asked_nothing and
@@ -196,7 +192,7 @@ static bool peer_answered(const struct diag_ctx *c, const char *peer, const stru
 			continue;
 		}
 		known = true;
-		if (e->tls ? e->reply_max > TLS_UNASKED_MAX : tl_or0(e->bytes_in) > 0)
+		if (stall_conn_answered(e))
 			return true;
 	}
 	return !known && (*asked_nothing > 0 || NET(net, bytes_in) > 0);

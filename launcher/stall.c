@@ -35,9 +35,13 @@ static void waiting_add(json_t *list, json_t *item, const char *fmt, ...)
 /* ---- connections waiting for an answer ---- */
 
 /* a TLS connection that read no more than this after its first request read
- * its handshake's session tickets, no answer (TLS 1.3: up to ~600 bytes;
- * diagnose_net.c's hub-unreachable uses the same bound) */
+ * its handshake's session tickets, no answer (TLS 1.3: up to ~600 bytes) */
 #define TLS_UNASKED_MAX 640.0
+
+bool stall_conn_answered(const struct tl_connect *c)
+{
+	return c->tls ? tl_or0(c->reply_max) > TLS_UNASKED_MAX : tl_or0(c->bytes_in) > 0;
+}
 
 static bool counted(const struct tl_connect *c)
 {
@@ -64,7 +68,7 @@ int stall_conn_unanswered(const struct tl_connect *c)
 		/* reply_max: the most read after one write, from the second
 		 * write on; with one request, the answer to it so far */
 		if (w == 3)
-			return tl_or0(c->reply_max) <= TLS_UNASKED_MAX ? 1 : 0;
+			return stall_conn_answered(c) ? 0 : 1;
 		return -1;
 	}
 	if (w <= 1)
@@ -77,7 +81,7 @@ double stall_conn_answer_bytes(const struct tl_connect *c)
 {
 	if (!counted(c))
 		return 0;
-	if (c->tls && (!asked(c) || tl_or0(c->reply_max) <= TLS_UNASKED_MAX))
+	if (c->tls && (!asked(c) || !stall_conn_answered(c)))
 		return 0;
 	return c->bytes_in;
 }

@@ -41,6 +41,13 @@ json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const jso
  * TLS handshake). */
 int stall_conn_unanswered(const struct tl_connect *c);
 
+/* Whether c got an answer to a request, judged by what it read: a TLS
+ * connection more than its handshake's session tickets after one write
+ * (a TLS 1.3 server sends two of ~256 bytes unasked, read with the first
+ * answer), a plain one any byte. diagnose's hub-unreachable and the stall
+ * lines judge a peer by this one bound. */
+bool stall_conn_answered(const struct tl_connect *c);
+
 /* The bytes that answered requests on c: all it read, but 0 for a TLS
  * connection that read no more than a handshake. A retry loop against a
  * peer that accepts and never answers moves handshakes, not answers. */
