@@ -190,8 +190,7 @@ static int gpu_call_cmp(const void *pa, const void *pb)
 
 /* The tree's time inside CUDA calls (gpu.c's spans) that meets the window,
  * sorted by tid then start; NULL when none (or out of memory). */
-static struct attr_gpu_call *gpu_calls(struct collector *c, const struct attr_input *in,
-				       size_t *n)
+static struct attr_gpu_call *gpu_calls(struct collector *c, const struct attr_input *in, size_t *n)
 {
 	size_t ns;
 	const struct gpu_span *sp = gpu_spans(c->gpu, &ns);
