@@ -208,6 +208,18 @@ static struct attr_gpu_call *gpu_calls(struct collector *c, const struct attr_in
 	return g;
 }
 
+#define HOLDS_MAX 16
+
+/* A process stopped while tts-launch attached CUDA probes for it (gpu.c):
+ * its wait (other, in the mmap or clone it was stopped at) is named so. */
+static void name_hold(const struct gpu_hold *h, size_t n, struct attr_off *o)
+{
+	for (size_t i = 0; i < n && o->kind == AK_OTHER; i++)
+		if (h[i].pid == o->pid && o->start >= h[i].start - 1 && o->start < h[i].end)
+			snprintf(o->what, sizeof(o->what),
+				 "held by tts-launch (CUDA probes attach)");
+}
+
 static int import_cmp(const void *pa, const void *pb)
 {
 	const struct attr_import *a = pa, *b = pb;
@@ -311,6 +323,8 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	struct attr_off *offs = NULL;
 	struct attr_sample *samples = NULL;
 	struct attr_gpu_call *gpu = NULL;
+	struct gpu_hold holds[HOLDS_MAX];
+	size_t n_holds;
 	char(*funcs)[96] = NULL;
 	const struct attr_store *st;
 	__u64 cnt[CNT_MAX];
@@ -384,6 +398,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			nm.f[nm.nf++] = (struct fname){e->dev, e->ino, NULL};
 	}
 	file_names(&nm);
+	n_holds = gpu_holds(c->gpu, holds, HOLDS_MAX);
 	for (i = 0; i < st->n; i++) {
 		const struct tl_off_event *e = &st->recs[i];
 		double a = clock_ns_to_ms(e->ts_ns);
@@ -392,6 +407,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			continue;
 		attr_classify(e, a, clock_ns_to_ms(e->ts_ns + e->dur_ns),
 			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an, &offs[in.n_offs]);
+		name_hold(holds, n_holds, &offs[in.n_offs]);
 		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
 	}
 	/* main threads still in a wait the window's end falls in: their

@@ -490,6 +490,17 @@ const struct gpu_span *gpu_spans(const struct gpu_trace *g, size_t *n)
 	return *n ? g->spans : NULL;
 }
 
+size_t gpu_holds(const struct gpu_trace *g, struct gpu_hold *out, size_t max)
+{
+	size_t n = 0;
+
+	for (int i = 0; g && i < g->n_libs && n < max; i++)
+		if (g->libs[i].ms >= 0)
+			out[n++] = (struct gpu_hold){(int)g->libs[i].pid, g->libs[i].ms,
+						     g->libs[i].ms + g->libs[i].held_ms};
+	return n;
+}
+
 /* a memory query's answer: free (out) and total (args[2]) */
 static void on_mem_info(struct gpu_proc *p, const struct tl_gpu_event *e, double ms,
 			double ready_ms)

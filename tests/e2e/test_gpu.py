@@ -439,6 +439,10 @@ def test_time_inside_cuda_calls_is_attribution_kind_gpu(tmp_path, tracing_ok, li
     # not also (or instead) the pipe it waited on
     assert not [c for c in a["causes"] if c["kind"] != "gpu" and "pipe" in c["what"] or
                 str(fifo) in c["what"]], a["causes"]
+    # the stop at the library's mapping (tts-launch attaching) is named so
+    held = [c for c in a["causes"] if c["what"] == "held by tts-launch (CUDA probes attach)"]
+    assert len(held) == 1 and held[0]["kind"] == "other", a["causes"]
+    assert held[0]["ms"] <= t["gpu"]["libraries"][0]["held_ms"] + 50
     runs = [s for s in a["strip"] if s["kind"] == "gpu"]
     assert any(s["what"] == "cudaDriverGetVersion" and
                s["end_ms"] - s["start_ms"] >= HOLD_S * 1000 for s in runs), a["strip"]
