@@ -16,7 +16,15 @@
  *   library several times (the whole file, then each segment): the gpuseen
  *   map makes it one stop per process and file; its value says whether the
  *   process is held (GPU_SEEN_HELD) until the launcher has let it go, so
- *   the uprobe keeper can continue it if tts-launch dies meanwhile. */
+ *   the uprobe keeper can continue it if tts-launch dies meanwhile.
+ * - gpu_fork / gpu_fork3: syscalls/sys_exit_clone(3) in the new process (its
+ *   return 0, tgid == tid, its own mm): one forked without exec from a
+ *   process with CUDA probes (gpuprocs, written by the launcher) inherits
+ *   the mapped library and its breakpoints, but not the probes (they are
+ *   per pid): it stops itself and says so (EV_GPU_MAP, fd GPU_MAP_FORK), the
+ *   launcher attaches its parent's libraries for it and continues it. Not
+ *   loaded unless the tracer asks ("?": attached by gpu.c once a library
+ *   is attached, so a service without CUDA pays nothing). */
 #include "common.bpf.h"
 #include "gpu_trace.h"
 
@@ -47,6 +55,15 @@ struct {
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } gpuseen SEC(".maps");
+
+/* processes with CUDA probes attached: tgid -> 1 (the launcher writes it) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} gpuprocs SEC(".maps");
 
 SEC("uprobe")
 int BPF_KPROBE(gpu_enter, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
@@ -185,3 +202,42 @@ int gpu_mmap(struct trace_event_raw_sys_enter *ctx)
 	ev_submit_urgent(e);
 	return 0;
 }
+
+/* In a task returning from clone: a new process forked from one with CUDA
+ * probes, not sharing its memory (a vfork or posix_spawn child execs) */
+static __always_inline int gpu_forked(long ret)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	struct gpu_seen_key k = {};
+	struct tl_gpu_map_event *e;
+	__u32 tgid, ptgid, held = GPU_SEEN_HELD;
+
+	if (ret != 0 || (__u32)id != (__u32)(id >> 32) || !traced_now(&tgid))
+		return 0;
+	ptgid = BPF_CORE_READ(t, real_parent, tgid);
+	if (!bpf_map_lookup_elem(&gpuprocs, &ptgid) ||
+	    BPF_CORE_READ(t, mm) == BPF_CORE_READ(t, real_parent, mm))
+		return 0;
+	k.tgid = tgid;
+	if (bpf_map_update_elem(&gpuseen, &k, &held, BPF_NOEXIST))
+		return 0;
+	e = ev_head(sizeof(*e), EV_GPU_MAP, tgid);
+	if (!e) {
+		bpf_map_delete_elem(&gpuseen, &k);
+		return 0;
+	}
+	e->fd = GPU_MAP_FORK;
+	e->dev = 0;
+	e->ino = ptgid;
+	e->name[0] = 0;
+	bpf_send_signal_thread(SIGSTOP_);
+	ev_submit_urgent(e);
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_clone")
+int gpu_fork(struct trace_event_raw_sys_exit *ctx) { return gpu_forked(ctx->ret); }
+
+SEC("?tp/syscalls/sys_exit_clone3")
+int gpu_fork3(struct trace_event_raw_sys_exit *ctx) { return gpu_forked(ctx->ret); }

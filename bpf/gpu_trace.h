@@ -45,4 +45,9 @@ enum gpu_seen_state {
 	GPU_SEEN_GONE = 2, /* attached (or given up) and continued */
 };
 
+/* EV_GPU_MAP sent by gpu_fork: a process of the tree forked (no exec) from
+ * one with CUDA probes, held stopped before it runs user code; fd is
+ * GPU_MAP_FORK, ino the parent's tgid, dev 0. Its gpuseen key is (tgid, 0, 0). */
+#define GPU_MAP_FORK (-2)
+
 #endif

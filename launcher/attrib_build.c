@@ -13,6 +13,7 @@
 #include "attrib_live.h"
 #include "clock.h"
 #include "collector.h"
+#include "gpu.h"
 #include "timeline_internal.h"
 #include "trace.skel.h"
 #include "util.h"
@@ -178,6 +179,47 @@ static int ready_pid(struct collector *c)
 	return 0;
 }
 
+static int gpu_call_cmp(const void *pa, const void *pb)
+{
+	const struct attr_gpu_call *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->start < b->start ? -1 : a->start > b->start ? 1 : 0;
+}
+
+/* The tree's time inside CUDA calls (gpu.c's spans) that meets the window,
+ * sorted by tid then start; NULL when none (or out of memory). */
+static struct attr_gpu_call *gpu_calls(struct collector *c, const struct attr_input *in, size_t *n)
+{
+	size_t ns;
+	const struct gpu_span *sp = gpu_spans(c->gpu, &ns);
+	struct attr_gpu_call *g = ns ? calloc(ns, sizeof(*g)) : NULL;
+
+	*n = 0;
+	for (size_t i = 0; g && i < ns; i++) {
+		if (sp[i].end <= in->start || sp[i].start >= in->end || !(sp[i].end > sp[i].start))
+			continue;
+		g[(*n)++] = (struct attr_gpu_call){sp[i].tid, sp[i].start, sp[i].end,
+						   sp[i].init ? "CUDA init" : sp[i].call};
+	}
+	if (g)
+		qsort(g, *n, sizeof(*g), gpu_call_cmp);
+	return g;
+}
+
+#define HOLDS_MAX 16
+
+/* A process stopped while tts-launch attached CUDA probes for it (gpu.c):
+ * its wait (other, in the mmap or clone it was stopped at) is named so. */
+static void name_hold(const struct gpu_hold *h, size_t n, struct attr_off *o)
+{
+	for (size_t i = 0; i < n && o->kind == AK_OTHER; i++)
+		if (h[i].pid == o->pid && o->start >= h[i].start - 1 && o->start < h[i].end)
+			snprintf(o->what, sizeof(o->what),
+				 "held by tts-launch (CUDA probes attach)");
+}
+
 static int import_cmp(const void *pa, const void *pb)
 {
 	const struct attr_import *a = pa, *b = pb;
@@ -280,6 +322,9 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	struct attr_import *imps = NULL;
 	struct attr_off *offs = NULL;
 	struct attr_sample *samples = NULL;
+	struct attr_gpu_call *gpu = NULL;
+	struct gpu_hold holds[HOLDS_MAX];
+	size_t n_holds;
 	char(*funcs)[96] = NULL;
 	const struct attr_store *st;
 	__u64 cnt[CNT_MAX];
@@ -353,6 +398,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			nm.f[nm.nf++] = (struct fname){e->dev, e->ino, NULL};
 	}
 	file_names(&nm);
+	n_holds = gpu_holds(c->gpu, holds, HOLDS_MAX);
 	for (i = 0; i < st->n; i++) {
 		const struct tl_off_event *e = &st->recs[i];
 		double a = clock_ns_to_ms(e->ts_ns);
@@ -361,6 +407,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 			continue;
 		attr_classify(e, a, clock_ns_to_ms(e->ts_ns + e->dur_ns),
 			      e->wake_ns ? clock_ns_to_ms(e->wake_ns) : -1, &an, &offs[in.n_offs]);
+		name_hold(holds, n_holds, &offs[in.n_offs]);
 		name_download(json_object_get(root, "downloads"), &offs[in.n_offs++]);
 	}
 	/* main threads still in a wait the window's end falls in: their
@@ -405,6 +452,8 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	in.offs = offs;
 	in.procs = procs;
 	in.imports = imps;
+	gpu = gpu_calls(c, &in, &in.n_gpu);
+	in.gpu = gpu;
 	if (c->ready_ms >= 0)
 		find_listener(&in, ready_pid(c));
 	if (attr_breakdown(&in, &r) == 0) {
@@ -423,6 +472,7 @@ out:
 	free(offs);
 	free(samples);
 	free(funcs);
+	free(gpu);
 }
 
 /* ---- live: what the critical thread waits on now ---- */

@@ -373,6 +373,8 @@ struct walk {
 	const struct attr_off **offs;	/* sorted by tid, then start */
 	const struct attr_proc **procs; /* sorted by pid */
 	size_t n;
+	struct attr_gpu_call *gpu; /* in->gpu made disjoint: sorted by tid, then start */
+	size_t n_gpu;
 	struct slot *tab; /* open addressing by (kind, what) */
 	size_t cap, used;
 	struct attr_seg *segs;
@@ -611,6 +613,23 @@ static size_t first_off(const struct walk *w, int tid, double a)
 
 static void walk_thread(struct walk *w, int pid, int tid, double a, double b, int depth);
 
+/* the first CUDA call of tid that ends after a (w->gpu: disjoint, sorted) */
+static size_t first_gpu(const struct walk *w, int tid, double a)
+{
+	size_t lo = 0, hi = w->n_gpu;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct attr_gpu_call *g = &w->gpu[mid];
+
+		if (g->tid < tid || (g->tid == tid && g->end <= a))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The wait [a, b) of o: its own cause, or what the task that ended it did. */
 static void emit_wait(struct walk *w, const struct attr_off *o, double a, double b, int depth)
 {
@@ -640,7 +659,7 @@ static void emit_wait(struct walk *w, const struct attr_off *o, double a, double
 }
 
 /* Thread tid of process pid over [a, b): its intervals, cpu between them. */
-static void walk_thread(struct walk *w, int pid, int tid, double a, double b, int depth)
+static void walk_plain(struct walk *w, int pid, int tid, double a, double b, int depth)
 {
 	const struct attr_proc *p = proc_of(w, pid);
 	bool main_thread = pid == tid;
@@ -655,7 +674,7 @@ static void walk_thread(struct walk *w, int pid, int tid, double a, double b, in
 		t = s;
 	}
 	if (main_thread && p && p->end >= 0 && p->end < b) {
-		walk_thread(w, pid, tid, t, p->end > t ? p->end : t, depth);
+		walk_plain(w, pid, tid, t, p->end > t ? p->end : t, depth);
 		emit(w, AK_OTHER, "process exited", p->end > t ? p->end : t, b);
 		return;
 	}
@@ -677,6 +696,28 @@ static void walk_thread(struct walk *w, int pid, int tid, double a, double b, in
 		t = e;
 	}
 	emit_cpu(w, pid, tid, main_thread, t, b, NULL, prev_py);
+}
+
+/* Thread tid over [a, b): inside its CUDA calls gpu, whatever it did there
+ * (on a CPU in the driver, or waiting on it: decided before any hop to a
+ * waker), the rest walked by walk_plain. */
+static void walk_thread(struct walk *w, int pid, int tid, double a, double b, int depth)
+{
+	double t = a;
+
+	for (size_t i = first_gpu(w, tid, a); i < w->n_gpu && w->gpu[i].tid == tid && t < b; i++) {
+		const struct attr_gpu_call *g = &w->gpu[i];
+		double s = g->start > t ? g->start : t, e = g->end < b ? g->end : b;
+
+		if (g->start >= b)
+			break;
+		if (!(e > s))
+			continue;
+		walk_plain(w, pid, tid, t, s, depth);
+		emit(w, AK_GPU, g->what && *g->what ? g->what : "CUDA call", s, e);
+		t = e;
+	}
+	walk_plain(w, pid, tid, t, b, depth);
 }
 
 static int off_cmp(const void *pa, const void *pb)
@@ -726,6 +767,43 @@ static int critical_at(const struct attr_input *in, double t)
 	return best;
 }
 
+static int gpu_cmp(const void *pa, const void *pb)
+{
+	const struct attr_gpu_call *a = pa, *b = pb;
+
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->end > b->end ? -1 : a->end < b->end; /* the outer call first */
+}
+
+/* in's CUDA calls made disjoint: a call nested in another (a runtime call
+ * into the driver) or overlapping it keeps only what sticks out of it, so
+ * the outer call names the time. false when out of memory. */
+static bool gpu_flatten(struct walk *w, const struct attr_input *in)
+{
+	size_t n = 0;
+
+	if (!in->n_gpu)
+		return true;
+	w->gpu = malloc(in->n_gpu * sizeof(*w->gpu));
+	if (!w->gpu)
+		return false;
+	memcpy(w->gpu, in->gpu, in->n_gpu * sizeof(*w->gpu));
+	qsort(w->gpu, in->n_gpu, sizeof(*w->gpu), gpu_cmp);
+	for (size_t i = 0; i < in->n_gpu; i++) {
+		struct attr_gpu_call g = w->gpu[i];
+
+		if (n && w->gpu[n - 1].tid == g.tid && g.start < w->gpu[n - 1].end)
+			g.start = w->gpu[n - 1].end;
+		if (g.end > g.start)
+			w->gpu[n++] = g;
+	}
+	w->n_gpu = n;
+	return true;
+}
+
 int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 {
 	struct walk w = {.in = in};
@@ -744,7 +822,7 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 	qsort(w.offs, w.n, sizeof(*w.offs), off_cmp);
 	w.segs = malloc(ATTR_MAX_SEGS * sizeof(*w.segs));
 	w.procs = malloc((in->n_procs ? in->n_procs : 1) * sizeof(*w.procs));
-	if (!w.segs || !w.procs) {
+	if (!w.segs || !w.procs || !gpu_flatten(&w, in)) {
 		free(w.offs);
 		free(w.segs);
 		free(w.procs);
@@ -771,6 +849,7 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 	}
 	free(w.offs);
 	free(w.procs);
+	free(w.gpu);
 
 	out->window_us = us_of(in->end) - us_of(in->start);
 	out->segs = w.segs;

@@ -127,6 +127,15 @@ struct attr_sample {
 	bool native;
 };
 
+/* A thread's time inside a CUDA call (gpu.c's spans): the critical
+ * path's time in it is kind gpu, what the call's name ("CUDA init" for the
+ * device-init calls). */
+struct attr_gpu_call {
+	int tid;
+	double start, end;
+	const char *what;
+};
+
 struct attr_input {
 	double start, end; /* the window */
 	int root;	   /* the critical process to begin with */
@@ -144,6 +153,9 @@ struct attr_input {
 	 * a wait in no file or socket) is what the listener did meanwhile */
 	int listen_pid, listen_tid;
 	double listen_from;
+	/* the threads' CUDA calls (any order; they may nest or overlap) */
+	const struct attr_gpu_call *gpu;
+	size_t n_gpu;
 };
 
 struct attr_cause {

@@ -3,7 +3,9 @@
  * was tried and failed (the runtime's error codes decide, not the device
  * nodes: a fake /dev/nvidia0 changes nothing), info when it was never tried
  * (a CPU-only PyTorch, as Debian's on the demo), so a healthy CPU start still
- * exits 0. Reads the model through its typed views only (c->view). */
+ * exits 0. Reads the model through its typed views (c->view); the low-VRAM
+ * rule reads gpu.low_vram and gpu.device off the tree (c->root), which the
+ * views do not decode (yet). */
 #include <stdio.h>
 #include <string.h>
 
@@ -102,8 +104,57 @@ static void rule_cpu_only(struct diag_ctx *c)
 		 evidence(g, libcuda_misses(c->view)), -1, fix_of(g), "%s", g->reason);
 }
 
+/* gpu.low_vram: IndexTTS2's decision below 10 GiB of VRAM (half precision,
+ * QwenEmotion skipped). Info: what it does is by design, the service works;
+ * a warning when QwenEmotion's files were opened all the same (an IndexTTS2
+ * without the check, or one overriding it: the models may not fit). */
+static void rule_low_vram(struct diag_ctx *c)
+{
+	const json_t *g = json_object_get(c->root, "gpu");
+	const json_t *lv = json_object_get(g, "low_vram"), *dev = json_object_get(g, "device");
+	const json_t *total = json_object_get(lv, "total_bytes");
+	const json_t *thr = json_object_get(lv, "threshold_bytes");
+	const char *name = json_string_value(json_object_get(dev, "name"));
+	bool qwen = json_is_true(json_object_get(lv, "qwen_emotion_opened"));
+	double gib = 1024.0 * 1024 * 1024, t, th;
+	const char *on = name ? name : "the GPU";
+
+	if (!json_is_true(json_object_get(lv, "below")) || !json_is_number(total))
+		return;
+	t = json_number_value(total);
+	th = json_is_number(thr) ? json_number_value(thr) : 10 * gib;
+	if (qwen)
+		diag_add(
+		    c, DIAG_WARNING,
+		    "QwenEmotion was loaded on a GPU below IndexTTS2's 10 GiB threshold",
+		    json_pack("{s:f, s:f, s:s?, s:b}", "total_bytes", t, "threshold_bytes", th,
+			      "device", name, "qwen_emotion_opened", qwen),
+		    -1,
+		    "use a GPU with at least 10 GiB of memory (its total, not what is free), or "
+		    "an IndexTTS2 whose start-up checks the VRAM (half precision, QwenEmotion "
+		    "skipped below 10 GiB)",
+		    "%s has %.1f GiB in all, under the %.0f GiB below which IndexTTS2 runs in "
+		    "half precision and skips QwenEmotion, yet files under qwen0.6bemo4-merge/ "
+		    "were opened: the models may not fit (CUDA out of memory)",
+		    on, t / gib, th / gib);
+	else
+		diag_add(
+		    c, DIAG_INFO, "IndexTTS2 runs in half precision without QwenEmotion",
+		    json_pack("{s:f, s:f, s:s?, s:b}", "total_bytes", t, "threshold_bytes", th,
+			      "device", name, "qwen_emotion_opened", qwen),
+		    -1,
+		    "expected on a GPU with less than 10 GiB; for full precision and emotion "
+		    "from text (QwenEmotion), a GPU with at least 10 GiB of memory (its total, "
+		    "not what is free)",
+		    "%s has %.1f GiB in all, under %.0f GiB: IndexTTS2 loads its models in half "
+		    "precision (fp16) and skips QwenEmotion (no file under qwen0.6bemo4-merge/ "
+		    "was opened), so emotion from a text description is unavailable",
+		    on, t / gib, th / gib);
+}
+
 const struct diag_rule diag_gpu_rules[] = {
     {"gpu-cpu-fallback", rule_cpu_fallback},
     {"gpu-cpu-only", rule_cpu_only},
+    {"gpu-low-vram", rule_low_vram},
     {NULL, NULL},
 };

@@ -206,7 +206,7 @@ void gpu_trace_set_keeper(struct gpu_trace *g, int sock)
 
 static bool keep_links(struct gpu_trace *g, struct bpf_link **l, int n)
 {
-	int fds[64];
+	int fds[64] = {0};
 
 	for (int i = 0; i < n && i < 64; i++)
 		fds[i] = bpf_link__fd(l[i]);
@@ -298,6 +298,83 @@ int gpu_continue_held(int seen_fd)
 	return n;
 }
 
+/* Keep n links of an attach (the keeper drops their last references). */
+static void keep_late(struct gpu_trace *g, struct bpf_link **links, int n)
+{
+	bool kept = keep_links(g, links, n);
+
+	for (int i = 0; i < n; i++) {
+		if (g->n_late >= GPU_MAX_LATE) {
+			bpf_link__destroy(links[i]);
+			continue;
+		}
+		g->late_kept[g->n_late] = kept;
+		g->late[g->n_late++] = links[i];
+	}
+}
+
+/* pid has CUDA probes: a child it forks without exec is held (gpu_fork),
+ * whose programs are attached now, at the first such process, when the
+ * tracer loaded them (bpf/gpu.bpf.c: "?", not loaded by default) */
+static void has_probes(struct gpu_trace *g, pid_t pid)
+{
+	struct bpf_program *progs[2] = {g->skel->progs.gpu_fork, g->skel->progs.gpu_fork3};
+	__u32 k = (__u32)pid, one = 1;
+
+	bpf_map__update_elem(g->skel->maps.gpuprocs, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+	if (g->fork_tried)
+		return;
+	g->fork_tried = true;
+	for (int i = 0; i < 2; i++) {
+		if (bpf_program__fd(progs[i]) < 0)
+			continue;
+		g->fork_links[i] = bpf_program__attach(progs[i]);
+		if (g->note)
+			note(g, bpf_program__name(progs[i]), g->fork_links[i] != NULL, "%s%s",
+			     g->fork_links[i] ? "" : "failed to attach (tracepoint missing?): ",
+			     g->fork_links[i] ? bpf_program__name(progs[i]) : strerror(errno));
+	}
+}
+
+/* A child forked (no exec) from parent, held by gpu_fork: its parent's
+ * libraries attached for it, then continued. */
+static void on_fork(struct gpu_trace *g, const struct tl_gpu_map_event *e)
+{
+	struct gpu_seen_key k = {.tgid = e->pid};
+	__u32 gone = GPU_SEEN_GONE;
+	pid_t parent = (pid_t)e->ino, child = (pid_t)e->pid;
+	int n_libs = g->n_libs;
+
+	for (int i = 0; i < n_libs; i++) {
+		struct gpu_lib src = g->libs[i], *l;
+		struct bpf_link *links[64];
+		uint64_t off[N_FNS];
+		int n;
+
+		if (src.pid != parent || src.n_probes <= 0 ||
+		    lib_resolve(src.path, off) != src.kind)
+			continue;
+		n = attach_lib(g, src.path, src.kind, off, child, links, 64);
+		l = lib_add(g, src.path, src.kind, child);
+		if (l) {
+			l->ms = clock_ns_to_ms(e->ts_ns);
+			l->n_probes = n / 2;
+			l->forked = true;
+		}
+		/* tracing.probes has its cuda:PATH (the parent's attach) */
+		if (n) {
+			keep_late(g, links, n);
+			has_probes(g, child);
+		}
+		if (l)
+			l->held_ms = clock_ms() - l->ms;
+	}
+	kill(child, SIGCONT);
+	if (g->skel)
+		bpf_map__update_elem(g->skel->maps.gpuseen, &k, sizeof(k), &gone, sizeof(gone),
+				     BPF_EXIST);
+}
+
 static void on_map(struct gpu_trace *g, const struct tl_gpu_map_event *e)
 {
 	char path[PATH_MAX];
@@ -322,16 +399,8 @@ static void on_map(struct gpu_trace *g, const struct tl_gpu_map_event *e)
 			note(g, "cuda", false, "failed to attach uprobes to %s: %s", path,
 			     strerror(errno ? errno : ENOENT));
 		if (n) {
-			bool kept = keep_links(g, links, n);
-
-			for (int i = 0; i < n; i++) {
-				if (g->n_late >= GPU_MAX_LATE) {
-					bpf_link__destroy(links[i]);
-					continue;
-				}
-				g->late_kept[g->n_late] = kept;
-				g->late[g->n_late++] = links[i];
-			}
+			keep_late(g, links, n);
+			has_probes(g, (pid_t)e->pid);
 		}
 	}
 	let_go(g, &e->head, e->dev, e->ino);
@@ -419,6 +488,17 @@ const struct gpu_span *gpu_spans(const struct gpu_trace *g, size_t *n)
 {
 	*n = g ? g->n_spans : 0;
 	return *n ? g->spans : NULL;
+}
+
+size_t gpu_holds(const struct gpu_trace *g, struct gpu_hold *out, size_t max)
+{
+	size_t n = 0;
+
+	for (int i = 0; g && i < g->n_libs && n < max; i++)
+		if (g->libs[i].ms >= 0)
+			out[n++] = (struct gpu_hold){(int)g->libs[i].pid, g->libs[i].ms,
+						     g->libs[i].ms + g->libs[i].held_ms};
+	return n;
 }
 
 /* a memory query's answer: free (out) and total (args[2]) */
@@ -545,7 +625,10 @@ void gpu_on_event(struct gpu_trace *g, const void *data, size_t size, double rea
 
 	if (!g)
 		return;
-	if (h->type == EV_GPU_MAP && size >= sizeof(struct tl_gpu_map_event))
+	if (h->type == EV_GPU_MAP && size >= sizeof(struct tl_gpu_map_event) &&
+	    ((const struct tl_gpu_map_event *)data)->fd == GPU_MAP_FORK)
+		on_fork(g, data);
+	else if (h->type == EV_GPU_MAP && size >= sizeof(struct tl_gpu_map_event))
 		on_map(g, data);
 	else if (h->type == EV_GPU_MAP && size >= sizeof(struct tl_head))
 		kill((pid_t)h->pid, SIGCONT); /* never left stopped */
@@ -566,6 +649,8 @@ void gpu_trace_free(struct gpu_trace *g)
 {
 	if (!g)
 		return;
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(g->fork_links[i]);
 	for (int i = 0; i < g->n_late; i++) {
 		if (g->late_kept[i])
 			bpf_link__disconnect(g->late[i]);

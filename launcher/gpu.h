@@ -59,6 +59,15 @@ struct gpu_span {
  * next gpu_on_event or gpu_trace_free. */
 const struct gpu_span *gpu_spans(const struct gpu_trace *g, size_t *n);
 
+/* The times a process of the tree was held stopped while tts-launch
+ * attached CUDA probes for it (at its mapping of a library, or its fork):
+ * from the event to the SIGCONT, in ms. Up to max into out; how many. */
+struct gpu_hold {
+	int pid;
+	double start, end;
+};
+size_t gpu_holds(const struct gpu_trace *g, struct gpu_hold *out, size_t max);
+
 /* The name of a cudaError_t (runtime: driver false) or CUresult, or NULL. */
 const char *gpu_error_name(int code, bool driver);
 

@@ -36,6 +36,7 @@ struct gpu_lib {
 	double ms;	/* mapped (EV_GPU_MAP), or -1 */
 	double held_ms; /* how long the mapping process was held (the attach) */
 	int n_probes;
+	bool forked; /* attached for a child forked without exec (its parent's library) */
 };
 
 struct gpu_proc {
@@ -91,6 +92,8 @@ struct gpu_trace {
 	struct bpf_link *late[GPU_MAX_LATE];
 	bool late_kept[GPU_MAX_LATE];
 	int n_late;
+	struct bpf_link *fork_links[2]; /* gpu_fork, gpu_fork3: once a library is attached */
+	bool fork_tried;
 	int keeper;
 	gpu_note_fn note;
 	void *ctx;

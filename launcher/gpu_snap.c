@@ -246,12 +246,12 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 		const struct gpu_lib *l = &g->libs[i];
 
 		tried |= l->ms >= 0;
-		json_array_append_new(libs, json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:i}", "path",
-						      l->path, "kind",
-						      l->kind == LIB_DRIVER ? "driver" : "runtime",
-						      "pid", (int)l->pid, "attached", "mapped",
-						      "mapped_ms", ms_or_null(l->ms), "held_ms",
-						      ms_json(l->held_ms), "probes", l->n_probes));
+		json_array_append_new(
+		    libs, json_pack("{s:s, s:s, s:i, s:s, s:o, s:o, s:i}", "path", l->path, "kind",
+				    l->kind == LIB_DRIVER ? "driver" : "runtime", "pid",
+				    (int)l->pid, "attached", l->forked ? "forked" : "mapped",
+				    "mapped_ms", ms_or_null(l->ms), "held_ms", ms_json(l->held_ms),
+				    "probes", l->n_probes));
 	}
 	for (int i = 0; g && i < g->n_procs; i++) {
 		const struct gpu_proc *p = &g->procs[i];

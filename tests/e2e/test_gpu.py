@@ -375,3 +375,90 @@ def test_children_forked_after_an_attach(tmp_path, tracing_ok):
         assert got == want[:len(CALLS)], (k, got)
     assert g["calls_total"] == 1 + 2 * len(CALLS)
     assert sorted(p["pid"] for p in g["processes"]) == sorted([parent] + kids)
+
+
+GPU_NAMES = set(CALLS) | {"CUDA init"}
+HOLD_S = 0.4  # how long the fake driver library keeps cudaprobe's read waiting
+
+
+def hold_fifo(fifo, done):
+    """Once cudaprobe's loader opens the FIFO (its search for libcuda.so.1,
+    inside the first CUDA call), hold it open HOLD_S, then close it: the read
+    sees EOF, the library is no ELF, the search goes on. No reader within
+    60 s: give up (the test then fails on the missing wait)."""
+    import time
+    deadline = time.monotonic() + 60
+    while not done.is_set() and time.monotonic() < deadline:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            time.sleep(0.005)
+            continue
+        time.sleep(HOLD_S)
+        os.close(fd)
+        return
+
+
+@pytest.mark.parametrize("linked", [False, True], ids=["dlopen", "linked"])
+def test_time_inside_cuda_calls_is_attribution_kind_gpu(tmp_path, tracing_ok, linked):
+    """The attribution's kind gpu: the critical thread's time inside CUDA
+    calls, named by the call, whatever it did there. The runtime's first
+    call searches for the driver (dlopen of libcuda.so.1); a FIFO of that
+    name first in LD_LIBRARY_PATH keeps it in a read for HOLD_S: a wait on
+    a pipe (kind other) outside a CUDA call, gpu inside one. The tiles stay
+    exact, and the views take the kind."""
+    import threading
+    d = tmp_path / "fakedriver"
+    d.mkdir()
+    fifo = d / "libcuda.so.1"
+    os.mkfifo(fifo)
+    done = threading.Event()
+    th = threading.Thread(target=hold_fifo, args=(fifo, done), daemon=True)
+    th.start()
+    try:
+        cmd = [LINKED] if linked else [PROBE, site_copy(tmp_path)]
+        t, out = run(tmp_path, "env", "LD_LIBRARY_PATH=%s" % d, *cmd)
+    finally:
+        done.set()
+        th.join(timeout=70)
+    assert [c for c, _ in printed(out)] == CALLS, out
+    a = t["attribution"]
+    # the contract: every ms in one cause, the causes summing to the window
+    assert abs(sum(c["ms"] for c in a["causes"]) - a["window_ms"]) < 0.01, a
+    other = sum(c["ms"] for c in a["causes"] if c["kind"] == "other")
+    assert abs(a["explained_ms"] - (a["window_ms"] - other)) < 0.01
+    assert all(c["ms"] > 0 for c in a["causes"])
+    gpu = {c["what"]: c["ms"] for c in a["causes"] if c["kind"] == "gpu"}
+    assert gpu and set(gpu) <= GPU_NAMES, a["causes"]
+    # the wait in the fake driver's read is inside the first call: gpu
+    first = t["gpu"]["calls"][0]
+    assert first["call"] == "cudaDriverGetVersion" and first["dur_ms"] >= HOLD_S * 1000, first
+    assert gpu["cudaDriverGetVersion"] >= HOLD_S * 1000, gpu
+    # the call's time, all of it (the critical thread made it), and no more
+    assert abs(gpu["cudaDriverGetVersion"] - first["dur_ms"]) < 0.01, (gpu, first)
+    # not also (or instead) the pipe it waited on
+    assert not [c for c in a["causes"] if c["kind"] != "gpu" and "pipe" in c["what"] or
+                str(fifo) in c["what"]], a["causes"]
+    # the stop at the library's mapping (tts-launch attaching) is named so
+    held = [c for c in a["causes"] if c["what"] == "held by tts-launch (CUDA probes attach)"]
+    assert len(held) == 1 and held[0]["kind"] == "other", a["causes"]
+    assert held[0]["ms"] <= t["gpu"]["libraries"][0]["held_ms"] + 50
+    runs = [s for s in a["strip"] if s["kind"] == "gpu"]
+    assert any(s["what"] == "cudaDriverGetVersion" and
+               s["end_ms"] - s["start_ms"] >= HOLD_S * 1000 for s in runs), a["strip"]
+    # the views: the summary, the plot's strip, perfetto's state track
+    tl = tmp_path / "timeline.json"
+
+    def report(*fmt):
+        r = subprocess.run([str(TTS), "report", str(tl), *fmt], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    assert any(ln.split()[2:4] == ["gpu", "cudaDriverGetVersion"]
+               for ln in report().splitlines() if "%" in ln), report()
+    assert 'data-kind="gpu"' in report("--format", "svg")
+    evs = json.loads(report("--format", "perfetto"))["traceEvents"]
+    assert any(e.get("cat") == "state" and e["name"] == "gpu" and
+               e["args"]["what"] == "cudaDriverGetVersion" for e in evs)
+    assert any(ln.startswith("gpu;cudaDriverGetVersion") for ln in
+               report("--format", "folded").splitlines())

@@ -74,7 +74,7 @@ static void test_wait_then_runqueue_after_wakeup(void **st)
 {
 	struct attr_off o[] = {off(10, 10, 10, 40, 35, AK_SLEEP, "clock_nanosleep"),
 			       off(10, 10, 50, 60, -1, AK_RUNQ, "cpu contention")};
-	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -107,7 +107,7 @@ static void test_overlaps_and_window_edges_count_once(void **st)
 			       off(10, 10, 30, 50, -1, AK_DISK, "/m/a.bin"),
 			       off(10, 10, 40, 60, -1, AK_DISK, "/m/a.bin"),
 			       off(10, 10, 90, 300, -1, AK_SLEEP, "nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -126,7 +126,7 @@ static void test_wait_on_another_thread_is_what_it_did(void **st)
 	 * was waiting for the network from 20 to 50 */
 	struct attr_off o[] = {off(10, 10, 10, 60, 60, AK_LOCK, "futex"),
 			       off(10, 11, 20, 50, -1, AK_NET, "hub:443")};
-	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -149,7 +149,7 @@ static void test_wait_on_a_thread_waiting_on_a_third(void **st)
 	struct attr_off o[] = {
 	    off(10, 10, 10, 60, 60, AK_LOCK, "futex"), off(10, 11, 15, 55, 55, AK_LOCK, "futex"),
 	    off(10, 12, 20, 50, -1, AK_NET, "cas:443"), off(10, 12, 70, 90, 90, AK_LOCK, "futex")};
-	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -177,7 +177,7 @@ static void test_child_and_followed_process(void **st)
 	struct attr_off o[] = {off(10, 10, 1, 200, -1, AK_CHILD, "python3"),
 			       off(20, 20, 40, 70, 70, AK_CHILD, "sleep"),
 			       off(20, 20, 80, 90, -1, AK_SLEEP, "nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 3, p, 3, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 3, p, 3, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -199,7 +199,7 @@ static void test_cpu_inside_an_import_and_exit(void **st)
 	struct attr_proc p[] = {{10, 1, 2, 80, "python3", false}};
 	struct attr_import im[] = {{10, 10, 30, "torch"}, {11, 0, 100, "other-process"}};
 	struct attr_off o[] = {off(10, 10, 20, 25, -1, AK_DISK, "/usr/lib/libtorch.so")};
-	struct attr_input in = {0, 100, 10, o, 1, p, 1, im, 2, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 1, p, 1, im, 2, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -217,7 +217,7 @@ static void test_cpu_inside_an_import_and_exit(void **st)
 static void test_many_causes_are_capped_keeping_the_sum(void **st)
 {
 	struct attr_off o[200];
-	struct attr_input in = {0, 1000, 10, o, 200, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 1000, 10, o, 200, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 	char what[32];
 
@@ -244,7 +244,7 @@ static void test_samples_name_the_cpu(void **st)
 				  {11, 30, "other thread", false}};
 	struct attr_import im[] = {{10, 80, 100, "json"}};
 	struct attr_off o[] = {off(10, 10, 50, 55, -1, AK_RUNQ, "cpu contention")};
-	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, s, 5, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, s, 5, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -271,7 +271,7 @@ static void test_sample_during_a_syscall_keeps_the_wait(void **st)
 	struct attr_sample s[] = {{10, 10, "burn (p.py:3)", false},
 				  {10, 45, "nap (p.py:7)", false}};
 	struct attr_off o[] = {off(10, 10, 30, 60, -1, AK_SLEEP, "clock_nanosleep")};
-	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, NULL, 0, s, 2, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, NULL, 0, s, 2, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -283,6 +283,58 @@ static void test_sample_during_a_syscall_keeps_the_wait(void **st)
 	assert_int_equal(us_of(&r, AK_CPU, "burn (p.py:3)"), 10000);
 	assert_int_equal(us_of(&r, AK_CPU, "load (p.py:9)"), 20000 + 40000);
 	assert_int_equal(us_of(&r, AK_CPU, "nap (p.py:7)"), -1);
+	attr_result_free(&r);
+}
+
+/* 200 ms of a CUDA call, half on a CPU and half in a sleep: gpu, the
+ * call's name; the rest cpu and sleep as before; the tiles exact */
+static void test_time_in_a_cuda_call_is_gpu(void **st)
+{
+	struct attr_off o[] = {off(10, 10, 300, 700, -1, AK_SLEEP, "clock_nanosleep")};
+	struct attr_gpu_call g[] = {{10, 200, 400, "cudaMalloc"}, {99, 0, 1000, "not ours"}};
+	struct attr_input in = {0, 1000, 10, o, 1, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, g, 2};
+	struct attr_result r;
+
+	(void)st;
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 1000000);
+	assert_int_equal(us_of(&r, AK_GPU, "cudaMalloc"), 200000);
+	assert_int_equal(kind_us(&r, AK_GPU), 200000);
+	assert_int_equal(us_of(&r, AK_SLEEP, "clock_nanosleep"), 300000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), 500000);
+	/* the strip: cpu, gpu, sleep, cpu */
+	assert_int_equal(r.n_segs, 4);
+	assert_int_equal(r.segs[1].kind, AK_GPU);
+	assert_true(r.segs[1].start == 200 && r.segs[1].end == 400);
+	assert_string_equal(r.segs[1].what, "cudaMalloc");
+	attr_result_free(&r);
+}
+
+/* a wait on another thread inside a CUDA call stays gpu (no hop); outside
+ * one the hop finds the waker in its own call (gpu too); a driver call
+ * nested in a runtime call is the runtime call's */
+static void test_gpu_is_decided_before_a_hop(void **st)
+{
+	struct attr_off o[] = {off(10, 10, 100, 300, -1, AK_LOCK, "futex"),
+			       off(10, 10, 500, 700, -1, AK_LOCK, "futex")};
+	struct attr_gpu_call g[] = {{10, 150, 250, "cuMemAlloc_v2"},
+				    {10, 100, 300, "CUDA init"},
+				    {11, 550, 650, "cudaMemcpy"}};
+	struct attr_input in = {0, 1000, 10, o, 2, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, g, 3};
+	struct attr_result r;
+
+	(void)st;
+	o[0].hop = o[1].hop = HOP_WAKER;
+	o[0].waker_pid = o[1].waker_pid = 10;
+	o[0].waker_tid = o[1].waker_tid = 11;
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 1000000);
+	assert_int_equal(us_of(&r, AK_GPU, "CUDA init"), 200000);
+	assert_int_equal(us_of(&r, AK_GPU, "cuMemAlloc_v2"), -1);
+	assert_int_equal(us_of(&r, AK_GPU, "cudaMemcpy"), 100000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3 (thread)"), 100000);
+	assert_int_equal(us_of(&r, AK_CPU, "python3"), 600000);
+	assert_int_equal(kind_us(&r, AK_LOCK), 0);
 	attr_result_free(&r);
 }
 
@@ -502,7 +554,7 @@ static void test_listening_thread_is_followed(void **st)
 	    off(10, 10, 60, 120, -1, AK_LOCK, "futex"),
 	    off(10, 11, 25, 80, -1, AK_NET, "hf.co:443"),
 	};
-	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 4, procs1, 1, NULL, 0, NULL, 0, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -537,7 +589,7 @@ static void test_native_samples_name_cpu(void **st)
 	    {10, 70, "libtorch_cpu.so", true},
 	};
 	struct attr_import im[] = {{10, 80, 100, "torch"}};
-	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, sm, 3, 0, 0, 0};
+	struct attr_input in = {0, 100, 10, o, 1, procs1, 1, im, 1, sm, 3, 0, 0, 0, NULL, 0};
 	struct attr_result r;
 
 	(void)st;
@@ -593,6 +645,8 @@ int main(void)
 	    cmocka_unit_test(test_many_causes_are_capped_keeping_the_sum),
 	    cmocka_unit_test(test_samples_name_the_cpu),
 	    cmocka_unit_test(test_sample_during_a_syscall_keeps_the_wait),
+	    cmocka_unit_test(test_time_in_a_cuda_call_is_gpu),
+	    cmocka_unit_test(test_gpu_is_decided_before_a_hop),
 	    cmocka_unit_test(test_store_names_code_objects),
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_kind_names),

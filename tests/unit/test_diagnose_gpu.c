@@ -2,7 +2,9 @@
  * tests/fixtures/timelines-diagnose/ with a hand-made gpu section. CUDA tried
  * and failed is a warning whatever /dev/nvidia* says; a CPU-only torch that
  * never tried is info (exit 0); a usable GPU, an old timeline without the
- * section and a service that is no GPU program give nothing. Run from the
+ * section and a service that is no GPU program give nothing; a device
+ * below 10 GiB is IndexTTS2's low-VRAM decision (info; a warning when
+ * QwenEmotion was loaded all the same). Run from the
  * top of the tree (make unit). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +118,57 @@ static void test_nothing_to_say(void **state)
 	timeline_free(tl);
 }
 
+/* a usable GPU of total bytes, as gpu_snap writes it: device, low_vram */
+static struct timeline *usable(double total_gib, bool qwen)
+{
+	struct timeline *tl =
+	    model(GPU("true", "true", "null", "[\"/dev/nvidia0\"]", "[]", NO_TORCH));
+	json_t *g = json_object_get(timeline_json(tl), "gpu");
+	double total = total_gib * (1 << 30);
+
+	json_object_set_new(g, "device",
+			    json_pack("{s:i, s:i, s:s, s:f}", "pid", 10, "index", 0, "name",
+				      "NVIDIA GeForce RTX 3070", "total_bytes", total));
+	json_object_set_new(g, "low_vram",
+			    json_pack("{s:f, s:I, s:b, s:b}", "total_bytes", total,
+				      "threshold_bytes", (json_int_t)10 << 30, "below",
+				      total < (double)(10ULL << 30), "qwen_emotion_opened", qwen));
+	return tl;
+}
+
+static void test_low_vram_decision(void **state)
+{
+	char b[256];
+	struct timeline *tl = usable(8, false);
+	json_t *ev;
+
+	(void)state;
+	/* below 10 GiB, QwenEmotion untouched: IndexTTS2's own decision, info */
+	assert_string_equal(ids(tl, b, sizeof(b)), "gpu-low-vram:info");
+	assert_non_null(strstr(first(tl, "message"), "NVIDIA GeForce RTX 3070 has 8.0 GiB"));
+	assert_non_null(strstr(first(tl, "message"), "half precision"));
+	assert_non_null(strstr(first(tl, "message"), "skips QwenEmotion"));
+	assert_non_null(strstr(first(tl, "fix"), "expected"));
+	assert_non_null(strstr(first(tl, "fix"), "at least 10 GiB"));
+	ev = json_object_get(json_array_get(json_object_get(timeline_json(tl), "findings"), 0),
+			     "evidence");
+	assert_true(json_number_value(json_object_get(ev, "total_bytes")) == 8.0 * (1 << 30));
+	assert_false(json_is_true(json_object_get(ev, "qwen_emotion_opened")));
+	assert_int_equal(diagnose_level(tl), DIAG_CLEAN); /* info: exit 0 */
+	timeline_free(tl);
+	/* QwenEmotion opened all the same: it may not fit, a warning */
+	tl = usable(6, true);
+	assert_string_equal(ids(tl, b, sizeof(b)), "gpu-low-vram:warning");
+	assert_non_null(strstr(first(tl, "message"), "out of memory"));
+	assert_non_null(strstr(first(tl, "fix"), "at least 10 GiB"));
+	assert_int_equal(diagnose_level(tl), DIAG_WARNING);
+	timeline_free(tl);
+	/* 10 GiB and more: nothing to say */
+	tl = usable(24, true);
+	assert_string_equal(ids(tl, b, sizeof(b)), "");
+	timeline_free(tl);
+}
+
 static void test_error_names(void **state)
 {
 	(void)state;
@@ -132,6 +185,7 @@ int main(void)
 	    cmocka_unit_test(test_tried_and_failed_is_a_warning),
 	    cmocka_unit_test(test_cpu_torch_is_info),
 	    cmocka_unit_test(test_nothing_to_say),
+	    cmocka_unit_test(test_low_vram_decision),
 	    cmocka_unit_test(test_error_names),
 	};
 
