@@ -585,8 +585,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		const struct probe *p = probe_of(name);
 		struct bpf_link *l;
 
-		/* USDT and perf-event programs are attached below */
-		if (!bpf_program__autoload(prog) || probe_kind(prog) != PROBE_SECTION)
+		/* USDT and perf-event programs are attached below; gpu.c
+		 * attaches gpu_fork(3) once it has attached a CUDA library */
+		if (!bpf_program__autoload(prog) || probe_kind(prog) != PROBE_SECTION ||
+		    prog == t->skel->progs.gpu_fork || prog == t->skel->progs.gpu_fork3)
 			continue;
 		l = bpf_program__attach(prog);
 		if (!l) {

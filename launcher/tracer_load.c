@@ -111,6 +111,11 @@ struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 			bpf_program__set_autoload(skel->progs.gpu_enter, false);
 			bpf_program__set_autoload(skel->progs.gpu_exit, false);
 			bpf_program__set_autoload(skel->progs.gpu_mmap, false);
+		} else {
+			/* a child forked without exec from a process with CUDA
+			 * probes: held for its own (gpu.c attaches them) */
+			bpf_program__set_autoload(skel->progs.gpu_fork, true);
+			bpf_program__set_autoload(skel->progs.gpu_fork3, true);
 		}
 		skel->rodata->targ_t0_ns = clock_t0_ns();
 		skel->rodata->targ_ready_port = ready_port;

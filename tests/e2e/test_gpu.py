@@ -462,3 +462,37 @@ def test_time_inside_cuda_calls_is_attribution_kind_gpu(tmp_path, tracing_ok, li
                e["args"]["what"] == "cudaDriverGetVersion" for e in evs)
     assert any(ln.startswith("gpu;cudaDriverGetVersion") for ln in
                report("--format", "folded").splitlines())
+
+
+FORK_NO_EXEC = r'''
+import ctypes, os, sys
+rt = ctypes.CDLL(sys.argv[1])  # the parent maps a CUDA runtime: attached for it
+n, v = ctypes.c_int(0), ctypes.c_int(0)
+print("parent: cudaGetDeviceCount=%d" % rt.cudaGetDeviceCount(ctypes.byref(n)), flush=True)
+pid = os.fork()  # no exec: the child inherits the mapping, not the probes
+if pid == 0:
+    print("cudaDriverGetVersion=%d" % rt.cudaDriverGetVersion(ctypes.byref(v)), flush=True)
+    print("cudaGetDeviceCount=%d" % rt.cudaGetDeviceCount(ctypes.byref(n)), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+'''
+
+
+def test_child_forked_without_exec(tmp_path, tracing_ok):
+    """A child forked without exec from a process with CUDA probes maps
+    nothing (no stop at an mmap): gpu_fork holds it at its return from
+    clone, and its parent's library is attached for it (`attached`:
+    `forked`): its calls are seen, with its pid."""
+    lib = site_copy(tmp_path)
+    t, out = run(tmp_path, PY, "-c", FORK_NO_EXEC, lib)
+    g = t["gpu"]
+    parent = g["calls"][0]["pid"]
+    assert g["calls"][0]["call"] == "cudaGetDeviceCount"
+    forked = [l for l in g["libraries"] if l["attached"] == "forked"]
+    assert len(forked) == 1 and forked[0]["path"] == str(lib), g["libraries"]
+    child = forked[0]["pid"]
+    assert child != parent and forked[0]["probes"] == PROBES
+    want = [(c, r) for c, r in printed("\n".join(l for l in out.splitlines()
+                                                 if not l.startswith("parent: ")))]
+    assert [(c["call"], c["ret"]) for c in g["calls"] if c["pid"] == child] == want, g["calls"]
+    assert {"gpu_fork", "gpu_fork3"} <= set(t["tracing"]["probes"])
