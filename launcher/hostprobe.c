@@ -209,7 +209,7 @@ static json_t *incomplete_on_disk(const struct hf_cache_dir *dirs, int i, const 
 		struct stat st;
 		bool earlier = false;
 
-		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
+		if (!path || !strncmp(path, "[fd] ", 5) || !hf_hub_temp(path))
 			continue;
 		path_resolve(app_dir ? app_dir : "/", path, abs, sizeof(abs));
 		for (int j = 0; j < i; j++)
