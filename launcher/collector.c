@@ -55,6 +55,8 @@ void collector_free(struct collector *c)
 	free(c->path2);
 	peers_free(&c->names);
 	attr_store_free(&c->off);
+	for (int i = 0; i < c->n_hub_blobs; i++)
+		free(c->hub_blobs[i].blob);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -56,6 +56,14 @@ struct coll_import_frame {
 	char name[TRACE_MODULE_MAX]; /* as the kernel sent it */
 };
 
+/* A host fact the trace cannot give, recorded when first needed: whether
+ * a hub cache already held the blob of etag (downloads[].also_in). */
+#define COLL_HUB_BLOBS_MAX 128
+struct coll_hub_blob {
+	char etag[128];
+	char *blob; /* NULL: in none */
+};
+
 struct collector {
 	struct trace_bpf *skel; /* the maps read (owned by the tracer) */
 	pid_t root;
@@ -88,6 +96,8 @@ struct collector {
 	unsigned long long req_after_window;
 	struct attr_store off; /* off-CPU intervals, for the attribution (attrib_build.c) */
 	struct gpu_trace *gpu; /* CUDA calls and libraries (gpu.c; the tracer's) */
+	struct coll_hub_blob hub_blobs[COLL_HUB_BLOBS_MAX];
+	int n_hub_blobs;
 };
 
 /* An empty collector for the tree rooted at root; req_window_ms < 0: every
