@@ -170,12 +170,9 @@ static double num(json_t *o, const char *key, double dflt)
 /* the process whose listen made it ready */
 static int ready_pid(struct collector *c)
 {
-	size_t i;
-	json_t *l;
-
-	json_array_foreach (c->listens, i, l)
-		if (fabs(num(l, "ms", -1) - c->ready_ms) < 0.0005)
-			return (int)json_integer_value(json_object_get(l, "pid"));
+	for (size_t i = 0; i < c->n_listens; i++)
+		if (fabs(c->listens[i].ms - c->ready_ms) < 0.0005)
+			return c->listens[i].pid;
 	return 0;
 }
 
@@ -348,7 +345,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 
 	/* processes, and the chain to the one that got ready */
 	procs = calloc(json_object_size(c->procs) + 1, sizeof(*procs));
-	imps = calloc(json_array_size(c->imports) + 1, sizeof(*imps));
+	imps = calloc(c->n_imports + 1, sizeof(*imps));
 	offs = calloc(st->n + json_object_size(c->procs) + 1, sizeof(*offs));
 	nm.f = calloc(st->n + 1, sizeof(*nm.f));
 	samples = calloc(st->n_samples + 1, sizeof(*samples));
@@ -376,12 +373,13 @@ void attribution_build(struct timeline *tl, struct collector *c)
 		a->followed = true;
 		rp = a->ppid;
 	}
-	json_array_foreach (c->imports, i, p) {
-		if (json_integer_value(json_object_get(p, "depth")) != 0)
+	for (i = 0; i < c->n_imports; i++) {
+		const struct coll_import *m = &c->imports[i];
+
+		if (m->depth != 0)
 			continue;
-		imps[in.n_imports++] = (struct attr_import){
-		    (int)json_integer_value(json_object_get(p, "pid")), num(p, "start_ms", 0),
-		    num(p, "end_ms", 0), json_string_value(json_object_get(p, "name"))};
+		imps[in.n_imports++] =
+		    (struct attr_import){m->pid, m->start_ms, m->end_ms, m->name};
 	}
 	qsort(imps, in.n_imports, sizeof(*imps), import_cmp);
 

@@ -30,10 +30,7 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 	c->ready_ms = -1;
 	c->req_window_ms = req_window_ms;
 	c->procs = json_object();
-	c->connects = json_array();
-	c->listens = json_array();
-	c->imports = json_array();
-	if (!c->procs || !c->connects || !c->listens || !c->imports)
+	if (!c->procs)
 		return -1;
 	/* the service starts in [app] dir: its relative paths start there */
 	if (cfg && cfg->app_dir)
@@ -44,17 +41,18 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 void collector_free(struct collector *c)
 {
 	json_decref(c->procs);
-	json_decref(c->connects);
-	free(c->conn_cookie);
-	json_decref(c->listens);
+	free(c->connects);
+	free(c->listens);
 	free(c->mlocks);
-	json_decref(c->imports);
+	free(c->imports);
 	free(c->open);
 	free(c->requests);
 	paths_dirs_free(&c->dirs);
 	free(c->path2);
 	peers_free(&c->names);
 	attr_store_free(&c->off);
+	for (int i = 0; i < c->n_hub_blobs; i++)
+		free(c->hub_blobs[i].blob);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -198,12 +196,18 @@ static void on_import(struct collector *t, const struct tl_import_event *e)
 	if (top == t->n_open)
 		return;
 	f = &t->open[top];
-	json_array_append_new(t->imports,
-			      json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
-					json_bytes(f->name, sizeof(f->name)), "pid", (int)e->pid,
-					"start_ms", ms_json(f->start_ms), "end_ms", ms_json(ms),
-					"dur_ms", ms_json(ms - f->start_ms), "depth", (int)depth,
-					"found", e->found != 0));
+	if (ROOM(t, t->imports, t->n_imports, t->cap_imports)) {
+		struct coll_import *im = &t->imports[t->n_imports++];
+
+		memcpy(im->name, f->name, sizeof(f->name));
+		im->name[sizeof(f->name)] = 0;
+		im->pid = (int)e->pid;
+		im->depth = (int)depth;
+		im->found = e->found != 0;
+		im->start_ms = coll_ms(f->start_ms);
+		im->end_ms = coll_ms(ms);
+		im->dur_ms = coll_ms(ms - f->start_ms);
+	}
 	memmove(f, f + 1, (t->n_open - top - 1) * sizeof(*f));
 	t->n_open--;
 }
@@ -248,22 +252,22 @@ static const char *connect_result(int err, bool closed)
 	}
 }
 
-json_t *collector_connect(struct collector *t, __u64 cookie)
+struct coll_connect *collector_connect(struct collector *t, __u64 cookie)
 {
-	for (size_t i = json_array_size(t->connects); cookie && i-- > 0;)
-		if (i < t->cap_cookie && t->conn_cookie[i] == cookie)
-			return json_array_get(t->connects, i);
+	for (size_t i = t->n_connects; cookie && i-- > 0;)
+		if (t->connects[i].cookie == cookie)
+			return &t->connects[i];
 	return NULL;
 }
 
-static void set_outcome(json_t *c, int ret, bool closed, double ms_to_result)
+static void set_outcome(struct coll_connect *c, int ret, bool closed, double ms_to_result)
 {
-	json_object_set_new(c, "ret", json_integer(ret));
-	json_object_set_new(c, "pending", json_false());
-	json_object_set_new(c, "result", json_string(connect_result(-ret, closed)));
-	json_object_set_new(c, "errno",
-			    ret < 0 ? json_string(strerrorname_np(-ret) ?: "?") : json_null());
-	json_object_set_new(c, "ms_to_result", ms_json(ms_to_result));
+	c->ret = ret;
+	c->pending = false;
+	c->result = connect_result(-ret, closed);
+	c->errno_name = ret < 0 ? strerrorname_np(-ret) ?: "?" : NULL;
+	c->has_ms_to_result = true;
+	c->ms_to_result = coll_ms(ms_to_result);
 }
 
 static void on_connect_rec(struct collector *t, const struct tl_event *e, double ms, double end_ms)
@@ -271,72 +275,72 @@ static void on_connect_rec(struct collector *t, const struct tl_event *e, double
 	char peer[160];
 	int family, port;
 	bool follows = e->flags & CONNECT_FOLLOWS; /* the handshake's outcome comes later */
-	size_t n;
-	json_t *c;
+	struct coll_connect *c;
 
-	if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port))
+	if (!sockaddr_peer(e, peer, sizeof(peer), &family, &port) ||
+	    !ROOM(t, t->connects, t->n_connects, t->cap_connects))
 		return;
-	c = json_pack("{s:o, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:n, s:n, s:n, s:n, s:n, "
-		      "s:n, s:n}",
-		      "peer", json_text(peer), "family", family, "port", port, "pid", (int)e->pid,
-		      "start_ms", ms_json(ms), "dur_ms", ms_json(end_ms - ms), "ret", e->ret,
-		      "syscall_ret", e->ret, "pending", follows || e->ret == -EINPROGRESS, "result",
-		      "pending", "errno", "ms_to_result", "bytes_in", "bytes_out", "established_ms",
-		      "closed_ms", "open_ms");
+	c = &t->connects[t->n_connects++];
+	*c = (struct coll_connect){
+	    .cookie = e->arg2,
+	    .family = family,
+	    .port = port,
+	    .pid = (int)e->pid,
+	    .start_ms = coll_ms(ms),
+	    .dur_ms = coll_ms(end_ms - ms),
+	    .ret = e->ret,
+	    .syscall_ret = e->ret,
+	    .pending = follows || e->ret == -EINPROGRESS,
+	    .result = "pending",
+	};
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	if (!follows && e->ret != -EINPROGRESS) {
 		set_outcome(c, e->ret, false, end_ms - ms);
-		if (e->ret == 0)
-			json_object_set_new(c, "established_ms", ms_json(end_ms));
+		if (e->ret == 0) {
+			c->has_established = true;
+			c->established_ms = coll_ms(end_ms);
+		}
 	}
-	json_array_append_new(t->connects, c);
-	n = json_array_size(t->connects);
-	if (n > t->cap_cookie) {
-		size_t cap = t->cap_cookie ? t->cap_cookie * 2 : 64;
-		__u64 *nc = realloc(t->conn_cookie, cap * sizeof(*nc));
-
-		if (!nc)
-			return;
-		memset(nc + t->cap_cookie, 0, (cap - t->cap_cookie) * sizeof(*nc));
-		t->conn_cookie = nc;
-		t->cap_cookie = cap;
-	}
-	t->conn_cookie[n - 1] = e->arg2;
 }
 
 /* The handshake connect(2) did not wait for ended: complete its record. */
 static void on_connect_done(struct collector *t, const struct tl_event *e, double ms, double end_ms)
 {
-	json_t *c = collector_connect(t, e->arg2);
+	struct coll_connect *c = collector_connect(t, e->arg2);
 
-	if (!c || !json_is_true(json_object_get(c, "pending")))
+	if (!c || !c->pending)
 		return;
 	/* from the connect(2) call (the kernel's ts is SYN_SENT) */
 	(void)ms;
-	set_outcome(c, e->ret, e->flags & CONN_CLOSED,
-		    end_ms - json_real_value(json_object_get(c, "start_ms")));
-	if (e->ret == 0 && !(e->flags & CONN_CLOSED))
-		json_object_set_new(c, "established_ms", ms_json(end_ms));
+	set_outcome(c, e->ret, e->flags & CONN_CLOSED, end_ms - c->start_ms);
+	if (e->ret == 0 && !(e->flags & CONN_CLOSED)) {
+		c->has_established = true;
+		c->established_ms = coll_ms(end_ms);
+	}
 }
 
 /* An established connection ended: what moved over it, and for how long. */
 static void on_conn_end(struct collector *t, const struct tl_conn_event *e)
 {
-	json_t *c = collector_connect(t, e->cookie);
+	struct coll_connect *c = collector_connect(t, e->cookie);
 	double a = clock_ns_to_ms(e->ts_ns), b = clock_ns_to_ms(e->ts_ns + e->dur_ns);
 	const char *by = e->ended_by == TL_TCP_FIN_WAIT1  ? "local-close"
 			 : e->ended_by == TL_TCP_LAST_ACK ? "remote-close"
 							  : "reset";
 
-	if (!c || !json_is_null(json_object_get(c, "closed_ms")))
+	if (!c || c->has_closed)
 		return;
-	json_object_set_new(c, "bytes_in", json_integer((json_int_t)e->bytes_in));
-	json_object_set_new(c, "bytes_out", json_integer((json_int_t)e->bytes_out));
-	json_object_set_new(c, "established_ms", ms_json(a));
-	json_object_set_new(c, "closed_ms", ms_json(b));
-	json_object_set_new(c, "open_ms", ms_json(b - a));
-	json_object_set_new(c, "ended_by", json_string(by));
-	json_object_set_new(c, "reply_max", json_integer((json_int_t)e->reply_max));
-	json_object_set_new(c, "writes", json_integer((json_int_t)e->writes));
+	c->has_bytes = true;
+	c->bytes_in = e->bytes_in;
+	c->bytes_out = e->bytes_out;
+	c->has_established = c->has_closed = c->has_open = true;
+	c->established_ms = coll_ms(a);
+	c->closed_ms = coll_ms(b);
+	c->open_ms = coll_ms(b - a);
+	c->ended_by = by;
+	c->has_counts = true;
+	c->reply_max = e->reply_max;
+	c->writes = e->writes;
 }
 
 static void on_request(struct collector *t, const struct tl_req_event *e)
@@ -397,14 +401,14 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	}
 	if (headed && h->type == EV_PAYLOAD) {
 		const struct tl_payload_event *pe = data;
-		json_t *c;
+		struct coll_connect *c;
 
 		if (size < sizeof(*pe))
 			return 0;
 		peers_on_payload(&t->names, pe, clock_ns_to_ms(h->ts_ns));
 		/* a TLS connection: its first bytes read answer the hello */
 		if (pe->kind == PAYLOAD_TLS_HELLO && (c = collector_connect(t, pe->cookie)))
-			json_object_set_new(c, "tls", json_true());
+			c->tls = true;
 		return 0;
 	}
 	if (headed && (h->type == EV_OFFCPU || h->type == EV_PYCODE || h->type == EV_PYSAMPLE)) {
@@ -470,9 +474,9 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		on_connect_done(t, e, ms, end_ms);
 		break;
 	case EV_LISTEN:
-		json_array_append_new(t->listens,
-				      json_pack("{s:i, s:i, s:o}", "pid", (int)e->pid, "port",
-						(int)e->arg, "ms", ms_json(ms)));
+		if (ROOM(t, t->listens, t->n_listens, t->cap_listens))
+			t->listens[t->n_listens++] =
+			    (struct coll_listen){(int)e->pid, (int)e->arg, coll_ms(ms)};
 		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true))
 			t->ready_ms = ms;
 		break;

@@ -4,12 +4,13 @@
  * (counters, fault series) are here too. timeline_build turns a collector
  * into the trace sections of the model.
  *
- * Requests, mlock calls and the open imports are plain C records; the
- * JSON of their sections is timeline_build's. Still to do (issue 13):
- * processes, connects, listens and finished imports are kept as jansson
- * values, because attrib_build.c, timeline_net.c, imports.c and
- * supervise.c (interp_exit_line) read them as such; the target is plain C
- * records, with timeline_build the only module that writes JSON. No
+ * Requests, mlock calls, imports, connects and listens are plain C
+ * records; the JSON of their sections is timeline_build's (timeline_net.c
+ * for connects and listens). Times are kept as the model writes them
+ * (coll_ms: ms to the microsecond), so readers of the records and of the
+ * model see the same numbers. Still to do (issue 13): processes are kept
+ * as jansson objects, because attrib_build.c and supervise.c
+ * (interp_exit_line) read them as such. No
  * filesystem access here except the cwd of a live process (paths.c), read
  * when its exec or chdir arrives. */
 #ifndef TTS_COLLECTOR_H
@@ -49,11 +50,62 @@ struct coll_mlock {
 	double start_ms, dur_ms;
 };
 
+/* A time as the model keeps it: ms to the microsecond, never negative
+ * (what ms_json writes). */
+static inline double coll_ms(double ms)
+{
+	return ms < 0 ? 0 : (double)(long long)(ms * 1000 + 0.5) / 1000;
+}
+
+/* A finished import (EV_IMPORT_START .. EV_IMPORT_DONE), times coll_ms. */
+struct coll_import {
+	char name[TRACE_MODULE_MAX + 1]; /* as the kernel sent it, NUL-terminated */
+	int pid, depth;
+	bool found;
+	double start_ms, end_ms, dur_ms;
+};
+
+/* A listen(2) (EV_LISTEN), ms coll_ms. */
+struct coll_listen {
+	int pid, port;
+	double ms;
+};
+
+/* A connect(2) and what became of it (EV_CONNECT, EV_CONNECT_DONE,
+ * EV_CONN_END, the TLS payload, the open connections' map at a snapshot);
+ * times coll_ms. A has_ flag false: the model's value is null (or, for
+ * ended_by/counts/tls, the key is absent). */
+struct coll_connect {
+	__u64 cookie; /* the socket (joins its outcome) */
+	char peer[160];
+	int family, port, pid;
+	double start_ms, dur_ms;
+	int ret, syscall_ret;
+	bool pending;
+	const char *result;	/* "pending" until the outcome */
+	const char *errno_name; /* NULL: null */
+	bool has_ms_to_result, has_bytes, has_established, has_closed, has_open;
+	double ms_to_result, established_ms, closed_ms, open_ms;
+	__u64 bytes_in, bytes_out;
+	const char *ended_by; /* NULL: not ended (key absent) */
+	bool has_counts;      /* reply_max and writes known */
+	__u64 reply_max, writes;
+	bool tls;
+};
+
 /* An import started and not done yet, innermost last per thread. */
 struct coll_import_frame {
 	__u32 tid;
 	double start_ms;
 	char name[TRACE_MODULE_MAX]; /* as the kernel sent it */
+};
+
+/* A host fact the trace cannot give, recorded when first needed: whether
+ * a hub cache already held the blob of etag (downloads[].also_in). */
+#define COLL_HUB_BLOBS_MAX 128
+struct coll_hub_blob {
+	char etag[128];
+	char *blob; /* NULL: in none */
 };
 
 struct collector {
@@ -63,14 +115,15 @@ struct collector {
 	const struct config *cfg;
 
 	/* from ring buffer records */
-	json_t *procs;	    /* "pid" -> process object */
-	json_t *connects;   /* [connect records] */
-	__u64 *conn_cookie; /* the socket of each connect record (joins its outcome) */
-	size_t cap_cookie;
-	json_t *listens;
+	json_t *procs; /* "pid" -> process object */
+	struct coll_connect *connects;
+	size_t n_connects, cap_connects;
+	struct coll_listen *listens;
+	size_t n_listens, cap_listens;
 	struct coll_mlock *mlocks;
 	size_t n_mlocks, cap_mlocks;
-	json_t *imports;		/* finished imports */
+	struct coll_import *imports; /* finished imports */
+	size_t n_imports, cap_imports;
 	struct coll_import_frame *open; /* imports started, not done */
 	size_t n_open, cap_open;
 	double exec_ms;		      /* root's first exec, -1 */
@@ -88,6 +141,8 @@ struct collector {
 	unsigned long long req_after_window;
 	struct attr_store off; /* off-CPU intervals, for the attribution (attrib_build.c) */
 	struct gpu_trace *gpu; /* CUDA calls and libraries (gpu.c; the tracer's) */
+	struct coll_hub_blob hub_blobs[COLL_HUB_BLOBS_MAX];
+	int n_hub_blobs;
 };
 
 /* An empty collector for the tree rooted at root; req_window_ms < 0: every
@@ -101,7 +156,7 @@ int collector_on_event(void *ctx, void *data, size_t size);
 /* The process object of pid, created when first seen. */
 json_t *collector_proc(struct collector *c, pid_t pid);
 /* The newest connect record of a socket (cookie), or NULL. */
-json_t *collector_connect(struct collector *c, __u64 cookie);
+struct coll_connect *collector_connect(struct collector *c, __u64 cookie);
 /* "a.b.c.d:port" or "[v6]:port". */
 void collector_peer_string(int family, const __u8 *addr, int port, char *out, size_t len);
 
@@ -112,9 +167,6 @@ void collector_counters(struct collector *c, __u64 out[CNT_MAX]);
 int collector_fault_series(struct collector *c, __u64 *counts);
 
 /* A time in the model: ms, to the microsecond, never negative. */
-static inline json_t *ms_json(double ms)
-{
-	return json_real(ms < 0 ? 0 : (double)(long long)(ms * 1000 + 0.5) / 1000);
-}
+static inline json_t *ms_json(double ms) { return json_real(coll_ms(ms)); }
 
 #endif

@@ -296,7 +296,12 @@ int diagnose_level(const struct timeline *tl)
 
 void diagnose_print(const struct timeline *tl, FILE *out)
 {
-	json_t *findings = tl ? json_object_get(timeline_json(tl), "findings") : NULL, *f;
+	diagnose_print_findings(tl ? json_object_get(timeline_json(tl), "findings") : NULL, out);
+}
+
+void diagnose_print_findings(const json_t *findings, FILE *out)
+{
+	json_t *f;
 	size_t i;
 
 	if (!json_array_size(findings))

@@ -36,6 +36,9 @@ int diagnose_run(struct timeline *tl, unsigned checks);
 
 /* The model's findings as text, one block each; nothing when there are none. */
 void diagnose_print(const struct timeline *tl, FILE *out);
+/* The same for a findings array of one's own (the live session's findings
+ * not said yet); nothing for NULL or none. */
+void diagnose_print_findings(const json_t *findings, FILE *out);
 
 /* The worst severity among the model's findings. */
 int diagnose_level(const struct timeline *tl);

@@ -522,8 +522,8 @@ static int unfinished(const struct diag_ctx *c, double *idle)
 		const struct tl_file *f = &c->view->files[i];
 		const char *path = f->path;
 
-		if (!path || *path != '/' || !str_ends_with(path, ".incomplete") ||
-		    tl_or0(f->opens) <= 0 || tl_view_renamed(c->view, path))
+		if (!path || *path != '/' || !hf_hub_temp(path) || tl_or0(f->opens) <= 0 ||
+		    tl_view_renamed(c->view, path))
 			continue;
 		n++;
 		if (tl_or0(f->last_ms) > last)

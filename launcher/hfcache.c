@@ -139,7 +139,7 @@ bool hf_cache_meta(const char *path)
 	if (hf_in_locks(path) || strstr(path, "/refs/") || strstr(path, "/.no_exist/"))
 		return true;
 	/* local_dir's own files (not its temp downloads), ModelScope's index */
-	if (strstr(path, "/.cache/huggingface/") && !str_ends_with(path, ".incomplete"))
+	if (strstr(path, "/.cache/huggingface/") && !hf_hub_temp(path))
 		return true;
 	return b && (!strcmp(b, "/.mdl") || !strcmp(b, "/.msc") || !strcmp(b, "/.mv"));
 }
@@ -149,6 +149,19 @@ bool hf_in_locks(const char *path) { return strstr(path, "/.locks/") != NULL; }
 bool hf_lock_file(const char *path) { return hf_in_locks(path) && str_ends_with(path, ".lock"); }
 
 /* ---- downloads ---- */
+
+bool hf_hub_temp(const char *path)
+{
+	return path && strlen(path) > strlen(HF_HUB_TEMP_SUFFIX) &&
+	       str_ends_with(path, HF_HUB_TEMP_SUFFIX);
+}
+
+size_t hf_hub_temp_stem(const char *path)
+{
+	if (!path)
+		return 0;
+	return strlen(path) - (hf_hub_temp(path) ? strlen(HF_HUB_TEMP_SUFFIX) : 0);
+}
 
 #define LOCAL_DIR_MARK "/.cache/huggingface/download/"
 #define MS_TEMP_MARK   "/._____temp/"
@@ -174,7 +187,7 @@ enum hf_writer hf_temp_writer(const char *path)
 
 	if (!path || hf_in_xet_cache(path, NULL))
 		return HF_W_NONE;
-	if (str_ends_with(path, ".incomplete"))
+	if (hf_hub_temp(path))
 		return strstr(path, LOCAL_DIR_MARK) ? HF_W_LOCAL_DIR : HF_W_HUB_CACHE;
 	b = strstr(path, MS_TEMP_MARK);
 	if (b && b[strlen(MS_TEMP_MARK)])
@@ -200,7 +213,7 @@ bool hf_temp_final(const char *path, char *out, size_t len)
 	switch (hf_temp_writer(path)) {
 	case HF_W_HUB_CACHE:
 	case HF_W_MIRROR: {
-		size_t n = strlen(path) - (str_ends_with(path, ".tmp") ? 4 : 11);
+		size_t n = str_ends_with(path, ".tmp") ? strlen(path) - 4 : hf_hub_temp_stem(path);
 
 		snprintf(out, len, "%.*s", (int)n, path);
 		return true;
@@ -246,13 +259,13 @@ bool hf_local_dir_etag(const char *temp, char *out, size_t len)
 
 	if (len)
 		out[0] = 0;
-	if (!b || !strstr(temp, LOCAL_DIR_MARK) || !str_ends_with(temp, ".incomplete"))
+	if (!b || !strstr(temp, LOCAL_DIR_MARK) || !hf_hub_temp(temp))
 		return false;
 	b++;
 	n = strlen(b);
-	if (n <= 29 + 11 || b[28] != '.')
+	if (n <= 29 + strlen(HF_HUB_TEMP_SUFFIX) || b[28] != '.')
 		return false;
-	snprintf(out, len, "%.*s", (int)(n - 29 - 11), b + 29);
+	snprintf(out, len, "%.*s", (int)(hf_hub_temp_stem(b) - 29), b + 29);
 	return strchr(out, '/') == NULL && *out;
 }
 

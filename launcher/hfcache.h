@@ -77,6 +77,18 @@ bool hf_lock_file(const char *path);
 
 /* ---- downloads: the temp files each client writes ---- */
 
+/* The suffix of huggingface_hub's temp files: a download being written,
+ * renamed to its final name without it when complete (hub cache
+ * blobs/ETAG.incomplete, local_dir B64.ETAG.incomplete). */
+#define HF_HUB_TEMP_SUFFIX ".incomplete"
+
+/* path is one of huggingface_hub's temp files: a name, then the suffix. */
+bool hf_hub_temp(const char *path);
+
+/* The length of path without the temp suffix: all of it when path is no
+ * hub temp file (the hub cache's blob is path cut there). */
+size_t hf_hub_temp_stem(const char *path);
+
 /* Who writes a temp file that is renamed into a download's final name. */
 enum hf_writer {
 	HF_W_NONE = 0,

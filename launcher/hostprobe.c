@@ -2,6 +2,7 @@
  * system calls that report them; see hostprobe.h. */
 #include "hostprobe.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -209,7 +210,7 @@ static json_t *incomplete_on_disk(const struct hf_cache_dir *dirs, int i, const 
 		struct stat st;
 		bool earlier = false;
 
-		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete"))
+		if (!path || !strncmp(path, "[fd] ", 5) || !hf_hub_temp(path))
 			continue;
 		path_resolve(app_dir ? app_dir : "/", path, abs, sizeof(abs));
 		for (int j = 0; j < i; j++)
@@ -245,4 +246,30 @@ json_t *hostprobe_cache_fs(const struct hf_cache_dir *dirs, int n, const char *a
 			      incomplete_on_disk(dirs, i, app_dir, paths, n_paths)));
 	}
 	return list;
+}
+
+bool hostprobe_hub_blob(const struct hf_cache_dir *dirs, int n, const char *etag, char *out,
+			size_t len)
+{
+	if (len)
+		out[0] = 0;
+	for (int i = 0; i < n && len && !*out; i++) {
+		DIR *dir = opendir(dirs[i].path);
+		struct dirent *e;
+
+		while (dir && !*out && (e = readdir(dir))) {
+			char p[PATH_MAX];
+			struct stat st;
+
+			if (strncmp(e->d_name, HF_REPO_PREFIX, strlen(HF_REPO_PREFIX)))
+				continue;
+			snprintf(p, sizeof(p), "%.*s/%.255s/blobs/%s", PATH_MAX - 400, dirs[i].path,
+				 e->d_name, etag);
+			if (!stat(p, &st) && S_ISREG(st.st_mode))
+				snprintf(out, len, "%s", p);
+		}
+		if (dir)
+			closedir(dir);
+	}
+	return len && *out;
 }

@@ -64,6 +64,12 @@ struct hf_cache_dir;
 json_t *hostprobe_cache_fs(const struct hf_cache_dir *dirs, int n, const char *app_dir,
 			   const char *const *paths, size_t n_paths);
 
+/* A hub cache blob with this etag on disk now: the first regular file
+ * DIR/models--ORG--NAME/blobs/ETAG among the n caches, into out. false
+ * (out "") when none has it. */
+bool hostprobe_hub_blob(const struct hf_cache_dir *dirs, int n, const char *etag, char *out,
+			size_t len);
+
 /* The model's "host" section: kernel, machine, btf, uid, capabilities. */
 json_t *hostprobe_host_json(void);
 

@@ -195,19 +195,9 @@ void mlock_spawned(struct mlock_ctl *m)
 
 int mlock_fd(const struct mlock_ctl *m) { return m->fd; }
 
-static const char *str(const json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
-static double num(const json_t *o, const char *k)
-{
-	return json_number_value(json_object_get(o, k));
-}
-
 char *mlock_fix(const json_t *ev, bool user_switch)
 {
-	const char *event = str(ev, MLOCK_F_EVENT), *e = str(ev, MLOCK_F_ERRNO);
+	const char *event = jstr(ev, MLOCK_F_EVENT), *e = jstr(ev, MLOCK_F_ERRNO);
 	bool cap = json_is_true(json_object_get(ev, MLOCK_F_CAP_IPC_LOCK));
 	char a[32], *out = NULL;
 	int r = -1;
@@ -227,7 +217,7 @@ char *mlock_fix(const json_t *ev, bool user_switch)
 			? "tts-launch grants it to [service] user: check that nothing drops it"
 			: "setcap/ambient capability, or set [service] user: tts-launch grants it");
 	} else if (!strcmp(e, "ENOMEM") && !cap) {
-		double rl = num(ev, MLOCK_F_RLIMIT_MEMLOCK);
+		double rl = jnum(ev, MLOCK_F_RLIMIT_MEMLOCK);
 
 		fmt_bytes(a, sizeof(a), rl);
 		r = asprintf(
@@ -248,34 +238,34 @@ char *mlock_fix(const json_t *ev, bool user_switch)
 
 char *mlock_describe(const json_t *ev, const char *fix)
 {
-	const char *event = str(ev, MLOCK_F_EVENT);
+	const char *event = jstr(ev, MLOCK_F_EVENT);
 	char a[32], b[32], *out = NULL, head[128];
 	int r = -1;
 
-	snprintf(head, sizeof(head), "tts-launch: mlock (%s, at %s)", str(ev, MLOCK_F_MODE) ?: "?",
-		 str(ev, MLOCK_F_TRIGGER) ?: "?");
+	snprintf(head, sizeof(head), "tts-launch: mlock (%s, at %s)", jstr(ev, MLOCK_F_MODE) ?: "?",
+		 jstr(ev, MLOCK_F_TRIGGER) ?: "?");
 	if (!event)
 		return NULL;
 	if (!strcmp(event, MLOCK_EV_LOCKED)) {
-		fmt_bytes(a, sizeof(a), num(ev, MLOCK_F_VMLCK));
-		if (!strcmp(str(ev, MLOCK_F_MODE) ?: "", mode_names[MLOCK_MODE_MODELS]))
+		fmt_bytes(a, sizeof(a), jnum(ev, MLOCK_F_VMLCK));
+		if (!strcmp(jstr(ev, MLOCK_F_MODE) ?: "", mode_names[MLOCK_MODE_MODELS]))
 			snprintf(b, sizeof(b), " (%lld model mapping%s)",
-				 (long long)num(ev, MLOCK_F_MAPPINGS),
-				 num(ev, MLOCK_F_MAPPINGS) == 1 ? "" : "s");
+				 (long long)jnum(ev, MLOCK_F_MAPPINGS),
+				 jnum(ev, MLOCK_F_MAPPINGS) == 1 ? "" : "s");
 		else
 			b[0] = '\0';
 		r = asprintf(&out, "%s: locked %s%s in %.2f s\n", head, a, b,
-			     num(ev, MLOCK_F_DUR_NS) / 1e9);
+			     jnum(ev, MLOCK_F_DUR_NS) / 1e9);
 	} else if (!strcmp(event, MLOCK_EV_REFUSED)) {
-		fmt_bytes(a, sizeof(a), num(ev, MLOCK_F_BYTES_TO_LOCK));
-		fmt_bytes(b, sizeof(b), num(ev, MLOCK_F_LIMIT));
+		fmt_bytes(a, sizeof(a), jnum(ev, MLOCK_F_BYTES_TO_LOCK));
+		fmt_bytes(b, sizeof(b), jnum(ev, MLOCK_F_LIMIT));
 		r = asprintf(&out,
 			     "%s refused: %s to lock, above the limit of %s; fix: %s; the service "
 			     "keeps running\n",
 			     head, a, b, fix ?: "see docs/mlock.md");
 	} else if (!strcmp(event, MLOCK_EV_FAILED)) {
 		r = asprintf(&out, "%s failed: %s: %s; fix: %s; the service keeps running\n", head,
-			     str(ev, MLOCK_F_ERRNO) ?: "?", str(ev, MLOCK_F_ERROR) ?: "",
+			     jstr(ev, MLOCK_F_ERRNO) ?: "?", jstr(ev, MLOCK_F_ERROR) ?: "",
 			     fix ?: "see docs/mlock.md");
 	}
 	return r < 0 ? NULL : out;
@@ -349,7 +339,7 @@ static bool bool_field(json_t *out, const json_t *in, const char *k, char *why, 
 static bool text_fields(json_t *out, const json_t *in, unsigned long long *clamped, char *why,
 			size_t len)
 {
-	const char *e = str(in, MLOCK_F_ERRNO), *t = str(in, MLOCK_F_ERROR);
+	const char *e = jstr(in, MLOCK_F_ERRNO), *t = jstr(in, MLOCK_F_ERROR);
 
 	if (json_object_get(in, MLOCK_F_ERRNO)) {
 		size_t n = e ? strlen(e) : 0;
@@ -393,16 +383,16 @@ static json_t *checked_report(const json_t *in, unsigned long long *clamped, cha
 
 	if (!out)
 		OOM();
-	if (!ONE_OF(str(in, MLOCK_F_EVENT), event_names) ||
-	    !ONE_OF(str(in, MLOCK_F_TRIGGER), trigger_names) ||
-	    !ONE_OF(str(in, MLOCK_F_MODE), mode_names)) {
+	if (!ONE_OF(jstr(in, MLOCK_F_EVENT), event_names) ||
+	    !ONE_OF(jstr(in, MLOCK_F_TRIGGER), trigger_names) ||
+	    !ONE_OF(jstr(in, MLOCK_F_MODE), mode_names)) {
 		snprintf(why, len, "event, trigger or mode missing or unknown");
 		json_decref(out);
 		return NULL;
 	}
-	json_object_set_new(out, MLOCK_F_EVENT, json_string(str(in, MLOCK_F_EVENT)));
-	json_object_set_new(out, MLOCK_F_TRIGGER, json_string(str(in, MLOCK_F_TRIGGER)));
-	json_object_set_new(out, MLOCK_F_MODE, json_string(str(in, MLOCK_F_MODE)));
+	json_object_set_new(out, MLOCK_F_EVENT, json_string(jstr(in, MLOCK_F_EVENT)));
+	json_object_set_new(out, MLOCK_F_TRIGGER, json_string(jstr(in, MLOCK_F_TRIGGER)));
+	json_object_set_new(out, MLOCK_F_MODE, json_string(jstr(in, MLOCK_F_MODE)));
 	ok = json_is_integer(json_object_get(in, MLOCK_F_PID)) &&
 	     num_field(out, in, MLOCK_F_PID, 1, 4194304, true, clamped, why, len);
 	if (!ok && !*why)
@@ -442,14 +432,14 @@ static json_t *checked_report(const json_t *in, unsigned long long *clamped, cha
 /* One report: into the events, the top-level outcome, and a line to say. */
 static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 {
-	const char *event = str(ev, MLOCK_F_EVENT);
+	const char *event = jstr(ev, MLOCK_F_EVENT);
 	double start = json_is_number(json_object_get(ev, MLOCK_F_START_NS))
-			   ? clock_ns_to_ms((uint64_t)num(ev, MLOCK_F_START_NS))
+			   ? clock_ns_to_ms((uint64_t)jnum(ev, MLOCK_F_START_NS))
 			   : clock_ms();
 	char *fix = NULL, *line = NULL;
 
 	json_object_set_new(ev, "start_ms", json_real(start));
-	json_object_set_new(ev, "dur_ms", json_real(num(ev, MLOCK_F_DUR_NS) / 1e6));
+	json_object_set_new(ev, "dur_ms", json_real(jnum(ev, MLOCK_F_DUR_NS) / 1e6));
 	json_array_append(json_object_get(m->state, "events"), ev);
 	if (!event)
 		return NULL;
@@ -467,22 +457,22 @@ static char *take(struct mlock_ctl *m, json_t *ev, struct timeline *tl)
 	json_object_set_new(m->state, "status", json_string(event));
 	json_object_set(m->state, "trigger", json_object_get(ev, MLOCK_F_TRIGGER));
 	json_object_set_new(m->state, "bytes_to_lock",
-			    json_integer((json_int_t)num(ev, MLOCK_F_BYTES_TO_LOCK)));
+			    json_integer((json_int_t)jnum(ev, MLOCK_F_BYTES_TO_LOCK)));
 	json_object_set_new(m->state, "bytes_locked",
 			    json_object_get(ev, MLOCK_F_VMLCK)
-				? json_integer((json_int_t)num(ev, MLOCK_F_VMLCK))
+				? json_integer((json_int_t)jnum(ev, MLOCK_F_VMLCK))
 				: json_null());
 	json_object_set_new(m->state, "resident_before",
-			    json_integer((json_int_t)num(ev, MLOCK_F_RESIDENT)));
+			    json_integer((json_int_t)jnum(ev, MLOCK_F_RESIDENT)));
 	json_object_set_new(m->state, "mappings",
-			    json_integer((json_int_t)num(ev, MLOCK_F_MAPPINGS)));
+			    json_integer((json_int_t)jnum(ev, MLOCK_F_MAPPINGS)));
 	json_object_set_new(m->state, "start_ms", json_real(start));
-	json_object_set_new(m->state, "dur_ms", json_real(num(ev, MLOCK_F_DUR_NS) / 1e6));
+	json_object_set_new(m->state, "dur_ms", json_real(jnum(ev, MLOCK_F_DUR_NS) / 1e6));
 	json_object_set(m->state, "errno", json_object_get(ev, MLOCK_F_ERRNO) ?: json_null());
 	json_object_set(m->state, "error", json_object_get(ev, MLOCK_F_ERROR) ?: json_null());
 	json_object_set_new(m->state, "fix", fix ? json_string(fix) : json_null());
 	if (tl && !strcmp(event, MLOCK_EV_LOCKED))
-		timeline_phase(tl, "mlock", start, start + num(ev, MLOCK_F_DUR_NS) / 1e6);
+		timeline_phase(tl, "mlock", start, start + jnum(ev, MLOCK_F_DUR_NS) / 1e6);
 	line = mlock_describe(ev, fix);
 	free(fix);
 	return line;

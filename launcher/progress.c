@@ -148,7 +148,7 @@ bool progress_download_name(const struct tl_view *v, const char *path, double fi
 	/* once downloaded, the snapshot's link to the blob names it exactly */
 	for (i = 0; i < v->n_symlinks; i++) {
 		const char *q = v->symlinks[i].path, *r = v->symlinks[i].resolved;
-		size_t n = strlen(path) - (str_ends_with(path, ".incomplete") ? 11 : 0);
+		size_t n = hf_hub_temp_stem(path);
 
 		if (q && r && !strncmp(q, folder, strlen(folder)) && strlen(r) == n &&
 		    !strncmp(r, path, n) && tl_or0(v->symlinks[i].result) == 0) {
@@ -242,7 +242,7 @@ static bool watched(const struct tl_view *v, const char *path, const struct hf_c
 {
 	if (!strncmp(path, "[fd] ", 5))
 		return false;
-	if (str_ends_with(path, ".incomplete") || dl_entry(v, path))
+	if (hf_hub_temp(path) || dl_entry(v, path))
 		return true;
 	/* a copy (copies[]) is said as one, not as a download */
 	for (size_t i = 0; i < v->n_copies; i++)
@@ -398,7 +398,7 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 			pf->first_seen = now;
 			pf->net0 = net;
 			pf->first_ms = tl_or0(f->first_ms);
-			pf->download = str_ends_with(path, ".incomplete") || dl;
+			pf->download = hf_hub_temp(path) || dl;
 			progress_download_name(v, path, pf->first_ms, pf->name, sizeof(pf->name));
 		}
 		if (dl) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hfcache.h"
 #include "redact.h"
 #include "render_prom.h"
 #include "timeline_view.h"
@@ -184,16 +185,12 @@ static void lv_write(FILE *out, struct lv *l, const char *name, const char *type
 static void download_file(const struct tl_download *d, char *buf, size_t len)
 {
 	const char *path = d->path;
-	size_t l = path ? strlen(path) : 0;
-	static const char suffix[] = ".incomplete";
 
 	if (d->name) {
 		snprintf(buf, len, "%s", d->name);
 		return;
 	}
-	if (l > sizeof(suffix) - 1 && !strcmp(path + l - (sizeof(suffix) - 1), suffix))
-		l -= sizeof(suffix) - 1;
-	snprintf(buf, len, "%.*s", (int)l, path ? path : "");
+	snprintf(buf, len, "%.*s", (int)hf_hub_temp_stem(path), path ? path : "");
 }
 
 int render_prom(const struct timeline *tl, FILE *out)

@@ -78,11 +78,10 @@ void session_progress_emit(void *arg, const char *line, bool terminal)
 }
 
 /* The findings not said yet (those from requests come after the summary),
- * as a model of their own for diagnose_print; each is said once. */
-static struct timeline *new_findings(struct session *s)
+ * for diagnose_print_findings; each is said once. NULL when out of memory. */
+static json_t *new_findings(struct session *s)
 {
 	json_t *fresh = json_array(), *f;
-	struct timeline *t;
 	size_t i;
 
 	if (!s->said)
@@ -98,13 +97,12 @@ static struct timeline *new_findings(struct session *s)
 		json_object_set_new(s->said, key, json_true());
 		json_array_append(fresh, f);
 	}
-	t = timeline_wrap(json_pack("{s:o}", "findings", fresh));
-	return t;
+	return fresh;
 }
 
 void session_print_new_findings(struct session *s)
 {
-	struct timeline *fresh = new_findings(s);
+	json_t *fresh = new_findings(s);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m;
@@ -113,12 +111,12 @@ void session_print_new_findings(struct session *s)
 		return;
 	m = open_memstream(&buf, &len);
 	if (m) {
-		diagnose_print(fresh, m);
+		diagnose_print_findings(fresh, m);
 		fclose(m);
 		session_say_block(s, buf, len);
 		free(buf);
 	}
-	timeline_free(fresh);
+	json_decref(fresh);
 }
 
 void session_print_summary(struct session *s)
@@ -126,14 +124,14 @@ void session_print_summary(struct session *s)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
-	struct timeline *fresh;
+	json_t *fresh;
 
 	if (!m)
 		return;
 	timeline_print_summary(s->tl, m);
 	fresh = new_findings(s);
-	diagnose_print(fresh, m);
-	timeline_free(fresh);
+	diagnose_print_findings(fresh, m);
+	json_decref(fresh);
 	fclose(m);
 	session_say_block(s, buf, len);
 	if (*s->timeline_path)

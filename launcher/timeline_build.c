@@ -18,6 +18,7 @@
 #include "timeline_internal.h"
 #include "timeline_parts.h"
 #include "trace.skel.h"
+#include "util.h"
 
 static void snap_procs(struct collector *t, json_t *root)
 {
@@ -169,6 +170,23 @@ static void snap_block(struct collector *t, json_t *root, const __u64 *cnt)
 				      (json_int_t)cnt[CNT_BLOCK_BYTES], "latency_hist", hist));
 }
 
+/* python.imports[] of the collector's finished imports (USDT) */
+static json_t *imports_json(const struct collector *t)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < t->n_imports; i++) {
+		const struct coll_import *m = &t->imports[i];
+
+		json_array_append_new(a, json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
+						   json_text(m->name), "pid", m->pid, "start_ms",
+						   ms_json(m->start_ms), "end_ms",
+						   ms_json(m->end_ms), "dur_ms", ms_json(m->dur_ms),
+						   "depth", m->depth, "found", m->found));
+	}
+	return a;
+}
+
 static json_t *strv_json(char *const *v, size_t n)
 {
 	json_t *a = json_array();
@@ -231,7 +249,12 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	snap_procs(t, root);
 	snap_memory(t, root);
 	snap_block(t, root, cnt);
-	imports_snapshot(root, t->imports, st->usdt); /* python: USDT or derived imports */
+	{
+		json_t *imports = imports_json(t);
+
+		imports_snapshot(root, imports, st->usdt); /* python: USDT or derived imports */
+		json_decref(imports);
+	}
 	json_object_set_new(root, "gpu", gpu_snap(t->gpu, root, t->cfg, t->ready_ms));
 	json_object_set_new(root, "requests", requests_json(t));
 	json_object_set_new(tr, "requests_window_s",

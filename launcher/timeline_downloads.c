@@ -5,13 +5,10 @@
  * layout rules are hfcache.c's. docs/timeline.md, "downloads". */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "hfcache.h"
@@ -251,49 +248,46 @@ static void dl_final(const struct pent *pe, size_t n_pe, size_t j, char (*r2)[2]
 /* Where a hub cache already keeps the file a local_dir download wrote
  * (models--ORG--NAME/blobs/ETAG under HF_HUB_CACHE, model_dir/hf_cache or
  * HF_HOME/hub): the model's downloads[].also_in, for the downloaded-twice
- * rule. Remembered per etag: the snapshot is built every second. */
-#define ALSO_MAX 128
-static struct {
-	char etag[128];
-	char *blob; /* NULL: in none */
-} also[ALSO_MAX];
-static int n_also;
-
+ * rule. The one answer here the trace cannot give (the blob may be one the
+ * tree never touched, from an earlier run), so it is the host's
+ * (hostprobe), asked when the completed download is first seen and
+ * recorded in the collector: every later snapshot, and the timeline
+ * written at the end, keep that answer, never a later disk's. */
 static const char *also_in(struct collector *t, const char *etag)
 {
 	struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
 	const char *app = t->cfg && t->cfg->app_dir ? t->cfg->app_dir : "/";
-	char found[PATH_MAX] = "";
+	struct coll_hub_blob *r;
+	char found[PATH_MAX];
 	int n;
 
-	for (int i = 0; i < n_also; i++)
-		if (!strcmp(also[i].etag, etag))
-			return also[i].blob;
+	for (int i = 0; i < t->n_hub_blobs; i++)
+		if (!strcmp(t->hub_blobs[i].etag, etag))
+			return t->hub_blobs[i].blob;
 	n = hf_cache_dirs(app, t->cfg ? t->cfg->model_dir : NULL, config_env, t->cfg, false, d,
 			  HF_MAX_CACHE_DIRS);
-	for (int i = 0; i < n && !*found; i++) {
-		DIR *dir = opendir(d[i].path);
-		struct dirent *e;
+	hostprobe_hub_blob(d, n, etag, found, sizeof(found));
+	if (t->n_hub_blobs == COLL_HUB_BLOBS_MAX)
+		return NULL; /* not recorded: a later snapshot asks again */
+	r = &t->hub_blobs[t->n_hub_blobs++];
+	snprintf(r->etag, sizeof(r->etag), "%s", etag);
+	r->blob = *found ? strdup(found) : NULL;
+	return r->blob;
+}
 
-		while (dir && !*found && (e = readdir(dir))) {
-			char p[PATH_MAX];
-			struct stat st;
-
-			if (strncmp(e->d_name, HF_REPO_PREFIX, strlen(HF_REPO_PREFIX)))
-				continue;
-			snprintf(p, sizeof(p), "%.*s/%.255s/blobs/%s", PATH_MAX - 400, d[i].path,
-				 e->d_name, etag);
-			if (!stat(p, &st) && S_ISREG(st.st_mode))
-				snprintf(found, sizeof(found), "%s", p);
-		}
-		if (dir)
-			closedir(dir);
-	}
-	if (n_also == ALSO_MAX)
-		return NULL; /* not remembered: a later snapshot looks again */
-	snprintf(also[n_also].etag, sizeof(also[n_also].etag), "%s", etag);
-	also[n_also].blob = *found ? strdup(found) : NULL;
-	return also[n_also++].blob;
+/* The trace saw the final file there without seeing the rename: the tree
+ * opened final (the open succeeded, so it existed) and the kernel's i_size
+ * of its inode (the files map) is not 0, or the client linked a snapshot
+ * to it (hub cache: done only once the blob is in place). */
+static bool final_seen(const struct pent *pe, size_t n_pe, const char *final, const char *link)
+{
+	if (link)
+		return true;
+	for (size_t i = 0; *final && i < n_pe; i++)
+		if (pe[i].pv.opens && pe[i].ie && pe[i].ie->v.size > 0 &&
+		    !strcmp(pe[i].path, final))
+			return true;
+	return false;
 }
 
 json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_pe, size_t j,
@@ -335,7 +329,7 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	    ws.last_ns ? json_integer((json_int_t)ws.isize) : json_null(), "first_ms", ms_json(a),
 	    "last_ms", ms_json(b), "dur_ms", ms_json(b - a), "rate_mb_s",
 	    b > a ? json_real(bytes / 1e3 / (b - a)) : json_null(), "complete", renamed != NULL,
-	    "completed", renamed != NULL || (*final && access(final, F_OK) == 0), "final_path",
+	    "completed", renamed != NULL || final_seen(pe, n_pe, final, link), "final_path",
 	    json_text(renamed  ? renamed
 		      : *final ? final
 			       : NULL),

@@ -2,11 +2,14 @@
  * timeline_files.h. The downloads, copies and xet sections are
  * timeline_downloads.c's.
  *
- * Still here, to move (issue 13): the file classes come from
- * classify_file and hfcache's cache directories; whether a download not
- * seen renamed was completed by someone else is read from the live disk
- * (access of its final path: downloads[].completed). A lock's holder is
- * read from /proc/locks while the tree is refused it (locks[].holder_pid). */
+ * The file classes come from classify_file and hfcache's cache
+ * directories. Everything else is the trace's, but for three live facts
+ * the kernel's records cannot give, asked while the snapshot is taken
+ * (the moment they describe) and kept as they were then: a lock's holder,
+ * from /proc/locks while the tree is refused it (locks[].holder_pid); the
+ * file of a blocking lock call not returned yet, from /proc/TID/fd
+ * (locks[].waiting); and, in timeline_downloads.c, a hub cache blob the
+ * tree never touched (downloads[].also_in). */
 #include "timeline_files.h"
 #include "timeline_files_int.h"
 
@@ -366,6 +369,23 @@ static int holder_remembered(const struct file_key *k, __u32 self, bool live, ch
 	return pid;
 }
 
+/* The file a blocking lock call not returned yet waits on: its thread's fd
+ * now (/proc/TID/fd/FD). Live because the in-flight record holds the fd
+ * alone, and the question (who waits, on what, now) is the snapshot's own
+ * moment. false when the thread or fd is gone. */
+static bool inflight_fd_path(__u32 tid, unsigned long long fd, char *path, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%u/fd/%llu", tid, fd);
+	n = readlink(link, path, len - 1);
+	if (n <= 0)
+		return false;
+	path[n] = 0;
+	return true;
+}
+
 /* flock/fcntl locks per file, and the blocking lock calls in progress now */
 static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, json_t *root)
 {
@@ -431,20 +451,16 @@ static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, 
 	for (more = bpf_map__get_next_key(im, NULL, &tnext, sizeof(tnext)), walked = 0;
 	     !more && walked++ < bpf_map__max_entries(im);
 	     more = bpf_map__get_next_key(im, &tid, &tnext, sizeof(tnext))) {
-		char link[64], path[PATH_MAX];
+		char path[PATH_MAX];
 		json_t *hit = NULL, *pj;
-		ssize_t n;
 		size_t i;
 
 		tid = tnext;
 		if (bpf_map__lookup_elem(im, &tid, sizeof(tid), &in, sizeof(in), 0) ||
 		    (in.nr != SYS_flock && in.nr != SYS_fcntl) || !in.a2)
 			continue;
-		snprintf(link, sizeof(link), "/proc/%u/fd/%llu", tid, (unsigned long long)in.a0);
-		n = readlink(link, path, sizeof(path) - 1);
-		if (n <= 0)
+		if (!inflight_fd_path(tid, (unsigned long long)in.a0, path, sizeof(path)))
 			continue;
-		path[n] = 0;
 		/* the list holds paths as the timeline writes them (json_text) */
 		pj = json_text(path);
 		json_array_foreach (list, i, l)

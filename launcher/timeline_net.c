@@ -19,6 +19,7 @@
 #include "timeline_internal.h"
 #include "timeline_parts.h"
 #include "trace.skel.h"
+#include "util.h"
 
 /* "a.b.c.d:port" or "[v6]:port" (collector_peer_string) back into its parts */
 static bool peer_parse(const char *peer, struct peer_addr *a, int *port)
@@ -125,11 +126,41 @@ static json_t *names_json(const struct peer_names *p)
 	return list;
 }
 
+static json_t *ms_or_null(bool has, double ms) { return has ? ms_json(ms) : json_null(); }
+
+/* connects[] entry of a connect record (without host: snap_network's) */
+static json_t *connect_json(const struct coll_connect *c)
+{
+	json_t *o = json_pack(
+	    "{s:o, s:i, s:i, s:i, s:o, s:o, s:i, s:i, s:b, s:s, s:o, s:o, s:o, s:o, s:o, s:o, "
+	    "s:o}",
+	    "peer", json_text(c->peer), "family", c->family, "port", c->port, "pid", c->pid,
+	    "start_ms", ms_json(c->start_ms), "dur_ms", ms_json(c->dur_ms), "ret", c->ret,
+	    "syscall_ret", c->syscall_ret, "pending", c->pending, "result", c->result, "errno",
+	    c->errno_name ? json_string(c->errno_name) : json_null(), "ms_to_result",
+	    ms_or_null(c->has_ms_to_result, c->ms_to_result), "bytes_in",
+	    c->has_bytes ? json_integer((json_int_t)c->bytes_in) : json_null(), "bytes_out",
+	    c->has_bytes ? json_integer((json_int_t)c->bytes_out) : json_null(), "established_ms",
+	    ms_or_null(c->has_established, c->established_ms), "closed_ms",
+	    ms_or_null(c->has_closed, c->closed_ms), "open_ms",
+	    ms_or_null(c->has_open, c->open_ms));
+
+	if (c->ended_by)
+		json_object_set_new(o, "ended_by", json_string(c->ended_by));
+	if (c->has_counts) {
+		json_object_set_new(o, "reply_max", json_integer((json_int_t)c->reply_max));
+		json_object_set_new(o, "writes", json_integer((json_int_t)c->writes));
+	}
+	if (c->tls)
+		json_object_set_new(o, "tls", json_true());
+	return o;
+}
+
 void snap_network(struct collector *t, json_t *root)
 {
 	const char *endpoint = config_env(t->cfg, "HF_ENDPOINT");
 	struct bpf_map *m = t->skel->maps.peers;
-	json_t *net = json_object(), *list = json_array(), *c, *e;
+	json_t *net = json_object(), *list = json_array(), *e;
 	struct peer_key k, next;
 	struct peer_val v;
 	const char *key;
@@ -152,42 +183,40 @@ void snap_network(struct collector *t, json_t *root)
 			if (bpf_map__lookup_elem(cm, &ck, sizeof(ck), &pc, sizeof(pc), 0) ||
 			    !pc.done || pc.closed || pc.ret)
 				continue;
-			c = collector_connect(t, ck);
-			if (!c || !json_is_null(json_object_get(c, "closed_ms")))
-				continue;
-			json_object_set_new(c, "bytes_in", json_integer((json_int_t)pc.bytes_in));
-			json_object_set_new(c, "bytes_out", json_integer((json_int_t)pc.bytes_out));
-			{
-				/* the answer still being read counts (tl_conn_event) */
-				__u64 run = pc.bytes_in - pc.in_at_out;
+			struct coll_connect *c = collector_connect(t, ck);
+			/* the answer still being read counts (tl_conn_event) */
+			__u64 run = pc.bytes_in - pc.in_at_out;
 
-				json_object_set_new(c, "writes",
-						    json_integer((json_int_t)pc.writes));
-				json_object_set_new(
-				    c, "reply_max",
-				    json_integer((json_int_t)(pc.writes >= 2 && run > pc.reply_max
-								  ? run
-								  : pc.reply_max)));
-			}
-			json_object_set_new(c, "open_ms",
-					    ms_json(nowms - clock_ns_to_ms(pc.done_ns)));
+			if (!c || c->has_closed)
+				continue;
+			c->has_bytes = c->has_counts = c->has_open = true;
+			c->bytes_in = pc.bytes_in;
+			c->bytes_out = pc.bytes_out;
+			c->writes = pc.writes;
+			c->reply_max = pc.writes >= 2 && run > pc.reply_max ? run : pc.reply_max;
+			c->open_ms = coll_ms(nowms - clock_ns_to_ms(pc.done_ns));
 		}
 	}
 	/* connect attempts, by peer */
-	json_array_foreach (t->connects, i, c) {
-		const char *peer = json_string_value(json_object_get(c, "peer"));
-		int ret = (int)json_integer_value(json_object_get(c, "ret"));
-		bool pending = json_is_true(json_object_get(c, "pending"));
-		e = json_object_get(net, peer);
-		if (!e) {
-			e = json_pack(
-			    "{s:s, s:i, s:i, s:i, s:n, s:I, s:I, s:f, s:f, s:O, s:f}", "peer", peer,
-			    "port", (int)json_integer_value(json_object_get(c, "port")), "connects",
-			    0, "failures", 0, "errno", "bytes_in", (json_int_t)0, "bytes_out",
-			    (json_int_t)0, "connect_ms", 0.0, "connect_max_ms", 0.0, "first_ms",
-			    json_object_get(c, "start_ms"), "last_ms", 0.0);
+	for (i = 0; i < t->n_connects; i++) {
+		const struct coll_connect *c = &t->connects[i];
+		json_t *pj = json_text(c->peer); /* the peer as the model writes it */
+		const char *peer = json_string_value(pj);
+		int ret = c->ret;
+		bool pending = c->pending;
+
+		e = peer ? json_object_get(net, peer) : NULL;
+		if (peer && !e) {
+			e = json_pack("{s:s, s:i, s:i, s:i, s:n, s:I, s:I, s:f, s:f, s:o, s:f}",
+				      "peer", peer, "port", c->port, "connects", 0, "failures", 0,
+				      "errno", "bytes_in", (json_int_t)0, "bytes_out",
+				      (json_int_t)0, "connect_ms", 0.0, "connect_max_ms", 0.0,
+				      "first_ms", ms_json(c->start_ms), "last_ms", 0.0);
 			json_object_set_new(net, peer, e);
 		}
+		json_decref(pj);
+		if (!e)
+			continue;
 		json_object_set_new(
 		    e, "connects",
 		    json_integer(json_integer_value(json_object_get(e, "connects")) + 1));
@@ -198,10 +227,8 @@ void snap_network(struct collector *t, json_t *root)
 			json_object_set_new(e, "errno", errno_json(-ret));
 		}
 		{
-			json_t *r = json_object_get(c, "ms_to_result");
-			double d =
-			    json_real_value(json_is_real(r) ? r : json_object_get(c, "dur_ms"));
-			double end = json_real_value(json_object_get(c, "start_ms")) + d;
+			double d = c->has_ms_to_result ? c->ms_to_result : c->dur_ms;
+			double end = c->start_ms + d;
 
 			json_object_set_new(
 			    e, "connect_ms",
@@ -275,9 +302,10 @@ void snap_network(struct collector *t, json_t *root)
 	timeline_sort_by(list, "first_ms");
 	json_object_set_new(root, "network", list);
 	{
-		json_t *conns = json_deep_copy(t->connects), *c;
+		json_t *conns = json_array(), *listens = json_array();
 
-		json_array_foreach (conns, i, c) {
+		for (i = 0; i < t->n_connects; i++) {
+			json_t *c = connect_json(&t->connects[i]);
 			struct peer_addr a;
 			int port = 0;
 			const struct peer_name *n =
@@ -286,9 +314,15 @@ void snap_network(struct collector *t, json_t *root)
 				: NULL;
 
 			json_object_set_new(c, "host", n ? json_string(n->host) : json_null());
+			json_array_append_new(conns, c);
 		}
 		json_object_set_new(root, "connects", conns);
+		json_object_set_new(root, "names", names_json(&t->names));
+		for (i = 0; i < t->n_listens; i++)
+			json_array_append_new(listens,
+					      json_pack("{s:i, s:i, s:o}", "pid", t->listens[i].pid,
+							"port", t->listens[i].port, "ms",
+							ms_json(t->listens[i].ms)));
+		json_object_set_new(root, "listens", listens);
 	}
-	json_object_set_new(root, "names", names_json(&t->names));
-	json_object_set_new(root, "listens", json_deep_copy(t->listens));
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hfcache.h"
 #include "phases.h"
 #include "timeline_internal.h"
 #include "timeline_view.h"
@@ -841,8 +842,7 @@ int tl_view_downloads_in_flight(const struct tl_view *v, const struct tl_file **
 		/* a download's temp file, whichever client writes it (the class
 		 * timeline_files gives it), or an older timeline's *.incomplete */
 		if (!f->path || f->path[0] != '/' ||
-		    !(str_ends_with(f->path, ".incomplete") ||
-		      (f->class && !strcmp(f->class, "download"))) ||
+		    !(hf_hub_temp(f->path) || (f->class && !strcmp(f->class, "download"))) ||
 		    tl_or0(f->opens) <= 0 || tl_view_renamed(v, f->path))
 			continue;
 		n++;

@@ -118,6 +118,22 @@ static void test_cache_dirs(void **state)
 	assert_int_equal(hf_cache_dirs("/app", NULL, env_of, env, true, d, 1), 1);
 }
 
+static void test_hub_temp(void **state)
+{
+	(void)state;
+	assert_true(hf_hub_temp("/h/hub/models--a--b/blobs/e1.incomplete"));
+	assert_true(hf_hub_temp("/m/.cache/huggingface/download/X=.e.incomplete"));
+	assert_true(hf_hub_temp("e1.incomplete"));
+	assert_false(hf_hub_temp("/h/hub/models--a--b/blobs/e1"));
+	assert_false(hf_hub_temp("/h/x.incomplete.bak"));
+	assert_false(hf_hub_temp(".incomplete")); /* no name before the suffix */
+	assert_false(hf_hub_temp(NULL));
+	assert_int_equal(hf_hub_temp_stem("/c/blobs/e1.incomplete"), strlen("/c/blobs/e1"));
+	assert_int_equal(hf_hub_temp_stem("/c/blobs/e1"), strlen("/c/blobs/e1"));
+	assert_int_equal(hf_hub_temp_stem(".incomplete"), strlen(".incomplete"));
+	assert_int_equal(hf_hub_temp_stem(NULL), 0);
+}
+
 static void test_temp_writers(void **state)
 {
 	char out[512];
@@ -213,6 +229,7 @@ int main(void)
 	    cmocka_unit_test(test_root_and_snapshots),
 	    cmocka_unit_test(test_bookkeeping_and_locks),
 	    cmocka_unit_test(test_cache_dirs),
+	    cmocka_unit_test(test_hub_temp),
 	    cmocka_unit_test(test_temp_writers),
 	    cmocka_unit_test(test_local_dir_names),
 	    cmocka_unit_test(test_download_names_and_sizes),
