@@ -205,13 +205,16 @@ static void resolve_paths(struct collector *t, struct pent *pe, size_t n, struct
 		progress = false;
 		for (size_t i = 0; i < n; i++) {
 			const char *base;
-			char abs[PATH_MAX];
+			char abs[PATH_MAX], *resolved;
 
 			if (!pe[i].rel ||
 			    !(base = paths_dir_find(d, pe[i].base_dev, pe[i].base_ino)))
 				continue;
 			path_resolve(base, pe[i].path, abs, sizeof(abs));
-			snprintf(pe[i].path, sizeof(pe[i].path), "%s", abs);
+			if (!(resolved = strdup(abs)))
+				continue;
+			free(pe[i].path);
+			pe[i].path = resolved;
 			pe[i].rel = false;
 			progress = true;
 			if (pe[i].pv.opens)
@@ -543,7 +546,8 @@ void timeline_snap_files(struct collector *t, json_t *root)
 			pe = n;
 		}
 		pk.path[sizeof(pk.path) - 1] = 0;
-		snprintf(pe[n_pe].path, sizeof(pe[n_pe].path), "%s", pk.path);
+		if (!(pe[n_pe].path = strdup(pk.path)))
+			continue;
 		pe[n_pe].pv = pv;
 		pe[n_pe].rel = pk.path[0] != '/';
 		pe[n_pe].base_dev = pk.base_dev;
@@ -555,9 +559,10 @@ void timeline_snap_files(struct collector *t, json_t *root)
 		qsort(pe, n_pe, sizeof(*pe), pent_cmp);
 	m = 0;
 	for (size_t i = 0; i < n_pe; i++) {
-		if (m && !strcmp(pe[m - 1].path, pe[i].path))
+		if (m && !strcmp(pe[m - 1].path, pe[i].path)) {
 			pv_merge(&pe[m - 1].pv, &pe[i].pv);
-		else
+			free(pe[i].path);
+		} else
 			pe[m++] = pe[i];
 	}
 	n_pe = m;
@@ -662,6 +667,8 @@ void timeline_snap_files(struct collector *t, json_t *root)
 	snap_failops(t, &dt, files, renames, root);
 	paths_dirs_free(&dt);
 	free(r2);
+	for (size_t i = 0; i < n_pe; i++)
+		free(pe[i].path);
 	free(pe);
 	free(io);
 	timeline_sort_by(files, "first_ms");

@@ -21,7 +21,7 @@ struct io_ent {
 /* One path of the paths map, made absolute; relative and absolute spellings
  * of one file are merged. */
 struct pent {
-	char path[PATH_MAX];
+	char *path; /* malloc'd: thousands of entries, most paths short */
 	struct path_val pv;
 	__u64 base_dev, base_ino; /* a relative path's directory */
 	bool rel;
