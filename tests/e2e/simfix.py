@@ -64,14 +64,19 @@ def need(ok, why):
         pytest.skip(why)
 
 
-@pytest.fixture
-def world_ok():
+def need_world():
     """What the 2026 world (scripts/sim/world.py) needs: root for unshare -mn
-    and port 443, unshare, the built binary. Use it module-wide with
-    `pytestmark = pytest.mark.usefixtures("world_ok")` (import it too)."""
+    and port 443, unshare, the built binary."""
     need(os.geteuid() == 0, "the world needs root (unshare -mn, port 443)")
     need(shutil.which("unshare"), "unshare is needed")
     need(TTS.exists(), "build/tts-launch missing: run make")
+
+
+@pytest.fixture
+def world_ok():
+    """need_world() for every test of a module:
+    `pytestmark = pytest.mark.usefixtures("world_ok")` (import it too)."""
+    need_world()
 
 
 @pytest.fixture(scope="session")
@@ -239,6 +244,28 @@ class Launch:
         self.out.close()
         self.rc = self.proc.returncode
         return json.loads(self.timeline.read_text())
+
+
+class HubLaunch(Launch):
+    """Launch against the hub at endpoint (HF_ENDPOINT), with a short ETag
+    timeout (HF_HUB_ETAG_TIMEOUT, 1 s by default: a hub that does not answer
+    costs little); env: more [env]; service: more [service] lines."""
+
+    def __init__(self, tmp, app, env=None, endpoint=None, cmd=None, service="",
+                 etag_timeout=1):
+        vars = {"HF_HUB_ETAG_TIMEOUT": str(etag_timeout)}
+        if endpoint:
+            vars["HF_ENDPOINT"] = endpoint
+        vars.update(env or {})
+        super().__init__(tmp, app, vars, cmd=cmd,
+                         trace="[service]\n%s\n" % service if service else "")
+
+
+def finding(tl, fid):
+    """The first finding fid of timeline tl (fails, listing them, if none)."""
+    hits = [f for f in tl["findings"] if f["id"] == fid]
+    assert hits, "no %s finding in %s" % (fid, json.dumps(tl["findings"], indent=1))
+    return hits[0]
 
 
 # -- the 2026 world (scripts/sim/world.py) ------------------------------------------------

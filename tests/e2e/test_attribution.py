@@ -248,10 +248,8 @@ def test_unreadable_interpreter_is_a_fallback(tracing_ok, tmp_path):
     assert_tiles(t["attribution"])
 
 
-class Launch(simfix.Launch):
-    def __init__(self, tmp, app, endpoint, etag_timeout):
-        super().__init__(tmp, app, {"HF_ENDPOINT": endpoint,
-                                    "HF_HUB_ETAG_TIMEOUT": str(etag_timeout)})
+def Launch(tmp, app, endpoint, etag_timeout):
+    return simfix.HubLaunch(tmp, app, endpoint=endpoint, etag_timeout=etag_timeout)
 
 
 def test_blackholed_hub_is_net_on_the_hub(tracing_ok, models, hub, tmp_path):  # noqa: F811
@@ -282,13 +280,7 @@ SLOW_CAS = 20000
 HF = ("huggingface.co:443", "cas-bridge.xethub.hf.co:443")
 
 
-def world_need():
-    for ok, why in ((os.geteuid() == 0, "the world needs root (unshare -mn, port 443)"),
-                    (shutil.which("unshare"), "unshare is needed")):
-        if not ok:
-            if os.environ.get("CI"):
-                pytest.fail(why + " (required when CI is set)")
-            pytest.skip(why)
+world_need = simfix.need_world
 
 
 def dump(name, run):

@@ -13,16 +13,9 @@ import subprocess
 import pytest
 
 from conftest import free_port
-from simfix import ROOT, TTS, WAIT
+from simfix import ROOT, TTS, WAIT, need
 
 DEMO = ["sh", os.path.join(ROOT, "scripts", "demo")]
-
-
-def _need(ok, why):
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(why + " (required when CI is set)")
-        pytest.skip(why)
 
 
 def demo(*args):
@@ -50,11 +43,11 @@ def no_temp_names(out):
 
 @pytest.fixture(autouse=True)
 def _ok(tracing_ok):
-    _need(TTS.exists(), "build/tts-launch missing: run make")
+    need(TTS.exists(), "build/tts-launch missing: run make")
 
 
 def test_demo_runs_the_2026_generation_cold_then_warm():
-    _need(os.geteuid() == 0, "the 2026 demo needs root (its world: unshare -mn, port 443)")
+    need(os.geteuid() == 0, "the 2026 demo needs root (its world: unshare -mn, port 443)")
     out = demo()
     assert "demo: IndexTTS2 as of 2026" in out
     cold, warm = out.split("demo: warm start", 1)

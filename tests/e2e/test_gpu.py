@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PY, ROOT, TTS, alive, wait_for
+from simfix import need
 
 CUDA = Path("/usr/local/cuda")
 LIBCUDART = CUDA / "lib64" / "libcudart.so.13"
@@ -30,17 +31,10 @@ CALLS = ["cudaDriverGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFre
 PROBES = 9  # the runtime's functions probed (docs/gpu.md's table)
 
 
-def _need(ok, why):
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(why + " (required when CI is set)")
-        pytest.skip(why)
-
-
 @pytest.fixture(autouse=True)
 def toolkit():
-    _need(LIBCUDART.exists(), "the CUDA 13 toolkit is missing (%s)" % LIBCUDART)
-    _need(PROBE.exists() and LINKED.exists(),
+    need(LIBCUDART.exists(), "the CUDA 13 toolkit is missing (%s)" % LIBCUDART)
+    need(PROBE.exists() and LINKED.exists(),
           "cudaprobe not built: make build/tests/helpers/cudaprobe "
           "build/tests/helpers/cudaprobe-linked")
 
@@ -225,7 +219,7 @@ def test_no_cuda_uprobe_links_without_a_cuda_library(tmp_path, tracing_ok):
 def test_fake_device_node_changes_nothing(tmp_path, tracing_ok):
     """A /dev/nvidia0 that is no GPU (here a plain file, in a private /dev):
     the runtime's answer decides; the node is only evidence."""
-    _need(shutil.which("unshare"), "unshare is needed")
+    need(shutil.which("unshare"), "unshare is needed")
     lib = site_copy(tmp_path)
     dev = ("mount -t tmpfs tmpfs /dev && for n in null:1:3 zero:1:5 random:1:8 urandom:1:9; "
            "do IFS=: read name ma mi <<EOF\n$n\nEOF\nmknod -m 666 /dev/$name c $ma $mi; done && "

@@ -14,29 +14,11 @@ from pathlib import Path
 import pytest
 
 import simfix
-from simfix import PY, WAIT, hub, hub_proc, models, sim_app  # noqa: F401
+from simfix import PY, WAIT, finding, hub, hub_proc, models, sim_app  # noqa: F401
+from simfix import HubLaunch as Launch
 
 ROOT = Path(__file__).resolve().parents[2]
 TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
-
-
-class Launch(simfix.Launch):
-    """simfix.Launch with HF_ENDPOINT given as endpoint and a 1 s ETag timeout."""
-
-    def __init__(self, tmp, app, env=None, endpoint=None, cmd=None, service=""):
-        vars = {"HF_HUB_ETAG_TIMEOUT": "1"}
-        if endpoint:
-            vars["HF_ENDPOINT"] = endpoint
-        vars.update(env or {})
-        # service: more [service] lines (a section may be given again)
-        super().__init__(tmp, app, vars, cmd=cmd,
-                         trace="[service]\n%s\n" % service if service else "")
-
-
-def finding(tl, fid):
-    hits = [f for f in tl["findings"] if f["id"] == fid]
-    assert hits, "no %s finding in %s" % (fid, json.dumps(tl["findings"], indent=1))
-    return hits[0]
 
 
 def offline(path):

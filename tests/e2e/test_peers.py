@@ -13,25 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from simfix import (FIXTURES, PY, SIM, TTS, WAIT, WorldLaunch, base_env, in_world,  # noqa: F401
-                    make_app, models)
+from simfix import (FIXTURES, PY, SIM, TTS, WAIT, WorldLaunch, base_env, finding,  # noqa: F401
+                    in_world, make_app, models, need, world_ok)
 
 NET_RULES = {"dns-failure", "hub-probe-failed", "hub-unreachable", "xet-stalled",
              "mirror-bypassed", "fallback-download"}
 
 
-def _need(ok, why):
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(why + " (required when CI is set)")
-        pytest.skip(why)
-
-
-@pytest.fixture(autouse=True)
-def _world_ok():
-    _need(os.geteuid() == 0, "the world needs root (unshare -mn, port 443)")
-    _need(shutil.which("unshare"), "unshare is needed")
-    _need(TTS.exists(), "build/tts-launch missing: run make")
+pytestmark = pytest.mark.usefixtures("world_ok")
 
 
 def app_of(tmp, models, omit=()):
@@ -43,7 +32,7 @@ def app_of(tmp, models, omit=()):
 def traced(run):
     assert run.timeline is not None, run.output()
     tr = run.timeline["tracing"]
-    _need(tr.get("enabled"), "tracing unavailable: %s" % tr.get("reason"))
+    need(tr.get("enabled"), "tracing unavailable: %s" % tr.get("reason"))
     return run.timeline
 
 
@@ -56,12 +45,6 @@ def peer(tl, addr):
 def ids(tl):
     # an info finding (gpu-cpu-only: Debian's CPU torch never tried CUDA) changes nothing
     return [f["id"] for f in tl["findings"] if f["severity"] != "info"]
-
-
-def finding(tl, fid):
-    hits = [f for f in tl["findings"] if f["id"] == fid]
-    assert hits, "no %s finding in %s" % (fid, json.dumps(tl["findings"], indent=1))
-    return hits[0]
 
 
 def diagnose_offline(path):
@@ -180,7 +163,7 @@ def test_xet_stall_found_and_named(tmp_path, models):
     HF_HUB_DISABLE_XET=1; it is not called an unreachable hub."""
     tl = stalled_run(tmp_path / "run", app_of(tmp_path, models),
                      ("--knobs", 'cas={"stall_after": 1000}'))
-    _need(tl["tracing"].get("enabled"), "tracing unavailable")
+    need(tl["tracing"].get("enabled"), "tracing unavailable")
     f = finding(tl, "xet-stalled")
     assert f["severity"] == "error"  # never ready
     assert f["message"].startswith("Xet transfer from cas-bridge.xethub.hf.co:443 stalled")
@@ -285,7 +268,7 @@ def test_name_sources_and_clients(tmp_path, models):
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.splitlines()[0] == "127.0.0.5"
     tl = json.loads(tl_path.read_text())
-    _need(tl["tracing"].get("enabled"), "tracing unavailable")
+    need(tl["tracing"].get("enabled"), "tracing unavailable")
     m = peer(tl, "127.0.0.5:443")
     assert (m["host"], m["host_source"], m["role"]) == ("hf-mirror.com", "dns", "mirror")
     c = peer(tl, "127.0.0.3:443")
@@ -362,7 +345,7 @@ def test_blackholed_cas_with_xet_hangs_before_any_byte(tmp_path, models):
     is named as one no byte of which arrived, its Xet transfer from the CAS."""
     tl = stalled_run(tmp_path / "run", app_of(tmp_path, models),
                      ("--knobs", 'cas={"blackhole": true}'), what="/v1/reconstructions/")
-    _need(tl["tracing"].get("enabled"), "tracing unavailable")
+    need(tl["tracing"].get("enabled"), "tracing unavailable")
     f = finding(tl, "xet-stalled")
     assert f["severity"] == "error"  # never ready
     assert f["message"].startswith("Xet transfer from cas-bridge.xethub.hf.co:443 stalled")
