@@ -180,7 +180,8 @@ setup:
 
 # The binary, the shim, the man page, the systemd unit and the docs its
 # Documentation= names (README.md, docs/diagnose.md), the example config.
-DOCS := README.md docs/diagnose.md docs/timeline.md docs/mlock.md docs/security.md
+DOCS := README.md docs/diagnose.md docs/timeline.md docs/mlock.md docs/security.md docs/gpu.md \
+        docs/compare.md docs/views.md
 install: $(BUILD)/tts-launch $(HOOKS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/tts-launch $(DESTDIR)$(PREFIX)/share/doc/tts-launch \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/lib/systemd/system
