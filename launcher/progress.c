@@ -417,9 +417,16 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 			/* written at offsets (several threads, or its end beyond
 			 * what was written, a resumed one's earlier part aside):
 			 * the network bytes are not its progress */
-			if (tl_or0(dl->threads) > 1 || pf->from == DLSIZE_AT_LEAST ||
-			    tl_or0(dl->size) > tl_or0(dl->bytes) + tl_or0(dl->resumed_from))
+			if (!pf->offsets &&
+			    (tl_or0(dl->threads) > 1 || pf->from == DLSIZE_AT_LEAST ||
+			     tl_or0(dl->size) > tl_or0(dl->bytes) + tl_or0(dl->resumed_from))) {
+				/* the network bytes counted before its first
+				 * writes are not its progress: its rate starts
+				 * again from its distinct bytes (no false stall) */
 				pf->offsets = true;
+				pf->n = pf->head = 0;
+				pf->bytes = 0;
+			}
 			if (dl->name && !pf->named) {
 				snprintf(pf->name, sizeof(pf->name), "%s", dl->name);
 				pf->named = true;

@@ -149,6 +149,47 @@ static void test_downloaded_says_the_file_size(void **state)
 	json_decref(root);
 }
 
+/* The only download in flight counts the network bytes until its first
+ * write (plain HTTP writes in 10 MiB steps); once it is seen written at
+ * offsets by several threads (Xet) its distinct bytes are its progress:
+ * never more than the file holds, and no false "stalled" while the
+ * distinct bytes catch up with the network count */
+static void test_offset_writes_count_distinct_bytes(void **state)
+{
+	struct progress_opts o = {
+	    .mode = PROGRESS_LOG, .stall_s = 0, .log_every_s = 5, .emit = collect};
+	struct progress *p = progress_new(&o);
+	json_t *root = model(0, 0, "known", 2300000000.0), *d, *f, *n;
+	double t;
+
+	(void)state;
+	n = json_pack("{s:s, s:f}", "peer", "10.0.0.1:443", "bytes_in", 0.0);
+	json_object_set_new(root, "network", json_pack("[o]", n));
+	d = json_array_get(json_object_get(root, "downloads"), 0);
+	f = json_array_get(json_object_get(root, "files"), 0);
+	json_object_set_new(d, "threads", json_integer(0));
+	said[0] = '\0';
+	progress_sample(p, root, 1000);
+	json_object_set_new(n, "bytes_in", json_real(400 * 1024));
+	progress_sample(p, root, 2000);
+	for (t = 3000; t <= 12000; t += 1000) {
+		double b = (t - 2000) / 1000 * 64 * 1024; /* 64 KiB/s written */
+
+		json_object_set_new(n, "bytes_in", json_real(400 * 1024 + b));
+		json_object_set_new(d, "threads", json_integer(2));
+		json_object_set_new(d, "bytes", json_real(b));
+		json_object_set_new(d, "size", json_real(b + 128 * 1024));
+		json_object_set_new(f, "bytes_written", json_real(b));
+		progress_sample(p, root, t);
+	}
+	/* at 12 s: 640 KiB written (the network count would say 1.0 MiB) */
+	assert_non_null(strstr(said, "tts-launch: downloading w2v.safetensors: 640.0 KiB at "));
+	assert_null(strstr(said, "stalled"));
+	assert_null(strstr(said, "1.0 MiB at"));
+	progress_free(p);
+	json_decref(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +197,7 @@ int main(void)
 	    cmocka_unit_test(test_texts),
 	    cmocka_unit_test(test_offsets_said_as_at_least),
 	    cmocka_unit_test(test_downloaded_says_the_file_size),
+	    cmocka_unit_test(test_offset_writes_count_distinct_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
