@@ -12,13 +12,16 @@ struct dlsize dlsize_expected(const struct dlsize_in *in)
 	/* what the file is at least: what it holds, and its highest offset */
 	double floor = in->isize > in->have ? in->isize : in->have;
 
-	if (in->renamed && in->isize > 0) {
+	if (in->renamed) {
 		/* done: its size, from the kernel; a known size of another
 		 * size was wrong for this file (a newer revision, the
-		 * simulator's scaled-down models) */
-		r.from = DLSIZE_KERNEL;
-		r.size = in->isize;
-		r.known_dropped = in->known > 0 && in->known != in->isize;
+		 * simulator's scaled-down models). Without the kernel's size
+		 * (no write seen), no estimate is said of a finished file. */
+		if (in->isize > 0) {
+			r.from = DLSIZE_KERNEL;
+			r.size = in->isize;
+		}
+		r.known_dropped = in->known > 0 && floor > 0 && in->known != floor;
 		return r;
 	}
 	if (in->known > 0 && floor <= in->known) {

@@ -32,7 +32,8 @@ struct dlsize {
 /* The expected size: the kernel's once renamed; else the known size while
  * nothing written exceeds it (neither what the file holds nor its highest
  * offset); else the highest offset, as a lower bound, when it is beyond
- * what was written (offsets written out of order); else none. */
+ * what was written (offsets written out of order); else none. A renamed
+ * file without the kernel's size has none (never the known size). */
 struct dlsize dlsize_expected(const struct dlsize_in *in);
 
 /* "kernel", "known", "highest_offset"; NULL for none */

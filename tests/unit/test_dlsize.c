@@ -41,6 +41,9 @@ static void test_order_of_truth(void **state)
 	assert_true(r.size == 837632 && r.known_dropped);
 	r = ex(true, 1000, 1000, 1000);
 	assert_true(r.from == DLSIZE_KERNEL && !r.known_dropped);
+	/* renamed, no write seen: no size, never the known one */
+	r = ex(true, 0, 0, 28000000);
+	assert_int_equal(r.from, DLSIZE_NONE);
 	/* the demo's Xet download: 2 MiB written, the highest offset 5.2 MiB,
 	 * IndexTTS2's known size 2.3 GB: the known size, not the offset */
 	r = ex(false, 5.2 * MIB, 2 * MIB, 2300000000.0);
