@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "diagnose.h"
+#include "dlsize.h"
 #include "hfcache.h"
 #include "stall.h"
 #include "timeline_internal.h" /* tl_view_decode_tree: the display samples the raw tree */
@@ -30,15 +31,18 @@ struct pfile {
 	double t[RATE_SAMPLES], b[RATE_SAMPLES];
 	int n, head;
 	double first_seen, last_grow, last_logged;
-	double net0;	 /* network bytes in when first seen */
-	double first_ms; /* opened (the model's first_ms) */
-	bool download;	 /* a *.incomplete blob */
-	bool done;	 /* its completion was said */
-	bool waited;	 /* complete, its snapshot link not seen: said next sample */
-	double expected; /* the download's expected size (downloads[]), 0: unknown */
-	bool estimated;	 /* ... IndexTTS2's known size, not the kernel's */
-	bool named;	 /* the name is the timeline's (downloads[].name) */
-	bool stall_said; /* its stalled line was said (again when it moves) */
+	double net0;	       /* network bytes in when first seen */
+	double first_ms;       /* opened (the model's first_ms) */
+	bool download;	       /* a *.incomplete blob */
+	bool done;	       /* its completion was said */
+	bool waited;	       /* complete, its snapshot link not seen: said next sample */
+	double expected;       /* the download's expected size (downloads[]), 0: unknown */
+	enum dlsize_from from; /* ... where it came from (dlsize.h) */
+	bool known_dropped;    /* a known size this file contradicted: never used again */
+	bool offsets;	       /* written at offsets (Xet): its distinct bytes are its progress */
+	double final_size;     /* renamed: the kernel's size of the file, 0: not seen */
+	bool named;	       /* the name is the timeline's (downloads[].name) */
+	bool stall_said;       /* its stalled line was said (again when it moves) */
 };
 
 struct progress {
@@ -335,35 +339,35 @@ static void say_downloaded(struct progress *p, struct pfile *pf)
 	char sz[32];
 
 	pf->done = true;
-	fmt_bytes(sz, sizeof(sz), pf->bytes);
+	/* the file's size, from the kernel (the bytes counted while it was
+	 * in flight may include other answers, or miss an earlier run's) */
+	fmt_bytes(sz, sizeof(sz), pf->final_size > 0 ? pf->final_size : pf->bytes);
 	if (p->o.mode != PROGRESS_OFF)
 		emit(p, p->o.mode == PROGRESS_LOG, "tts-launch: downloaded %s: %s\n", pf->name, sz);
 }
 
-/* ", 12% of 2.1 GiB, 40 s left" when the expected size is known ("about"
- * and "known size" when it is IndexTTS2's table's, an estimate), else "" */
-static void left_text(const struct pfile *pf, double rate, char *out, size_t len)
+/* The line's tail from the expected size (dlsize_text): a known size the
+ * bytes so far exceed is dropped for the file, and no percent said. */
+static void left_text(struct pfile *pf, double rate, char *out, size_t len)
 {
-	char of[32], eta[48] = "";
-	double pct;
-
-	out[0] = 0;
-	if (pf->expected <= 0)
+	if (pf->from == DLSIZE_KNOWN && (pf->known_dropped || pf->bytes > pf->expected)) {
+		pf->known_dropped = true;
+		out[0] = 0;
 		return;
-	pct = pf->bytes >= pf->expected ? 100 : 100 * pf->bytes / pf->expected;
-	fmt_bytes(of, sizeof(of), pf->expected);
-	if (rate > 0 && pf->expected > pf->bytes) {
-		double s = (pf->expected - pf->bytes) / rate;
-
-		if (s < 120)
-			snprintf(eta, sizeof(eta), ", %.0f s left", s);
-		else
-			snprintf(eta, sizeof(eta), ", %.0f min left", s / 60);
 	}
-	snprintf(out, len, ", %.0f%% of %s%s%s", pct, pf->estimated ? "about " : "", of,
-		 pf->estimated ? " (known size)" : "");
-	if (strlen(out) + strlen(eta) < len)
-		strcat(out, eta);
+	dlsize_text(pf->bytes, pf->expected, pf->from, rate, out, len);
+}
+
+/* The kernel's size of a renamed download (downloads[].size once
+ * complete), 0 when the model has none */
+static double final_size(const struct tl_download *d)
+{
+	if (!d || !d->complete)
+		return 0;
+	if (tl_or0(d->size) > 0)
+		return d->size;
+	return d->expected_from && !strcmp(d->expected_from, "kernel") ? tl_or0(d->expected_size)
+								       : 0;
 }
 
 /* Files: sizes, rates, what is active; lines per the mode. Returns the
@@ -407,7 +411,22 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 			if (tl_or0(dl->bytes) > 0)
 				w = dl->bytes;
 			pf->expected = tl_or0(dl->expected_size);
-			pf->estimated = dl->expected_from && !strcmp(dl->expected_from, "known");
+			pf->from = dlsize_from_parse(dl->expected_from);
+			if (pf->from == DLSIZE_NONE)
+				pf->expected = 0;
+			/* written at offsets (several threads, or its end beyond
+			 * what was written, a resumed one's earlier part aside):
+			 * the network bytes are not its progress */
+			if (!pf->offsets &&
+			    (tl_or0(dl->threads) > 1 || pf->from == DLSIZE_AT_LEAST ||
+			     tl_or0(dl->size) > tl_or0(dl->bytes) + tl_or0(dl->resumed_from))) {
+				/* the network bytes counted before its first
+				 * writes are not its progress: its rate starts
+				 * again from its distinct bytes (no false stall) */
+				pf->offsets = true;
+				pf->n = pf->head = 0;
+				pf->bytes = 0;
+			}
 			if (dl->name && !pf->named) {
 				snprintf(pf->name, sizeof(pf->name), "%s", dl->name);
 				pf->named = true;
@@ -415,7 +434,7 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 		}
 		/* the only download in flight: the data received since it was
 		 * first seen is its progress (the file grows in 10 MiB steps) */
-		if (n_flying == 1 && f == flying && net - pf->net0 > w)
+		if (n_flying == 1 && f == flying && !pf->offsets && net - pf->net0 > w)
 			w = net - pf->net0;
 		if (w > pf->bytes)
 			pf->last_grow = now;
@@ -433,6 +452,10 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 		bool stalled;
 
 		if (pf->download && !pf->done && tl_view_renamed(v, pf->path)) {
+			double fs = final_size(dl_entry(v, pf->path));
+
+			if (fs > 0)
+				pf->final_size = fs;
 			/* named again from the snapshot link huggingface_hub makes
 			 * right after the rename (exact); a sample between the two
 			 * waits one more for it */
@@ -716,9 +739,14 @@ void progress_timeline(struct progress *p, json_t *root)
 
 		if (!pf->waited || pf->done)
 			continue;
-		if (v)
+		if (v) {
+			double fs = final_size(dl_entry(v, pf->path));
+
+			if (fs > 0)
+				pf->final_size = fs;
 			progress_download_name(v, pf->path, pf->first_ms, pf->name,
 					       sizeof(pf->name));
+		}
 		say_downloaded(p, pf);
 	}
 	/* the copies in the final model, and all a migration moved */

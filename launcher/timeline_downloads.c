@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "dlsize.h"
 #include "hfcache.h"
 #include "hostprobe.h"
 #include "timeline_files.h"
@@ -299,7 +300,9 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	double a = clock_ns_to_ms(first), b = clock_ns_to_ms(last), rename_ms;
 	struct wr_sum ws;
 	__u64 bytes, have;
-	long long known, expected = 0;
+	long long known;
+	struct dlsize ex;
+	double pct;
 	bool resumed;
 	json_t *d;
 
@@ -314,12 +317,12 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	 * earlier run wrote too (have), which its percent counts */
 	resumed = ws.ranges == 1 && ws.min_lo > 0 && ws.max_end >= ws.isize;
 	have = resumed ? ws.isize : bytes;
-	if (renamed && ws.isize)
-		expected = (long long)ws.isize; /* done: its size, from the kernel */
-	else if (!resumed && ws.isize > bytes)
-		expected = (long long)ws.isize; /* written at offsets: the highest so far */
-	else if (known)
-		expected = known;
+	/* the expected size, in order of truth (dlsize.h): the kernel's once
+	 * renamed, IndexTTS2's known size while nothing contradicts it, the
+	 * highest offset written only as a lower bound */
+	ex = dlsize_expected(
+	    &(struct dlsize_in){renamed != NULL, (double)ws.isize, (double)have, (double)known});
+	pct = dlsize_percent((double)have, ex.size, ex.from);
 	d = json_pack(
 	    "{s:o, s:o, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, "
 	    "s:o}",
@@ -346,18 +349,14 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	json_object_set_new(d, "ranges", json_integer(ws.ranges));
 	json_object_set_new(d, "ranges_exact", json_boolean(ws.last_ns && !ws.extra));
 	json_object_set_new(d, "expected_size",
-			    expected ? json_integer((json_int_t)expected) : json_null());
-	json_object_set_new(d, "expected_from",
-			    !expected ? json_null()
-			    : expected == known && expected != (long long)ws.isize
-				? json_string("known")
-				: json_string(renamed ? "kernel" : "highest_offset"));
+			    ex.from != DLSIZE_NONE ? json_integer((json_int_t)ex.size)
+						   : json_null());
+	json_object_set_new(d, "expected_from", json_text(dlsize_from_name(ex.from)));
+	json_object_set_new(d, "known_size", known ? json_integer((json_int_t)known) : json_null());
+	json_object_set_new(d, "known_dropped", json_boolean(ex.known_dropped));
 	json_object_set_new(d, "resumed_from",
 			    resumed ? json_integer((json_int_t)ws.min_lo) : json_null());
-	json_object_set_new(
-	    d, "percent",
-	    expected ? json_real(have >= (__u64)expected ? 100.0 : 100.0 * have / expected)
-		     : json_null());
+	json_object_set_new(d, "percent", pct >= 0 ? json_real(pct) : json_null());
 	return d;
 }
 
