@@ -6,7 +6,8 @@
  * would overlap partially go to extra threads of the same process ("lanes").
  * Downloads and requests are async spans ("b"/"e", one id each) on the
  * service; the fault rate, the download rate and off-CPU time are counters
- * ("C"); marks and mlock calls are instants ("i"). Times in microseconds
+ * ("C"); marks and mlock calls are instants ("i"). The attribution's state
+ * track and CPU samples: render_perfetto_attr.c. Times in microseconds
  * since tts-launch started. Reference: the Trace Event Format document
  * (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU). */
 #include <errno.h>
