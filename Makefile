@@ -257,6 +257,6 @@ clean:
 # (launcher/timeline_view.h). jansson's include guard defined, any json_t
 # use there fails to compile (issue 13). Add each renderer, rule file or
 # compare here once it is off the raw tree.
-NO_JANSSON := render render_html render_perfetto render_prom render_svg render_text report jsonw \
+NO_JANSSON := render render_html render_perfetto render_perfetto_attr render_prom render_svg render_text report jsonw \
               compare peers render_attrib compare_attrib render_flame attrib_native
 $(patsubst %,$(BUILD)/launcher/%.o,$(NO_JANSSON)): CFLAGS += -DJANSSON_H

@@ -459,6 +459,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 		json_object_set_new(root, "attribution",
 				    section_json(&r, in.start, in.end, complete, st->n,
 						 st->n_samples, st->lost + cnt[CNT_OFF_DROPS]));
+		attr_samples_write(tl, &r.samples);
 		attr_result_free(&r);
 	}
 out:

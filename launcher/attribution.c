@@ -122,110 +122,6 @@ void attr_store_free(struct attr_store *s)
 
 /* ---- classification ---- */
 
-static const struct {
-	int nr;
-	const char *name;
-} sysnames[] = {
-#define S(n)                                                                                       \
-	{                                                                                          \
-		SYS_##n, #n                                                                        \
-	}
-    S(read),
-    S(write),
-    S(pread64),
-    S(pwrite64),
-    S(readv),
-    S(writev),
-    S(preadv),
-    S(pwritev),
-    S(preadv2),
-    S(pwritev2),
-    S(recvfrom),
-    S(sendto),
-    S(recvmsg),
-    S(sendmsg),
-    S(recvmmsg),
-    S(sendmmsg),
-    S(connect),
-    S(accept),
-    S(accept4),
-    S(poll),
-    S(ppoll),
-    S(select),
-    S(pselect6),
-    S(epoll_wait),
-    S(epoll_pwait),
-    S(epoll_pwait2),
-    S(nanosleep),
-    S(clock_nanosleep),
-    S(pause),
-    S(rt_sigsuspend),
-    S(rt_sigtimedwait),
-    S(futex),
-    S(flock),
-    S(fcntl),
-    S(wait4),
-    S(waitid),
-    S(openat),
-    S(open),
-    S(close),
-    S(fsync),
-    S(fdatasync),
-    S(mmap),
-    S(munmap),
-    S(mprotect),
-    S(execve),
-    S(exit_group),
-    S(newfstatat),
-    S(statx),
-    S(getdents64),
-    S(ioctl),
-    S(ftruncate),
-    S(fallocate),
-    S(splice),
-    S(copy_file_range),
-    S(unlink),
-    S(rename),
-    S(mkdir),
-    S(clone),
-    S(clone3),
-    S(madvise),
-    S(mlock),
-    S(mlockall),
-    S(sync_file_range),
-    S(getrandom),
-    S(sched_yield),
-    S(fadvise64),
-    S(vfork),
-    S(lseek),
-    S(fstat),
-    S(brk),
-    S(exit),
-    S(kill),
-    S(socket),
-    S(bind),
-    S(listen),
-    S(shutdown),
-    S(sendfile),
-    S(readlink),
-    S(access),
-    S(pipe2),
-    S(dup2),
-    S(chdir),
-    S(sync),
-    S(syncfs),
-    S(msync),
-#undef S
-};
-
-const char *attr_syscall_name(int nr)
-{
-	for (size_t i = 0; i < sizeof(sysnames) / sizeof(sysnames[0]); i++)
-		if (sysnames[i].nr == nr)
-			return sysnames[i].name;
-	return NULL;
-}
-
 static bool is_sleep_call(int nr)
 {
 	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_pause ||
@@ -381,6 +277,10 @@ struct walk {
 	size_t n_segs;
 	bool segs_cut;
 	bool oom;
+	/* naming: emit only says what [a, b) would be (named), adds nothing */
+	bool naming;
+	char named[ATTR_SAMPLE_FRAME_MAX];
+	struct attr_samples samples;
 };
 
 static uint64_t hash_cause(enum attr_kind k, const char *what)
@@ -438,6 +338,11 @@ static void emit(struct walk *w, enum attr_kind k, const char *what, double a, d
 
 	if (!(b > a))
 		return;
+	if (w->naming) {
+		snprintf(w->named, sizeof(w->named), "%s",
+			 what && *what ? what : attr_kind_name(k));
+		return;
+	}
 	s = slot_of(w, k, what && *what ? what : attr_kind_name(k));
 	if (!s)
 		return;
@@ -565,6 +470,21 @@ static void emit_func(struct walk *w, int pid, bool main_thread, const char *fun
 		emit(w, AK_CPU, func, a, b);
 }
 
+/* Sample s of thread tid on the critical path, kept named by the cause the
+ * nanosecond before it counts for (what emit_seen makes of the stretch
+ * it ends) */
+static void keep_sample(struct walk *w, int pid, int tid, bool main_thread,
+			const struct attr_sample *s)
+{
+	if (!attr_samples_room(&w->samples))
+		return;
+	w->naming = true;
+	w->named[0] = 0;
+	emit_seen(w, pid, main_thread, s, s->t - 1e-6, s->t);
+	w->naming = false;
+	attr_samples_add(&w->samples, s->t, pid, tid, w->named);
+}
+
 /* cpu of thread tid in [a, b): each stretch up to an observation of its
  * Python function is that function's: the samples in [a, b), then at_end
  * (the frame read when it left the CPU at b); the stretch after the last
@@ -585,6 +505,7 @@ static void emit_cpu(struct walk *w, int pid, int tid, bool main_thread, double 
 	for (size_t i = at; i < in->n_samples && in->samples[i].tid == tid && in->samples[i].t < b;
 	     i++) {
 		emit_seen(w, pid, main_thread, &in->samples[i], t, in->samples[i].t);
+		keep_sample(w, pid, tid, main_thread, &in->samples[i]);
 		t = in->samples[i].t;
 		last = &in->samples[i];
 	}
@@ -855,6 +776,7 @@ int attr_breakdown(const struct attr_input *in, struct attr_result *out)
 	out->segs = w.segs;
 	out->n_segs = w.n_segs;
 	out->segs_cut = w.segs_cut;
+	out->samples = w.samples;
 	out->causes = calloc(w.used ? w.used : 1, sizeof(*out->causes));
 	if (!out->causes || w.oom) {
 		free(w.tab);
@@ -904,5 +826,6 @@ void attr_result_free(struct attr_result *r)
 {
 	free(r->causes);
 	free(r->segs);
+	attr_samples_free(&r->samples);
 	memset(r, 0, sizeof(*r));
 }

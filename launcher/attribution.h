@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attrib_samples.h"
 #include "trace.h"
 
 enum attr_kind {
@@ -186,6 +187,9 @@ struct attr_result {
 	struct attr_seg *segs; /* the window in time order, adjacent pieces of a kind merged */
 	size_t n_segs;
 	bool segs_cut; /* more than ATTR_MAX_SEGS runs: the strip ends early */
+	/* the samples the walk met on the critical path, each named by the
+	 * cause its instant counts for (attrib_samples.h) */
+	struct attr_samples samples;
 };
 
 /* The breakdown of in's window. 0, or -1 when out of memory. */

@@ -6,7 +6,8 @@
  * would overlap partially go to extra threads of the same process ("lanes").
  * Downloads and requests are async spans ("b"/"e", one id each) on the
  * service; the fault rate, the download rate and off-CPU time are counters
- * ("C"); marks and mlock calls are instants ("i"). Times in microseconds
+ * ("C"); marks and mlock calls are instants ("i"). The attribution's state
+ * track and CPU samples: render_perfetto_attr.c. Times in microseconds
  * since tts-launch started. Reference: the Trace Event Format document
  * (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU). */
 #include <errno.h>
@@ -14,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attrib_build.h"
 #include "hfcache.h"
 #include "jsonw.h"
 #include "render_perfetto.h"
+#include "render_perfetto_internal.h"
 #include "timeline_view.h"
 #include "util.h"
 
@@ -25,35 +26,9 @@
  * see proc(5)), so they never collide with a traced thread. */
 #define LANE_TID_BASE (1 << 22)
 
-/* One trace event, written once all are sorted: the members in the order
- * name, cat, ph, s, id, ts, dur, pid, tid, args (those it has). */
-struct event {
-	char *name, *id, *args; /* owned; args: a JSON object, or NULL */
-	const char *cat, *scope;
-	char ph;
-	bool has_ts, has_dur;
-	long long ts, dur;
-	int pid, tid;
-};
+long long pf_us(double ms) { return llround(ms * 1000.0); }
 
-struct events {
-	struct event *v;
-	size_t n, cap;
-	int next_lane_tid;
-	bool failed; /* out of memory somewhere */
-};
-
-static long long us(double ms) { return llround(ms * 1000.0); }
-
-/* The arguments of one event: an object written by jsonw into memory. */
-struct args {
-	char *buf;
-	size_t len;
-	FILE *f;
-	struct jsonw w;
-};
-
-static struct jsonw *args_begin(struct args *a)
+struct jsonw *pf_args_begin(struct args *a)
 {
 	*a = (struct args){0};
 	a->f = open_memstream(&a->buf, &a->len);
@@ -65,7 +40,7 @@ static struct jsonw *args_begin(struct args *a)
 }
 
 /* the object's text (owned), or NULL when out of memory */
-static char *args_end(struct args *a)
+char *pf_args_end(struct args *a)
 {
 	if (!a->f)
 		return NULL;
@@ -78,7 +53,7 @@ static char *args_end(struct args *a)
 }
 
 /* ev's strings are taken over (args) or copied (name, id) */
-static void ev_add(struct events *e, struct event ev, const char *name, const char *id)
+void pf_ev_add(struct events *e, struct event ev, const char *name, const char *id)
 {
 	if (e->n == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 256;
@@ -105,28 +80,28 @@ static void ev_add(struct events *e, struct event ev, const char *name, const ch
 }
 
 /* metadata: {"name": what, "ph": "M", ..., "args": {key: s or i}} */
-static void meta_str(struct events *e, const char *what, int pid, int tid, const char *key,
-		     const char *val)
+void pf_meta_str(struct events *e, const char *what, int pid, int tid, const char *key,
+		 const char *val)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 
 	if (w)
 		jw_kstr(w, key, val);
-	ev_add(e, (struct event){.ph = 'M', .pid = pid, .tid = tid, .args = args_end(&a)}, what,
-	       NULL);
+	pf_ev_add(e, (struct event){.ph = 'M', .pid = pid, .tid = tid, .args = pf_args_end(&a)},
+		  what, NULL);
 }
 
-static void meta_int(struct events *e, const char *what, int pid, int tid, const char *key,
-		     long long val)
+void pf_meta_int(struct events *e, const char *what, int pid, int tid, const char *key,
+		 long long val)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 
 	if (w)
 		jw_kint(w, key, val);
-	ev_add(e, (struct event){.ph = 'M', .pid = pid, .tid = tid, .args = args_end(&a)}, what,
-	       NULL);
+	pf_ev_add(e, (struct event){.ph = 'M', .pid = pid, .tid = tid, .args = pf_args_end(&a)},
+		  what, NULL);
 }
 
 struct span_order {
@@ -242,8 +217,8 @@ static void emit_track(struct events *e, int pid, int tid, const char *lane_name
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		/* decide nesting on the rounded values that are written */
-		s[i] = (double)us(x[i].start);
-		f[i] = (double)us(x[i].end);
+		s[i] = (double)pf_us(x[i].start);
+		f[i] = (double)pf_us(x[i].end);
 		if (f[i] < s[i])
 			f[i] = s[i];
 	}
@@ -260,22 +235,22 @@ static void emit_track(struct events *e, int pid, int tid, const char *lane_name
 		if (k > 0) {
 			snprintf(name, sizeof(name), "%.*s (%d)",
 				 (int)utf8_prefix_len(lane_name, 100), lane_name, k + 1);
-			meta_str(e, "thread_name", pid, tids[k], "name", name);
-			meta_int(e, "thread_sort_index", pid, tids[k], "sort_index", k);
+			pf_meta_str(e, "thread_name", pid, tids[k], "name", name);
+			pf_meta_int(e, "thread_sort_index", pid, tids[k], "sort_index", k);
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		ev_add(e,
-		       (struct event){.cat = x[i].cat,
-				      .ph = 'X',
-				      .has_ts = true,
-				      .ts = (long long)s[i],
-				      .has_dur = true,
-				      .dur = (long long)(f[i] - s[i]),
-				      .pid = pid,
-				      .tid = tids[lane[i]],
-				      .args = x[i].args},
-		       x[i].name, NULL);
+		pf_ev_add(e,
+			  (struct event){.cat = x[i].cat,
+					 .ph = 'X',
+					 .has_ts = true,
+					 .ts = (long long)s[i],
+					 .has_dur = true,
+					 .dur = (long long)(f[i] - s[i]),
+					 .pid = pid,
+					 .tid = tids[lane[i]],
+					 .args = x[i].args},
+			  x[i].name, NULL);
 		x[i].args = NULL;
 	}
 out:
@@ -290,29 +265,29 @@ out:
 static void instant(struct events *e, const char *name, const char *cat, const char *scope, int pid,
 		    int tid, double ms, char *args)
 {
-	ev_add(e,
-	       (struct event){.cat = cat,
-			      .scope = scope,
-			      .ph = 'i',
-			      .has_ts = true,
-			      .ts = us(ms),
-			      .pid = pid,
-			      .tid = tid,
-			      .args = args},
-	       name, NULL);
+	pf_ev_add(e,
+		  (struct event){.cat = cat,
+				 .scope = scope,
+				 .ph = 'i',
+				 .has_ts = true,
+				 .ts = pf_us(ms),
+				 .pid = pid,
+				 .tid = tid,
+				 .args = args},
+		  name, NULL);
 }
 
 static void counter(struct events *e, const char *name, int pid, double ms, char *args)
 {
-	ev_add(e,
-	       (struct event){.cat = "counter",
-			      .ph = 'C',
-			      .has_ts = true,
-			      .ts = us(ms),
-			      .pid = pid,
-			      .tid = pid,
-			      .args = args},
-	       name, NULL);
+	pf_ev_add(e,
+		  (struct event){.cat = "counter",
+				 .ph = 'C',
+				 .has_ts = true,
+				 .ts = pf_us(ms),
+				 .pid = pid,
+				 .tid = pid,
+				 .args = args},
+		  name, NULL);
 }
 
 /* a counter of one value, {key: v} */
@@ -320,33 +295,33 @@ static void counter1(struct events *e, const char *name, int pid, double ms, con
 		     double v)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 
 	if (w)
 		jw_kreal(w, key, v);
-	counter(e, name, pid, ms, args_end(&a));
+	counter(e, name, pid, ms, pf_args_end(&a));
 }
 
 static void async_span(struct events *e, const char *name, const char *cat, int pid, const char *id,
 		       double a, double b, char *args)
 {
-	ev_add(e,
-	       (struct event){.cat = cat,
-			      .ph = 'b',
-			      .has_ts = true,
-			      .ts = us(a),
-			      .pid = pid,
-			      .tid = pid,
-			      .args = args},
-	       name, id);
-	ev_add(e,
-	       (struct event){.cat = cat,
-			      .ph = 'e',
-			      .has_ts = true,
-			      .ts = us(b < a ? a : b),
-			      .pid = pid,
-			      .tid = pid},
-	       name, id);
+	pf_ev_add(e,
+		  (struct event){.cat = cat,
+				 .ph = 'b',
+				 .has_ts = true,
+				 .ts = pf_us(a),
+				 .pid = pid,
+				 .tid = pid,
+				 .args = args},
+		  name, id);
+	pf_ev_add(e,
+		  (struct event){.cat = cat,
+				 .ph = 'e',
+				 .has_ts = true,
+				 .ts = pf_us(b < a ? a : b),
+				 .pid = pid,
+				 .tid = pid},
+		  name, id);
 }
 
 /* In a timeline older than download names: "org/repo 108f71ed" for a hub
@@ -447,7 +422,7 @@ static size_t rates_upto(const struct rate_at *r, size_t n, double t)
 static char *request_args(const struct tl_request *r)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 	const struct {
 		const char *key;
 		double v;
@@ -486,13 +461,13 @@ static char *request_args(const struct tl_request *r)
 		else
 			jw_num(w, m[i].v);
 	}
-	return args_end(&a);
+	return pf_args_end(&a);
 }
 
 static char *mlock_args(const struct tl_mlock_call *c)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 
 	if (!w)
 		return NULL;
@@ -510,7 +485,7 @@ static char *mlock_args(const struct tl_mlock_call *c)
 	jw_kreal(w, "start_ms", c->start_ms);
 	if (tl_has(c->dur_ms))
 		jw_kreal(w, "dur_ms", c->dur_ms);
-	return args_end(&a);
+	return pf_args_end(&a);
 }
 
 static void exit_json(struct jsonw *w, const struct tl_exit *x)
@@ -530,7 +505,7 @@ static void exit_json(struct jsonw *w, const struct tl_exit *x)
 static char *process_args(const struct tl_proc *p)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 
 	if (!w)
 		return NULL;
@@ -545,64 +520,20 @@ static char *process_args(const struct tl_proc *p)
 	}
 	jw_key(w, "exit");
 	exit_json(w, &p->exit);
-	return args_end(&a);
+	return pf_args_end(&a);
 }
 
 static char *one_str_args(const char *key, const char *val)
 {
 	struct args a;
-	struct jsonw *w = args_begin(&a);
+	struct jsonw *w = pf_args_begin(&a);
 
 	if (w)
 		jw_kstr(w, key, val);
-	return args_end(&a);
+	return pf_args_end(&a);
 }
 
 static int pid_of(double v) { return tl_has(v) ? (int)v : 0; }
-
-/* The attribution's strip as a thread-state track on the service: one
- * complete event per run of a kind (cat "state", named by the kind, args
- * the run's longest cause), on a thread of its own ("critical thread
- * state", a lane id: no real thread's), first among the service's. Runs
- * tile the window, so they never overlap. */
-static void critical_state(struct events *e, const struct timeline *tl, int spid)
-{
-	struct attr_view a;
-	int tid;
-
-	if (!attr_view_decode(tl, &a))
-		return;
-	if (!a.r.n_segs) {
-		attr_view_free(&a);
-		return;
-	}
-	tid = e->next_lane_tid++;
-	meta_str(e, "thread_name", spid, tid, "name", "critical thread state");
-	meta_int(e, "thread_sort_index", spid, tid, "sort_index", -1);
-	for (size_t i = 0; i < a.r.n_segs; i++) {
-		const struct attr_seg *g = &a.r.segs[i];
-		long long s = us(g->start), f = us(g->end);
-		struct args sa;
-		struct jsonw *w = args_begin(&sa);
-
-		if (w) {
-			jw_kstr(w, "kind", attr_kind_name(g->kind));
-			jw_kstr(w, "what", g->what);
-		}
-		ev_add(e,
-		       (struct event){.cat = "state",
-				      .ph = 'X',
-				      .has_ts = true,
-				      .ts = s,
-				      .has_dur = true,
-				      .dur = f > s ? f - s : 0,
-				      .pid = spid,
-				      .tid = tid,
-				      .args = args_end(&sa)},
-		       attr_kind_name(g->kind), NULL);
-	}
-	attr_view_free(&a);
-}
 
 int render_perfetto(const struct timeline *tl, FILE *out)
 {
@@ -642,9 +573,9 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			end_ms = v->phases[i].end_ms;
 
 	/* the launcher: phases and marks */
-	meta_str(&e, "process_name", lpid, lpid, "name", "tts-launch");
-	meta_int(&e, "process_sort_index", lpid, lpid, "sort_index", 0);
-	meta_str(&e, "thread_name", lpid, lpid, "name", "phases");
+	pf_meta_str(&e, "process_name", lpid, lpid, "name", "tts-launch");
+	pf_meta_int(&e, "process_sort_index", lpid, lpid, "sort_index", 0);
+	pf_meta_str(&e, "thread_name", lpid, lpid, "name", "phases");
 	n = v->n_phases;
 	x = calloc(n ? n : 1, sizeof(*x));
 	if (!x)
@@ -682,9 +613,9 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			b = end_ms;
 		snprintf(name, sizeof(name), "%.*s (%d)", (int)utf8_prefix_len(base_name(cmd), 200),
 			 base_name(cmd), pid);
-		meta_str(&e, "process_name", pid, pid, "name", name);
-		meta_int(&e, "process_sort_index", pid, pid, "sort_index", pid == spid ? 1 : 2);
-		meta_str(&e, "thread_name", pid, pid, "name", base_name(cmd));
+		pf_meta_str(&e, "process_name", pid, pid, "name", name);
+		pf_meta_int(&e, "process_sort_index", pid, pid, "sort_index", pid == spid ? 1 : 2);
+		pf_meta_str(&e, "thread_name", pid, pid, "name", base_name(cmd));
 		x = calloc(v->n_imports + 1, sizeof(*x));
 		if (!x)
 			goto out;
@@ -697,7 +628,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 
 			if (pid_of(m->pid) != pid || isnan(m->start_ms) || isnan(m->end_ms))
 				continue;
-			w = args_begin(&fa);
+			w = pf_args_begin(&fa);
 			if (w) {
 				jw_key(w, "found");
 				if (m->found < 0)
@@ -706,17 +637,17 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 					jw_bool(w, m->found);
 			}
 			x[k++] = (struct xspan){m->name ?: "?", "import", m->start_ms, m->end_ms,
-						args_end(&fa)};
+						pf_args_end(&fa)};
 		}
 		emit_track(&e, pid, pid, base_name(cmd), x, k);
 		free(x);
 		x = NULL;
 	}
 	if (!v->n_procs) {
-		meta_str(&e, "process_name", spid, spid, "name", "service");
-		meta_int(&e, "process_sort_index", spid, spid, "sort_index", 1);
+		pf_meta_str(&e, "process_name", spid, spid, "name", "service");
+		pf_meta_int(&e, "process_sort_index", spid, spid, "sort_index", 1);
 	}
-	critical_state(&e, tl, spid);
+	perfetto_attribution(&e, tl, spid);
 
 	/* downloads: async spans, and the summed download rate as a counter */
 	{
@@ -739,7 +670,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 				download_label(d->path, label, sizeof(label));
 			utf8_trim(label);
 			snprintf(id, sizeof(id), "download-%zu", i);
-			w = args_begin(&da);
+			w = pf_args_begin(&da);
 			if (w && d->name) {
 				jw_kstr(w, "name", d->name);
 				/* a hub cache blob by its snapshot link */
@@ -754,7 +685,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 				jw_key(w, "completed");
 				jw_bool(w, d->completed);
 			}
-			async_span(&e, label, "download", spid, id, a, b, args_end(&da));
+			async_span(&e, label, "download", spid, id, a, b, pf_args_end(&da));
 			if (t) {
 				t[2 * i] = a;
 				t[2 * i + 1] = b;
@@ -861,13 +792,13 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			if (end &&
 			    (isnan(s->io_wait_ms) || isnan(s->sleep_ms) || isnan(s->runqueue_ms)))
 				break;
-			w = args_begin(&ca);
+			w = pf_args_begin(&ca);
 			if (w) {
 				jw_kreal(w, "io_wait", end ? s->io_wait_ms : 0.0);
 				jw_kreal(w, "sleep", end ? s->sleep_ms : 0.0);
 				jw_kreal(w, "runqueue", end ? s->runqueue_ms : 0.0);
 			}
-			counter(&e, "off-CPU ms", pid, end ? b : a, args_end(&ca));
+			counter(&e, "off-CPU ms", pid, end ? b : a, pf_args_end(&ca));
 		}
 	}
 

@@ -1,11 +1,15 @@
 """Views of the attribution (issue 15, "Views" and "compare"): the
 critical thread's state strip in the SVG/HTML plot (coloured by kind, a
 legend of the kinds' shares, no label crossed or overlapping, no
-horizontal scroll at 1400 px), the thread-state track in the Perfetto
-export, and `compare` diffing two attributions by kind and cause with the
-noise rows left out. On hand-made sections added to the cold fixture (the
-figures known exactly); test_attribution.py renders a traced one."""
+horizontal scroll at 1400 px), the thread-state track and the CPU samples
+in the Perfetto export, and `compare` diffing two attributions by kind and
+cause with the noise rows left out. On hand-made sections added to the cold
+fixture (the figures known exactly); test_attribution.py renders a traced
+one, and the samples are checked here on a traced run of
+tests/helpers/phases.py too (needs root and BPF: skipped without, failed
+when CI is set)."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from simfix import need
+from test_attribution import PHASES, SlowPeer
 from test_report import (CHROMIUM, MEASURE, SVG_NS, check_trace_rules, check_x_nesting,
                          chromium, hexrgb, read_png)
 
@@ -211,6 +217,109 @@ def test_perfetto_thread_state_track(tmp_path):
         assert abs(e["ts"] + e["dur"] - s["end_ms"] * 1000) <= 1
     # the runs tile the window: each starts where the last ended
     assert all(a["ts"] + a["dur"] == b["ts"] for a, b in zip(state, state[1:]))
+
+
+SAMPLES = {"frames": ["burn (helpers/p.py:3)", "libc.so.6", "import torch"],
+           "threads": [{"pid": 14660, "tid": 14660}, {"pid": 14660, "tid": 14671}],
+           "t_ms": [100.0, 110.0, 110.0004, 120.5, 130.0, 135.0, 140.25],
+           "thread": [0, 1, 1, 0, 0, 5, 0],
+           "frame": [0, 1, 1, 2, 9, 0, 0]}
+
+
+def test_perfetto_samples_on_their_threads(tmp_path):
+    """Hand-made samples: one thread-scoped instant each on its (pid, tid),
+    named by its frame; two in one microsecond of a thread are one; entries
+    with no such frame or thread are left out (a time out of range makes
+    the file no timeline: docs/timeline.md, "Limits"); a thread other than
+    a main one is named."""
+    d = json.loads(COLD.read_text())
+    d["attribution"] = section(RUNS)
+    d["attribution"]["cpu_samples"] = SAMPLES
+    d["attribution"]["samples_dropped"] = 0
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(d))
+    doc = json.loads(report(path, "perfetto"))
+    check_trace_rules(doc)
+    check_x_nesting(doc["traceEvents"])
+    got = [(e["ts"], e["pid"], e["tid"], e["name"], e["args"]["frame"])
+           for e in doc["traceEvents"] if e.get("cat") == "sample"]
+    p = 14660
+    assert got == [(100000, p, p, "burn (helpers/p.py:3)", "burn (helpers/p.py:3)"),
+                   (110000, p, p + 1 + 10, "libc.so.6", "libc.so.6"),
+                   (120500, p, p, "import torch", "import torch"),
+                   (140250, p, p, "burn (helpers/p.py:3)", "burn (helpers/p.py:3)")], got
+    assert all(e["ph"] == "i" and e["s"] == "t" for e in doc["traceEvents"]
+               if e.get("cat") == "sample")
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names[(p, p + 11)] == "thread %d" % (p + 11)
+    # without samples (older timelines), no sample events
+    doc = json.loads(report(timeline(tmp_path)[0], "perfetto"))
+    assert not [e for e in doc["traceEvents"] if e.get("cat") == "sample"]
+
+
+@pytest.fixture(scope="module")
+def traced_phases(tracing_ok, tmp_path_factory):
+    """tests/helpers/phases.py run traced, its own phase boundaries in the
+    timeline's time (ms since tts-launch started)."""
+    tmp = tmp_path_factory.mktemp("samples")
+    cold = tmp / "cold.bin"
+    cold.write_bytes(os.urandom(32 << 20))
+    peer = SlowPeer()
+    out, tl = tmp / "phases.jsonl", tmp / "t.json"
+    r = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set", "app.port=0", "--",
+                        "/usr/bin/python3", str(PHASES), str(peer.port), str(cold), "1.0",
+                        str(out)], cwd=tmp, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.loads(tl.read_text())
+    base = d["launcher"]["start"]["monotonic_ns"] / 1e6
+    phases = {}
+    for line in out.read_text().splitlines():
+        p = json.loads(line)
+        phases[p["phase"]] = (p["start"] - base, p["end"] - base)
+    return {"tl": d, "path": tl, "phases": phases}
+
+
+def test_traced_samples_in_the_timeline_and_perfetto(traced_phases):
+    """burn()'s frame, many times, in its phase, on the python process's
+    main thread: in the timeline's attribution.cpu_samples and as instants
+    on that thread's track in the Perfetto export, which still follows the
+    format."""
+    d, (b0, b1) = traced_phases["tl"], traced_phases["phases"]["burn"]
+    need(not any(f["probe"] == "python_frames" for f in d["tracing"]["fallbacks"]),
+         "python frames unavailable here: %s" % d["tracing"]["fallbacks"])
+    a = d["attribution"]
+    cs = a["cpu_samples"]
+    n = len(cs["t_ms"])
+    assert len(cs["thread"]) == len(cs["frame"]) == n and a["samples_dropped"] == 0
+    assert 0 < n <= a["samples"]
+    assert cs["t_ms"] == sorted(cs["t_ms"])
+    assert all(a["start_ms"] <= t <= a["end_ms"] for t in cs["t_ms"])
+    assert len(set(cs["frames"])) == len(cs["frames"])
+    line = {t: i + 1 for i, t in enumerate(PHASES.read_text().splitlines())}
+    burn = "burn (helpers/phases.py:%d)" % line["def burn(sec):"]
+    pid = d["process"]["pid"]
+    samples = [(t, cs["threads"][th], cs["frames"][f])
+               for t, th, f in zip(cs["t_ms"], cs["thread"], cs["frame"])]
+    inside = [s for s in samples if b0 <= s[0] <= b1]
+    burns = [s for s in inside if s[2] == burn]
+    # ~99 a CPU second; a loaded machine gives burn() less of its second
+    assert len(burns) >= 10, inside
+    assert len(burns) >= 0.9 * len(inside), inside
+    assert all(th == {"pid": pid, "tid": pid} for _, th, _ in burns)
+    # burn()'s samples are in its phase (a sample is stamped on a CPU tick)
+    assert all(b0 - 20 <= t <= b1 + 20 for t, _, f in samples if f == burn), (b0, b1)
+    doc = json.loads(report(traced_phases["path"], "perfetto"))
+    check_trace_rules(doc)
+    check_x_nesting(doc["traceEvents"])
+    evs = [e for e in doc["traceEvents"] if e.get("cat") == "sample"]
+    assert len(evs) == n
+    pb = [e for e in evs if e["name"] == burn and b0 * 1000 <= e["ts"] <= b1 * 1000]
+    assert len(pb) == len(burns)
+    assert all((e["pid"], e["tid"], e["ph"], e["s"]) == (pid, pid, "i", "t") for e in pb)
+    # on the python process's own track: its process_name is there
+    procs = {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert pid in procs
 
 
 def compare(a, b, *extra):

@@ -632,6 +632,66 @@ static void test_native_maps_lines(void **st)
 	assert_false(natives_parse_line("garbage\n", &lo, &hi, &x, name, sizeof(name)));
 }
 
+/* the samples the walk met on the critical path, kept in time order, each
+ * named by the cause its instant counts for: the function, the import in
+ * progress for a module body, the library of a native one; another
+ * thread's (not on the path) left out */
+static void test_samples_are_kept_named_by_their_cause(void **st)
+{
+	struct attr_sample s[] = {{10, 20, "burn (p.py:3)", false},
+				  {10, 40, "burn (p.py:3)", false},
+				  {10, 70, "libc.so.6", true},
+				  {10, 85, "<module> (json/__init__.py:1)", false},
+				  {11, 30, "other thread", false}};
+	struct attr_import im[] = {{10, 80, 100, "json"}};
+	struct attr_input in = {0, 100, 10, NULL, 0, procs1, 1, im, 1, s, 5, 0, 0, 0, NULL, 0};
+	const char *want[] = {"burn (p.py:3)", "burn (p.py:3)", "libc.so.6", "import json"};
+	double at[] = {20, 40, 70, 85};
+	struct attr_result r;
+
+	(void)st;
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 100000);
+	assert_int_equal(r.samples.n, 4);
+	assert_int_equal(r.samples.dropped, 0);
+	assert_int_equal(r.samples.n_frames, 3);
+	assert_int_equal(r.samples.n_threads, 1);
+	assert_int_equal(r.samples.threads[0].pid, 10);
+	assert_int_equal(r.samples.threads[0].tid, 10);
+	for (size_t i = 0; i < 4; i++) {
+		assert_true(r.samples.v[i].t == at[i]);
+		assert_string_equal(r.samples.frames[r.samples.v[i].frame], want[i]);
+	}
+	attr_result_free(&r);
+}
+
+/* at most ATTR_MAX_SAMPLES kept, the first in time order; the rest
+ * counted, and the breakdown still uses them all */
+static void test_samples_are_bounded(void **st)
+{
+	size_t n = ATTR_MAX_SAMPLES + 10;
+	struct attr_sample *s = calloc(n, sizeof(*s));
+	struct attr_input in = {0, 30000, 10, NULL, 0, procs1, 1, NULL, 0, s, n, 0, 0, 0, NULL, 0};
+	struct attr_result r;
+
+	(void)st;
+	assert_non_null(s);
+	for (size_t i = 0; i < n; i++)
+		s[i] = (struct attr_sample){
+		    10, (double)i + 0.5, i < ATTR_MAX_SAMPLES ? "burn (p.py:3)" : "late (p.py:9)",
+		    false};
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 30000000);
+	assert_int_equal(r.samples.n, ATTR_MAX_SAMPLES);
+	assert_int_equal(r.samples.dropped, 10);
+	assert_int_equal(r.samples.n_frames, 1);
+	assert_true(r.samples.v[ATTR_MAX_SAMPLES - 1].t == ATTR_MAX_SAMPLES - 0.5);
+	/* the dropped ones still name their cpu: [20000, 20010) up to them */
+	assert_int_equal(us_of(&r, AK_CPU, "late (p.py:9)"), 10000 + (30000 - 20009.5) * 1000);
+	attr_result_free(&r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +713,8 @@ int main(void)
 	    cmocka_unit_test(test_store_keeps_records),
 	    cmocka_unit_test(test_listening_thread_is_followed),
 	    cmocka_unit_test(test_native_samples_name_cpu),
+	    cmocka_unit_test(test_samples_are_kept_named_by_their_cause),
+	    cmocka_unit_test(test_samples_are_bounded),
 	    cmocka_unit_test(test_native_maps_lines),
 	};
 
