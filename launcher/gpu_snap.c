@@ -239,7 +239,8 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 	       *calls = json_array(), *nodes = device_nodes(), *torch;
 	bool tried = false, usable = false, imported = torch_imported(imports), cuda_build = false;
 	char tlib[PATH_MAX];
-	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	/* the service's value: [env], else what it inherits from tts-launch */
+	const char *cvd = config_service_env(cfg, "CUDA_VISIBLE_DEVICES");
 	bool have_tlib;
 
 	for (int i = 0; g && i < g->n_libs; i++) {
