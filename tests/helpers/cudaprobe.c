@@ -17,11 +17,23 @@
  * write DIR/pid and wait until DIR/go exists. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gpu_trace.h"
+
+/* bpf/gpu.bpf.c reads the device's name and total memory out of the
+ * cudaDeviceProp the caller passed at these offsets: the toolkit's own
+ * layout must agree (built only where the toolkit exists) */
+_Static_assert(offsetof(struct cudaDeviceProp, name) == GPU_PROP_NAME_OFF,
+	       "cudaDeviceProp.name moved: fix GPU_PROP_NAME_OFF in bpf/gpu_trace.h");
+_Static_assert(offsetof(struct cudaDeviceProp, totalGlobalMem) == GPU_PROP_TOTAL_MEM_OFF,
+	       "cudaDeviceProp.totalGlobalMem moved: fix GPU_PROP_TOTAL_MEM_OFF in "
+	       "bpf/gpu_trace.h");
 
 /* CUDAPROBE_GATE: say the pid, wait for DIR/go */
 static void gate(void)
