@@ -136,6 +136,24 @@ def test_dlopened_runtime_copy(tmp_path, tracing_ok):
     assert 'indextts2_gpu_memory_bytes{at="peak"} 0\n' in r.stdout
 
 
+def test_cuda_visible_devices_of_the_service(tmp_path, tracing_ok):
+    """gpu.cuda_visible_devices is the service's ([env] here), not tts-launch's
+    own environment (which says 0): -1 hides every GPU, and the fix says so."""
+    lib = site_copy(tmp_path)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0")
+    tl = tmp_path / "timeline.json"
+    p = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set",
+                        "env.CUDA_VISIBLE_DEVICES=-1", "--", str(PROBE), str(lib)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    t = json.loads(tl.read_text())
+    assert t["gpu"]["cuda_visible_devices"] == "-1"
+    f = [f for f in t["findings"] if f["id"] == "gpu-cpu-fallback"]
+    assert len(f) == 1, t["findings"]
+    assert "CUDA_VISIBLE_DEVICES hides every GPU" in f[0]["fix"], f[0]
+    assert f[0]["evidence"]["cuda_visible_devices"] == "-1"
+
+
 def test_linked_runtime(tmp_path, tracing_ok):
     """Linked: ld.so maps the DT_NEEDED libcudart before main; that mmap holds
     the process like a dlopen's, so the first call is seen too."""
