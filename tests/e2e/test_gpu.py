@@ -1,6 +1,6 @@
 """The GPU side of a start-up (issue 18, docs/gpu.md) on machines with the CUDA
 toolkit and no driver: tests/helpers/cudaprobe makes the calls PyTorch makes
-when it probes a GPU (cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice,
+when it probes a GPU (cudaDriverGetVersion, cudaRuntimeGetVersion, cudaGetDeviceCount, cudaSetDevice,
 cudaFree(0), cudaGetDeviceProperties, cudaMemGetInfo, cudaMalloc, a
 host-to-device cudaMemcpy, cudaFree) on a copy of
 the toolkit's libcudart.so.13 that it dlopens from a site-packages-like folder
@@ -27,9 +27,9 @@ LIBCUDART = CUDA / "lib64" / "libcudart.so.13"
 HELPERS = ROOT / "build" / "tests" / "helpers"
 PROBE = HELPERS / "cudaprobe"
 LINKED = HELPERS / "cudaprobe-linked"
-CALLS = ["cudaDriverGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
+CALLS = ["cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
          "cudaGetDeviceProperties", "cudaMemGetInfo", "cudaMalloc", "cudaMemcpy", "cudaFree"]
-PROBES = 9  # the runtime's functions probed (docs/gpu.md's table)
+PROBES = 10  # the runtime's functions probed (docs/gpu.md's table)
 SCHEMA = json.loads((ROOT / "tests" / "schema" / "timeline.schema.json").read_text())
 
 
@@ -81,15 +81,20 @@ def check_calls(g, stdout, procs=1):
 
 
 def check_no_gpu(t, g, stdout):
-    """Without a driver every call but the version query fails with
-    cudaErrorInsufficientDriver: the service runs on CPU, a warning."""
+    """Without a driver every call but the two version queries fails with
+    cudaErrorInsufficientDriver: the service runs on CPU, a warning. The
+    runtime's version is its own answer: recorded all the same."""
     if dict(printed(stdout))["cudaGetDeviceCount"] != 35:
         pytest.skip("this machine has a CUDA driver: the no-GPU case cannot be shown")
-    for c in g["calls"][1:]:
+    assert g["calls"][1]["call"] == "cudaRuntimeGetVersion" and g["calls"][1]["ret"] == 0
+    rt = [ln for ln in stdout.splitlines() if ln.startswith("cudaRuntimeGetVersion=")]
+    assert g["processes"][0]["runtime_version"] == int(rt[0].split("version=")[1]) >= 13000
+    assert g["processes"][0]["driver_version"] is None  # no driver: no answer
+    for c in g["calls"][2:]:
         assert (c["ret"], c["error"]) == (35, "cudaErrorInsufficientDriver"), c
     assert g["tried"] is True and g["usable"] is False
     assert g["cpu_reason"]["code"] == "insufficient-driver"
-    assert g["processes"][0]["errors"] == len(CALLS) - 1
+    assert g["processes"][0]["errors"] == len(CALLS) - 2
     assert g["processes"][0]["memory_peak_bytes"] == 0  # nothing was allocated
     # the device's name and memory are recorded only from an answer: none here
     assert g["device"] is None and g["low_vram"] is None

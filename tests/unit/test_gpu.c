@@ -227,6 +227,7 @@ static void test_runtime_success_path(void **state)
 	call4(g, GPU_CUDA_SET_DEVICE, 0, 4, 3, 0, 0, 0, 0, 0, ready);
 	call4(g, GPU_CUDA_FREE, 0, 8, 5, 0, 0, 0, 0, 0, ready); /* cudaFree(0): init */
 	call4(g, GPU_CUDA_DRIVER_VERSION, 0, 14, 0.5, 0x18, 0, 0, 0, 13000, ready);
+	call4(g, GPU_CUDA_RUNTIME_VERSION, 0, 15, 0.1, 0x18, 0, 0, 0, 12080, ready);
 	call4(g, GPU_CUDA_MALLOC, 0, 20, 1, 0x30, 64 * MIB, 0, 0, 0xa000, ready);
 	call4(g, GPU_CUDA_MALLOC, 0, 22, 1, 0x30, 32 * MIB, 0, 0, 0xb000, ready);
 	call4(g, GPU_CUDA_MALLOC, 2, 23, 1, 0x30, 1024 * MIB, 0, 0, 0, ready); /* failed */
@@ -244,6 +245,7 @@ static void test_runtime_success_path(void **state)
 	assert_true(json_is_null(json_object_get(o, "cpu_reason")));
 	assert_true(json_number_value(json_object_get(p, "init_ms")) == 10); /* 2 + 3 + 5 */
 	assert_int_equal(json_integer_value(json_object_get(p, "driver_version")), 13000);
+	assert_int_equal(json_integer_value(json_object_get(p, "runtime_version")), 12080);
 	assert_int_equal(json_integer_value(json_object_get(p, "device_count")), 1);
 	assert_int_equal(json_integer_value(json_object_get(p, "allocations")), 3);
 	assert_int_equal(json_integer_value(json_object_get(p, "errors")), 1);
@@ -255,8 +257,8 @@ static void test_runtime_success_path(void **state)
 	assert_int_equal(json_integer_value(json_object_get(p, "h2d_copies")), 2);
 	assert_true(json_number_value(json_object_get(p, "h2d_ms")) == 6);
 	/* every call listed but the device-to-host copy */
-	assert_int_equal(json_array_size(json_object_get(o, "calls")), 12);
-	assert_int_equal(json_integer_value(json_object_get(o, "calls_total")), 13);
+	assert_int_equal(json_array_size(json_object_get(o, "calls")), 13);
+	assert_int_equal(json_integer_value(json_object_get(o, "calls_total")), 14);
 	json_decref(o);
 	json_decref(m);
 	gpu_trace_free(g);
@@ -306,6 +308,7 @@ static void test_driver_api_success_path(void **state)
 	assert_true(json_is_true(json_object_get(o, "usable")));
 	assert_true(json_number_value(json_object_get(p, "init_ms")) == 50);
 	assert_int_equal(json_integer_value(json_object_get(p, "driver_version")), 12080);
+	assert_true(json_is_null(json_object_get(p, "runtime_version"))); /* never asked */
 	assert_int_equal(json_integer_value(json_object_get(p, "memory_peak_bytes")), 384 * MIB);
 	assert_int_equal(json_integer_value(json_object_get(p, "memory_at_ready_bytes")),
 			 256 * MIB);
