@@ -94,7 +94,7 @@ static __always_inline bool gpu_out_u64(__u32 fn)
 static __always_inline bool gpu_out_int(__u32 fn)
 {
 	return fn == GPU_CUDA_GET_DEVICE_COUNT || fn == GPU_CUDA_DRIVER_VERSION ||
-	       fn == GPU_CU_DRIVER_VERSION;
+	       fn == GPU_CU_DRIVER_VERSION || fn == GPU_CUDA_RUNTIME_VERSION;
 }
 
 static __always_inline void gpu_fill(struct tl_gpu_event *e, const struct gpu_call *c, __u32 fn,

@@ -23,6 +23,8 @@ enum trace_gpu_fn_info {
 	GPU_CUDA_GET_DEVICE_PROPERTIES,
 	/* cuMemGetInfo_v2: as GPU_CUDA_MEM_GET_INFO */
 	GPU_CU_MEM_GET_INFO,
+	/* cudaRuntimeGetVersion: a0: int * (out); answers without a driver */
+	GPU_CUDA_RUNTIME_VERSION,
 	GPU_FN_INFO_MAX,
 };
 

@@ -56,6 +56,7 @@ static const struct gpu_fn fns[] = {
      {"cudaGetDeviceProperties_v2", "cudaGetDeviceProperties"},
      "cudaGetDeviceProperties"},
     {GPU_CU_MEM_GET_INFO, LIB_DRIVER, {"cuMemGetInfo_v2"}, "cuMemGetInfo"},
+    {GPU_CUDA_RUNTIME_VERSION, LIB_RUNTIME, {"cudaRuntimeGetVersion"}, "cudaRuntimeGetVersion"},
 };
 #define N_FNS (sizeof(fns) / sizeof(fns[0]))
 
@@ -554,6 +555,10 @@ static void on_call(struct gpu_trace *g, const struct tl_gpu_event *e, size_t si
 	case GPU_CU_DRIVER_VERSION:
 		if (!e->ret)
 			p->driver_version = (int)e->out;
+		break;
+	case GPU_CUDA_RUNTIME_VERSION:
+		if (!e->ret)
+			p->runtime_version = (int)e->out;
 		break;
 	case GPU_CUDA_MALLOC:
 	case GPU_CU_MEM_ALLOC:

@@ -48,9 +48,9 @@ struct gpu_proc {
 	__u64 h2d_bytes, h2d_copies;
 	double h2d_ms;
 	__u64 allocs, errors;
-	int device_count; /* -1: never answered */
-	int driver_version, first_error;
-	bool first_error_driver, ok; /* a call that needs a device succeeded */
+	int device_count;				  /* -1: never answered */
+	int driver_version, runtime_version, first_error; /* versions: 0, never answered */
+	bool first_error_driver, ok;			  /* a call that needs a device succeeded */
 	/* what the device said: cudaGetDeviceProperties (name, total), the
 	 * memory queries (total, free: the first answer, the last before ready) */
 	char device_name[GPU_DEVICE_NAME_MAX];

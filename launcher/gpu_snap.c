@@ -239,7 +239,8 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 	       *calls = json_array(), *nodes = device_nodes(), *torch;
 	bool tried = false, usable = false, imported = torch_imported(imports), cuda_build = false;
 	char tlib[PATH_MAX];
-	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	/* the service's value: [env], else what it inherits from tts-launch */
+	const char *cvd = config_service_env(cfg, "CUDA_VISIBLE_DEVICES");
 	bool have_tlib;
 
 	for (int i = 0; g && i < g->n_libs; i++) {
@@ -261,8 +262,8 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 		usable |= p->ok;
 		json_array_append_new(
 		    procs,
-		    json_pack("{s:i, s:o, s:I, s:I, s:o, s:I, s:o, s:I, s:I, s:I, s:o, s:o}", "pid",
-			      (int)p->pid, "init_ms", ms_json(p->init_ms), "memory_bytes",
+		    json_pack("{s:i, s:o, s:I, s:I, s:o, s:I, s:o, s:I, s:I, s:I, s:o, s:o, s:o}",
+			      "pid", (int)p->pid, "init_ms", ms_json(p->init_ms), "memory_bytes",
 			      (json_int_t)p->mem, "memory_peak_bytes", (json_int_t)p->peak,
 			      "memory_at_ready_bytes",
 			      ready_ms >= 0 ? json_integer((json_int_t)at_ready) : json_null(),
@@ -272,7 +273,9 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 			      "device_count",
 			      p->device_count >= 0 ? json_integer(p->device_count) : json_null(),
 			      "driver_version",
-			      p->driver_version ? json_integer(p->driver_version) : json_null()));
+			      p->driver_version ? json_integer(p->driver_version) : json_null(),
+			      "runtime_version",
+			      p->runtime_version ? json_integer(p->runtime_version) : json_null()));
 	}
 	for (int i = 0; g && i < g->n_calls; i++) {
 		const struct gpu_call_rec *c = &g->calls[i];

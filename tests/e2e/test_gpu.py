@@ -1,6 +1,6 @@
 """The GPU side of a start-up (issue 18, docs/gpu.md) on machines with the CUDA
 toolkit and no driver: tests/helpers/cudaprobe makes the calls PyTorch makes
-when it probes a GPU (cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice,
+when it probes a GPU (cudaDriverGetVersion, cudaRuntimeGetVersion, cudaGetDeviceCount, cudaSetDevice,
 cudaFree(0), cudaGetDeviceProperties, cudaMemGetInfo, cudaMalloc, a
 host-to-device cudaMemcpy, cudaFree) on a copy of
 the toolkit's libcudart.so.13 that it dlopens from a site-packages-like folder
@@ -16,6 +16,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from conftest import PY, ROOT, TTS, alive, wait_for
@@ -26,9 +27,10 @@ LIBCUDART = CUDA / "lib64" / "libcudart.so.13"
 HELPERS = ROOT / "build" / "tests" / "helpers"
 PROBE = HELPERS / "cudaprobe"
 LINKED = HELPERS / "cudaprobe-linked"
-CALLS = ["cudaDriverGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
+CALLS = ["cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
          "cudaGetDeviceProperties", "cudaMemGetInfo", "cudaMalloc", "cudaMemcpy", "cudaFree"]
-PROBES = 9  # the runtime's functions probed (docs/gpu.md's table)
+PROBES = 10  # the runtime's functions probed (docs/gpu.md's table)
+SCHEMA = json.loads((ROOT / "tests" / "schema" / "timeline.schema.json").read_text())
 
 
 @pytest.fixture(autouse=True)
@@ -79,15 +81,20 @@ def check_calls(g, stdout, procs=1):
 
 
 def check_no_gpu(t, g, stdout):
-    """Without a driver every call but the version query fails with
-    cudaErrorInsufficientDriver: the service runs on CPU, a warning."""
+    """Without a driver every call but the two version queries fails with
+    cudaErrorInsufficientDriver: the service runs on CPU, a warning. The
+    runtime's version is its own answer: recorded all the same."""
     if dict(printed(stdout))["cudaGetDeviceCount"] != 35:
         pytest.skip("this machine has a CUDA driver: the no-GPU case cannot be shown")
-    for c in g["calls"][1:]:
+    assert g["calls"][1]["call"] == "cudaRuntimeGetVersion" and g["calls"][1]["ret"] == 0
+    rt = [ln for ln in stdout.splitlines() if ln.startswith("cudaRuntimeGetVersion=")]
+    assert g["processes"][0]["runtime_version"] == int(rt[0].split("version=")[1]) >= 13000
+    assert g["processes"][0]["driver_version"] is None  # no driver: no answer
+    for c in g["calls"][2:]:
         assert (c["ret"], c["error"]) == (35, "cudaErrorInsufficientDriver"), c
     assert g["tried"] is True and g["usable"] is False
     assert g["cpu_reason"]["code"] == "insufficient-driver"
-    assert g["processes"][0]["errors"] == len(CALLS) - 1
+    assert g["processes"][0]["errors"] == len(CALLS) - 2
     assert g["processes"][0]["memory_peak_bytes"] == 0  # nothing was allocated
     # the device's name and memory are recorded only from an answer: none here
     assert g["device"] is None and g["low_vram"] is None
@@ -110,6 +117,9 @@ def test_dlopened_runtime_copy(tmp_path, tracing_ok):
     assert mapped[0]["mapped_ms"] > 0 and mapped[0]["probes"] == PROBES
     assert mapped[0]["held_ms"] > 0  # the stop lasted as long as the attach
     check_calls(g, out)
+    # the timeline with GPU libraries, processes and calls is the schema's
+    errs = [e.message for e in jsonschema.Draft7Validator(SCHEMA).iter_errors(t)]
+    assert errs == [], errs
     f = check_no_gpu(t, g, out)
     assert f["evidence"]["library"] == str(lib)
     # the loader's failed search for the driver library is part of the reason
@@ -120,9 +130,33 @@ def test_dlopened_runtime_copy(tmp_path, tracing_ok):
     assert "GPU: CUDA failed, the service runs on CPU" in r.stdout, r.stdout
     r = subprocess.run([str(TTS), "report", str(tmp_path / "timeline.json"), "--format", "prom"],
                        capture_output=True, text=True, timeout=60)
-    assert "indextts2_gpu_init_seconds " in r.stdout
+    # the init time is the timeline's, in seconds: cudaGetDeviceCount,
+    # cudaSetDevice and cudaFree(0) (failed, but they took time)
+    init = [float(ln.split()[1]) for ln in r.stdout.splitlines()
+            if ln.startswith("indextts2_gpu_init_seconds ")]
+    init_ms = sum(p["init_ms"] for p in g["processes"])
+    assert len(init) == 1 and init_ms > 0, (r.stdout, g["processes"])
+    assert abs(init[0] - init_ms / 1e3) <= 1e-9 + 1e-6 * init_ms / 1e3, (init, init_ms)
     assert "indextts2_h2d_bytes_total 0\n" in r.stdout  # the copy failed: nothing moved
     assert 'indextts2_gpu_memory_bytes{at="peak"} 0\n' in r.stdout
+
+
+def test_cuda_visible_devices_of_the_service(tmp_path, tracing_ok):
+    """gpu.cuda_visible_devices is the service's ([env] here), not tts-launch's
+    own environment (which says 0): -1 hides every GPU, and the fix says so."""
+    lib = site_copy(tmp_path)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0")
+    tl = tmp_path / "timeline.json"
+    p = subprocess.run([str(TTS), "run", "--timeline", str(tl), "--set",
+                        "env.CUDA_VISIBLE_DEVICES=-1", "--", str(PROBE), str(lib)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    t = json.loads(tl.read_text())
+    assert t["gpu"]["cuda_visible_devices"] == "-1"
+    f = [f for f in t["findings"] if f["id"] == "gpu-cpu-fallback"]
+    assert len(f) == 1, t["findings"]
+    assert "CUDA_VISIBLE_DEVICES hides every GPU" in f[0]["fix"], f[0]
+    assert f[0]["evidence"]["cuda_visible_devices"] == "-1"
 
 
 def test_linked_runtime(tmp_path, tracing_ok):
@@ -490,3 +524,57 @@ def test_child_forked_without_exec(tmp_path, tracing_ok):
                                                  if not l.startswith("parent: ")))]
     assert [(c["call"], c["ret"]) for c in g["calls"] if c["pid"] == child] == want, g["calls"]
     assert {"gpu_fork", "gpu_fork3"} <= set(t["tracing"]["probes"])
+
+
+TREE_HOLDER = r'''
+import ctypes, os, sys, time
+rt = ctypes.CDLL(sys.argv[1])  # probes attached for this pid
+rt.cudaGetDeviceCount(ctypes.byref(ctypes.c_int(0)))
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[3]):  # mapped, probed, alive while the outsiders run
+    time.sleep(0.05)
+'''
+
+
+def test_process_outside_the_tree_is_never_held_nor_probed(tmp_path, tracing_ok):
+    """Issue 18: probes are attached with the tree's pids, and only the
+    tree's mappings hold a process. The service maps the toolkit's libcudart
+    (probes attached for its pid), makes a call and waits; meanwhile a cudaprobe run
+    outside the traced tree (dlopen of a wheel-like copy, then the linked
+    one, the very library the tree's probes are on) completes its calls, is
+    never seen stopped (T), and the timeline has nothing of its pid."""
+    lib = site_copy(tmp_path)
+    go, waiting = tmp_path / "go", tmp_path / "waiting"
+    p = subprocess.Popen([str(TTS), "run", "--timeline", str(tmp_path / "timeline.json"), "--",
+                          PY, "-c", TREE_HOLDER, str(LIBCUDART), str(waiting), str(go)],
+                         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    outsiders = []
+    try:
+        wait_for(lambda: waiting.exists(), timeout=120, what="the service")
+        wait_for(lambda: keepers_of(p.pid), what="the uprobe keeper")  # tracing is on
+        for cmd in ([PROBE, lib], [LINKED]):
+            q = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, text=True)
+            seen = set()
+            while q.poll() is None:
+                s = state(q.pid)
+                if s:
+                    seen.add(s)
+            out, _ = q.communicate(timeout=120)
+            assert q.returncode == 0, out
+            assert [c for c, _ in printed(out)] == CALLS, out  # every call made
+            assert "T" not in seen and "t" not in seen, (cmd, seen)
+            outsiders.append(q.pid)
+        go.touch()
+        assert p.wait(timeout=120) == 0
+    finally:
+        go.touch()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    g = json.loads((tmp_path / "timeline.json").read_text())["gpu"]
+    assert not [l for l in g["libraries"] if l["pid"] in outsiders], g["libraries"]
+    assert not [c for c in g["calls"] if c["pid"] in outsiders], g["calls"]
+    assert not [x for x in g["processes"] if x["pid"] in outsiders], g["processes"]
+    # the tree's own calls were seen: probes were on while the outsiders ran
+    assert len(g["libraries"]) == 1 and g["calls_total"] == 1, g["libraries"]
+    assert os.path.realpath(g["libraries"][0]["path"]) == os.path.realpath(LIBCUDART)

@@ -5,23 +5,37 @@
  *                     libcudart of site-packages/nvidia/cuda_runtime/lib)
  *   cudaprobe-linked  built with -lcudart: the runtime is mapped before main
  *
- * The calls, in order: cudaDriverGetVersion, cudaGetDeviceCount, cudaSetDevice(0),
+ * The calls, in order: cudaDriverGetVersion, cudaRuntimeGetVersion (which
+ * answers without a driver), cudaGetDeviceCount, cudaSetDevice(0),
  * cudaFree(0) (the runtime's init idiom), cudaGetDeviceProperties(0) and
  * cudaMemGetInfo (what a service asks of its device: name, total, free),
  * cudaMalloc(1 MiB), a 64 KiB host-to-device cudaMemcpy, cudaFree of the
  * block. Each is printed as "name=<cudaError_t>" on stdout; without a driver
- * each returns cudaErrorInsufficientDriver (35), and the copy and free are
+ * each but the two version queries returns cudaErrorInsufficientDriver (35)
+ * (the runtime's version is its own answer), and the copy and free are
  * made anyway. Exit 0.
  *
  * CUDAPROBE_GATE=DIR (tests of a held mapping): before it loads the library,
  * write DIR/pid and wait until DIR/go exists. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gpu_trace.h"
+
+/* bpf/gpu.bpf.c reads the device's name and total memory out of the
+ * cudaDeviceProp the caller passed at these offsets: the toolkit's own
+ * layout must agree (built only where the toolkit exists) */
+_Static_assert(offsetof(struct cudaDeviceProp, name) == GPU_PROP_NAME_OFF,
+	       "cudaDeviceProp.name moved: fix GPU_PROP_NAME_OFF in bpf/gpu_trace.h");
+_Static_assert(offsetof(struct cudaDeviceProp, totalGlobalMem) == GPU_PROP_TOTAL_MEM_OFF,
+	       "cudaDeviceProp.totalGlobalMem moved: fix GPU_PROP_TOTAL_MEM_OFF in "
+	       "bpf/gpu_trace.h");
 
 /* CUDAPROBE_GATE: say the pid, wait for DIR/go */
 static void gate(void)
@@ -50,6 +64,7 @@ static void gate(void)
 
 struct api {
 	__typeof__(cudaDriverGetVersion) *driver_version;
+	__typeof__(cudaRuntimeGetVersion) *runtime_version;
 	__typeof__(cudaGetDeviceCount) *device_count;
 	__typeof__(cudaSetDevice) *set_device;
 	__typeof__(cudaFree) *free_;
@@ -65,6 +80,7 @@ static int load(struct api *a, int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	a->driver_version = cudaDriverGetVersion;
+	a->runtime_version = cudaRuntimeGetVersion;
 	a->device_count = cudaGetDeviceCount;
 	a->set_device = cudaSetDevice;
 	a->free_ = cudaFree;
@@ -89,6 +105,7 @@ static int load(struct api *a, int argc, char **argv)
 		return -1;
 	}
 	a->driver_version = (__typeof__(a->driver_version))dlsym(h, "cudaDriverGetVersion");
+	a->runtime_version = (__typeof__(a->runtime_version))dlsym(h, "cudaRuntimeGetVersion");
 	a->device_count = (__typeof__(a->device_count))dlsym(h, "cudaGetDeviceCount");
 	a->set_device = (__typeof__(a->set_device))dlsym(h, "cudaSetDevice");
 	a->free_ = (__typeof__(a->free_))dlsym(h, "cudaFree");
@@ -96,8 +113,8 @@ static int load(struct api *a, int argc, char **argv)
 	a->memcpy_ = (__typeof__(a->memcpy_))dlsym(h, "cudaMemcpy");
 	a->props = (__typeof__(a->props))dlsym(h, "cudaGetDeviceProperties");
 	a->mem_info = (__typeof__(a->mem_info))dlsym(h, "cudaMemGetInfo");
-	if (!a->driver_version || !a->device_count || !a->set_device || !a->free_ || !a->malloc_ ||
-	    !a->memcpy_ || !a->props || !a->mem_info) {
+	if (!a->driver_version || !a->runtime_version || !a->device_count || !a->set_device ||
+	    !a->free_ || !a->malloc_ || !a->memcpy_ || !a->props || !a->mem_info) {
 		fprintf(stderr, "cudaprobe: %s lacks the runtime API\n", argv[1]);
 		return -1;
 	}
@@ -112,14 +129,17 @@ int main(int argc, char **argv)
 	struct api a;
 	void *dev = NULL;
 	size_t mfree = 0, mtotal = 0;
-	int v = 0, n = 0;
+	int v = 0, n = 0, r;
 
 	gate();
 	if (load(&a, argc, argv))
 		return 2;
 	memset(host, 1, sizeof(host));
 	printf("cudaDriverGetVersion=%d\n", (int)a.driver_version(&v));
-	printf("cudaGetDeviceCount=%d count=%d\n", (int)a.device_count(&n), n);
+	r = (int)a.runtime_version(&v); /* before v is read: printf's arguments are unordered */
+	printf("cudaRuntimeGetVersion=%d version=%d\n", r, v);
+	r = (int)a.device_count(&n);
+	printf("cudaGetDeviceCount=%d count=%d\n", r, n);
 	printf("cudaSetDevice=%d\n", (int)a.set_device(0));
 	printf("cudaFree0=%d\n", (int)a.free_(NULL));
 	printf("cudaGetDeviceProperties=%d\n", (int)a.props(&prop, 0));

@@ -169,6 +169,56 @@ static void test_low_vram_decision(void **state)
 	timeline_free(tl);
 }
 
+/* a failed CUDA with reason code, and CUDA_VISIBLE_DEVICES cvd (NULL: unset) */
+static struct timeline *failed(const char *code, const char *cvd)
+{
+	struct timeline *tl =
+	    model(GPU("true", "false", DRIVER_REASON, "[]", FAILED_CALL, NO_TORCH));
+	json_t *g = json_object_get(timeline_json(tl), "gpu");
+
+	json_object_set_new(g, "cpu_reason",
+			    json_pack("{s:s, s:s}", "code", code, "message", "CUDA calls failed"));
+	json_object_set_new(g, "cuda_visible_devices", cvd ? json_string(cvd) : json_null());
+	return tl;
+}
+
+/* each reason's fix says what to do about that reason */
+static void test_fix_per_reason(void **state)
+{
+	static const struct {
+		const char *code, *cvd, *fix, *not_in_fix;
+	} cases[] = {
+	    {"no-device", NULL, "the driver sees no GPU", "stub"},
+	    {"stub-library", NULL, "a stub libcuda.so", "sees no GPU"},
+	    {"driver-mismatch", NULL, "install the NVIDIA driver", "stub"},
+	    {"insufficient-driver", NULL, "recent enough for this CUDA runtime", "stub"},
+	    /* a hiding CUDA_VISIBLE_DEVICES comes before the code's own fix */
+	    {"no-device", "-1", "CUDA_VISIBLE_DEVICES hides every GPU", "sees no GPU"},
+	    {"no-device", "", "CUDA_VISIBLE_DEVICES hides every GPU", "sees no GPU"},
+	    {"insufficient-driver", "none", "CUDA_VISIBLE_DEVICES hides every GPU", "install"},
+	    /* an index hides nothing */
+	    {"no-device", "0", "the driver sees no GPU", "hides every GPU"},
+	};
+	char b[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct timeline *tl = failed(cases[i].code, cases[i].cvd);
+		const char *fix, *msg;
+
+		assert_string_equal(ids(tl, b, sizeof(b)), "gpu-cpu-fallback:warning");
+		fix = first(tl, "fix");
+		msg = first(tl, "message");
+		if (!strstr(fix, cases[i].fix) || strstr(fix, cases[i].not_in_fix))
+			fail_msg("%s, CUDA_VISIBLE_DEVICES=%s: fix \"%s\"", cases[i].code,
+				 cases[i].cvd ? cases[i].cvd : "(unset)", fix);
+		/* the message names a hiding CUDA_VISIBLE_DEVICES too */
+		assert_int_equal(strstr(msg, "CUDA_VISIBLE_DEVICES hides every GPU") != NULL,
+				 strstr(cases[i].fix, "hides every GPU") != NULL);
+		timeline_free(tl);
+	}
+}
+
 static void test_error_names(void **state)
 {
 	(void)state;
@@ -186,6 +236,7 @@ int main(void)
 	    cmocka_unit_test(test_cpu_torch_is_info),
 	    cmocka_unit_test(test_nothing_to_say),
 	    cmocka_unit_test(test_low_vram_decision),
+	    cmocka_unit_test(test_fix_per_reason),
 	    cmocka_unit_test(test_error_names),
 	};
 

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "gpu.h"
 #include "gpu_trace.h"
 
@@ -186,6 +187,173 @@ static void test_spans_for_the_attribution(void **state)
 	gpu_trace_free(g);
 }
 
+/* a call with all four arguments (cudaMemcpy's kind is a3) */
+static void call4(struct gpu_trace *g, __u32 fn, int ret, double ms, double dur_ms, __u64 a0,
+		  __u64 a1, __u64 a2, __u64 a3, __u64 out, double ready_ms)
+{
+	struct tl_gpu_event e = {.ts_ns = (__u64)(ms * 1e6),
+				 .dur_ns = (__u64)(dur_ms * 1e6),
+				 .type = EV_GPU_CALL,
+				 .pid = 4242,
+				 .tid = 4242,
+				 .fn = fn,
+				 .ret = ret,
+				 .args = {a0, a1, a2, a3},
+				 .out = out};
+
+	gpu_on_event(g, &e, sizeof(e), ready_ms);
+}
+
+static const json_t *proc0(const json_t *o)
+{
+	return json_array_get(json_object_get(o, "processes"), 0);
+}
+
+#define MIB (1ULL << 20)
+
+/* the runtime API on a working GPU: init time (cudaGetDeviceCount,
+ * cudaSetDevice, cudaFree(0)), the driver's version, cudaMalloc/cudaFree
+ * paired by pointer (peak, at ready), host-to-device copies summed (other
+ * directions not followed) */
+static void test_runtime_success_path(void **state)
+{
+	struct gpu_trace *g = gpu_trace_new(NULL, 0, NULL, NULL, NULL);
+	json_t *m = model_with(NULL), *o;
+	const json_t *p;
+	const double ready = 100;
+
+	(void)state;
+	call4(g, GPU_CUDA_GET_DEVICE_COUNT, 0, 1, 2, 0x10, 0, 0, 0, 1, ready);
+	call4(g, GPU_CUDA_SET_DEVICE, 0, 4, 3, 0, 0, 0, 0, 0, ready);
+	call4(g, GPU_CUDA_FREE, 0, 8, 5, 0, 0, 0, 0, 0, ready); /* cudaFree(0): init */
+	call4(g, GPU_CUDA_DRIVER_VERSION, 0, 14, 0.5, 0x18, 0, 0, 0, 13000, ready);
+	call4(g, GPU_CUDA_RUNTIME_VERSION, 0, 15, 0.1, 0x18, 0, 0, 0, 12080, ready);
+	call4(g, GPU_CUDA_MALLOC, 0, 20, 1, 0x30, 64 * MIB, 0, 0, 0xa000, ready);
+	call4(g, GPU_CUDA_MALLOC, 0, 22, 1, 0x30, 32 * MIB, 0, 0, 0xb000, ready);
+	call4(g, GPU_CUDA_MALLOC, 2, 23, 1, 0x30, 1024 * MIB, 0, 0, 0, ready); /* failed */
+	call4(g, GPU_CUDA_FREE, 0, 30, 1, 0xa000, 0, 0, 0, 0, ready);	       /* the 64 MiB */
+	call4(g, GPU_CUDA_FREE, 0, 31, 1, 0xdead, 0, 0, 0, 0, ready);	       /* unknown: 0 */
+	call4(g, GPU_CUDA_MEMCPY, 0, 40, 4, 0xb000, 0x1, 8 * MIB, 1, 0, ready);
+	call4(g, GPU_CUDA_MEMCPY_ASYNC, 0, 50, 2, 0xb000, 0x1, 4 * MIB, 1, 0, ready);
+	call4(g, GPU_CUDA_MEMCPY, 0, 55, 7, 0x1, 0xb000, 2 * MIB, 2, 0, ready); /* D2H */
+	/* after ready: counted in memory and peak, not at ready */
+	call4(g, GPU_CUDA_MALLOC, 0, 120, 1, 0x30, 100 * MIB, 0, 0, 0xc000, ready);
+	o = gpu_snap(g, m, NULL, ready);
+	p = proc0(o);
+	assert_non_null(p);
+	assert_true(json_is_true(json_object_get(o, "usable")));
+	assert_true(json_is_null(json_object_get(o, "cpu_reason")));
+	assert_true(json_number_value(json_object_get(p, "init_ms")) == 10); /* 2 + 3 + 5 */
+	assert_int_equal(json_integer_value(json_object_get(p, "driver_version")), 13000);
+	assert_int_equal(json_integer_value(json_object_get(p, "runtime_version")), 12080);
+	assert_int_equal(json_integer_value(json_object_get(p, "device_count")), 1);
+	assert_int_equal(json_integer_value(json_object_get(p, "allocations")), 3);
+	assert_int_equal(json_integer_value(json_object_get(p, "errors")), 1);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_peak_bytes")),
+			 32 * MIB + 100 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_at_ready_bytes")), 32 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_bytes")), 132 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "h2d_bytes")), 12 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "h2d_copies")), 2);
+	assert_true(json_number_value(json_object_get(p, "h2d_ms")) == 6);
+	/* every call listed but the device-to-host copy */
+	assert_int_equal(json_array_size(json_object_get(o, "calls")), 13);
+	assert_int_equal(json_integer_value(json_object_get(o, "calls_total")), 14);
+	json_decref(o);
+	json_decref(m);
+	gpu_trace_free(g);
+}
+
+/* the peak is the high-water mark, not the sum of allocations */
+static void test_peak_is_a_high_water_mark(void **state)
+{
+	struct gpu_trace *g = gpu_trace_new(NULL, 0, NULL, NULL, NULL);
+	json_t *m = model_with(NULL), *o;
+
+	(void)state;
+	call4(g, GPU_CUDA_MALLOC, 0, 1, 1, 0x30, 10 * MIB, 0, 0, 0xa000, -1);
+	call4(g, GPU_CUDA_FREE, 0, 2, 1, 0xa000, 0, 0, 0, 0, -1);
+	call4(g, GPU_CUDA_MALLOC, 0, 3, 1, 0x30, 6 * MIB, 0, 0, 0xa000, -1);
+	o = gpu_snap(g, m, NULL, -1);
+	assert_int_equal(json_integer_value(json_object_get(proc0(o), "memory_peak_bytes")),
+			 10 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(proc0(o), "memory_bytes")), 6 * MIB);
+	assert_true(json_is_null(json_object_get(proc0(o), "memory_at_ready_bytes")));
+	json_decref(o);
+	json_decref(m);
+	gpu_trace_free(g);
+}
+
+/* the driver API as gpu.c records it: cuInit and cuCtxCreate are init,
+ * cuMemAlloc_v2/cuMemFree_v2 pair, cuMemcpyHtoD_v2 is a host-to-device copy
+ * (bytes in a2), cuDriverGetVersion the version; names and CUresult names */
+static void test_driver_api_success_path(void **state)
+{
+	struct gpu_trace *g = gpu_trace_new(NULL, 0, NULL, NULL, NULL);
+	json_t *m = model_with(NULL), *o;
+	const json_t *p, *c;
+	const char *names[] = {"cuInit",     "cuDriverGetVersion", "cuCtxCreate", "cuMemAlloc",
+			       "cuMemAlloc", "cuMemcpyHtoD",	   "cuMemFree"};
+
+	(void)state;
+	call4(g, GPU_CU_INIT, 0, 1, 20, 0, 0, 0, 0, 0, 500);
+	call4(g, GPU_CU_DRIVER_VERSION, 0, 22, 0.1, 0x18, 0, 0, 0, 12080, 500);
+	call4(g, GPU_CU_CTX_CREATE, 0, 25, 30, 0x20, 0, 0, 0, 0, 500);
+	call4(g, GPU_CU_MEM_ALLOC, 0, 60, 1, 0x28, 256 * MIB, 0, 0, 0x7f000000, 500);
+	call4(g, GPU_CU_MEM_ALLOC, 0, 61, 1, 0x28, 128 * MIB, 0, 0, 0x7f100000, 500);
+	call4(g, GPU_CU_MEMCPY_HTOD, 0, 70, 9, 0x7f000000, 0x1000, 200 * MIB, 0, 0, 500);
+	call4(g, GPU_CU_MEM_FREE, 0, 80, 1, 0x7f100000, 0, 0, 0, 0, 500);
+	o = gpu_snap(g, m, NULL, 500);
+	p = proc0(o);
+	assert_true(json_is_true(json_object_get(o, "usable")));
+	assert_true(json_number_value(json_object_get(p, "init_ms")) == 50);
+	assert_int_equal(json_integer_value(json_object_get(p, "driver_version")), 12080);
+	assert_true(json_is_null(json_object_get(p, "runtime_version"))); /* never asked */
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_peak_bytes")), 384 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_at_ready_bytes")),
+			 256 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "h2d_bytes")), 200 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "h2d_copies")), 1);
+	assert_true(json_number_value(json_object_get(p, "h2d_ms")) == 9);
+	c = json_object_get(o, "calls");
+	assert_int_equal(json_array_size(c), 7);
+	for (size_t i = 0; i < 7; i++) {
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(c, i), "call")), names[i]);
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(c, i), "error")),
+		    "CUDA_SUCCESS");
+	}
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(c, 5), "bytes")),
+			 200 * MIB);
+	json_decref(o);
+	json_decref(m);
+	gpu_trace_free(g);
+}
+
+/* gpu.cuda_visible_devices is the service's: [env] first, else what it
+ * inherits from tts-launch's environment */
+static void test_cuda_visible_devices_is_the_services(void **state)
+{
+	struct env_var v = {.name = "CUDA_VISIBLE_DEVICES", .value = "-1"};
+	struct config cfg = {.env = &v, .n_env = 1};
+	json_t *m = model_with(NULL), *o;
+
+	(void)state;
+	setenv("CUDA_VISIBLE_DEVICES", "0", 1);
+	o = gpu_snap(NULL, m, &cfg, -1);
+	assert_string_equal(json_string_value(json_object_get(o, "cuda_visible_devices")), "-1");
+	json_decref(o);
+	o = gpu_snap(NULL, m, NULL, -1); /* nothing in [env]: inherited */
+	assert_string_equal(json_string_value(json_object_get(o, "cuda_visible_devices")), "0");
+	json_decref(o);
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	o = gpu_snap(NULL, m, &cfg, -1);
+	assert_string_equal(json_string_value(json_object_get(o, "cuda_visible_devices")), "-1");
+	json_decref(o);
+	json_decref(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +361,10 @@ int main(void)
 	    cmocka_unit_test(test_low_vram_decision),
 	    cmocka_unit_test(test_failed_answers_record_only_the_code),
 	    cmocka_unit_test(test_spans_for_the_attribution),
+	    cmocka_unit_test(test_runtime_success_path),
+	    cmocka_unit_test(test_peak_is_a_high_water_mark),
+	    cmocka_unit_test(test_driver_api_success_path),
+	    cmocka_unit_test(test_cuda_visible_devices_is_the_services),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
