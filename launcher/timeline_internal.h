@@ -30,6 +30,11 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
  * the model's own tree. */
 struct tl_view *tl_view_decode_tree(const json_t *root);
 
+/* A view of root's launcher.config only (config_*, env), for a module
+ * that needs the run's settings of a tree it does not decode (the
+ * pipeline's cache_fs stage); free with tl_view_free. */
+struct tl_view *tl_view_decode_config(const json_t *root);
+
 /* Sort an array of objects by a numeric member (stable). */
 void timeline_sort_by(json_t *array, const char *key);
 

@@ -90,6 +90,7 @@ static int decode_memory(const json_t *root, struct tl_view *v)
 	m->mlock_fix = str(shim, "fix");
 	m->mlock_dur_ms = num(shim, "dur_ms");
 	m->mlock_bytes_locked = num(shim, "bytes_locked");
+	m->mlock_start_ms = num(shim, "start_ms");
 	arr = json_object_get(mem, "mlock_calls");
 	m->has_mlock_calls = json_is_array(arr);
 	if (LIST(arr, calls, m->n_mlock_calls) < 0)
@@ -292,6 +293,31 @@ static int decode_gpu(const json_t *root, struct tl_view *v)
 	o->torch_imported = json_is_true(json_object_get(torch, "imported"));
 	o->torch_lib = str(torch, "lib");
 	o->torch_cuda_build = tri(torch, "cuda_build");
+	o->low_vram_below = flag(json_object_get(g, "low_vram"), "below");
+	o->low_vram_qwen_opened = flag(json_object_get(g, "low_vram"), "qwen_emotion_opened");
+	o->low_vram_total_bytes = num(json_object_get(g, "low_vram"), "total_bytes");
+	o->low_vram_threshold_bytes = num(json_object_get(g, "low_vram"), "threshold_bytes");
+	o->device_name = str(json_object_get(g, "device"), "name");
+	return 0;
+}
+
+static int decode_attribution(const json_t *root, struct tl_view *v)
+{
+	const json_t *a = json_object_get(root, "attribution"), *arr = json_object_get(a, "strip"),
+		     *e;
+	struct tl_attr *o = &v->attribution;
+	struct tl_strip_seg *segs;
+	size_t i;
+
+	o->window_ms = num(a, "window_ms");
+	o->strip_cut = flag(a, "strip_cut");
+	o->has_strip = json_is_array(arr);
+	if (LIST(arr, segs, o->n_strip) < 0)
+		return -1;
+	json_array_foreach (arr, i, e)
+		segs[i] =
+		    (struct tl_strip_seg){num(e, "start_ms"), num(e, "end_ms"), str(e, "kind")};
+	o->strip = segs;
 	return 0;
 }
 
@@ -301,8 +327,20 @@ static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
     decode_memory,	  decode_sched,		 decode_tracing,      decode_process,
     decode_launcher,	  decode_procs,		 decode_imports,      tlv_decode_connects,
     tlv_decode_locks,	  tlv_decode_copies,	 decode_gpu,	      tlv_decode_renames,
-    tlv_decode_symlinks,  tlv_decode_failed_ops, tlv_decode_cache_fs,
+    tlv_decode_symlinks,  tlv_decode_failed_ops, tlv_decode_cache_fs, tlv_decode_xet,
+    decode_attribution,
 };
+
+struct tl_view *tl_view_decode_config(const json_t *root)
+{
+	struct tl_view *v = calloc(1, sizeof(*v));
+
+	if (v && decode_launcher(root, v) < 0) {
+		tl_view_free(v);
+		return NULL;
+	}
+	return v;
+}
 
 struct tl_view *tl_view_decode(const struct timeline *tl)
 {
@@ -355,6 +393,7 @@ void tl_view_free(struct tl_view *v)
 		free((void *)v->procs[i].argv);
 	free((void *)v->procs);
 	free((void *)v->imports);
+	free((void *)v->attribution.strip);
 	free(v);
 }
 

@@ -35,6 +35,7 @@ int tlv_decode_files(const json_t *root, struct tl_view *v)
 		    .failed_opens = num(e, "failed_opens"),
 		    .write_errors = num(e, "write_errors"),
 		    .write_errno = str(e, "write_errno"),
+		    .major_faults = num(e, "major_faults"),
 		};
 	v->files = out;
 	return 0;
@@ -75,6 +76,8 @@ int tlv_decode_downloads(const json_t *root, struct tl_view *v)
 		    .rate_mb_s = num(e, "rate_mb_s"),
 		    .completed = flag(e, "completed"),
 		    .complete = flag(e, "complete"),
+		    .completed_known = json_is_boolean(json_object_get(e, "completed")),
+		    .complete_known = json_is_boolean(json_object_get(e, "complete")),
 		    .final_path = str(e, "final_path"),
 		    .link = str(e, "link"),
 		    .writer = str(e, "writer"),
@@ -166,6 +169,7 @@ int tlv_decode_locks(const json_t *root, struct tl_view *v)
 		    .max_wait_ms = num(e, "max_wait_ms"),
 		    .contended_ms = num(e, "contended_ms"),
 		    .acquired_ms = num(e, "acquired_ms"),
+		    .acquired_null = json_is_null(json_object_get(e, "acquired_ms")),
 		    .first_ms = num(e, "first_ms"),
 		    .last_ms = num(e, "last_ms"),
 		    .holder_pid = num(e, "holder_pid"),
@@ -287,4 +291,22 @@ const struct tl_cache_fs *tl_view_cache_fs_of(const struct tl_view *v, const cha
 			best = &v->cache_fs[i];
 	}
 	return best;
+}
+
+int tlv_decode_xet(const json_t *root, struct tl_view *v)
+{
+	const json_t *x = json_object_get(root, "xet");
+
+	v->xet = (struct tl_xet){
+	    .present = json_is_object(x),
+	    .dir = str(x, "dir"),
+	    .write_errno = str(x, "write_errno"),
+	    .fs_type = str(x, "fs_type"),
+	    .lost = str(x, "lost"),
+	    .bytes_written = num(x, "bytes_written"),
+	    .write_errors = num(x, "write_errors"),
+	    .files = num(x, "files"),
+	    .persistent = tri(x, "persistent"),
+	};
+	return 0;
 }

@@ -58,6 +58,7 @@ int tlv_decode_symlinks(const json_t *root, struct tl_view *v);
 int tlv_decode_locks(const json_t *root, struct tl_view *v);
 int tlv_decode_failed_ops(const json_t *root, struct tl_view *v);
 int tlv_decode_cache_fs(const json_t *root, struct tl_view *v);
+int tlv_decode_xet(const json_t *root, struct tl_view *v);
 int tlv_decode_network(const json_t *root, struct tl_view *v);
 int tlv_decode_connects(const json_t *root, struct tl_view *v);
 int tlv_decode_requests(const json_t *root, struct tl_view *v);
