@@ -1,6 +1,7 @@
 /* diagnose_rules: what the diagnose engine (diagnose.c) shares with its
- * rule groups (diagnose_io.c, diagnose_download.c, diagnose_memory.c);
- * internal to those four files. A rule is a row {id, fn} in its
+ * rule groups (diagnose_io.c, diagnose_download.c, diagnose_memory.c,
+ * diagnose_net.c, diagnose_gpu.c, diagnose_exit.c); internal to those
+ * files. Rules read the model through c->view only. A rule is a row {id, fn} in its
  * group's table (the group gives its check); the engine runs the rows of the selected checks in
  * table order and fn adds findings through diag_add, which takes the id and check from the row.
  * Rules read only the context and the model: never the machine diagnose runs on (docs/diagnose.md).
