@@ -109,10 +109,19 @@ static bool name_peer(void *ctx, int family, const __u8 *addr, int port, char *o
 static bool in_tree(void *ctx, int pid)
 {
 	struct names *n = ctx;
-	char k[16];
 
-	snprintf(k, sizeof(k), "%d", pid);
-	return json_object_get(n->c->procs, k) != NULL;
+	return collector_proc_find(n->c, pid) != NULL;
+}
+
+/* when p started: its exec, else its fork, else dflt */
+static double proc_start(const struct coll_proc *p, double dflt)
+{
+	return !p ? dflt : p->exec_ms >= 0 ? p->exec_ms : p->fork_ms >= 0 ? p->fork_ms : dflt;
+}
+
+static const char *proc_comm(const struct coll_proc *p)
+{
+	return p && p->has_comm ? p->comm : NULL;
 }
 
 static bool py_func(void *ctx, int pid, __u64 code, char *out, size_t len)
@@ -310,7 +319,8 @@ static void find_listener(struct attr_input *in, int rp)
 
 void attribution_build(struct timeline *tl, struct collector *c)
 {
-	json_t *root = timeline_json(tl), *rootp, *p;
+	json_t *root = timeline_json(tl);
+	const struct coll_proc *rootp;
 	struct names nm = {.c = c};
 	struct attr_names an = {name_file, name_peer, in_tree, py_func, &nm};
 	struct attr_input in = {0};
@@ -325,7 +335,6 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	char(*funcs)[96] = NULL;
 	const struct attr_store *st;
 	__u64 cnt[CNT_MAX];
-	const char *key;
 	bool complete = true;
 	int rp;
 	size_t i;
@@ -336,7 +345,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	nm.network = json_object_get(root, "network");
 	in.start = c->exec_ms;
 	rootp = collector_proc(c, c->root);
-	in.end = c->ready_ms >= 0 ? c->ready_ms : num(rootp, "exit_ms", -1);
+	in.end = c->ready_ms >= 0 ? c->ready_ms : rootp ? rootp->exit_ms : -1;
 	if (in.end < 0) {
 		in.end = clock_ms(); /* so far */
 		complete = false;
@@ -344,22 +353,23 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	in.root = c->root;
 
 	/* processes, and the chain to the one that got ready */
-	procs = calloc(json_object_size(c->procs) + 1, sizeof(*procs));
+	procs = calloc(c->n_procs + 1, sizeof(*procs));
 	imps = calloc(c->n_imports + 1, sizeof(*imps));
-	offs = calloc(st->n + json_object_size(c->procs) + 1, sizeof(*offs));
+	offs = calloc(st->n + c->n_procs + 1, sizeof(*offs));
 	nm.f = calloc(st->n + 1, sizeof(*nm.f));
 	samples = calloc(st->n_samples + 1, sizeof(*samples));
 	funcs = calloc(st->n_samples + 1, sizeof(*funcs));
 	if (!procs || !imps || !offs || !nm.f || !samples || !funcs)
 		goto out;
-	json_object_foreach (c->procs, key, p) {
+	for (i = 0; i < c->n_procs; i++) {
+		const struct coll_proc *p = c->procs[i];
 		struct attr_proc *a = &procs[in.n_procs++];
 
-		a->pid = (int)json_integer_value(json_object_get(p, "pid"));
-		a->ppid = (int)json_integer_value(json_object_get(p, "ppid"));
-		a->start = num(p, "exec_ms", num(p, "fork_ms", 0));
-		a->end = num(p, "exit_ms", -1);
-		a->comm = json_string_value(json_object_get(p, "comm"));
+		a->pid = p->pid;
+		a->ppid = p->has_ppid ? p->ppid : 0;
+		a->start = proc_start(p, 0);
+		a->end = p->exit_ms;
+		a->comm = proc_comm(p);
 	}
 	rp = c->ready_ms >= 0 ? ready_pid(c) : 0;
 	for (int hops = 0; rp && rp != c->root && hops < 64; hops++) {
@@ -410,12 +420,13 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	}
 	/* main threads still in a wait the window's end falls in: their
 	 * record comes when they are back on a CPU; the kernel's entry now */
-	json_object_foreach (c->procs, key, p) {
-		__u32 tid = (__u32)json_integer_value(json_object_get(p, "pid"));
+	for (size_t j = 0; j < c->n_procs; j++) {
+		const struct coll_proc *p = c->procs[j];
+		__u32 tid = (__u32)p->pid;
 		struct tl_off_event e;
 		double a, now = clock_ms();
 
-		if (!tid || json_is_number(json_object_get(p, "exit_ms")) ||
+		if (!tid || p->exit_ms >= 0 ||
 		    bpf_map__lookup_elem(c->skel->maps.attroff, &tid, sizeof(tid), &e, sizeof(e),
 					 0))
 			continue;
@@ -476,30 +487,20 @@ out:
 
 /* ---- live: what the critical thread waits on now ---- */
 
-static json_t *proc_json(struct collector *c, int pid)
-{
-	char k[16];
-
-	snprintf(k, sizeof(k), "%d", pid);
-	return json_object_get(c->procs, k);
-}
-
 /* the newest living process of the tree whose parent is pid, or 0 */
 static int living_child(struct collector *c, int pid)
 {
 	double best = -1;
-	const char *key;
 	int child = 0;
-	json_t *p;
 
-	json_object_foreach (c->procs, key, p) {
-		double t = num(p, "exec_ms", num(p, "fork_ms", -1));
+	for (size_t i = 0; i < c->n_procs; i++) {
+		const struct coll_proc *p = c->procs[i];
+		double t = proc_start(p, -1);
 
-		if (json_integer_value(json_object_get(p, "ppid")) != pid ||
-		    json_is_number(json_object_get(p, "exit_ms")) || t < best)
+		if ((p->has_ppid ? p->ppid : 0) != pid || p->exit_ms >= 0 || t < best)
 			continue;
 		best = t;
-		child = (int)json_integer_value(json_object_get(p, "pid"));
+		child = p->pid;
 	}
 	return child;
 }
@@ -525,11 +526,12 @@ static void last_func(const struct attr_store *st, int pid, int tid, char *out, 
 		}
 }
 
-/* The state now of thread tid of pid (process object p) into h: from its
+/* The state now of thread tid of pid (its record p) into h: from its
  * off-CPU entry (ev, else looked up; none: on a CPU). True when it waits
  * for a child of the tree, *child set to it. */
-static bool live_hop(struct collector *c, const struct attr_names *an, int pid, int tid, json_t *p,
-		     double now, struct attr_live_hop *h, int *child, const struct tl_off_event *ev)
+static bool live_hop(struct collector *c, const struct attr_names *an, int pid, int tid,
+		     const struct coll_proc *p, double now, struct attr_live_hop *h, int *child,
+		     const struct tl_off_event *ev)
 {
 	struct tl_off_event e;
 	struct attr_off o;
@@ -539,8 +541,7 @@ static bool live_hop(struct collector *c, const struct attr_names *an, int pid, 
 	memset(h, 0, sizeof(*h));
 	h->pid = pid;
 	h->tid = tid;
-	snprintf(h->comm, sizeof(h->comm), "%s",
-		 json_string_value(json_object_get(p, "comm")) ?: "process");
+	snprintf(h->comm, sizeof(h->comm), "%s", proc_comm(p) ?: "process");
 	if (ev)
 		e = *ev;
 	else if (bpf_map__lookup_elem(c->skel->maps.attroff, &key, sizeof(key), &e, sizeof(e), 0)) {
@@ -549,7 +550,7 @@ static bool live_hop(struct collector *c, const struct attr_names *an, int pid, 
 		h->kind = AK_CPU;
 		h->since_ms = last_back(&c->off, tid);
 		if (h->since_ms < 0)
-			h->since_ms = num(p, "exec_ms", num(p, "fork_ms", now));
+			h->since_ms = proc_start(p, now);
 		last_func(&c->off, pid, tid, h->what, sizeof(h->what));
 		return false;
 	}
@@ -587,11 +588,10 @@ static bool live_hop(struct collector *c, const struct attr_names *an, int pid, 
 	 * captured output): what the child does */
 	if (tid == pid && (o.kind == AK_CHILD || e.obj == OFFOBJ_PIPE) &&
 	    (*child = living_child(c, pid))) {
-		json_t *cp = proc_json(c, *child);
+		const struct coll_proc *cp = collector_proc_find(c, *child);
 
 		h->kind = AK_CHILD;
-		snprintf(h->what, sizeof(h->what), "%s",
-			 json_string_value(json_object_get(cp, "comm")) ?: "child process");
+		snprintf(h->what, sizeof(h->what), "%s", proc_comm(cp) ?: "child process");
 		return true;
 	}
 	return false;
@@ -638,7 +638,7 @@ static bool live_thread(struct collector *c, const struct attr_names *an, int pi
 	}
 	if (!rank)
 		return false;
-	live_hop(c, an, pid, (int)best.tid, proc_json(c, pid), now, h, &rank, &best);
+	live_hop(c, an, pid, (int)best.tid, collector_proc_find(c, pid), now, h, &rank, &best);
 	memcpy(h->comm, main->comm, sizeof(h->comm));
 	return true;
 }
@@ -658,10 +658,10 @@ void attribution_live(struct timeline *tl, struct collector *c)
 	l.valid = true;
 	l.at_ms = clock_ms();
 	for (pid = c->root; pid > 0 && l.n_hops < ATTR_LIVE_HOPS;) {
-		json_t *p = proc_json(c, pid);
+		const struct coll_proc *p = collector_proc_find(c, pid);
 		int child = 0;
 
-		if (!p || json_is_number(json_object_get(p, "exit_ms")))
+		if (!p || p->exit_ms >= 0)
 			break;
 		if (!live_hop(c, &an, pid, pid, p, l.at_ms, &l.hop[l.n_hops++], &child, NULL))
 			break;

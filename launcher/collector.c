@@ -15,6 +15,7 @@
 #include <sys/un.h>
 
 #include "clock.h"
+#include "interp.h"
 #include "redact.h"
 #include "trace.skel.h"
 #include "util.h"
@@ -29,9 +30,6 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 	c->exec_ms = -1;
 	c->ready_ms = -1;
 	c->req_window_ms = req_window_ms;
-	c->procs = json_object();
-	if (!c->procs)
-		return -1;
 	/* the service starts in [app] dir: its relative paths start there */
 	if (cfg && cfg->app_dir)
 		paths_dir_add_path(&c->dirs, cfg->app_dir, NULL, NULL);
@@ -40,7 +38,13 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 
 void collector_free(struct collector *c)
 {
-	json_decref(c->procs);
+	for (size_t i = 0; i < c->n_procs; i++) {
+		free(c->procs[i]->command);
+		free(c->procs[i]->argv);
+		free(c->procs[i]);
+	}
+	free(c->procs);
+	free(c->by_pid);
 	free(c->connects);
 	free(c->listens);
 	free(c->mlocks);
@@ -79,43 +83,81 @@ static bool room(struct collector *t, void **arr, size_t *n, size_t *cap, size_t
 
 #define ROOM(t, arr, n, cap) room((t), (void **)&(arr), &(n), &(cap), sizeof(*(arr)))
 
-json_t *collector_proc(struct collector *t, pid_t pid)
+/* The first position in by_pid whose pid is not below pid */
+static size_t proc_pos(const struct collector *t, pid_t pid)
 {
-	char k[16];
-	json_t *p;
+	size_t lo = 0, hi = t->n_procs;
 
-	snprintf(k, sizeof(k), "%d", pid);
-	p = json_object_get(t->procs, k);
-	if (!p) {
-		p = json_pack("{s:i, s:n, s:n, s:n, s:n, s:n, s:n, s:n}", "pid", pid, "ppid",
-			      "command", "argv", "fork_ms", "exec_ms", "exit_ms", "exit");
-		json_object_set_new(t->procs, k, p);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->by_pid[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo;
+}
+
+const struct coll_proc *collector_proc_find(const struct collector *t, pid_t pid)
+{
+	size_t i = proc_pos(t, pid);
+
+	return i < t->n_procs && t->by_pid[i]->pid == pid ? t->by_pid[i] : NULL;
+}
+
+struct coll_proc *collector_proc(struct collector *t, pid_t pid)
+{
+	size_t i = proc_pos(t, pid), cap = t->cap_procs;
+	struct coll_proc *p, **a, **b;
+
+	if (i < t->n_procs && t->by_pid[i]->pid == pid)
+		return t->by_pid[i];
+	if (t->n_procs == cap) {
+		cap = cap ? 2 * cap : 64;
+		if (!(a = realloc(t->procs, cap * sizeof(*a))))
+			return NULL;
+		t->procs = a;
+		if (!(b = realloc(t->by_pid, cap * sizeof(*b))))
+			return NULL;
+		t->by_pid = b;
+		t->cap_procs = cap;
+	}
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	*p = (struct coll_proc){.pid = pid, .fork_ms = -1, .exec_ms = -1, .exit_ms = -1};
+	memmove(&t->by_pid[i + 1], &t->by_pid[i], (t->n_procs - i) * sizeof(*t->by_pid));
+	t->by_pid[i] = p;
+	t->procs[t->n_procs++] = p;
 	return p;
 }
 
-static json_t *argv_json(const char *buf, size_t len)
+struct interp_proc *collector_interp_procs(const struct collector *t, size_t *n)
 {
-	json_t *a = json_array();
-	size_t i = 0;
+	struct interp_proc *out = t->n_procs ? calloc(t->n_procs, sizeof(*out)) : NULL;
 
-	while (i < len && buf[i]) {
-		size_t n = strnlen(buf + i, len - i);
+	*n = out ? t->n_procs : 0;
+	for (size_t i = 0; i < *n; i++) {
+		const struct coll_proc *p = t->procs[i];
 
-		if (i + n == len) {
-			/* cut at the BPF side's limit: a URL's userinfo may lack its '@' */
-			char *part = strndup(buf + i, n), *r = part ? redact_text_cut(part) : NULL;
-
-			json_array_append_new(a, r ? json_text(r) : json_string(REDACTED));
-			free(part);
-			free(r);
-		} else {
-			json_array_append_new(a, json_bytes(buf + i, n));
-		}
-		i += n + 1;
+		/* null reads as 0, as interp reads the model's records */
+		out[i] = (struct interp_proc){p->pid,
+					      p->has_ppid ? p->ppid : 0,
+					      p->command,
+					      p->has_comm ? p->comm : NULL,
+					      p->exec_ms < 0 ? 0 : p->exec_ms,
+					      p->exit_ms < 0 ? 0 : p->exit_ms,
+					      p->exited,
+					      p->exited && !p->signal ? p->code : 0,
+					      p->exited ? p->signal : 0};
 	}
-	redact_json(a); /* an exec'd --token abc is no more readable than ours */
-	return a;
+	return out;
+}
+
+static void set_comm(struct coll_proc *p, const char *comm)
+{
+	snprintf(p->comm, sizeof(p->comm), "%.*s", (int)strnlen(comm, TRACE_COMM_MAX), comm);
+	p->has_comm = true;
 }
 
 void collector_peer_string(int family, const __u8 *addr, int port, char *out, size_t len)
@@ -377,7 +419,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	const struct tl_head *h = data; /* every record starts with it (trace.h) */
 	bool headed = size >= sizeof(*h);
 	double ms, end_ms;
-	json_t *p;
+	struct coll_proc *p;
 
 	if (headed && (h->type == EV_RENAME || h->type == EV_SYMLINK)) {
 		if (size >= sizeof(struct tl_path2_event))
@@ -430,16 +472,28 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	end_ms = clock_ns_to_ms(e->ts_ns + e->dur_ns);
 	switch (e->type) {
 	case EV_EXEC:
-		p = collector_proc(t, e->pid);
-		if (json_is_null(json_object_get(p, "exec_ms")))
-			json_object_set_new(p, "exec_ms", ms_json(ms));
-		json_object_set_new(p, "command", json_bytes(e->str, sizeof(e->str)));
-		json_object_set_new(p, "argv", argv_json(e->aux, e->arg));
-		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
-		if (json_is_null(json_object_get(p, "ppid")))
-			json_object_set_new(p, "ppid", json_integer(e->ppid));
-		json_object_set_new(
-		    p, "execs", json_integer(json_integer_value(json_object_get(p, "execs")) + 1));
+		if (!(p = collector_proc(t, e->pid))) {
+			t->user_lost++;
+			break;
+		}
+		if (p->exec_ms < 0)
+			p->exec_ms = coll_ms(ms);
+		free(p->command);
+		p->command = strndup(e->str, sizeof(e->str));
+		free(p->argv);
+		p->argv_len = e->arg < sizeof(e->aux) ? e->arg : sizeof(e->aux);
+		p->argv = malloc(p->argv_len + 1);
+		if (p->argv) {
+			memcpy(p->argv, e->aux, p->argv_len);
+			p->argv[p->argv_len] = 0;
+		}
+		p->has_argv = true;
+		set_comm(p, e->comm);
+		if (!p->has_ppid) {
+			p->ppid = (int)e->ppid;
+			p->has_ppid = true;
+		}
+		p->execs++;
 		if ((pid_t)e->pid == t->root && t->exec_ms < 0)
 			t->exec_ms = ms;
 		/* where its relative paths start (exec keeps the cwd) */
@@ -449,22 +503,26 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		paths_dir_add_cwd(&t->dirs, (pid_t)e->pid, e->arg, e->arg2, e->str);
 		break;
 	case EV_FORK:
-		p = collector_proc(t, e->pid);
-		json_object_set_new(p, "ppid", json_integer(e->ppid));
-		json_object_set_new(p, "fork_ms", ms_json(ms));
-		json_object_set_new(p, "comm", json_bytes(e->comm, 16));
+		if (!(p = collector_proc(t, e->pid))) {
+			t->user_lost++;
+			break;
+		}
+		p->ppid = (int)e->ppid;
+		p->has_ppid = true;
+		p->fork_ms = coll_ms(ms);
+		set_comm(p, e->comm);
 		break;
 	case EV_EXIT: {
 		int st = e->ret;
 
-		p = collector_proc(t, e->pid);
-		json_object_set_new(p, "exit_ms", ms_json(ms));
-		if (st & 0x7f)
-			json_object_set_new(p, "exit",
-					    json_pack("{s:n, s:i}", "code", "signal", st & 0x7f));
-		else
-			json_object_set_new(
-			    p, "exit", json_pack("{s:i, s:n}", "code", (st >> 8) & 0xff, "signal"));
+		if (!(p = collector_proc(t, e->pid))) {
+			t->user_lost++;
+			break;
+		}
+		p->exit_ms = coll_ms(ms);
+		p->exited = true;
+		p->signal = st & 0x7f;
+		p->code = st & 0x7f ? 0 : (st >> 8) & 0xff;
 		break;
 	}
 	case EV_CONNECT:

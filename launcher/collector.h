@@ -8,9 +8,9 @@
  * records; the JSON of their sections is timeline_build's (timeline_net.c
  * for connects and listens). Times are kept as the model writes them
  * (coll_ms: ms to the microsecond), so readers of the records and of the
- * model see the same numbers. Still to do (issue 13): processes are kept
- * as jansson objects, because attrib_build.c and supervise.c
- * (interp_exit_line) read them as such. No
+ * model see the same numbers. Processes are plain C records too, their
+ * argv kept as the kernel sent it (timeline_build redacts it when it
+ * writes processes[]). No
  * filesystem access here except the cwd of a live process (paths.c), read
  * when its exec or chdir arrives. */
 #ifndef TTS_COLLECTOR_H
@@ -65,6 +65,23 @@ struct coll_import {
 	double start_ms, end_ms, dur_ms;
 };
 
+/* A process of the tree (EV_FORK, EV_EXEC, EV_EXIT, or only seen in the
+ * maps); times coll_ms, <0: null. */
+struct coll_proc {
+	int pid, ppid;
+	bool has_ppid;
+	char *command; /* the exec'd file; NULL: null */
+	char *argv;    /* its arguments as the kernel sent them (NUL-separated, cut) */
+	size_t argv_len;
+	bool has_argv; /* false: null */
+	char comm[TRACE_COMM_MAX + 1];
+	bool has_comm; /* false: the key is absent */
+	double fork_ms, exec_ms, exit_ms;
+	bool exited;	  /* exit: {code, signal}; false: null */
+	int code, signal; /* signal > 0: killed (code null); else code (signal null) */
+	long long execs;  /* 0: the key is absent */
+};
+
 /* A listen(2) (EV_LISTEN), ms coll_ms. */
 struct coll_listen {
 	int pid, port;
@@ -115,7 +132,9 @@ struct collector {
 	const struct config *cfg;
 
 	/* from ring buffer records */
-	json_t *procs; /* "pid" -> process object */
+	struct coll_proc **procs; /* in the order first seen */
+	size_t n_procs, cap_procs;
+	struct coll_proc **by_pid; /* the same, sorted by pid (collector_proc_find) */
 	struct coll_connect *connects;
 	size_t n_connects, cap_connects;
 	struct coll_listen *listens;
@@ -153,8 +172,14 @@ void collector_free(struct collector *c);
 /* The ring buffer callback (ctx: the collector). */
 int collector_on_event(void *ctx, void *data, size_t size);
 
-/* The process object of pid, created when first seen. */
-json_t *collector_proc(struct collector *c, pid_t pid);
+/* The record of pid, created when first seen (NULL: out of memory). */
+struct coll_proc *collector_proc(struct collector *c, pid_t pid);
+/* The records as interp reads them (interp.h), in the order first seen;
+ * NULL when none or out of memory (free it; strings borrowed from c). */
+struct interp_proc;
+struct interp_proc *collector_interp_procs(const struct collector *c, size_t *n);
+/* The record of pid, or NULL. */
+const struct coll_proc *collector_proc_find(const struct collector *c, pid_t pid);
 /* The newest connect record of a socket (cookie), or NULL. */
 struct coll_connect *collector_connect(struct collector *c, __u64 cookie);
 /* "a.b.c.d:port" or "[v6]:port". */

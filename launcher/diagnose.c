@@ -61,6 +61,78 @@ int diag_cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+static int index_cmp(const void *a, const void *b, void *arg)
+{
+	const struct diag_index *ix = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int r = strcmp(ix->key(x, ix->arg), ix->key(y, ix->arg));
+
+	return r ? r : (x > y) - (x < y);
+}
+
+bool diag_index_build(struct diag_index *ix, size_t n, const char *(*key)(size_t, const void *),
+		      const void *arg)
+{
+	*ix = (struct diag_index){calloc(n + 1, sizeof(size_t)), 0, key, arg};
+	if (!ix->order)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (key(i, arg))
+			ix->order[ix->n++] = i;
+	qsort_r(ix->order, ix->n, sizeof(size_t), index_cmp, ix);
+	return true;
+}
+
+/* <0, 0, >0: s before, equal to, after the len bytes at k */
+static int key_cmp(const char *s, const char *k, size_t len)
+{
+	int r = strncmp(s, k, len); /* 0: s starts with them */
+
+	return r ? r : s[len] != 0;
+}
+
+/* The first position in ix->order whose key is not before k (after:
+ * after k) */
+static size_t index_bound(const struct diag_index *ix, const char *k, size_t len, bool after)
+{
+	size_t lo = 0, hi = ix->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = key_cmp(ix->key(ix->order[mid], ix->arg), k, len);
+
+		if (r < 0 || (after && !r))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void diag_index_range(const struct diag_index *ix, const char *k, size_t len, size_t *lo,
+		      size_t *hi)
+{
+	*lo = *hi = 0;
+	if (!k || !ix->n)
+		return;
+	*lo = index_bound(ix, k, len, false);
+	*hi = index_bound(ix, k, len, true);
+}
+
+long diag_index_find(const struct diag_index *ix, const char *k, size_t len, bool last)
+{
+	size_t lo, hi;
+
+	diag_index_range(ix, k, len, &lo, &hi);
+	return lo < hi ? (long)ix->order[last ? hi - 1 : lo] : -1;
+}
+
+void diag_index_free(struct diag_index *ix)
+{
+	free(ix->order);
+	*ix = (struct diag_index){0};
+}
+
 static const char *severity_name(int s)
 {
 	return s == DIAG_ERROR ? "error" : s == DIAG_INFO ? "info" : "warning";
@@ -106,23 +178,14 @@ bool diagnose_benign_missing(const char *path, const char *cls)
 	return !strcmp(b, ".netrc") || !strcmp(b, "_netrc");
 }
 
-static const char *env_var(json_t *root, const char *name)
-{
-	json_t *vars = json_object_get(
-	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "env"),
-	    "vars");
-
-	return jstr(vars, name);
-}
-
 /* hfcache's view of the service's environment: the one recorded. run
  * records HOME in it whenever the launcher had one (main.c inherit_hf_env),
  * so an unrecorded HOME means none, the default cache under /root (as
  * hf_home() falls back): never the HOME of the shell running diagnose,
  * which would make a saved timeline's answer depend on who reads it. */
-static const char *timeline_env(const void *root, const char *name)
+static const char *timeline_env(const void *view, const char *name)
 {
-	const char *v = env_var((json_t *)root, name);
+	const char *v = tl_view_env(view, name);
 
 	if (!v && !strcmp(name, "HOME"))
 		return "/root";
@@ -131,33 +194,30 @@ static const char *timeline_env(const void *root, const char *name)
 
 static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 {
-	json_t *root = timeline_json(tl), *cfg, *app, *exit_o, *v;
-	const char *dir;
-	size_t i;
+	const struct tl_view *v;
+	const struct tl_exit *x;
 
 	memset(c, 0, sizeof(*c));
-	c->root = root;
-	c->view = tl_view_decode(tl);
-	cfg = json_object_get(json_object_get(root, "launcher"), "config");
-	app = json_object_get(cfg, "app");
-	dir = jstr(app, "dir");
-	snprintf(c->app_dir, sizeof(c->app_dir), "%s", dir ? dir : "/");
-	c->mlock = jstr(json_object_get(cfg, "mlock"), "mode");
+	c->findings = json_array();
+	if (!(c->view = v = tl_view_decode(tl)))
+		return;
+	snprintf(c->app_dir, sizeof(c->app_dir), "%s", v->config_app_dir ? v->config_app_dir : "/");
+	c->mlock = v->config_mlock_mode;
 
 	/* the caches IndexTTS2 is meant to use: HF_HUB_CACHE when the service's
 	 * environment sets it, and <model_dir>/hf_cache (its own layout) */
 	{
 		struct hf_cache_dir d[HF_MAX_CACHE_DIRS];
-		int n = diagnose_cache_dirs(root, d, HF_MAX_CACHE_DIRS, false);
+		int n = diagnose_cache_dirs_view(v, d, HF_MAX_CACHE_DIRS, false);
 
 		for (int k = 0; k < n && c->n_caches < DIAG_MAX_CACHES; k++)
 			if (strcmp(d[k].role, "HF_HOME/hub"))
 				snprintf(c->caches[c->n_caches++], sizeof(c->caches[0]), "%.*s",
 					 PATH_MAX - 1, d[k].path);
 	}
-	hf_home(c->app_dir, timeline_env, root, c->hf_home, sizeof(c->hf_home));
+	hf_home(c->app_dir, timeline_env, v, c->hf_home, sizeof(c->hf_home));
 
-	c->endpoint = env_var(root, "HF_ENDPOINT");
+	c->endpoint = tl_view_env(v, "HF_ENDPOINT");
 	if (c->endpoint) {
 		const char *h = strstr(c->endpoint, "://");
 		bool tls = !strncmp(c->endpoint, "https", 5);
@@ -174,39 +234,35 @@ static void ctx_init(struct diag_ctx *c, struct timeline *tl)
 
 	c->ready = timeline_mark_ms(tl, "ready");
 	c->end = -1;
-	{
-		const char *k;
-		json_t *m;
-
-		json_object_foreach (json_object_get(root, "marks"), k, m)
-			if (json_number_value(m) > c->end)
-				c->end = json_number_value(m);
-	}
-	json_array_foreach (json_object_get(root, "files"), i, v)
-		if (jnum(v, "last_ms") > c->end)
-			c->end = jnum(v, "last_ms");
-	exit_o = json_object_get(json_object_get(root, "process"), "exit");
-	if (jnum(exit_o, "ms") > c->end) /* a timeline without the exit mark */
-		c->end = jnum(exit_o, "ms");
-	if (json_is_object(exit_o)) {
-		json_t *code = json_object_get(exit_o, "code");
-
-		c->failed = (json_is_integer(code) && json_integer_value(code) != 0) ||
-			    (!json_is_integer(code) && c->ready < 0);
-	}
-	c->findings = json_array();
+	for (size_t i = 0; i < v->n_marks; i++)
+		if (v->marks[i].ms > c->end)
+			c->end = v->marks[i].ms;
+	for (size_t i = 0; i < v->n_files; i++)
+		if (tl_or0(v->files[i].last_ms) > c->end)
+			c->end = tl_or0(v->files[i].last_ms);
+	x = &v->process.exit;
+	if (tl_or0(x->ms) > c->end) /* a timeline without the exit mark */
+		c->end = tl_or0(x->ms);
+	if (x->has)
+		c->failed = (tl_has(x->code) && x->code != 0) || (!tl_has(x->code) && c->ready < 0);
 }
 
 /* ---- the caches' file systems ---- */
 
+int diagnose_cache_dirs_view(const struct tl_view *v, struct hf_cache_dir *out, int max,
+			     bool with_model_dir)
+{
+	return hf_cache_dirs(v->config_app_dir ? v->config_app_dir : "/", v->config_model_dir,
+			     timeline_env, v, with_model_dir, out, max);
+}
+
 int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir)
 {
-	json_t *app =
-	    json_object_get(json_object_get(json_object_get(root, "launcher"), "config"), "app");
-	const char *dir = jstr(app, "dir");
+	struct tl_view *v = tl_view_decode_config(root);
+	int n = v ? diagnose_cache_dirs_view(v, out, max, with_model_dir) : 0;
 
-	return hf_cache_dirs(dir ? dir : "/", jstr(app, "model_dir"), timeline_env, root,
-			     with_model_dir, out, max);
+	tl_view_free(v);
+	return n;
 }
 
 /* ---- entry points ---- */
@@ -284,7 +340,7 @@ int diagnose_run(struct timeline *tl, unsigned checks)
 	}
 	drop_explained(c.findings); /* also when the exit rule did not run */
 	json_object_set_new(timeline_json(tl), "findings", c.findings);
-	json_decref(c.dls);
+	diag_free_downloads(&c);
 	tl_view_free((struct tl_view *)c.view);
 	return level_of(c.findings);
 }

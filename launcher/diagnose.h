@@ -50,17 +50,17 @@ int diagnose_command(const char *path, unsigned checks, const char *format);
 /* The Hugging Face caches of the run (hfcache.h) from the model's
  * launcher.config: its [app] and the environment recorded there. */
 int diagnose_cache_dirs(const json_t *root, struct hf_cache_dir *out, int max, bool with_model_dir);
+/* The same from the views of a model (timeline_view.h). */
+struct tl_view;
+int diagnose_cache_dirs_view(const struct tl_view *v, struct hf_cache_dir *out, int max,
+			     bool with_model_dir);
 
 /* A path whose failed look-ups are normal, not a problem: the interpreter's
  * and libc's search paths (class system, python, library), ~/.netrc. The
  * one definition: the rules, the stall explanation. */
 bool diagnose_benign_missing(const char *path, const char *cls);
 
-/* The trace saw path (a *.incomplete) renamed to its blob: downloaded. */
-bool diagnose_download_done(const json_t *root, const char *path);
-
-/* Downloads in flight: absolute *.incomplete files opened and not renamed
- * yet; how many, and in *last the one opened last (NULL when none). */
-int diagnose_downloads_in_flight(const json_t *root, const json_t **last);
+/* Downloads in flight and whether one was renamed to its final name:
+ * tl_view_downloads_in_flight, tl_view_renamed (timeline_view.h). */
 
 #endif

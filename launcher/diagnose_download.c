@@ -20,55 +20,59 @@
 #define DROP_MIN_GAP_MS 500.0
 #define LOCK_WAIT_MS	1000.0
 
-/* ---- downloads in flight: shared with progress.c and stall.c ---- */
-
-bool diagnose_download_done(const json_t *root, const char *path)
-{
-	const json_t *r;
-	size_t i;
-
-	json_array_foreach (json_object_get(root, "renames"), i, r)
-		if (jstr(r, "old") && !strcmp(jstr(r, "old"), path) && jnum(r, "result") == 0)
-			return true;
-	return false;
-}
-
-int diagnose_downloads_in_flight(const json_t *root, const json_t **last)
-{
-	const json_t *f;
-	size_t i;
-	int n = 0;
-
-	*last = NULL;
-	json_array_foreach (json_object_get(root, "files"), i, f) {
-		const char *path = jstr(f, "path");
-
-		/* a download's temp file, whichever client writes it (the class
-		 * timeline_files gives it), or an older timeline's *.incomplete */
-		if (!path || strncmp(path, "/", 1) ||
-		    !(str_ends_with(path, ".incomplete") ||
-		      (jstr(f, "class") && !strcmp(jstr(f, "class"), "download"))) ||
-		    jnum(f, "opens") <= 0 || diagnose_download_done(root, path))
-			continue;
-		n++;
-		if (!*last || jnum(f, "first_ms") > jnum(*last, "first_ms"))
-			*last = f;
-	}
-	return n;
-}
-
 /* ---- what a download is, for the rules ---- */
 
 /* The download whose final path is abs, or NULL */
-static const json_t *dl_by_final(const struct diag_ctx *c, const char *abs)
+static const struct diag_dl *dl_by_final(const struct diag_ctx *c, const char *abs)
 {
-	const json_t *d;
-	size_t i;
-
-	json_array_foreach (c->dls, i, d)
-		if (jstr(d, "final") && !strcmp(jstr(d, "final"), abs))
-			return d;
+	for (size_t i = 0; i < c->n_dls; i++)
+		if (c->dls[i].final && !strcmp(c->dls[i].final, abs))
+			return &c->dls[i];
 	return NULL;
+}
+
+static bool fd_name(const char *path) { return !strncmp(path, "[fd] ", 5); }
+
+/* downloads[] by temp path: those a timeline names (with a writer) */
+static const char *named_key(size_t i, const void *arg)
+{
+	const struct tl_download *d = &((const struct tl_view *)arg)->downloads[i];
+
+	return d->path && d->writer && !fd_name(d->path) ? d->path : NULL;
+}
+
+/* files[] by name (the dentry's for "[fd] NAME"), 16 to 255 bytes */
+static const char *name_key(size_t i, const void *arg)
+{
+	const char *q = ((const struct tl_view *)arg)->files[i].path, *name;
+
+	if (!q)
+		return NULL;
+	name = fd_name(q) ? q + 5 : base_name(q);
+	return strlen(name) < 16 || strlen(name) > 255 ? NULL : name;
+}
+
+static bool dl_add(struct diag_ctx *c, size_t *cap, struct diag_dl d, const char *abs,
+		   const char *fin)
+{
+	if (c->n_dls == *cap) {
+		size_t n = *cap ? 2 * *cap : 16;
+		struct diag_dl *g = realloc(c->dls, n * sizeof(*g));
+
+		if (!g)
+			return false;
+		c->dls = g;
+		*cap = n;
+	}
+	d.path = strdup(abs);
+	d.final = fin ? strdup(fin) : NULL;
+	if (!d.path || (fin && !d.final)) {
+		free(d.path);
+		free(d.final);
+		return false;
+	}
+	c->dls[c->n_dls++] = d;
+	return true;
 }
 
 /* The downloads. A timeline that names them (downloads[] with a writer:
@@ -80,94 +84,104 @@ static const json_t *dl_by_final(const struct diag_ctx *c, const char *abs)
  * inside a models--* folder. */
 void diag_find_downloads(struct diag_ctx *c)
 {
-	json_t *files = json_object_get(c->root, "files"), *f, *g, *by_name = json_object();
-	json_t *named = json_object(); /* temp paths the downloads list gave */
-	size_t i, j;
+	const struct tl_view *v = c->view;
+	struct diag_index named, by_name; /* temp paths the downloads list gave */
+	size_t cap = 0;
 
-	c->dls = json_array();
-	json_array_foreach (json_object_get(c->root, "downloads"), i, f) {
-		const char *path = jstr(f, "path"), *fin = jstr(f, "final_path");
+	if (!diag_index_build(&named, v->n_downloads, named_key, v) ||
+	    !diag_index_build(&by_name, v->n_files, name_key, v)) {
+		diag_index_free(&named);
+		return;
+	}
+	for (size_t i = 0; i < v->n_downloads; i++) {
+		const struct tl_download *f = &v->downloads[i];
 		char abs[PATH_MAX], fabs[PATH_MAX];
 
-		if (!path || !jstr(f, "writer") || !strncmp(path, "[fd] ", 5))
+		if (!named_key(i, v))
 			continue;
-		path_resolve(c->app_dir, path, abs, sizeof(abs));
-		if (fin)
-			path_resolve(c->app_dir, fin, fabs, sizeof(fabs));
-		json_object_set_new(named, path, json_true());
-		json_array_append_new(
-		    c->dls,
-		    json_pack("{s:s, s:f, s:f, s:f, s:s?, s:s?, s:s, s:b, s:f, s:f}", "path", abs,
-			      "bytes", jnum(f, "bytes"), "first_ms", jnum(f, "first_ms"), "last_ms",
-			      jnum(f, "last_ms"), "final", fin ? fabs : NULL, "name",
-			      jstr(f, "name"), "writer", jstr(f, "writer"), "complete",
-			      json_is_true(json_object_get(f, "complete")), "threads",
-			      jnum(f, "threads"), "expected_size", jnum(f, "expected_size")));
+		path_resolve(c->app_dir, f->path, abs, sizeof(abs));
+		if (f->final_path)
+			path_resolve(c->app_dir, f->final_path, fabs, sizeof(fabs));
+		dl_add(c, &cap,
+		       (struct diag_dl){.bytes = tl_or0(f->bytes),
+					.first_ms = tl_or0(f->first_ms),
+					.last_ms = tl_or0(f->last_ms),
+					.name = f->name,
+					.writer = f->writer,
+					.complete = f->complete,
+					.threads = tl_or0(f->threads),
+					.expected_size = tl_or0(f->expected_size)},
+		       abs, f->final_path ? fabs : NULL);
 	}
-	/* every file by its name (the dentry's for "[fd] NAME"), 16 to 255
-	 * bytes: a download's other names are then found by looking up each
-	 * prefix of its base name, not by a scan of all files per download */
-	json_array_foreach (files, i, f) {
-		const char *q = jstr(f, "path"), *name;
-		json_t *l;
-
-		if (!q || !by_name)
-			continue;
-		name = !strncmp(q, "[fd] ", 5) ? q + 5 : base_name(q);
-		if (strlen(name) < 16 || strlen(name) > 255)
-			continue;
-		l = json_object_get(by_name, name);
-		if (!l)
-			json_object_set_new(by_name, name, l = json_array());
-		json_array_append(l, f);
-	}
-	json_array_foreach (files, i, f) {
-		const char *path = jstr(f, "path"), *b;
+	/* a download's other names are found by looking up each prefix of its
+	 * base name in by_name, not by a scan of all files per download */
+	for (size_t i = 0; i < v->n_files; i++) {
+		const struct tl_file *f = &v->files[i];
+		const char *b;
 		double bytes, last;
 		char abs[PATH_MAX];
 		size_t bl;
 
-		if (!path || !strncmp(path, "[fd] ", 5) || !str_ends_with(path, ".incomplete") ||
-		    json_object_get(named, path))
+		if (!f->path || fd_name(f->path) || !hf_hub_temp(f->path) ||
+		    diag_index_find(&named, f->path, strlen(f->path), false) >= 0)
 			continue;
-		b = base_name(path);
+		b = base_name(f->path);
 		bl = strlen(b);
-		bytes = jnum(f, "bytes_written");
-		last = jnum(f, "last_ms");
+		bytes = tl_or0(f->bytes_written);
+		last = tl_or0(f->last_ms);
 		/* dentry names are cut at TRACE_NAME_MAX: a prefix will do */
 		for (size_t l = 16; l <= bl && l <= 255; l++) {
-			json_array_foreach (json_object_getn(by_name, b, l), j, g) {
+			size_t lo, hi;
+
+			diag_index_range(&by_name, b, l, &lo, &hi);
+			for (; lo < hi; lo++) {
+				const struct tl_file *g = &v->files[by_name.order[lo]];
+
 				if (g == f)
 					continue;
-				bytes += jnum(g, "bytes_written");
-				if (jnum(g, "last_ms") > last)
-					last = jnum(g, "last_ms");
+				bytes += tl_or0(g->bytes_written);
+				if (tl_or0(g->last_ms) > last)
+					last = tl_or0(g->last_ms);
 			}
 		}
-		path_resolve(c->app_dir, path, abs, sizeof(abs));
-		json_array_append_new(c->dls,
-				      json_pack("{s:s, s:f, s:f, s:f}", "path", abs, "bytes", bytes,
-						"first_ms", jnum(f, "first_ms"), "last_ms", last));
+		path_resolve(c->app_dir, f->path, abs, sizeof(abs));
+		dl_add(c, &cap,
+		       (struct diag_dl){
+			   .bytes = bytes, .first_ms = tl_or0(f->first_ms), .last_ms = last},
+		       abs, NULL);
 	}
-	json_array_foreach (files, i, f) {
-		const char *path = jstr(f, "path");
+	for (size_t i = 0; i < v->n_files; i++) {
+		const struct tl_file *f = &v->files[i];
 		char abs[PATH_MAX];
 
-		if (!path || !strncmp(path, "[fd] ", 5) || str_ends_with(path, ".incomplete") ||
-		    !hf_repo_folder(path, NULL) || hf_cache_meta(path) ||
-		    jnum(f, "bytes_written") <= 0 || json_object_get(named, path))
+		if (!f->path || fd_name(f->path) || hf_hub_temp(f->path) ||
+		    !hf_repo_folder(f->path, NULL) || hf_cache_meta(f->path) ||
+		    tl_or0(f->bytes_written) <= 0 ||
+		    diag_index_find(&named, f->path, strlen(f->path), false) >= 0)
 			continue;
 		/* the blob a named download was renamed to is that download */
-		path_resolve(c->app_dir, path, abs, sizeof(abs));
+		path_resolve(c->app_dir, f->path, abs, sizeof(abs));
 		if (dl_by_final(c, abs))
 			continue;
-		json_array_append_new(c->dls, json_pack("{s:s, s:f, s:f, s:f}", "path", abs,
-							"bytes", jnum(f, "bytes_written"),
-							"first_ms", jnum(f, "first_ms"), "last_ms",
-							jnum(f, "last_ms")));
+		dl_add(c, &cap,
+		       (struct diag_dl){.bytes = tl_or0(f->bytes_written),
+					.first_ms = tl_or0(f->first_ms),
+					.last_ms = tl_or0(f->last_ms)},
+		       abs, NULL);
 	}
-	json_decref(by_name);
-	json_decref(named);
+	diag_index_free(&by_name);
+	diag_index_free(&named);
+}
+
+void diag_free_downloads(struct diag_ctx *c)
+{
+	for (size_t i = 0; i < c->n_dls; i++) {
+		free(c->dls[i].path);
+		free(c->dls[i].final);
+	}
+	free(c->dls);
+	c->dls = NULL;
+	c->n_dls = 0;
 }
 
 static void cache_root(const char *abs, char *out, size_t len)
@@ -177,23 +191,22 @@ static void cache_root(const char *abs, char *out, size_t len)
 
 static void rule_wrong_cache(struct diag_ctx *c)
 {
-	json_t *roots, *f, *g;
+	json_t *roots, *g;
 	const char *root;
-	size_t i;
 
 	if (!c->n_caches)
 		return;
 	roots = json_object();
-	json_array_foreach (c->dls, i, f) {
+	for (size_t i = 0; i < c->n_dls; i++) {
+		const struct diag_dl *f = &c->dls[i];
 		char abs[PATH_MAX], r[PATH_MAX];
 		bool ok = false;
 
 		/* local_dir, ModelScope and the mirror write where they were told
 		 * (IndexTTS2's flat hf_cache/ layout): deliberate, not a cache */
-		if (jstr(f, "writer") && strcmp(jstr(f, "writer"), "hub_cache"))
+		if (f->writer && strcmp(f->writer, "hub_cache"))
 			continue;
-		snprintf(abs, sizeof(abs), "%s",
-			 jstr(f, "final") ? jstr(f, "final") : jstr(f, "path"));
+		snprintf(abs, sizeof(abs), "%s", f->final ? f->final : f->path);
 		/* only a hub cache's layout (models--ORG--NAME) can be moved as one */
 		if (!hf_repo_folder(abs, NULL))
 			continue;
@@ -208,7 +221,7 @@ static void rule_wrong_cache(struct diag_ctx *c)
 			json_object_set_new(roots, r, g);
 		}
 		json_array_append_new(json_object_get(g, "files"), json_string(abs));
-		json_object_set_new(g, "bytes", json_real(jnum(g, "bytes") + jnum(f, "bytes")));
+		json_object_set_new(g, "bytes", json_real(jnum(g, "bytes") + f->bytes));
 	}
 	json_object_foreach (roots, root, g) {
 		char b[32], fix[3 * PATH_MAX + 512];
@@ -239,16 +252,15 @@ static void rule_wrong_cache(struct diag_ctx *c)
  * fall in a window is then two binary searches. */
 static double *hub_connect_starts(struct diag_ctx *c, size_t *n)
 {
-	json_t *arr = json_object_get(c->root, "connects"), *e;
-	double *v = calloc(json_array_size(arr) + 1, sizeof(*v));
-	size_t i;
+	const struct tl_view *w = c->view;
+	double *v = calloc(w->n_connects + 1, sizeof(*v));
 
 	*n = 0;
-	json_array_foreach (arr, i, e) {
-		int port = (int)json_integer_value(json_object_get(e, "port"));
+	for (size_t i = 0; i < w->n_connects; i++) {
+		int port = (int)tl_or0(w->connects[i].port);
 
 		if (v && port && port != 53)
-			v[(*n)++] = jnum(e, "start_ms");
+			v[(*n)++] = tl_or0(w->connects[i].start_ms);
 	}
 	if (v)
 		qsort(v, *n, sizeof(*v), diag_cmp_double);
@@ -276,34 +288,55 @@ static int hub_connects_between(const double *v, size_t n, double a, double b)
 	return v && b >= a ? (int)(bound(v, n, b, true) - bound(v, n, a, false)) : 0;
 }
 
-/* What diagnose_record_cache_fs saw on disk when the timeline was written:
- * the *.incomplete files still there under each cache ({path: size}), and
- * whether abs lies under a cache where that was recorded at all. It writes
- * at most HF_MAX_CACHE_DIRS entries: more (a hand-made timeline) are not
- * looked at, so the look-up per file stays constant. */
-static json_t *incomplete_recorded(const struct diag_ctx *c)
-{
-	json_t *idx = json_object(), *e, *g;
-	size_t i, j;
+/* What the pipeline's cache_fs stage saw on disk when the timeline was
+ * written: the *.incomplete files still there under each cache (their
+ * index: on_disk_key over the first HF_MAX_CACHE_DIRS caches' lists, one
+ * after the other), and whether abs lies under a cache where that was
+ * recorded at all. It writes at most HF_MAX_CACHE_DIRS entries: more (a
+ * hand-made timeline) are not looked at, so the look-up per file stays
+ * constant. */
+struct on_disk {
+	const struct tl_on_disk **all;
+	size_t n;
+	struct diag_index ix;
+};
 
-	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e)
-		json_array_foreach (i < HF_MAX_CACHE_DIRS ? json_object_get(e, "incomplete") : NULL,
-				    j, g)
-			if (jstr(g, "path") && idx)
-				json_object_set(idx, jstr(g, "path"),
-						json_object_get(g, "size") ?: json_null());
-	return idx;
+static const char *on_disk_key(size_t i, const void *arg)
+{
+	return ((const struct on_disk *)arg)->all[i]->path;
+}
+
+static void incomplete_recorded(const struct diag_ctx *c, struct on_disk *d)
+{
+	const struct tl_view *v = c->view;
+	size_t n = 0;
+
+	memset(d, 0, sizeof(*d));
+	for (size_t i = 0; i < v->n_cache_fs && i < HF_MAX_CACHE_DIRS; i++)
+		n += v->cache_fs[i].n_incomplete;
+	if (!(d->all = calloc(n + 1, sizeof(*d->all))))
+		return;
+	for (size_t i = 0; i < v->n_cache_fs && i < HF_MAX_CACHE_DIRS; i++)
+		for (size_t j = 0; j < v->cache_fs[i].n_incomplete; j++)
+			d->all[d->n++] = &v->cache_fs[i].incomplete[j];
+	diag_index_build(&d->ix, d->n, on_disk_key, d);
+}
+
+/* The recorded temp file at abs (the last recorded), or NULL */
+static const struct tl_on_disk *on_disk_at(const struct on_disk *d, const char *abs)
+{
+	long k = d->all ? diag_index_find(&d->ix, abs, strlen(abs), true) : -1;
+
+	return k >= 0 ? d->all[k] : NULL;
 }
 
 static bool recorded_under(const struct diag_ctx *c, const char *abs)
 {
-	json_t *e;
-	size_t i;
+	const struct tl_view *v = c->view;
 
-	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e)
-		if (i < HF_MAX_CACHE_DIRS && jstr(e, "dir") &&
-		    json_is_array(json_object_get(e, "incomplete")) &&
-		    path_under(abs, jstr(e, "dir")))
+	for (size_t i = 0; i < v->n_cache_fs && i < HF_MAX_CACHE_DIRS; i++)
+		if (v->cache_fs[i].dir && v->cache_fs[i].has_incomplete &&
+		    path_under(abs, v->cache_fs[i].dir))
 			return true;
 	return false;
 }
@@ -311,48 +344,65 @@ static bool recorded_under(const struct diag_ctx *c, const char *abs)
 /* The CAS peer (network[].role "cas") the service sent the most to, when
  * Xet is not switched off ([env] HF_HUB_DISABLE_XET): a download of the hub
  * writers with no byte written was a Xet transfer waiting on it. */
-static const json_t *xet_cas_peer(const struct diag_ctx *c)
+static const struct tl_peer *xet_cas_peer(const struct diag_ctx *c)
 {
-	const json_t *vars = json_object_get(
-	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "env"),
-	    "vars");
-	const char *off = jstr(vars, "HF_HUB_DISABLE_XET");
-	const json_t *n, *best = NULL;
-	size_t i;
+	const char *off = tl_view_env(c->view, "HF_HUB_DISABLE_XET");
+	const struct tl_peer *best = NULL;
 
 	if (off && strcmp(off, "0") && strcasecmp(off, "false"))
 		return NULL;
-	json_array_foreach (json_object_get(c->root, "network"), i, n)
-		if (jstr(n, "role") && !strcmp(jstr(n, "role"), "cas") &&
-		    jnum(n, "bytes_out") > 0 &&
-		    (!best || jnum(n, "bytes_out") > jnum(best, "bytes_out")))
+	for (size_t i = 0; i < c->view->n_network; i++) {
+		const struct tl_peer *n = &c->view->network[i];
+
+		if (n->role && !strcmp(n->role, "cas") && tl_or0(n->bytes_out) > 0 &&
+		    (!best || tl_or0(n->bytes_out) > tl_or0(best->bytes_out)))
 			best = n;
+	}
 	return best;
+}
+
+/* downloads[] by temp path, all of them */
+static const char *dl_path_key(size_t i, const void *arg)
+{
+	return ((const struct tl_view *)arg)->downloads[i].path;
+}
+
+/* c->dls by (absolute) path */
+static const char *dls_key(size_t i, const void *arg)
+{
+	return ((const struct diag_ctx *)arg)->dls[i].path;
 }
 
 static void rule_interrupted(struct diag_ctx *c)
 {
 	/* indexes built once: lookups per file stay O(log n) on any input */
-	json_t *f, *by_path = json_index(json_object_get(c->root, "downloads"), "path", false);
-	json_t *dls_by_path = json_index(c->dls, "path", true);
-	json_t *on_disk_idx = incomplete_recorded(c);
-	size_t i, n_hub;
+	const struct tl_view *v = c->view;
+	struct diag_index by_path, dls_by_path;
+	struct on_disk on_disk_idx;
+	size_t n_hub;
 	double *hub = hub_connect_starts(c, &n_hub);
 
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
-		const char *path = jstr(f, "path");
+	diag_index_build(&by_path, v->n_downloads, dl_path_key, v);
+	diag_index_build(&dls_by_path, c->n_dls, dls_key, c);
+	incomplete_recorded(c, &on_disk_idx);
+	for (size_t i = 0; i < v->n_files; i++) {
+		const struct tl_file *f = &v->files[i];
+		const char *path = f->path;
 		char abs[PATH_MAX], a[32];
-		double on_disk = -1, written = jnum(f, "bytes_written");
-		json_t *d, *size;
-		const json_t *cas;
+		double on_disk = -1, written = tl_or0(f->bytes_written);
+		const struct tl_download *d;
+		const struct tl_on_disk *size;
+		const struct tl_peer *cas;
 		const char *writer, *fix, *werr;
 		char host[300], what[400];
 		bool left, xet, hubw;
+		long k;
 
 		if (!path)
 			continue;
-		d = json_object_get(by_path, path);
-		if (!str_ends_with(path, ".incomplete") && !(d && jstr(d, "writer")))
+		k = diag_index_find(&by_path, path, strlen(path), false);
+		d = k >= 0 ? &v->downloads[k] : NULL;
+		if (!hf_hub_temp(path) && !(d && d->writer))
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		/* recorded answers only, so that diagnose on a saved timeline says
@@ -360,36 +410,36 @@ static void rule_interrupted(struct diag_ctx *c)
 		 * (downloads[].complete, from the trace), else whether the file was
 		 * on disk when the timeline was written (cache_fs[].incomplete),
 		 * else the tracer's downloads[].completed */
-		size = json_object_get(on_disk_idx, abs);
-		if (d && json_is_boolean(json_object_get(d, "complete")))
-			left = json_is_false(json_object_get(d, "complete"));
+		size = on_disk_at(&on_disk_idx, abs);
+		if (d && d->complete_known)
+			left = !d->complete;
 		else if (recorded_under(c, abs))
 			left = size != NULL;
 		else
-			left = d && json_is_false(json_object_get(d, "completed"));
+			left = d && d->completed_known && !d->completed;
 		if (!left)
 			continue;
-		if (json_is_number(size))
-			on_disk = json_number_value(size); /* evidence: the size when written */
-		if (json_object_get(dls_by_path, abs))
-			written = jnum(json_object_get(dls_by_path, abs), "bytes");
+		if (size && tl_has(size->size))
+			on_disk = size->size; /* evidence: the size when written */
+		k = diag_index_find(&dls_by_path, abs, strlen(abs), true);
+		if (k >= 0)
+			written = c->dls[k].bytes;
 		fmt_bytes(a, sizeof(a), written);
 		/* Xet (written from several threads) starts over; huggingface_hub's
 		 * plain HTTP and ModelScope resume with a Range request. Nothing
 		 * written: no byte arrived (a Xet transfer whose CAS failed or
 		 * hung before the first chunk; a ModelScope or mirror error) */
-		writer = d ? jstr(d, "writer") : NULL;
+		writer = d ? d->writer : NULL;
 		hubw = !writer || !strcmp(writer, "local_dir") || !strcmp(writer, "hub_cache");
 		cas = written <= 0 && hubw ? xet_cas_peer(c) : NULL;
-		xet = (d && jnum(d, "threads") > 1) || cas;
+		xet = (d && tl_or0(d->threads) > 1) || cas;
 		if (cas) {
-			snprintf(host, sizeof(host), "%s:%lld",
-				 jstr(cas, "host") ? jstr(cas, "host") : jstr(cas, "peer"),
-				 (long long)jnum(cas, "port"));
-			if (!jstr(cas, "host") || jnum(cas, "port") <= 0)
-				snprintf(host, sizeof(host), "%s", jstr(cas, "peer") ?: "?");
+			snprintf(host, sizeof(host), "%s:%lld", cas->host ? cas->host : cas->peer,
+				 (long long)tl_or0(cas->port));
+			if (!cas->host || tl_or0(cas->port) <= 0)
+				snprintf(host, sizeof(host), "%s", cas->peer ?: "?");
 		}
-		werr = jstr(f, "write_errno");
+		werr = f->write_errno;
 		if (werr)
 			snprintf(what, sizeof(what),
 				 "%s written this run, then a write failed (%s): never completed",
@@ -433,72 +483,74 @@ static void rule_interrupted(struct diag_ctx *c)
 		diag_add(c, c->failed ? DIAG_ERROR : DIAG_WARNING,
 			 "interrupted download left behind",
 			 json_pack("{s:s, s:s?, s:s?, s:f, s:o, s:f, s:f, s:i, s:b, s:s?}", "path",
-				   abs, "name", d ? jstr(d, "name") : NULL, "writer", writer,
+				   abs, "name", d ? d->name : NULL, "writer", writer,
 				   "bytes_written", written, "size_on_disk",
 				   on_disk >= 0 ? json_real(on_disk) : json_null(), "first_ms",
-				   jnum(f, "first_ms"), "last_ms", jnum(f, "last_ms"), "connects",
-				   hub_connects_between(hub, n_hub, jnum(f, "first_ms"),
-							jnum(f, "last_ms") + 1),
-				   "xet", xet, "cas_host", cas ? jstr(cas, "host") : NULL),
-			 -1, fix, "%s: %s (%s)", d && jstr(d, "name") ? jstr(d, "name") : abs, what,
-			 abs);
+				   tl_or0(f->first_ms), "last_ms", tl_or0(f->last_ms), "connects",
+				   hub_connects_between(hub, n_hub, tl_or0(f->first_ms),
+							tl_or0(f->last_ms) + 1),
+				   "xet", xet, "cas_host", cas ? cas->host : NULL),
+			 -1, fix, "%s: %s (%s)", d && d->name ? d->name : abs, what, abs);
 	}
-	json_decref(by_path);
-	json_decref(dls_by_path);
-	json_decref(on_disk_idx);
+	diag_index_free(&by_path);
+	diag_index_free(&dls_by_path);
+	diag_index_free(&on_disk_idx.ix);
+	free(on_disk_idx.all);
 	free(hub);
 }
 
 static void rule_slow_download(struct diag_ctx *c)
 {
-	json_t *files = json_array(), *f;
+	json_t *files = json_array();
 	double bytes = 0, a = -1, b = -1, left = 0, r;
-	size_t i;
 	int unknown = 0;
 	char rate[32], total[32], msg_files[1024] = "", tail[128];
-	json_t *by_path = json_index(json_object_get(c->root, "downloads"), "path", false);
+	struct diag_index by_path;
 	/* every slow file ModelScope's (downloads[].writer): from ModelScope,
 	 * not from the hub HF_ENDPOINT names */
 	bool ms = true;
 
-	json_array_foreach (c->dls, i, f) {
-		double w = jnum(f, "bytes"), dur = jnum(f, "last_ms") - jnum(f, "first_ms");
+	diag_index_build(&by_path, c->view->n_downloads, dl_path_key, c->view);
+	for (size_t i = 0; i < c->n_dls; i++) {
+		const struct diag_dl *f = &c->dls[i];
+		double w = f->bytes, dur = f->last_ms - f->first_ms;
 		char abs[PATH_MAX];
 		const char *wr;
+		long k;
 
 		if (w <= 0 || dur < SLOW_MIN_MS || w / (dur / 1000) >= SLOW_RATE_BPS)
 			continue;
-		wr = jstr(json_object_get(by_path, jstr(f, "path")), "writer");
+		k = diag_index_find(&by_path, f->path, strlen(f->path), false);
+		wr = k >= 0 ? c->view->downloads[k].writer : NULL;
 		if (!wr || strcmp(wr, "modelscope"))
 			ms = false;
-		snprintf(abs, sizeof(abs), "%s", jstr(f, "path"));
+		snprintf(abs, sizeof(abs), "%s", f->path);
 		json_array_append_new(files, json_pack("{s:s, s:s?, s:f, s:f, s:f}", "path", abs,
-						       "name", jstr(f, "name"), "bytes", w,
-						       "seconds", diag_round3(dur / 1000),
-						       "rate_bps", diag_round3(w / (dur / 1000))));
+						       "name", f->name, "bytes", w, "seconds",
+						       diag_round3(dur / 1000), "rate_bps",
+						       diag_round3(w / (dur / 1000))));
 		bytes += w;
 		/* what is still to come, where the size is known (downloads[]) */
-		if (!json_is_true(json_object_get(f, "complete"))) {
-			if (jnum(f, "expected_size") > w)
-				left += jnum(f, "expected_size") - w;
+		if (!f->complete) {
+			if (f->expected_size > w)
+				left += f->expected_size - w;
 			else
 				unknown++;
 		}
-		if (a < 0 || jnum(f, "first_ms") < a)
-			a = jnum(f, "first_ms");
-		if (jnum(f, "last_ms") > b)
-			b = jnum(f, "last_ms");
+		if (a < 0 || f->first_ms < a)
+			a = f->first_ms;
+		if (f->last_ms > b)
+			b = f->last_ms;
 		if (strlen(msg_files) < 600) {
 			char one[64];
 
 			fmt_bytes(one, sizeof(one), w / (dur / 1000));
 			snprintf(msg_files + strlen(msg_files),
 				 sizeof(msg_files) - strlen(msg_files), "%s%.80s at %s/s",
-				 *msg_files ? ", " : "",
-				 jstr(f, "name") ? jstr(f, "name") : base_name(abs), one);
+				 *msg_files ? ", " : "", f->name ? f->name : base_name(abs), one);
 		}
 	}
-	json_decref(by_path);
+	diag_index_free(&by_path);
 	if (!json_array_size(files)) {
 		json_decref(files);
 		return;
@@ -539,13 +591,13 @@ static void rule_slow_download(struct diag_ctx *c)
  * full disk there fails the transfer's writes. */
 static void rule_xet_cache(struct diag_ctx *c)
 {
-	json_t *x = json_object_get(c->root, "xet");
-	const char *dir = jstr(x, "dir"), *err = jstr(x, "write_errno");
+	const struct tl_xet *x = &c->view->xet;
+	const char *dir = x->dir, *err = x->write_errno;
 	char b[32], fix[2 * PATH_MAX + 512];
 
-	if (!json_is_object(x) || !dir || jnum(x, "bytes_written") <= 0)
+	if (!x->present || !dir || tl_or0(x->bytes_written) <= 0)
 		return;
-	fmt_bytes(b, sizeof(b), jnum(x, "bytes_written"));
+	fmt_bytes(b, sizeof(b), x->bytes_written);
 	if (err && (!strcmp(err, "ENOSPC") || !strcmp(err, "EDQUOT"))) {
 		snprintf(fix, sizeof(fix),
 			 "free space where %s is, or move it to a disk with room: [env] "
@@ -555,36 +607,32 @@ static void rule_xet_cache(struct diag_ctx *c)
 			 dir);
 		diag_add(
 		    c, c->failed ? DIAG_ERROR : DIAG_WARNING, "Xet chunk cache full",
-		    json_pack("{s:s, s:f, s:f, s:s}", "dir", dir, "bytes_written",
-			      jnum(x, "bytes_written"), "write_errors", jnum(x, "write_errors"),
-			      "errno", err),
+		    json_pack("{s:s, s:f, s:f, s:s}", "dir", dir, "bytes_written", x->bytes_written,
+			      "write_errors", tl_or0(x->write_errors), "errno", err),
 		    -1, fix, "%.0f write%s into Xet's cache %s failed with %s (%s written there)",
-		    jnum(x, "write_errors"), jnum(x, "write_errors") == 1 ? "" : "s", dir, err, b);
+		    tl_or0(x->write_errors), tl_or0(x->write_errors) == 1 ? "" : "s", dir, err, b);
 		return;
 	}
-	if (!json_is_false(json_object_get(x, "persistent")))
+	if (x->persistent != 0)
 		return;
 	snprintf(fix, sizeof(fix),
 		 "put Xet's cache on a disk: [env] HF_XET_CACHE = /var/cache/indextts/xet in "
 		 "tts-launch.ini (HF_HOME moves it too), or turn the chunk cache off with "
 		 "HF_XET_CHUNK_CACHE_SIZE_BYTES=0; %s is on %s",
-		 dir, jstr(x, "fs_type") ?: "?");
+		 dir, x->fs_type ?: "?");
 	diag_add(c, DIAG_WARNING, "Xet chunk cache on a file system that is not kept",
-		 json_pack("{s:s, s:O, s:O, s:f, s:f}", "dir", dir, "fs_type",
-			   json_object_get(x, "fs_type"), "lost", json_object_get(x, "lost"),
-			   "bytes_written", jnum(x, "bytes_written"), "files", jnum(x, "files")),
+		 json_pack("{s:s, s:s?, s:s?, s:f, s:f}", "dir", dir, "fs_type", x->fs_type, "lost",
+			   x->lost, "bytes_written", x->bytes_written, "files", tl_or0(x->files)),
 		 -1, fix,
 		 "Xet wrote %s into its chunk cache %s on %s (%s): every byte downloaded is "
 		 "written twice, and the cache is gone on the next start",
-		 b, dir, jstr(x, "fs_type") ?: "?", jstr(x, "lost") ?: "not kept");
+		 b, dir, x->fs_type ?: "?", x->lost ?: "not kept");
 }
 
 /* The configured model dir, absolute ("" when unset) */
 static void model_dir_abs(const struct diag_ctx *c, char *out, size_t len)
 {
-	const char *md = jstr(
-	    json_object_get(json_object_get(json_object_get(c->root, "launcher"), "config"), "app"),
-	    "model_dir");
+	const char *md = c->view->config_model_dir;
 
 	out[0] = 0;
 	if (md && *md)
@@ -597,24 +645,20 @@ static void model_dir_abs(const struct diag_ctx *c, char *out, size_t len)
  * .locks/ are diagnose_io's lock-wait. */
 static void rule_download_lock(struct diag_ctx *c)
 {
-	json_t *l;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "locks"), i, l) {
-		const char *path = jstr(l, "path"), *cmd = jstr(l, "holder_command");
+	for (size_t i = 0; i < c->view->n_locks; i++) {
+		const struct tl_lock *l = &c->view->locks[i];
+		const char *path = l->path, *cmd = l->holder_command;
 		char fin[PATH_MAX], name[PATH_MAX], md[PATH_MAX] = "", who[160] = "another process";
-		double ms = json_is_true(json_object_get(l, "waiting")) ? jnum(l, "waiting_ms")
-									: jnum(l, "contended_ms");
-		bool still = json_is_true(json_object_get(l, "waiting")) ||
-			     json_is_null(json_object_get(l, "acquired_ms"));
-		json_int_t pid = json_integer_value(json_object_get(l, "holder_pid"));
+		double ms = tl_or0(l->waiting ? l->waiting_ms : l->contended_ms);
+		bool still = l->waiting || l->acquired_null;
+		json_int_t pid = tl_has(l->holder_pid) ? (json_int_t)l->holder_pid : 0;
 
 		/* one refused poll is no wait on another process: 8 snapshot
 		 * workers of the service itself contend for a moment, and on a
 		 * loaded machine the 50 ms sleep before the next poll can last
 		 * seconds (contended_ms then measures the scheduler) */
 		if (!path || !hf_local_dir_lock(path, fin, sizeof(fin)) || ms < LOCK_WAIT_MS ||
-		    jnum(l, "failures") < 2)
+		    tl_or0(l->failures) < 2)
 			continue;
 		model_dir_abs(c, md, sizeof(md));
 		hf_download_name(fin, md, c->app_dir, name, sizeof(name));
@@ -627,7 +671,7 @@ static void rule_download_lock(struct diag_ctx *c)
 		    json_pack("{s:s, s:s, s:s, s:o, s:s?, s:f, s:f, s:b}", "lock", path, "name",
 			      name, "file", fin, "holder_pid",
 			      pid > 0 ? json_integer(pid) : json_null(), "holder_command", cmd,
-			      "seconds", diag_round3(ms / 1000), "polls", jnum(l, "failures"),
+			      "seconds", diag_round3(ms / 1000), "polls", tl_or0(l->failures),
 			      "still_waiting", still),
 		    ms / 1000,
 		    "another process is downloading the same file into the same folder "
@@ -641,11 +685,11 @@ static void rule_download_lock(struct diag_ctx *c)
 
 /* The local_dir metadata huggingface_hub keeps for a download's final name:
  * TEMP's folder (LOCAL/.cache/huggingface/download/SUB/) + NAME.metadata. */
-static bool local_dir_metadata(const json_t *d, char *out, size_t len)
+static bool local_dir_metadata(const struct tl_download *d, char *out, size_t len)
 {
-	const char *temp = jstr(d, "path"), *fin = jstr(d, "final_path"), *slash, *base;
+	const char *temp = d->path, *fin = d->final_path, *slash, *base;
 
-	if (!temp || !fin || !jstr(d, "writer") || strcmp(jstr(d, "writer"), "local_dir"))
+	if (!temp || !fin || !d->writer || strcmp(d->writer, "local_dir"))
 		return false;
 	slash = strrchr(temp, '/');
 	base = strrchr(fin, '/');
@@ -662,34 +706,44 @@ static bool local_dir_metadata(const json_t *d, char *out, size_t len)
  * since it was downloaded: a git pull of the IndexTTS2 checkout deleting
  * checkpoints/config.yaml (index-tts#701). A file there but outdated (a new
  * revision) is not missing: no finding. */
+static const char *file_key(size_t i, const void *arg)
+{
+	return ((const struct tl_view *)arg)->files[i].path;
+}
+
+static const char *missing_key(size_t i, const void *arg)
+{
+	return ((const struct tl_view *)arg)->missing[i].path;
+}
+
 static json_t *downloaded_again(const struct diag_ctx *c, double *bytes)
 {
-	json_t *files = json_array(), *d;
-	json_t *by_path = json_index(json_object_get(c->root, "files"), "path", false);
-	json_t *missing = json_index(json_object_get(c->root, "missing_paths"), "path", false);
-	size_t i;
+	const struct tl_view *v = c->view;
+	json_t *files = json_array();
+	struct diag_index by_path, missing;
 
+	diag_index_build(&by_path, v->n_files, file_key, v);
+	diag_index_build(&missing, v->n_missing, missing_key, v);
 	*bytes = 0;
-	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
+	for (size_t i = 0; i < v->n_downloads; i++) {
+		const struct tl_download *d = &v->downloads[i];
 		char meta[PATH_MAX];
-		const json_t *m, *gone;
+		long m, gone;
 
-		if (jstr(d, "also_in") || !json_is_true(json_object_get(d, "complete")) ||
-		    !local_dir_metadata(d, meta, sizeof(meta)))
+		if (d->also_in || !d->complete || !local_dir_metadata(d, meta, sizeof(meta)))
 			continue;
-		m = json_object_get(by_path, meta);
-		gone = json_object_get(missing, jstr(d, "final_path"));
-		if (jnum(m, "bytes_read") <= 0 || !gone || !jstr(gone, "errno") ||
-		    strcmp(jstr(gone, "errno"), "ENOENT"))
+		m = diag_index_find(&by_path, meta, strlen(meta), false);
+		gone = diag_index_find(&missing, d->final_path, strlen(d->final_path), false);
+		if (m < 0 || tl_or0(v->files[m].bytes_read) <= 0 || gone < 0 ||
+		    !v->missing[gone].errno_name || strcmp(v->missing[gone].errno_name, "ENOENT"))
 			continue;
-		*bytes += jnum(d, "bytes");
-		json_array_append_new(files,
-				      json_pack("{s:s?, s:s, s:s, s:f}", "name", jstr(d, "name"),
-						"final", jstr(d, "final_path"), "metadata", meta,
-						"bytes", jnum(d, "bytes")));
+		*bytes += tl_or0(d->bytes);
+		json_array_append_new(files, json_pack("{s:s?, s:s, s:s, s:f}", "name", d->name,
+						       "final", d->final_path, "metadata", meta,
+						       "bytes", tl_or0(d->bytes)));
 	}
-	json_decref(by_path);
-	json_decref(missing);
+	diag_index_free(&by_path);
+	diag_index_free(&missing);
 	return files;
 }
 
@@ -705,22 +759,22 @@ static json_t *downloaded_again(const struct diag_ctx *c, double *bytes)
  *   (downloaded_again). */
 static void rule_downloaded_twice(struct diag_ctx *c)
 {
-	json_t *files = json_array(), *d, *again;
+	json_t *files = json_array(), *again;
 	double bytes = 0;
 	char first_cache[PATH_MAX] = "", b[32], fix[PATH_MAX + 600];
-	size_t i;
 
-	json_array_foreach (json_object_get(c->root, "downloads"), i, d) {
-		const char *blob = jstr(d, "also_in");
+	for (size_t i = 0; i < c->view->n_downloads; i++) {
+		const struct tl_download *d = &c->view->downloads[i];
+		const char *blob = d->also_in;
 
-		if (!blob || !json_is_true(json_object_get(d, "complete")))
+		if (!blob || !d->complete)
 			continue;
 		if (!*first_cache)
 			snprintf(first_cache, sizeof(first_cache), "%.*s",
 				 (int)hf_cache_root_len(blob), blob);
-		bytes += jnum(d, "bytes");
-		json_array_append_new(files, json_pack("{s:s?, s:s, s:f}", "name", jstr(d, "name"),
-						       "cached", blob, "bytes", jnum(d, "bytes")));
+		bytes += tl_or0(d->bytes);
+		json_array_append_new(files, json_pack("{s:s?, s:s, s:f}", "name", d->name,
+						       "cached", blob, "bytes", tl_or0(d->bytes)));
 	}
 	if (json_array_size(files)) {
 		fmt_bytes(b, sizeof(b), bytes);

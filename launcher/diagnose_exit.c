@@ -204,7 +204,7 @@ static void rule_http_error(struct diag_ctx *c)
 	size_t i;
 	char in[32], what[600];
 
-	if (json_array_size(c->dls) || (!status && !c->failed && c->ready >= 0))
+	if (c->n_dls || (!status && !c->failed && c->ready >= 0))
 		return;
 	for (i = 0; i < c->view->n_network; i++) {
 		const struct tl_peer *p = &c->view->network[i];

@@ -3,9 +3,7 @@
  * was tried and failed (the runtime's error codes decide, not the device
  * nodes: a fake /dev/nvidia0 changes nothing), info when it was never tried
  * (a CPU-only PyTorch, as Debian's on the demo), so a healthy CPU start still
- * exits 0. Reads the model through its typed views (c->view); the low-VRAM
- * rule reads gpu.low_vram and gpu.device off the tree (c->root), which the
- * views do not decode (yet). */
+ * exits 0. Reads the model through its typed views (c->view). */
 #include <stdio.h>
 #include <string.h>
 
@@ -110,19 +108,16 @@ static void rule_cpu_only(struct diag_ctx *c)
  * without the check, or one overriding it: the models may not fit). */
 static void rule_low_vram(struct diag_ctx *c)
 {
-	const json_t *g = json_object_get(c->root, "gpu");
-	const json_t *lv = json_object_get(g, "low_vram"), *dev = json_object_get(g, "device");
-	const json_t *total = json_object_get(lv, "total_bytes");
-	const json_t *thr = json_object_get(lv, "threshold_bytes");
-	const char *name = json_string_value(json_object_get(dev, "name"));
-	bool qwen = json_is_true(json_object_get(lv, "qwen_emotion_opened"));
+	const struct tl_gpu *g = &c->view->gpu;
+	const char *name = g->device_name;
+	bool qwen = g->low_vram_qwen_opened;
 	double gib = 1024.0 * 1024 * 1024, t, th;
 	const char *on = name ? name : "the GPU";
 
-	if (!json_is_true(json_object_get(lv, "below")) || !json_is_number(total))
+	if (!g->low_vram_below || !tl_has(g->low_vram_total_bytes))
 		return;
-	t = json_number_value(total);
-	th = json_is_number(thr) ? json_number_value(thr) : 10 * gib;
+	t = g->low_vram_total_bytes;
+	th = tl_has(g->low_vram_threshold_bytes) ? g->low_vram_threshold_bytes : 10 * gib;
 	if (qwen)
 		diag_add(
 		    c, DIAG_WARNING,

@@ -30,17 +30,16 @@
  * works costs nothing. <0: no strip to measure it (untraced attribution,
  * an older timeline, a strip cut short before the loop's end): the
  * caller's fallback is the loop's span. */
-static double loop_cost(const json_t *attr, double first, double last)
+static double loop_cost(const struct tl_attr *attr, double first, double last)
 {
-	const json_t *strip = json_object_get(attr, "strip"), *sg;
 	double cost = 0, covered = -1;
-	size_t i;
 
-	if (!json_is_array(strip) || !json_array_size(strip))
+	if (!attr->n_strip)
 		return -1;
-	json_array_foreach (strip, i, sg) {
-		double a = jnum(sg, "start_ms"), b = jnum(sg, "end_ms");
-		const char *k = jstr(sg, "kind") ?: "";
+	for (size_t i = 0; i < attr->n_strip; i++) {
+		const struct tl_strip_seg *sg = &attr->strip[i];
+		double a = tl_or0(sg->start_ms), b = tl_or0(sg->end_ms);
+		const char *k = sg->kind ?: "";
 
 		if (b > covered)
 			covered = b;
@@ -51,50 +50,50 @@ static double loop_cost(const json_t *attr, double first, double last)
 	}
 	/* the strip ends at ready (or the exit): a loop going on after it cost
 	 * the start-up nothing more; one cut short is not measured */
-	if (json_is_true(json_object_get(attr, "strip_cut")) && covered < last)
+	if (attr->strip_cut && covered < last)
 		return -1;
 	return cost;
 }
 
 static void rule_missing_retry(struct diag_ctx *c)
 {
-	json_t *list = json_array(), *m, *top = NULL;
-	const json_t *attr = json_object_get(c->root, "attribution");
+	json_t *list = json_array(), *top = NULL;
+	const struct tl_attr *attr = &c->view->attribution;
 	double cost_top = 0;
 	/* the start-up the loop is a share of: launch to ready, or to the end;
 	 * with the attribution, its window (the exec to ready or the exit) */
 	double startup = c->ready >= 0 ? c->ready : c->end;
 	const char *from = "span";
-	size_t i;
 
-	if (jnum(attr, "window_ms") > 0 && json_array_size(json_object_get(attr, "strip"))) {
-		startup = jnum(attr, "window_ms");
+	if (tl_or0(attr->window_ms) > 0 && attr->n_strip) {
+		startup = attr->window_ms;
 		from = "attribution";
 	}
-	json_array_foreach (json_object_get(c->root, "missing_paths"), i, m) {
-		const char *path = jstr(m, "path");
-		double span = jnum(m, "last_ms") - jnum(m, "first_ms"), cost = span;
+	for (size_t i = 0; i < c->view->n_missing; i++) {
+		const struct tl_missing *m = &c->view->missing[i];
+		const char *path = m->path;
+		double first = tl_or0(m->first_ms), last = tl_or0(m->last_ms);
+		double span = last - first, cost = span;
+		json_int_t attempts = tl_has(m->attempts) ? (json_int_t)m->attempts : 0;
 		char abs[PATH_MAX];
 
-		if (!path || diagnose_benign_missing(path, jstr(m, "class")))
+		if (!path || diagnose_benign_missing(path, m->class))
 			continue;
 		if (!strcmp(from, "attribution")) {
-			cost = loop_cost(attr, jnum(m, "first_ms"), jnum(m, "last_ms"));
+			cost = loop_cost(attr, first, last);
 			if (cost < 0)
 				cost = span; /* past a cut strip: the span stands for it */
 		}
-		if (json_integer_value(json_object_get(m, "attempts")) < RETRY_MIN_ATTEMPTS ||
+		if (attempts < RETRY_MIN_ATTEMPTS ||
 		    (cost < RETRY_MIN_SPAN_MS &&
 		     (cost < RETRY_SHARE_MIN_MS || startup <= 0 || cost < RETRY_SHARE * startup)))
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(
-		    list,
-		    json_pack("{s:s, s:I, s:O, s:f, s:f, s:f, s:f, s:s}", "path", abs, "attempts",
-			      json_integer_value(json_object_get(m, "attempts")), "errno",
-			      json_object_get(m, "errno"), "first_ms", jnum(m, "first_ms"),
-			      "last_ms", jnum(m, "last_ms"), "seconds", diag_round3(span / 1000),
-			      "cost_s", diag_round3(cost / 1000), "cost_from", from));
+		    list, json_pack("{s:s, s:I, s:s?, s:f, s:f, s:f, s:f, s:s}", "path", abs,
+				    "attempts", attempts, "errno", m->errno_name, "first_ms", first,
+				    "last_ms", last, "seconds", diag_round3(span / 1000), "cost_s",
+				    diag_round3(cost / 1000), "cost_from", from));
 		if (startup > 0)
 			json_object_set_new(json_array_get(list, json_array_size(list) - 1),
 					    "share", json_real(diag_round3(cost / startup)));
@@ -136,22 +135,57 @@ static bool cache_related(struct diag_ctx *c, const char *abs, const char *cls)
 	       path_under(abs, c->app_dir);
 }
 
-/* The recorded file system (cache_fs) of the cache holding abs: the
- * deepest dir containing it. */
-static json_t *cache_fs_of(struct diag_ctx *c, const char *abs)
+/* One entry of files[] (s 0), missing_paths[] (1) or failed_ops[] (2), as
+ * the rules over all three see it; false past the section's end. */
+struct io_entry {
+	const char *path, *err, *werr, *cls, *op;
+	double first_ms, last_ms, bytes_written, count; /* 0: none (count: TL_NONE) */
+};
+
+static bool io_entry(const struct tl_view *v, int s, size_t i, struct io_entry *e)
 {
-	json_t *e, *best = NULL;
-	size_t i;
+	if (s == 0 && i < v->n_files) {
+		const struct tl_file *f = &v->files[i];
 
-	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e) {
-		const char *dir = jstr(e, "dir");
-
-		if (dir && abs && path_under(abs, dir) &&
-		    (!best || strlen(dir) > strlen(jstr(best, "dir"))))
-			best = e;
+		*e = (struct io_entry){
+		    f->path, f->errno_name,	  f->write_errno,     f->class,
+		    NULL,    tl_or0(f->first_ms), tl_or0(f->last_ms), tl_or0(f->bytes_written),
+		    TL_NONE};
+		return true;
 	}
-	return best;
+	if (s == 1 && i < v->n_missing) {
+		const struct tl_missing *m = &v->missing[i];
+
+		*e = (struct io_entry){m->path,
+				       m->errno_name,
+				       NULL,
+				       m->class,
+				       NULL,
+				       tl_or0(m->first_ms),
+				       tl_or0(m->last_ms),
+				       0,
+				       TL_NONE};
+		return true;
+	}
+	if (s == 2 && i < v->n_failed_ops) {
+		const struct tl_failed_op *o = &v->failed_ops[i];
+
+		*e = (struct io_entry){o->path,
+				       o->errno_name,
+				       NULL,
+				       NULL,
+				       o->op,
+				       tl_or0(o->first_ms),
+				       tl_or0(o->last_ms),
+				       0,
+				       o->count};
+		return true;
+	}
+	return false;
 }
+
+/* A flag of the model as evidence: true, false or null */
+static json_t *tri_json(int t) { return t < 0 ? json_null() : json_boolean(t); }
 
 /* paths: add abs once (a path can fail in files[] and failed_ops both). */
 static void add_path_once(json_t *paths, const char *abs)
@@ -191,39 +225,40 @@ static void rule_write_refused(struct diag_ctx *c)
 	};
 	/* failed opens, and what refused to be written (failed_ops: mkdir,
 	 * rename, unlink, write, ...) */
-	const char *sections[] = {"files", "missing_paths", "failed_ops"};
-
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		json_t *paths = json_array(), *ops = json_array(), *e, *fs;
+		json_t *paths = json_array(), *ops = json_array();
+		const struct tl_cache_fs *fs;
 		double first = -1;
 		const char *first_op = NULL;
 		char first_path[PATH_MAX] = "", where[PATH_MAX + 200];
-		size_t i;
+		struct io_entry e;
 
-		for (size_t s = 0; s < 3; s++) {
-			json_array_foreach (json_object_get(c->root, sections[s]), i, e) {
-				const char *path = jstr(e, "path"), *err = jstr(e, "errno");
-				const char *op = s == 2 ? jstr(e, "op") : "open";
+		for (int s = 0; s < 3; s++) {
+			for (size_t i = 0; io_entry(c->view, s, i, &e); i++) {
+				const char *path = e.path, *err = e.err;
+				const char *op = s == 2 ? e.op : "open";
 				char abs[PATH_MAX];
 
 				/* files[]: a failed write to a file counts too */
 				if (s == 0 && (!err || strcmp(err, kinds[k].err))) {
-					err = jstr(e, "write_errno");
+					err = e.werr;
 					op = "write";
 				}
 				if (!path || !err || strcmp(err, kinds[k].err))
 					continue;
 				path_resolve(c->app_dir, path, abs, sizeof(abs));
-				if (!cache_related(c, abs, jstr(e, "class")))
+				if (!cache_related(c, abs, e.cls))
 					continue;
 				add_path_once(paths, abs);
 				if (s == 2)
 					json_array_append_new(
-					    ops, json_pack("{s:s?, s:s, s:O?}", "op", jstr(e, "op"),
-							   "path", abs, "count",
-							   json_object_get(e, "count")));
-				if (first < 0 || jnum(e, "first_ms") < first) {
-					first = jnum(e, "first_ms");
+					    ops, json_pack("{s:s?, s:s, s:o}", "op", e.op, "path",
+							   abs, "count",
+							   tl_has(e.count)
+							       ? json_integer((json_int_t)e.count)
+							       : json_null()));
+				if (first < 0 || e.first_ms < first) {
+					first = e.first_ms;
 					first_op = op;
 					snprintf(first_path, sizeof(first_path), "%s", abs);
 				}
@@ -235,24 +270,21 @@ static void rule_write_refused(struct diag_ctx *c)
 			continue;
 		}
 		/* the file system it is on, as recorded (cache_fs) */
-		fs = cache_fs_of(c, first_path);
+		fs = tl_view_cache_fs_of(c->view, first_path);
 		if (fs)
-			snprintf(where, sizeof(where), "; the cache %s is on %s%s (%s)",
-				 jstr(fs, "dir"), jstr(fs, "fs_type") ?: "?",
-				 json_is_true(json_object_get(fs, "read_only"))
-				     ? ", mounted read-only"
-				     : "",
-				 jstr(fs, "statfs_path") ?: "?");
+			snprintf(where, sizeof(where), "; the cache %s is on %s%s (%s)", fs->dir,
+				 fs->fs_type ?: "?",
+				 fs->read_only == 1 ? ", mounted read-only" : "",
+				 fs->statfs_path ?: "?");
 		else
 			snprintf(where, sizeof(where), "; its file system was not recorded");
 		diag_add(c, DIAG_ERROR, "the cache refuses writes",
-			 json_pack("{s:s, s:s, s:s?, s:o, s:o, s:f, s:O?, s:O?, s:O?, s:O?}",
+			 json_pack("{s:s, s:s, s:s?, s:o, s:o, s:f, s:s?, s:s?, s:s?, s:o}",
 				   "errno", kinds[k].err, "path", first_path, "op", first_op,
 				   "paths", paths, "ops", ops, "first_ms", first, "cache_dir",
-				   fs ? json_object_get(fs, "dir") : NULL, "fs_type",
-				   fs ? json_object_get(fs, "fs_type") : NULL, "statfs_path",
-				   fs ? json_object_get(fs, "statfs_path") : NULL, "read_only",
-				   fs ? json_object_get(fs, "read_only") : NULL),
+				   fs ? fs->dir : NULL, "fs_type", fs ? fs->fs_type : NULL,
+				   "statfs_path", fs ? fs->statfs_path : NULL, "read_only",
+				   tri_json(fs ? fs->read_only : -1)),
 			 -1, kinds[k].fix,
 			 "%s of %s failed with %s: %s (%zu path%s, first at %.1f s)%s",
 			 first_op ? first_op : "open", first_path, kinds[k].err, kinds[k].why,
@@ -265,39 +297,34 @@ static void rule_write_refused(struct diag_ctx *c)
  * on a file system that does not keep it: tmpfs, a container's layer. */
 static void rule_not_persistent(struct diag_ctx *c)
 {
-	json_t *e;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "cache_fs"), i, e) {
-		const char *dir = jstr(e, "dir");
-		const char *sections[] = {"files", "missing_paths"};
+	for (size_t i = 0; i < c->view->n_cache_fs; i++) {
+		const struct tl_cache_fs *e = &c->view->cache_fs[i];
+		const char *dir = e->dir;
 		double written = 0;
 		int used = 0;
 		char b[32], fix[PATH_MAX + 600];
 
-		if (!dir || !json_is_false(json_object_get(e, "persistent")))
+		if (!dir || e->persistent != 0)
 			continue;
-		for (size_t s = 0; s < 2; s++) {
-			json_t *f;
-			size_t j;
+		for (int s = 0; s < 2; s++) {
+			struct io_entry f;
 
-			json_array_foreach (json_object_get(c->root, sections[s]), j, f) {
+			for (size_t j = 0; io_entry(c->view, s, j, &f); j++) {
 				char abs[PATH_MAX];
 
-				if (!jstr(f, "path"))
+				if (!f.path)
 					continue;
-				path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+				path_resolve(c->app_dir, f.path, abs, sizeof(abs));
 				if (!path_under(abs, dir))
 					continue;
 				used++;
-				written += jnum(f, "bytes_written");
+				written += f.bytes_written;
 			}
 		}
 		if (!used)
 			continue;
 		fmt_bytes(b, sizeof(b), written);
-		if (!strcmp(jstr(e, "fs_type") ?: "", "tmpfs") ||
-		    !strcmp(jstr(e, "fs_type") ?: "", "ramfs"))
+		if (!strcmp(e->fs_type ?: "", "tmpfs") || !strcmp(e->fs_type ?: "", "ramfs"))
 			snprintf(
 			    fix, sizeof(fix),
 			    "put the cache on a disk: [env] HF_HUB_CACHE = /var/cache/indextts/hub "
@@ -314,15 +341,13 @@ static void rule_not_persistent(struct diag_ctx *c)
 			    dir, dir);
 		diag_add(
 		    c, DIAG_WARNING, "cache on a file system that is not kept",
-		    json_pack("{s:s, s:O, s:O, s:O, s:O, s:i, s:f}", "dir", dir, "role",
-			      json_object_get(e, "role"), "fs_type", json_object_get(e, "fs_type"),
-			      "read_only", json_object_get(e, "read_only"), "statfs_path",
-			      json_object_get(e, "statfs_path"), "paths_used", used,
-			      "bytes_written", written),
+		    json_pack("{s:s, s:s?, s:s?, s:o, s:s?, s:i, s:f}", "dir", dir, "role", e->role,
+			      "fs_type", e->fs_type, "read_only", tri_json(e->read_only),
+			      "statfs_path", e->statfs_path, "paths_used", used, "bytes_written",
+			      written),
 		    -1, fix,
 		    "the cache %s (%s) is on %s, %s; %d path%s used there, %s written this run",
-		    dir, jstr(e, "role"), jstr(e, "fs_type"), jstr(e, "lost") ?: "not kept", used,
-		    used == 1 ? "" : "s", b);
+		    dir, e->role, e->fs_type, e->lost ?: "not kept", used, used == 1 ? "" : "s", b);
 	}
 }
 
@@ -340,14 +365,11 @@ static bool repo_folder(const char *path, char *out, size_t len)
 
 static void rule_lock_wait(struct diag_ctx *c)
 {
-	json_t *f;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
-		const char *path = jstr(f, "path");
-		double t = jnum(f, "first_ms"), next = -1, wait;
+	for (size_t i = 0; i < c->view->n_files; i++) {
+		const struct tl_file *f = &c->view->files[i];
+		const char *path = f->path;
+		double t = tl_or0(f->first_ms), next = -1, wait;
 		char repo[PATH_MAX], needle[PATH_MAX + 4], abs[PATH_MAX];
-		const char *sections[] = {"files", "missing_paths"};
 		bool stuck;
 
 		if (!path || !hf_lock_file(path) || !repo_folder(path, repo, sizeof(repo)))
@@ -355,22 +377,20 @@ static void rule_lock_wait(struct diag_ctx *c)
 		/* huggingface_hub opens the lock, flock()s it, then goes on in the
 		 * repo's folder: the gap to its next step there is the wait */
 		snprintf(needle, sizeof(needle), "/%s/", repo);
-		for (size_t s = 0; s < 2; s++) {
-			json_t *e;
-			size_t j;
+		for (int s = 0; s < 2; s++) {
+			struct io_entry e;
 
-			json_array_foreach (json_object_get(c->root, sections[s]), j, e) {
-				const char *p = jstr(e, "path");
+			for (size_t j = 0; io_entry(c->view, s, j, &e); j++) {
+				const char *p = e.path;
 
 				if (!p || hf_in_locks(p) || !strstr(p, needle))
 					continue;
-				if (jnum(e, "first_ms") > t &&
-				    (next < 0 || jnum(e, "first_ms") < next))
-					next = jnum(e, "first_ms");
+				if (e.first_ms > t && (next < 0 || e.first_ms < next))
+					next = e.first_ms;
 				/* a path opened earlier may be touched again after the wait */
-				if (jnum(e, "last_ms") > t && jnum(e, "first_ms") <= t &&
-				    (next < 0 || jnum(e, "last_ms") < next))
-					next = jnum(e, "last_ms");
+				if (e.last_ms > t && e.first_ms <= t &&
+				    (next < 0 || e.last_ms < next))
+					next = e.last_ms;
 			}
 		}
 		stuck = next < 0;
@@ -402,23 +422,24 @@ static void rule_lock_wait(struct diag_ctx *c)
  * client's copy of a finished blob, a verification pass) would otherwise
  * look read many times over. The files the two read-amplification rules
  * look at. */
-static bool model_read(struct diag_ctx *c, const json_t *f, double *size, double *rd, double *reads)
+static bool model_read(struct diag_ctx *c, const struct tl_file *f, double *size, double *rd,
+		       double *reads)
 {
-	const char *cls = jstr(f, "class"), *path = jstr(f, "path");
-	const json_t *d;
-	size_t i;
+	const char *cls = f->class, *path = f->path;
 
-	*size = jnum(f, "size");
-	*rd = jnum(f, "bytes_read");
-	*reads = jnum(f, "reads");
+	*size = tl_or0(f->size);
+	*rd = tl_or0(f->bytes_read);
+	*reads = tl_or0(f->reads);
 	if (!path || !cls || strcmp(cls, "model") || *rd <= 0)
 		return false;
-	json_array_foreach (json_object_get(c->root, "downloads"), i, d)
-		if (jstr(d, "final_path") && !strcmp(jstr(d, "final_path"), path) &&
-		    jnum(d, "bytes") > *size)
-			*size = jnum(d, "bytes");
-	if (jnum(f, "bytes_written") > *size)
-		*size = jnum(f, "bytes_written");
+	for (size_t i = 0; i < c->view->n_downloads; i++) {
+		const struct tl_download *d = &c->view->downloads[i];
+
+		if (d->final_path && !strcmp(d->final_path, path) && tl_or0(d->bytes) > *size)
+			*size = d->bytes;
+	}
+	if (tl_or0(f->bytes_written) > *size)
+		*size = f->bytes_written;
 	return true;
 }
 
@@ -429,16 +450,14 @@ static bool reread(double size, double rd)
 
 static void rule_io_reread(struct diag_ctx *c)
 {
-	json_t *f;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+	for (size_t i = 0; i < c->view->n_files; i++) {
+		const struct tl_file *f = &c->view->files[i];
 		double size, rd, reads;
 		char abs[PATH_MAX], a[32], b[32];
 
 		if (!model_read(c, f, &size, &rd, &reads) || !reread(size, rd))
 			continue;
-		path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+		path_resolve(c->app_dir, f->path, abs, sizeof(abs));
 		fmt_bytes(a, sizeof(a), rd);
 		fmt_bytes(b, sizeof(b), size);
 		diag_add(
@@ -456,10 +475,8 @@ static void rule_io_reread(struct diag_ctx *c)
 /* Small reads of a file not already said to be read several times. */
 static void rule_io_small_reads(struct diag_ctx *c)
 {
-	json_t *f;
-	size_t i;
-
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
+	for (size_t i = 0; i < c->view->n_files; i++) {
+		const struct tl_file *f = &c->view->files[i];
 		double size, rd, reads;
 		char abs[PATH_MAX], a[32], avg[32];
 
@@ -467,7 +484,7 @@ static void rule_io_small_reads(struct diag_ctx *c)
 		    reads < SMALL_READS_MIN || rd < SMALL_READS_MIN_BYTES ||
 		    rd / reads >= SMALL_READ_MAX)
 			continue;
-		path_resolve(c->app_dir, jstr(f, "path"), abs, sizeof(abs));
+		path_resolve(c->app_dir, f->path, abs, sizeof(abs));
 		fmt_bytes(a, sizeof(a), rd);
 		fmt_bytes(avg, sizeof(avg), rd / reads);
 		diag_add(c, DIAG_WARNING, "model file read in many small pieces",

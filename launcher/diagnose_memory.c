@@ -22,22 +22,22 @@
  * *n_after: how many were; *n: how many in all. */
 static json_t *faulted_files(struct diag_ctx *c, double locked_at, size_t *n, size_t *n_after)
 {
-	json_t *out = json_array(), *f;
-	size_t i;
+	json_t *out = json_array();
 
 	*n = *n_after = 0;
-	json_array_foreach (json_object_get(c->root, "files"), i, f) {
-		const char *path = jstr(f, "path"), *cls = jstr(f, "class");
-		bool after = locked_at >= 0 && jnum(f, "first_ms") > locked_at;
+	for (size_t i = 0; i < c->view->n_files; i++) {
+		const struct tl_file *f = &c->view->files[i];
+		const char *path = f->path, *cls = f->class;
+		bool after = locked_at >= 0 && tl_or0(f->first_ms) > locked_at;
 		char abs[PATH_MAX];
 
-		if (!path || !cls || strcmp(cls, "model") || jnum(f, "major_faults") < 1)
+		if (!path || !cls || strcmp(cls, "model") || tl_or0(f->major_faults) < 1)
 			continue;
 		path_resolve(c->app_dir, path, abs, sizeof(abs));
 		json_array_append_new(out,
 				      json_pack("{s:s, s:f, s:f, s:b}", "path", abs, "major_faults",
-						jnum(f, "major_faults"), "opened_ms",
-						jnum(f, "first_ms"), "mapped_after_lock", after));
+						f->major_faults, "opened_ms", tl_or0(f->first_ms),
+						"mapped_after_lock", after));
 		(*n)++;
 		*n_after += after;
 	}
@@ -47,8 +47,7 @@ static json_t *faulted_files(struct diag_ctx *c, double locked_at, size_t *n, si
 static void rule_lazy_faults(struct diag_ctx *c)
 {
 	const struct tl_view *v = c->view;
-	const json_t *ml = json_object_get(json_object_get(c->root, "memory"), "mlock");
-	const char *status = jstr(ml, "status");
+	const char *status = v->memory.mlock_status;
 	double faults = 0, major = 0, locked_at = -1;
 	size_t n = 0, n_files, n_after;
 	json_t *list = json_array(), *files;
@@ -77,8 +76,8 @@ static void rule_lazy_faults(struct diag_ctx *c)
 		json_decref(list);
 		return;
 	}
-	if (status && !strcmp(status, "locked") && json_is_number(json_object_get(ml, "start_ms")))
-		locked_at = jnum(ml, "start_ms") + jnum(ml, "dur_ms");
+	if (status && !strcmp(status, "locked") && tl_has(v->memory.mlock_start_ms))
+		locked_at = v->memory.mlock_start_ms + tl_or0(v->memory.mlock_dur_ms);
 	files = faulted_files(c, locked_at, &n_files, &n_after);
 	if (!on)
 		snprintf(fix, sizeof(fix),
@@ -90,7 +89,7 @@ static void rule_lazy_faults(struct diag_ctx *c)
 			 "mlock (%s) did not lock: it %s (memory.mlock, the mlock line at the "
 			 "start): %s",
 			 c->mlock, status ? status : "reported nothing",
-			 jstr(ml, "fix") ?: "see docs/mlock.md, Failures and their fixes");
+			 v->memory.mlock_fix ?: "see docs/mlock.md, Failures and their fixes");
 	else if (n_after && n_after == n_files)
 		/* the truth of MCL_CURRENT: not a failure of the lock */
 		snprintf(fix, sizeof(fix),

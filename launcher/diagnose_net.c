@@ -69,7 +69,7 @@ static bool all_cached(struct diag_ctx *c)
 
 		if (!f->path)
 			continue;
-		if (json_array_size(c->dls))
+		if (c->n_dls)
 			return false;
 		if (hf_in_snapshots(f->path) && tl_or0(f->opens) > 0)
 			snaps++;
@@ -261,7 +261,7 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 	double idle;
 	/* a download was under way (a file being written, or resumed): its
 	 * GET waits HF_HUB_DOWNLOAD_TIMEOUT, not the metadata's ETag timeout */
-	bool downloading = json_array_size(c->dls) > 0 || unfinished(c, &idle) > 0;
+	bool downloading = c->n_dls > 0 || unfinished(c, &idle) > 0;
 	size_t i;
 
 	if (!idx)

@@ -33,76 +33,106 @@ const char *interp_exe_glob(const struct config *c)
 	return interp_is_runner(first) ? "python" : "python*";
 }
 
-static const char *proc_command(const json_t *p)
+static const char *proc_command(const struct interp_proc *p)
 {
-	const char *cmd = jstr(p, "command");
-
-	return cmd ? cmd : jstr(p, "comm");
+	return p->command ? p->command : p->comm;
 }
 
-static pid_t proc_pid_of(const json_t *p) { return (pid_t)jnum(p, "pid"); }
-
-/* The record of pid among procs (object keyed by pid, or array). */
-static json_t *proc_get(json_t *procs, pid_t pid)
+/* The record of pid among procs, or -1 */
+static long proc_get(const struct interp_proc *procs, size_t n, pid_t pid)
 {
-	char k[16];
-	json_t *p;
-	size_t i;
-
-	if (json_is_object(procs)) {
-		snprintf(k, sizeof(k), "%d", (int)pid);
-		return json_object_get(procs, k);
-	}
-	json_array_foreach (procs, i, p)
-		if (proc_pid_of(p) == pid)
-			return p;
-	return NULL;
-}
-
-/* Has the process exited (an exit record)? */
-static bool exited(const json_t *p)
-{
-	const json_t *e = json_object_get(p, "exit");
-
-	return e && !json_is_null(e);
+	for (size_t i = 0; i < n; i++)
+		if (procs[i].pid == pid)
+			return (long)i;
+	return -1;
 }
 
 /* The runner's python children: uv may first run one to query the
  * interpreter (uv caches the answer), which exits at once. The service's
  * interpreter is the one still running, else the one that ended last;
  * between two running, the first started. */
-static void consider(json_t *p, pid_t main, json_t **best)
+static void consider(const struct interp_proc *p, pid_t main, const struct interp_proc **best)
 {
-	double ex = jnum(p, "exec_ms");
-	json_t *b = *best;
+	double ex = p->exec_ms;
+	const struct interp_proc *b = *best;
 
-	if (proc_pid_of(p) == main || (pid_t)jnum(p, "ppid") != main ||
-	    !interp_is_python(jstr(p, "command")) || !(ex >= 0))
+	if (p->pid == main || p->ppid != main || !interp_is_python(p->command) || !(ex >= 0))
 		return;
-	if (!b || (!exited(p) && exited(b)) ||
-	    (!exited(p) && !exited(b) && ex < jnum(b, "exec_ms")) ||
-	    (exited(p) && exited(b) && jnum(p, "exit_ms") > jnum(b, "exit_ms")))
+	if (!b || (!p->exited && b->exited) || (!p->exited && !b->exited && ex < b->exec_ms) ||
+	    (p->exited && b->exited && p->exit_ms > b->exit_ms))
 		*best = p;
+}
+
+/* The interpreter's position among procs, or -1; *m: main's */
+static long find(const struct interp_proc *procs, size_t n, pid_t main, long *m)
+{
+	const struct interp_proc *best = NULL;
+
+	*m = proc_get(procs, n, main);
+	if (*m < 0)
+		return -1;
+	if (!interp_is_runner(proc_command(&procs[*m])))
+		return interp_is_python(procs[*m].command) ? *m : -1;
+	for (size_t i = 0; i < n; i++)
+		consider(&procs[i], main, &best);
+	return best ? best - procs : -1;
+}
+
+static struct interp_proc rec_of(const json_t *p)
+{
+	const json_t *x = json_object_get(p, "exit");
+
+	return (struct interp_proc){(int)jnum(p, "pid"),   (int)jnum(p, "ppid"), jstr(p, "command"),
+				    jstr(p, "comm"),	   jnum(p, "exec_ms"),	 jnum(p, "exit_ms"),
+				    x && !json_is_null(x), jnum(x, "code"),	 jnum(x, "signal")};
+}
+
+/* procs (an object keyed by pid, or an array) as records, in order;
+ * *elems: the objects they come from. NULL when none or out of memory. */
+static struct interp_proc *from_json(json_t *procs, json_t ***elems, size_t *n)
+{
+	size_t cap = json_is_object(procs)  ? json_object_size(procs)
+		     : json_is_array(procs) ? json_array_size(procs)
+					    : 0;
+	struct interp_proc *out = calloc(cap + 1, sizeof(*out));
+	const char *key;
+	json_t *p;
+	size_t i;
+
+	*n = 0;
+	*elems = calloc(cap + 1, sizeof(**elems));
+	if (!out || !*elems) {
+		free(out);
+		free(*elems);
+		*elems = NULL;
+		return NULL;
+	}
+	if (json_is_object(procs)) {
+		json_object_foreach (procs, key, p) {
+			(*elems)[*n] = p;
+			out[(*n)++] = rec_of(p);
+		}
+	} else {
+		json_array_foreach (procs, i, p) {
+			(*elems)[*n] = p;
+			out[(*n)++] = rec_of(p);
+		}
+	}
+	return out;
 }
 
 json_t *interp_find(json_t *procs, pid_t main)
 {
-	json_t *m = proc_get(procs, main), *best = NULL, *p;
-	const char *key;
-	size_t i;
+	json_t **elems, *found = NULL;
+	size_t n;
+	struct interp_proc *r = from_json(procs, &elems, &n);
+	long m, k = r ? find(r, n, main, &m) : -1;
 
-	if (!m)
-		return NULL;
-	if (!interp_is_runner(proc_command(m)))
-		return interp_is_python(jstr(m, "command")) ? m : NULL;
-	if (json_is_object(procs)) {
-		json_object_foreach (procs, key, p)
-			consider(p, main, &best);
-	} else {
-		json_array_foreach (procs, i, p)
-			consider(p, main, &best);
-	}
-	return best;
+	if (k >= 0)
+		found = elems[k];
+	free(r);
+	free(elems);
+	return found;
 }
 
 static json_t *copy_or_null(json_t *o, const char *key)
@@ -114,46 +144,68 @@ static json_t *copy_or_null(json_t *o, const char *key)
 
 json_t *interp_json(json_t *procs, pid_t main)
 {
-	json_t *ip = interp_find(procs, main), *m = proc_get(procs, main), *out;
+	json_t **elems, *ip, *m, *out;
+	size_t n;
+	struct interp_proc *r = from_json(procs, &elems, &n);
+	long mi, k = r ? find(r, n, main, &mi) : -1;
 
-	if (!ip)
+	if (k < 0) {
+		free(r);
+		free(elems);
 		return json_null();
-	out = json_pack("{s:i, s:o, s:o, s:o, s:o}", "pid", (int)proc_pid_of(ip), "command",
+	}
+	ip = elems[k];
+	m = elems[mi];
+	out = json_pack("{s:i, s:o, s:o, s:o, s:o}", "pid", r[k].pid, "command",
 			copy_or_null(ip, "command"), "exec_ms", copy_or_null(ip, "exec_ms"),
 			"exit_ms", copy_or_null(ip, "exit_ms"), "exit", copy_or_null(ip, "exit"));
 	json_object_set_new(out, "runner",
 			    ip == m ? json_null()
 				    : json_pack("{s:i, s:o}", "pid", (int)main, "command",
 						copy_or_null(m, "command")));
+	free(r);
+	free(elems);
 	return out;
 }
 
-int interp_exit_line(json_t *procs, pid_t main, int main_code, char *buf, size_t len)
+int interp_exit_line_of(const struct interp_proc *procs, size_t n, pid_t main, int main_code,
+			char *buf, size_t len)
 {
-	json_t *ip = interp_find(procs, main), *m = proc_get(procs, main), *ex;
+	long mi, k = find(procs, n, main, &mi);
+	const struct interp_proc *ip;
 	const char *runner;
-	double sig, code;
 
-	if (!ip || ip == m || !(ex = json_object_get(ip, "exit")) || json_is_null(ex))
+	if (k < 0 || k == mi || !procs[k].exited)
 		return -1;
-	runner = base_name(proc_command(m));
-	sig = jnum(ex, "signal");
-	code = jnum(ex, "code");
-	if (!(sig > 0) && code == 0)
+	ip = &procs[k];
+	runner = base_name(proc_command(&procs[mi]));
+	if (!(ip->signal > 0) && ip->code == 0)
 		return -1; /* a clean end needs no words */
-	if (sig > 0)
+	if (ip->signal > 0)
 		snprintf(buf, len,
 			 "the interpreter %s (pid %d, started by %s) was killed by SIG%s; %s "
 			 "passed it on as exit %d",
-			 jstr(ip, "command"), (int)proc_pid_of(ip), runner,
-			 sigabbrev_np((int)sig) ? sigabbrev_np((int)sig) : "?", runner, main_code);
+			 ip->command, ip->pid, runner,
+			 sigabbrev_np((int)ip->signal) ? sigabbrev_np((int)ip->signal) : "?",
+			 runner, main_code);
 	else
 		snprintf(buf, len,
 			 "the interpreter %s (pid %d, started by %s) exited with status %d; %s "
 			 "exited with %d",
-			 jstr(ip, "command"), (int)proc_pid_of(ip), runner, (int)code, runner,
-			 main_code);
+			 ip->command, ip->pid, runner, (int)ip->code, runner, main_code);
 	return 0;
+}
+
+int interp_exit_line(json_t *procs, pid_t main, int main_code, char *buf, size_t len)
+{
+	json_t **elems;
+	size_t n;
+	struct interp_proc *r = from_json(procs, &elems, &n);
+	int ret = r ? interp_exit_line_of(r, n, main, main_code, buf, len) : -1;
+
+	free(r);
+	free(elems);
+	return ret;
 }
 
 /* The executable's path of a live pid (its /proc exe link), "" if unknown. */

@@ -409,11 +409,14 @@ static void on_exit_status(struct session *s)
 	if (s->tracer) {
 		/* uv run: how its python child ended (its exit record came first) */
 		char line[PATH_MAX + 160];
+		struct interp_proc *procs;
+		size_t n;
 
 		tracer_poll(s->tracer);
-		if (interp_exit_line(tracer_collector(s->tracer)->procs, -s->child.pid, code, line,
-				     sizeof(line)) == 0)
+		procs = collector_interp_procs(tracer_collector(s->tracer), &n);
+		if (interp_exit_line_of(procs, n, -s->child.pid, code, line, sizeof(line)) == 0)
 			session_say(s, "tts-launch: %s\n", line);
+		free(procs);
 	}
 	s->exit_code = code;
 	notify_send(&s->sd, "STOPPING=1");

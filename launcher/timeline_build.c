@@ -14,21 +14,72 @@
 #include "gpu.h"
 #include "imports.h"
 #include "procfs.h"
+#include "redact.h"
 #include "timeline_files.h"
 #include "timeline_internal.h"
 #include "timeline_parts.h"
 #include "trace.skel.h"
 #include "util.h"
 
+/* argv as the model has it: one string per word, the word cut at the BPF
+ * side's limit redacted as a cut text, the list redacted as a command line */
+static json_t *argv_json(const char *buf, size_t len)
+{
+	json_t *a = json_array();
+	size_t i = 0;
+
+	while (i < len && buf[i]) {
+		size_t n = strnlen(buf + i, len - i);
+
+		if (i + n == len) {
+			/* cut at the BPF side's limit: a URL's userinfo may lack its '@' */
+			char *part = strndup(buf + i, n), *r = part ? redact_text_cut(part) : NULL;
+
+			json_array_append_new(a, r ? json_text(r) : json_string(REDACTED));
+			free(part);
+			free(r);
+		} else {
+			json_array_append_new(a, json_bytes(buf + i, n));
+		}
+		i += n + 1;
+	}
+	redact_json(a); /* an exec'd --token abc is no more readable than ours */
+	return a;
+}
+
+static json_t *ms_or_null(double ms) { return ms < 0 ? json_null() : json_real(ms); }
+
+/* processes[] element: keys in the order the model always had them */
+static json_t *proc_json(const struct coll_proc *p)
+{
+	json_t *o =
+	    json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", p->pid, "ppid",
+		      p->has_ppid ? json_integer(p->ppid) : json_null(), "command",
+		      p->command ? json_text(p->command) : json_null(), "argv",
+		      p->has_argv ? argv_json(p->argv ? p->argv : "", p->argv ? p->argv_len : 0)
+				  : json_null(),
+		      "fork_ms", ms_or_null(p->fork_ms), "exec_ms", ms_or_null(p->exec_ms),
+		      "exit_ms", ms_or_null(p->exit_ms), "exit",
+		      !p->exited  ? json_null()
+		      : p->signal ? json_pack("{s:n, s:i}", "code", "signal", p->signal)
+				  : json_pack("{s:i, s:n}", "code", p->code, "signal"));
+
+	if (o && p->has_comm)
+		json_object_set_new(o, "comm", json_text(p->comm));
+	if (o && p->execs)
+		json_object_set_new(o, "execs", json_integer(p->execs));
+	return o;
+}
+
 static void snap_procs(struct collector *t, json_t *root)
 {
 	struct bpf_map *m = t->skel->maps.procstat;
 	json_t *mem = json_object_get(root, "memory"), *per = json_array(), *sched = json_array();
-	json_t *procs = json_array(), *p;
+	json_t *procs = json_array();
+	const struct coll_proc *p;
 	__u64 faults = 0, maj = 0, minr = 0, io = 0, sl = 0, rq = 0;
 	__u32 k, next;
 	struct proc_stat s;
-	const char *key;
 	int more;
 
 	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
@@ -40,7 +91,7 @@ static void snap_procs(struct collector *t, json_t *root)
 		if (bpf_map__lookup_elem(m, &k, sizeof(k), &s, sizeof(s), 0))
 			continue;
 		p = collector_proc(t, (pid_t)k);
-		cmd = json_object_get(p, "command");
+		cmd = p && p->command ? json_text(p->command) : json_null();
 		if (s.exited || !proc_faults((pid_t)k, &mi, &ma)) {
 			/* exited: the sum over its threads, taken at each thread's exit */
 			mi = s.exited_min_flt;
@@ -61,6 +112,7 @@ static void snap_procs(struct collector *t, json_t *root)
 				     cmd, "io_wait_ms", ms_json(s.io_wait_ns / 1e6), "sleep_ms",
 				     ms_json(s.sleep_ns / 1e6), "runqueue_ms",
 				     ms_json(s.runq_ns / 1e6), "switches", (json_int_t)s.switches));
+		json_decref(cmd);
 	}
 	json_object_set_new(mem, "page_faults", json_integer((json_int_t)faults));
 	json_object_set_new(mem, "major_faults", json_integer((json_int_t)maj));
@@ -70,9 +122,8 @@ static void snap_procs(struct collector *t, json_t *root)
 			    json_pack("{s:o, s:o, s:o, s:o}", "io_wait_ms", ms_json(io / 1e6),
 				      "sleep_ms", ms_json(sl / 1e6), "runqueue_ms",
 				      ms_json(rq / 1e6), "processes", sched));
-	json_object_foreach (t->procs, key, p)
-		json_array_append(procs, p);
-	timeline_sort_by(procs, "pid");
+	for (size_t i = 0; i < t->n_procs; i++) /* by pid */
+		json_array_append_new(procs, proc_json(t->by_pid[i]));
 	json_object_set_new(root, "processes", procs);
 }
 

@@ -1,13 +1,15 @@
 /* timeline_internal: raw access to the model's JSON tree, for the modules
- * that still build or patch the tree directly until they move to typed
- * sections: tracer.c (the trace sections), diagnose.c (findings, cache_fs),
- * mlock.c (memory.mlock), supervise.c (progress, the findings said so far),
- * progress.c (it decodes the views of the tree it samples, asks
- * diagnose_cache_dirs for the run's caches and stores its "progress" key;
- * it reads no section key itself), diagnose_download.c and diagnose_io.c
- * (their rules still read c->root), and timeline_view.c (the decoders
- * themselves). Renderers, compare and
- * rules compiled in the Makefile's NO_JANSSON list cannot include this. */
+ * that build or patch the tree: timeline_build.c, timeline_files.c,
+ * timeline_net.c, timeline_downloads.c (the trace sections), pipeline.c
+ * (cache_fs), attrib_build.c (the attribution section; it still reads
+ * network[] and downloads[] of the tree it writes into), phases.c, mlock.c
+ * (memory.mlock), diagnose.c (it stores the findings; its rules read only
+ * the views: the rule context has no tree), supervise.c and session_out.c
+ * (progress, the findings said so far), progress.c (it decodes the views of
+ * the tree it samples and stores its "progress" key; it reads no section
+ * key itself), control.c, and timeline_view*.c (the decoders themselves).
+ * Renderers, compare and the objects in the Makefile's NO_JANSSON list
+ * cannot include this. */
 #ifndef TTS_TIMELINE_INTERNAL_H
 #define TTS_TIMELINE_INTERNAL_H
 
@@ -29,6 +31,11 @@ int timeline_validate(const json_t *root, const char *name, char *err, size_t er
  * only the tree (the live display samples it); tl_view_decode is this on
  * the model's own tree. */
 struct tl_view *tl_view_decode_tree(const json_t *root);
+
+/* A view of root's launcher.config only (config_*, env), for a module
+ * that needs the run's settings of a tree it does not decode (the
+ * pipeline's cache_fs stage); free with tl_view_free. */
+struct tl_view *tl_view_decode_config(const json_t *root);
 
 /* Sort an array of objects by a numeric member (stable). */
 void timeline_sort_by(json_t *array, const char *key);

@@ -44,6 +44,7 @@ struct tl_file {
 	double size, mmaps; /* its size when known, the mappings made of it */
 	double reads, writes, failed_opens, write_errors;
 	const char *write_errno; /* the first failed write's errno name */
+	double major_faults;
 };
 
 struct tl_missing {
@@ -60,12 +61,13 @@ struct tl_download {
 			    * path (phases_download_label); never NULL */
 	double bytes, first_ms, last_ms, rate_mb_s;
 	bool completed;
-	bool complete;		       /* renamed to its final name while traced */
-	const char *final_path, *link; /* where it ended, the snapshot link to it */
-	const char *writer;	       /* hub_cache, local_dir, modelscope, mirror, ... */
-	double expected_size;	       /* the size it will have, when known */
-	const char *expected_from;     /* where that size came from ("known": a table) */
-	double bytes_written;	       /* all writes (bytes: the distinct ones) */
+	bool complete;			      /* renamed to its final name while traced */
+	bool completed_known, complete_known; /* those two are flags (else false) */
+	const char *final_path, *link;	      /* where it ended, the snapshot link to it */
+	const char *writer;		      /* hub_cache, local_dir, modelscope, mirror, ... */
+	double expected_size;		      /* the size it will have, when known */
+	const char *expected_from;	      /* where that size came from ("known": a table) */
+	double bytes_written;		      /* all writes (bytes: the distinct ones) */
 	double size, dur_ms, rename_ms, percent, threads, resumed_from;
 	const char *kind;
 	const char *also_in; /* the same blob in another cache, or NULL */
@@ -125,6 +127,7 @@ struct tl_lock {
 	double waiting_ms;
 	double calls, blocking_calls, failures, wait_ms, max_wait_ms;
 	double contended_ms, acquired_ms, first_ms, last_ms;
+	bool acquired_null;	    /* acquired_ms is null: not acquired (absent: false) */
 	double holder_pid;	    /* who held it when it was contended */
 	const char *holder_command; /* ... and its command, NULL: unknown */
 	const char *errno_name;
@@ -215,7 +218,31 @@ struct tl_memory {
 	const char *mlock_mode;	  /* its mode */
 	const char *mlock_status; /* the shim's word (docs/mlock.md), NULL without one */
 	const char *mlock_trigger, *mlock_fix;
-	double mlock_bytes_locked, mlock_dur_ms;
+	double mlock_bytes_locked, mlock_dur_ms, mlock_start_ms;
+};
+
+/* xet: Xet's chunk cache, as recorded when the timeline was written */
+struct tl_xet {
+	bool present; /* an object */
+	const char *dir, *write_errno, *fs_type, *lost;
+	double bytes_written, write_errors, files;
+	int persistent; /* 1, 0; -1: not a flag */
+};
+
+/* attribution.strip[]: the critical thread's runs of one kind */
+struct tl_strip_seg {
+	double start_ms, end_ms;
+	const char *kind; /* "sleep", "lock", "cpu", ... */
+};
+
+/* attribution: what the rules need of it (render and compare decode the
+ * whole section with attr_view_decode, attrib_build.h) */
+struct tl_attr {
+	double window_ms;
+	const struct tl_strip_seg *strip;
+	size_t n_strip;
+	bool has_strip; /* strip is a list */
+	bool strip_cut;
 };
 
 struct tl_sched {
@@ -266,6 +293,10 @@ struct tl_gpu {
 	bool torch_imported;
 	const char *torch_lib;
 	int torch_cuda_build; /* 1, 0; -1: unknown */
+	/* low_vram: IndexTTS2's VRAM threshold decision; device: the GPU */
+	bool low_vram_below, low_vram_qwen_opened;
+	double low_vram_total_bytes, low_vram_threshold_bytes;
+	const char *device_name;
 };
 
 /* Every section a reader needs, decoded from one timeline. */
@@ -318,6 +349,8 @@ struct tl_view {
 	size_t n_failed_ops;
 	const struct tl_cache_fs *cache_fs;
 	size_t n_cache_fs;
+	struct tl_xet xet;
+	struct tl_attr attribution;
 	const size_t *peer_order; /* private: network[] sorted by peer (tl_view_peer) */
 };
 

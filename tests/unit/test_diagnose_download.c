@@ -199,6 +199,39 @@ static void test_download_lock_wait_names_the_holder(void **state)
 	timeline_free(tl);
 }
 
+/* An older timeline's download (no downloads[] entry names it): the bytes
+ * written to its inode under every name the trace gave it, its temp file,
+ * a cut dentry name ("[fd] " + a prefix of the base name), the blob it was
+ * renamed to; found by prefix, counted once each. */
+static void test_older_download_summed_over_its_names(void **state)
+{
+	struct timeline *tl;
+	json_t *fs = run_with(
+	    "files",
+	    "[{\"path\": \"/c/models--a--b/blobs/0123456789abcdef0123.incomplete\","
+	    "  \"bytes_written\": 1000, \"first_ms\": 0, \"last_ms\": 100},"
+	    " {\"path\": \"[fd] 0123456789abcdef01\", \"bytes_written\": 5000,"
+	    "  \"first_ms\": 200, \"last_ms\": 9000},"
+	    " {\"path\": \"[fd] 0123456789abcdef0123.incomplete.other\", \"bytes_written\": 7,"
+	    "  \"first_ms\": 200, \"last_ms\": 99000},"
+	    " {\"path\": \"/c/models--a--b/blobs/0123456789abcdef0123\", \"bytes_written\": 2000,"
+	    "  \"first_ms\": 50, \"last_ms\": 50}]",
+	    &tl);
+	json_t *f = find(fs, "download-slow"), *files, *one;
+
+	(void)state;
+	assert_non_null(f);
+	files = json_object_get(json_object_get(f, "evidence"), "files");
+	assert_int_equal(json_array_size(files), 1);
+	one = json_array_get(files, 0);
+	assert_string_equal(json_string_value(json_object_get(one, "path")),
+			    "/c/models--a--b/blobs/0123456789abcdef0123.incomplete");
+	/* 1000 + 5000 + 2000: the longer name is no prefix of it */
+	assert_true(json_number_value(json_object_get(one, "bytes")) == 8000);
+	assert_true(json_number_value(json_object_get(one, "seconds")) == 9);
+	timeline_free(tl);
+}
+
 static void test_downloaded_twice(void **state)
 {
 	struct timeline *tl;
@@ -280,6 +313,7 @@ int main(void)
 	    cmocka_unit_test(test_wrong_cache_hub_cache_fix_names_folders),
 	    cmocka_unit_test(test_xet_cache_on_tmpfs),
 	    cmocka_unit_test(test_download_lock_wait_names_the_holder),
+	    cmocka_unit_test(test_older_download_summed_over_its_names),
 	    cmocka_unit_test(test_downloaded_twice),
 	    cmocka_unit_test(test_downloaded_again_after_delete),
 	};

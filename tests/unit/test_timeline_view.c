@@ -206,6 +206,71 @@ static void test_cache_fs_failed_ops_locks(void **state)
 	assert_true(v->locks[0].holder_pid == 42);
 	assert_string_equal(v->locks[0].holder_command, "python3");
 	assert_false(tl_has(v->locks[0].acquired_ms));
+	assert_true(v->locks[0].acquired_null);
+	view_free(v);
+}
+
+/* the sections the rules read since they left the raw tree: xet, the
+ * attribution's strip, gpu.low_vram/device, the flags of a download,
+ * memory.mlock.start_ms, a file's major faults */
+static void test_rule_sections(void **state)
+{
+	struct tl_view *v =
+	    view_of("{\"xet\": {\"dir\": \"/x\", \"bytes_written\": 5, \"persistent\": false,"
+		    "  \"fs_type\": \"tmpfs\", \"lost\": null},"
+		    " \"attribution\": {\"window_ms\": 100, \"strip_cut\": true, \"strip\": ["
+		    "  {\"start_ms\": 0, \"end_ms\": 40, \"kind\": \"sleep\"}, {\"kind\": 3}]},"
+		    " \"gpu\": {\"low_vram\": {\"below\": true, \"total_bytes\": 8,"
+		    "  \"qwen_emotion_opened\": false}, \"device\": {\"name\": \"T4\"}},"
+		    " \"downloads\": [{\"path\": \"/a.incomplete\", \"complete\": false},"
+		    "  {\"path\": \"/b.incomplete\", \"completed\": true}],"
+		    " \"memory\": {\"mlock\": {\"status\": \"locked\", \"start_ms\": 12}},"
+		    " \"files\": [{\"path\": \"/m\", \"major_faults\": 4}],"
+		    " \"locks\": [{\"path\": \"/l\"}]}");
+
+	(void)state;
+	assert_true(v->xet.present);
+	assert_string_equal(v->xet.dir, "/x");
+	assert_int_equal(v->xet.persistent, 0);
+	assert_null(v->xet.lost);
+	assert_false(tl_has(v->xet.write_errors));
+	assert_true(v->attribution.window_ms == 100);
+	assert_true(v->attribution.strip_cut);
+	assert_int_equal(v->attribution.n_strip, 2);
+	assert_string_equal(v->attribution.strip[0].kind, "sleep");
+	assert_null(v->attribution.strip[1].kind); /* mistyped: none */
+	assert_false(tl_has(v->attribution.strip[1].start_ms));
+	assert_true(v->gpu.low_vram_below);
+	assert_true(v->gpu.low_vram_total_bytes == 8);
+	assert_false(tl_has(v->gpu.low_vram_threshold_bytes));
+	assert_string_equal(v->gpu.device_name, "T4");
+	assert_true(v->downloads[0].complete_known && !v->downloads[0].complete);
+	assert_false(v->downloads[0].completed_known);
+	assert_true(v->downloads[1].completed_known && v->downloads[1].completed);
+	assert_false(v->downloads[1].complete_known);
+	assert_true(v->memory.mlock_start_ms == 12);
+	assert_true(v->files[0].major_faults == 4);
+	assert_false(v->locks[0].acquired_null); /* absent is not null */
+	view_free(v);
+}
+
+/* a view of launcher.config alone (the pipeline's cache_fs stage) */
+static void test_config_view(void **state)
+{
+	struct tl_view *v =
+	    view_of("{\"launcher\": {\"config\": {\"app\": {\"dir\": \"/app\","
+		    " \"model_dir\": \"ck\"}, \"env\": {\"vars\": {\"HOME\": \"/h\"}}}},"
+		    " \"files\": [{\"path\": \"/f\"}]}");
+	struct tl_view *c = tl_view_decode_config(root);
+
+	(void)state;
+	assert_non_null(c);
+	assert_string_equal(c->config_app_dir, "/app");
+	assert_string_equal(c->config_model_dir, "ck");
+	assert_string_equal(tl_view_env(c, "HOME"), "/h");
+	assert_int_equal(c->n_files, 0); /* nothing else decoded */
+	assert_int_equal(v->n_files, 1);
+	tl_view_free(c);
 	view_free(v);
 }
 
@@ -218,6 +283,8 @@ int main(void)
 	    cmocka_unit_test(test_peer_lookup),
 	    cmocka_unit_test(test_env_renames_in_flight),
 	    cmocka_unit_test(test_cache_fs_failed_ops_locks),
+	    cmocka_unit_test(test_rule_sections),
+	    cmocka_unit_test(test_config_view),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
