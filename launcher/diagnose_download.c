@@ -110,7 +110,13 @@ void diag_find_downloads(struct diag_ctx *c)
 					.writer = f->writer,
 					.complete = f->complete,
 					.threads = tl_or0(f->threads),
-					.expected_size = tl_or0(f->expected_size)},
+					/* Xet's highest offset so far is a lower
+					 * bound, no total: unknown here */
+					.expected_size =
+					    f->expected_from &&
+						    !strcmp(f->expected_from, "highest_offset")
+						? 0
+						: tl_or0(f->expected_size)},
 		       abs, f->final_path ? fabs : NULL);
 	}
 	/* a download's other names are found by looking up each prefix of its

@@ -232,6 +232,38 @@ static void test_older_download_summed_over_its_names(void **state)
 	timeline_free(tl);
 }
 
+/* download-slow's time left counts a size only when it is a total: the
+ * kernel's or IndexTTS2's known one, never Xet's highest offset so far (a
+ * lower bound): with it, the time left is unknown (null). */
+static void test_time_left_only_from_a_total(void **state)
+{
+	static const char *const from[] = {"known", "highest_offset"};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		char text[600];
+		struct timeline *tl;
+		json_t *fs, *f, *left;
+
+		snprintf(text, sizeof(text),
+			 "[{\"path\": \"/c/models--a--b/blobs/0123.incomplete\","
+			 "  \"name\": \"a/b/gpt.pth\", \"kind\": \"download\", \"writer\": \"xet\","
+			 "  \"bytes\": 100000,"
+			 "  \"first_ms\": 0, \"last_ms\": 10000, \"complete\": false,"
+			 "  \"expected_size\": 5000000, \"expected_from\": \"%s\"}]",
+			 from[i]);
+		fs = run_with("downloads", text, &tl);
+		f = find(fs, "download-slow");
+		assert_non_null(f);
+		left = json_object_get(json_object_get(f, "evidence"), "time_left");
+		if (i == 0)
+			assert_true(json_is_number(left) && json_number_value(left) > 0);
+		else
+			assert_true(json_is_null(left));
+		timeline_free(tl);
+	}
+}
+
 static void test_downloaded_twice(void **state)
 {
 	struct timeline *tl;
@@ -314,6 +346,7 @@ int main(void)
 	    cmocka_unit_test(test_xet_cache_on_tmpfs),
 	    cmocka_unit_test(test_download_lock_wait_names_the_holder),
 	    cmocka_unit_test(test_older_download_summed_over_its_names),
+	    cmocka_unit_test(test_time_left_only_from_a_total),
 	    cmocka_unit_test(test_downloaded_twice),
 	    cmocka_unit_test(test_downloaded_again_after_delete),
 	};
