@@ -24,22 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
 
 
-class Launch(simfix.Launch):
-    """simfix.Launch with HF_ENDPOINT given as endpoint, and a 1 s ETag
-    timeout: a hub that does not answer costs little."""
-
-    def __init__(self, tmp, app, env=None, endpoint=None, cmd=None):
-        vars = {"HF_HUB_ETAG_TIMEOUT": "1"}
-        if endpoint:
-            vars["HF_ENDPOINT"] = endpoint
-        vars.update(env or {})
-        super().__init__(tmp, app, vars, cmd=cmd)
-
-
-def finding(tl, fid):
-    hits = [f for f in tl["findings"] if f["id"] == fid]
-    assert hits, "no %s finding in %s" % (fid, json.dumps(tl["findings"], indent=1))
-    return hits[0]
+Launch = simfix.HubLaunch  # HF_ENDPOINT given as endpoint, a 1 s ETag timeout
+finding = simfix.finding
 
 
 def diagnose(path, *args):
