@@ -56,6 +56,23 @@ def wait_for(pred, timeout=30.0, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def keepers_of(pid):
+    """tts-launch-upr processes holding a pidfd of pid."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
+                continue
+            for fd in os.listdir("/proc/%s/fdinfo" % d):
+                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
+                    found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
 def port_open(port):
     with socket.socket() as s:
         s.settimeout(0.2)

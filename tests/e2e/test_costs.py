@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import free_port, wait_for
+from conftest import free_port, keepers_of, wait_for
 from test_trace import TTS, tracing_ok, validate  # noqa: F401
 
 HOST_WIDE = {"sys_enter", "sys_exit", "sched_switch"}
@@ -146,19 +146,8 @@ HOST_WIDE_OTHER = {"page_fault_user", "py_import_start", "py_import_done", "gai_
 
 
 def keeper_of(pid):
-    """The uprobe keeper (tts-launch-upr) of tts-launch pid: it holds a pidfd of it."""
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
-                continue
-            for fd in os.listdir("/proc/%s/fdinfo" % d):
-                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
-                    return int(d)
-        except OSError:
-            continue
-    return None
+    """The uprobe keeper (tts-launch-upr) of tts-launch pid, or None."""
+    return next(iter(keepers_of(pid)), None)
 
 
 def test_no_host_wide_probe_after_the_window(work):

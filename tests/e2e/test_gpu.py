@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import PY, ROOT, TTS, alive, wait_for
+from conftest import PY, ROOT, TTS, alive, keepers_of, wait_for
 from simfix import need
 
 CUDA = Path("/usr/local/cuda")
@@ -172,21 +172,6 @@ def test_linked_runtime(tmp_path, tracing_ok):
     assert "cuda:" + lib["path"] in t["tracing"]["probes"]
     check_calls(g, out)
     check_no_gpu(t, g, out)
-
-
-def keepers_of(pid):
-    """tts-launch-upr processes holding a pidfd of pid."""
-    found = []
-    for d in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
-                continue
-            for fd in os.listdir("/proc/%s/fdinfo" % d):
-                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
-                    found.append(int(d))
-        except OSError:
-            continue
-    return found
 
 
 def uprobe_links(pid):

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WEBUI, PY, ROOT, TTS, alive, free_port, port_open, wait_for
+from conftest import (FAKE_WEBUI, PY, ROOT, TTS, alive, free_port, keepers_of, port_open,
+                      wait_for)
 
 UV = ROOT / "tests" / "fixtures" / "uv" / "uv"
 
@@ -309,23 +310,6 @@ def start_cuda_links(t):
     the toolkit's libcudart where /usr/local/cuda exists), held by the keeper too."""
     return sum(2 * l["probes"] for l in t.get("gpu", {}).get("libraries", [])
                if l["attached"] == "start")
-
-
-def keepers_of(pid):
-    """tts-launch-upr processes holding a pidfd of pid."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
-                continue
-            for fd in os.listdir("/proc/%s/fdinfo" % d):
-                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
-                    found.append(int(d))
-        except OSError:
-            continue
-    return found
 
 
 def perf_links(pid):
