@@ -25,7 +25,7 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
             -MMD -MP -I$(BUILD) -Ilauncher -Ibpf -I/usr/include/iniparser \
             -DTTS_LAUNCH_VERSION='"$(VERSION)"'
-LDLIBS   += -lbpf -lelf -lz -lcap -liniparser -ljansson -lmicrohttpd -lm
+LDLIBS   += -lbpf -lelf -lz -lcap -liniparser -ljansson -lm
 # Sanitizer flags come in their own variable, appended to the project's
 # flags: a CFLAGS given to make replaces CFLAGS, so it cannot carry them.
 SANFLAGS ?=

@@ -7,8 +7,13 @@
  * METRICS_MAX_PER_IP from one address (more are closed at once, so a few
  * idle clients cannot queue a scrape behind them), and the snapshot of the
  * model plus its rendering is taken at most once per METRICS_CACHE_MS: a
- * flood of scrapes costs the supervisor's thread one snapshot a second. */
+ * flood of scrapes costs the supervisor's thread one snapshot a second.
+ *
+ * libmicrohttpd is opened with dlopen when an endpoint starts, not linked:
+ * it brings gnutls and eight more libraries (~2.4 MiB of tts-launch's RSS,
+ * BENCHMARKS.md) that a run without [metrics] listen never needs. */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -23,6 +28,65 @@
 #define METRICS_MAX_CONNS  256
 #define METRICS_MAX_PER_IP 32
 #define METRICS_CACHE_MS   1000
+
+/* The library's soname (Debian 12: package libmicrohttpd12). */
+#define METRICS_MHD_LIB "libmicrohttpd.so.12"
+
+/* The functions used, resolved once from METRICS_MHD_LIB. */
+static struct {
+	void *lib;
+	__typeof__(MHD_start_daemon) *start_daemon;
+	__typeof__(MHD_stop_daemon) *stop_daemon;
+	__typeof__(MHD_run) *run;
+	__typeof__(MHD_get_daemon_info) *get_daemon_info;
+	__typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+	__typeof__(MHD_add_response_header) *add_response_header;
+	__typeof__(MHD_queue_response) *queue_response;
+	__typeof__(MHD_destroy_response) *destroy_response;
+} mhd;
+
+/* 0, or -1 with the library and what is missing in err. */
+static int mhd_open(char *err, size_t errlen)
+{
+	struct {
+		const char *name;
+		void **fn;
+	} const fns[] = {
+	    {"MHD_start_daemon", (void **)&mhd.start_daemon},
+	    {"MHD_stop_daemon", (void **)&mhd.stop_daemon},
+	    {"MHD_run", (void **)&mhd.run},
+	    {"MHD_get_daemon_info", (void **)&mhd.get_daemon_info},
+	    {"MHD_create_response_from_buffer", (void **)&mhd.create_response_from_buffer},
+	    {"MHD_add_response_header", (void **)&mhd.add_response_header},
+	    {"MHD_queue_response", (void **)&mhd.queue_response},
+	    {"MHD_destroy_response", (void **)&mhd.destroy_response},
+	};
+	void *lib;
+
+	if (mhd.lib)
+		return 0;
+	lib = dlopen(METRICS_MHD_LIB, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(err, errlen,
+			 "[metrics] listen needs %s: %s (install Debian's libmicrohttpd12, or "
+			 "leave [metrics] listen empty)",
+			 METRICS_MHD_LIB, dlerror());
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		*fns[i].fn = dlsym(lib, fns[i].name);
+		if (!*fns[i].fn) {
+			snprintf(err, errlen,
+				 "[metrics] listen: %s has no %s (install Debian 12's "
+				 "libmicrohttpd12)",
+				 METRICS_MHD_LIB, fns[i].name);
+			dlclose(lib);
+			return -1;
+		}
+	}
+	mhd.lib = lib;
+	return 0;
+}
 
 struct metrics {
 	struct MHD_Daemon *d;
@@ -105,16 +169,16 @@ int metrics_parse_listen(const char *listen, unsigned *addr_be, unsigned short *
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
 			     char *body, size_t len)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = mhd.create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	if (!r) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = mhd.queue_response(c, status, r);
+	mhd.destroy_response(r);
 	return ret;
 }
 
@@ -172,6 +236,8 @@ struct metrics *metrics_start(const char *listen, const struct timeline *tl,
 
 	if (metrics_parse_listen(listen, &addr, &port, err, errlen) < 0)
 		return NULL;
+	if (mhd_open(err, errlen) < 0)
+		return NULL;
 	sa.sin_addr.s_addr = addr;
 	sa.sin_port = htons(port);
 	m = calloc(1, sizeof(*m));
@@ -182,7 +248,7 @@ struct metrics *metrics_start(const char *listen, const struct timeline *tl,
 	*m = (struct metrics){.tl = tl, .refresh = refresh, .arg = arg, .running = true};
 	/* no MHD_USE_INTERNAL_POLLING_THREAD: requests run inside metrics_run,
 	 * on the supervisor's thread */
-	m->d = MHD_start_daemon(MHD_USE_EPOLL, port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
+	m->d = mhd.start_daemon(MHD_USE_EPOLL, port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
 				(const struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)METRICS_IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned)METRICS_MAX_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -202,14 +268,14 @@ int metrics_fd(const struct metrics *m)
 
 	if (!m)
 		return -1;
-	i = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
+	i = mhd.get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
 	return i ? i->epoll_fd : -1;
 }
 
 void metrics_run(struct metrics *m)
 {
 	if (m)
-		MHD_run(m->d);
+		mhd.run(m->d);
 }
 
 void metrics_set_running(struct metrics *m, bool running)
@@ -222,7 +288,7 @@ void metrics_stop(struct metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d);
+	mhd.stop_daemon(m->d);
 	free(m->cached);
 	free(m);
 }

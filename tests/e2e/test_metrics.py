@@ -1,5 +1,6 @@
 """Live metrics: `[metrics] listen` serves /metrics while the service runs;
 scraped over HTTP and parsed with Debian's python3-prometheus-client."""
+import os
 import socket
 import time
 import subprocess
@@ -205,3 +206,46 @@ def test_scrapes_share_one_snapshot_a_second(launched):
     # 10 snapshots unless they took 9 s
     assert took <= int(elapsed) + 1
     assert took < 10 or elapsed >= 9
+
+
+def mapped_libraries(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return {line.split()[-1].rsplit("/", 1)[-1] for line in f if "/" in line}
+
+
+def test_libmicrohttpd_is_loaded_only_for_an_endpoint(launched, tmp_path):
+    """libmicrohttpd (and gnutls, which it brings) is dlopen'd when [metrics]
+    listen starts an endpoint; a run without one never maps it (its RSS)."""
+    def libs_once_ready(p):
+        wait_for(lambda: (tmp_path / "pid").exists() or p.poll() is not None, 30, "pidfile")
+        assert p.poll() is None
+        return mapped_libraries(p.pid)
+
+    plain = launched()
+    libs = libs_once_ready(plain)
+    assert any(n.startswith("libbpf.so") for n in libs)
+    assert not any(n.startswith(("libmicrohttpd", "libgnutls")) for n in libs), libs
+    plain.terminate()
+    plain.communicate(timeout=30)
+    (tmp_path / "pid").unlink(missing_ok=True)
+    port = free_port()
+    served = launched("metrics.listen=127.0.0.1:%d" % port)
+    wait_for(lambda: port_open(port), 30, "/metrics port")
+    assert any(n.startswith("libmicrohttpd.so") for n in mapped_libraries(served.pid))
+    assert "indextts2_running 1" in scrape(port)
+
+
+def test_a_broken_libmicrohttpd_is_a_warning_naming_it(tmp_path):
+    """The endpoint's library is opened at its start: when it cannot be
+    loaded the warning names it and the fix, and the service still starts."""
+    libdir = tmp_path / "lib"
+    libdir.mkdir()
+    (libdir / "libmicrohttpd.so.12").write_bytes(b"not an ELF file\n")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
+    r = subprocess.run([str(TTS), "run", "--set", "app.dir=%s" % tmp_path, "--set", "log.file=",
+                        "--set", "metrics.listen=127.0.0.1:%d" % free_port(), "--no-trace",
+                        "--", "/bin/true"], capture_output=True, text=True, timeout=60, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "warning: [metrics] listen needs libmicrohttpd.so.12" in out, out
+    assert "libmicrohttpd12" in out
