@@ -179,7 +179,16 @@ static __always_inline struct tl_event *ev_reserve(__u32 type, __u32 tgid)
  * waking the launcher, which drains the ring on its 100 ms tick and whenever
  * an urgent event (exec, exit, listen, mlock) wakes it: a wakeup per import
  * cost more than the import's own probe. */
-static __always_inline void ev_submit_lazy(void *e) { bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); }
+static __always_inline void ev_submit_lazy(void *e)
+{
+	/* but a ring half full wakes it at once: a burst (an import storm, a
+	 * fork loop) is drained before the ring can overflow between ticks */
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > EVENTS_RING_BYTES / 2
+			  ? BPF_RB_FORCE_WAKEUP
+			  : BPF_RB_NO_WAKEUP;
+
+	bpf_ringbuf_submit(e, flags);
+}
 
 /* Forced: an adaptive wakeup is skipped while lazy events wait unread. */
 static __always_inline void ev_submit_urgent(void *e)

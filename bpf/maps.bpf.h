@@ -260,9 +260,14 @@ TL_MAP struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+#define EVENTS_RING_BYTES (1 << 20)
+
 TL_MAP struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 2 << 20); /* 4,600 events: drained every 100 ms */
+	/* ~2,300 events: drained every 100 ms, and at once when half full
+	 * (ev_submit_lazy). Its pages are mapped twice into tts-launch (the
+	 * ring's wrap-around view), so its RSS is twice this (BENCHMARKS.md) */
+	__uint(max_entries, EVENTS_RING_BYTES);
 } events SEC(".maps");
 
 #endif
