@@ -267,10 +267,15 @@ static void add_ulink(struct tracer *t, struct bpf_link *l, const struct bpf_pro
  * keeper closes the links (paying the grace periods where no caller waits)
  * and exits; its life is tts-launch's plus that detach. */
 
-/* The keeper gets this process's links of the probe table's uprobe and
- * USDT programs (their ids: ukeeper_link_fds), and those of the syscall
- * tracepoints (cheap): a tracepoint's perf event, too, waits for a grace
- * period when its last reference goes (~200 ms each here, ~50 of them). */
+/* The keeper gets a copy of every link of the probe table's programs
+ * (their ids: ukeeper_link_fds): the uprobe and USDT links, the syscall
+ * tracepoints' (cheap: a tracepoint's perf event waits for a grace period
+ * when its last reference goes, ~200 ms each here, ~50 of them), and the
+ * raw tracepoints' and perf events' too: the last detach of a raw
+ * tracepoint patches the kernel's text and waits (sched_waking's took
+ * 75 ms, page_fault_user's 18 ms in tts-launch's exit, strace -tt). So no
+ * close at tts-launch's exit is the last one: the command's exit does not
+ * wait for any detach (BENCHMARKS.md, "The whole command"). */
 static void keep_uprobes(struct tracer *t)
 {
 	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])];
@@ -282,8 +287,6 @@ static void keep_uprobes(struct tracer *t)
 		struct bpf_prog_info pi;
 		__u32 len = sizeof(pi);
 
-		if (p->kind != PROBE_UPROBE && p->kind != PROBE_USDT && p->kind != PROBE_SYSCALLS)
-			continue;
 		prog = bpf_object__find_program_by_name(t->skel->obj, p->program);
 		memset(&pi, 0, sizeof(pi));
 		if (prog && bpf_program__fd(prog) >= 0 &&
@@ -843,9 +846,8 @@ static void lighten(struct tracer *t)
 			if (drop)
 				t->links[i] = NULL;
 		}
-		/* the keeper's copies of the tracepoints' links (cheap) */
-		if (drop && linked && !drained && t->uprobes_kept &&
-		    probe_kind(prog) == PROBE_SYSCALLS)
+		/* the keeper's copies of the links just destroyed here */
+		if (drop && linked && !drained && t->uprobes_kept)
 			ukeeper_release(t->keeper_sock, &pi.id, 1);
 		/* only what is attached: not a probe that fell back */
 		usdt = probe_kind(prog) == PROBE_USDT;

@@ -230,7 +230,7 @@ int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max)
 
 	while (dir && (d = readdir(dir)) && n < max) {
 		char path[300], line[128];
-		bool perf = false;
+		bool link = false;
 		unsigned int prog = 0;
 		FILE *f;
 
@@ -239,13 +239,13 @@ int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max)
 		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
 		f = fopen(path, "re");
 		while (f && fgets(line, sizeof(line), f)) {
-			perf |= !strncmp(line, "link_type:", 10) && strstr(line, "perf");
+			link |= !strncmp(line, "link_type:", 10); /* a link, not a program's fd */
 			if (!strncmp(line, "prog_id:", 8))
 				prog = (unsigned int)strtoul(line + 8, NULL, 10);
 		}
 		if (f)
 			fclose(f);
-		for (int i = 0; perf && prog && i < n_ids; i++)
+		for (int i = 0; link && prog && i < n_ids; i++)
 			if (prog == ids[i]) {
 				fds[n++] = atoi(d->d_name);
 				break;

@@ -1,15 +1,16 @@
 /* ukeeper: the process that holds the last references of tts-launch's
- * uprobe links (and of the syscall tracepoints' links, [trace] syscalls =
- * cheap), so that removing them (an RCU grace period each) is never paid
- * by tts-launch: at its exit, or when it asks (ukeeper_release, the
+ * BPF links (uprobes, tracepoints, raw tracepoints, perf events), so that
+ * removing them (an RCU grace period, or a patch of the kernel's text,
+ * each) is never paid by tts-launch: at its exit, or when it asks (ukeeper_release, the
  * requests window's end). ukeeper.c says how. */
 #ifndef TTS_UKEEPER_H
 #define TTS_UKEEPER_H
 
 #include <stdbool.h>
 
-/* the most link fds the keeper takes at its start */
-#define UKEEPER_MAX_FDS 128
+/* the most link fds the keeper takes at its start (per-CPU perf events:
+ * two per CPU) */
+#define UKEEPER_MAX_FDS 512
 
 /* Starts the keeper with a copy of fds[0..n) (n may be 0: links come later
  * through *sock, as CUDA's at a mapping) (call it before the service
@@ -17,8 +18,9 @@
  * *sock is then where later link fds go (SCM_RIGHTS, one byte of data, at
  * most 64 fds a message), else -1. */
 bool ukeeper_start(int *fds, int n, int *sock);
-/* The fds of this process's perf-event BPF links (uprobes, USDT sites:
- * libbpf keeps a USDT link's per-site links to itself) whose program id is
+/* The fds of this process's BPF links (raw tracepoints, perf events,
+ * uprobes, USDT sites: libbpf keeps a USDT link's per-site links to
+ * itself) whose program id is
  * one of ids[0..n_ids), from /proc/self/fdinfo, into fds[0..max): how many. */
 int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max);
 /* Asks the keeper on sock to close its copies of the links of programs
