@@ -142,12 +142,13 @@ struct {
 SEC("raw_tp/page_fault_user")
 int BPF_PROG(attr_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	__u32 zero = 0;
-	struct fault_slot *s = bpf_map_lookup_elem(&attrflt, &zero);
+	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid();
+	struct fault_slot *s;
 
-	if (!s)
+	/* every user page fault of the host */
+	if (!tree_tid(tid) || !(s = bpf_map_lookup_elem(&attrflt, &zero)))
 		return 0;
-	s->tid = (__u32)bpf_get_current_pid_tgid();
+	s->tid = tid;
 	s->ip = BPF_CORE_READ(regs, ip);
 	s->addr = address;
 	return 0;
@@ -466,9 +467,13 @@ SEC("raw_tp/sched_waking")
 int BPF_PROG(attr_waking, struct task_struct *p)
 {
 	__u32 tid = BPF_CORE_READ(p, pid);
-	struct tl_off_event *o = bpf_map_lookup_elem(&attroff, &tid);
+	struct tl_off_event *o;
 	__u64 id;
 
+	/* every wake-up of the host: not a thread of the tree */
+	if (!tree_tid(tid))
+		return 0;
+	o = bpf_map_lookup_elem(&attroff, &tid);
 	if (!o || o->wake_ns)
 		return 0;
 	id = bpf_get_current_pid_tgid();

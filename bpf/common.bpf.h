@@ -122,6 +122,28 @@ static __always_inline void flt_sync_current(__u32 tgid, __u64 now)
 	flt_sync((struct task_struct *)bpf_get_current_task(), tgid, now);
 }
 
+/* Is thread tid one of the tree's (treebits)? */
+static __always_inline bool tree_tid(__u32 tid)
+{
+	__u32 k = tid / 64;
+	__u64 *w = bpf_map_lookup_elem(&treebits, &k);
+
+	return w && ((*w >> (tid % 64)) & 1);
+}
+
+static __always_inline void tree_tid_set(__u32 tid, bool on)
+{
+	__u32 k = tid / 64;
+	__u64 *w = bpf_map_lookup_elem(&treebits, &k), bit = 1ull << (tid % 64);
+
+	if (!w)
+		return;
+	if (on)
+		__sync_fetch_and_or(w, bit);
+	else
+		__sync_fetch_and_and(w, ~bit);
+}
+
 /* A ring record of size bytes (a constant); a full ring is counted. */
 static __always_inline void *ring_reserve(__u64 size)
 {

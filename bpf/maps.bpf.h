@@ -50,6 +50,21 @@ TL_MAP struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* created fast, filled as the tree runs */
 } procs SEC(".maps");
 
+/* One bit per thread id of the tree (tree_tid in common.bpf.h): set for the
+ * root by the launcher and at every fork and clone from the tree, cleared at
+ * a thread's exit. The first test of the host-wide programs that run for
+ * every context switch, wake-up or page fault of the host: an array lookup,
+ * which the verifier inlines, where procs is a hash (its lookup cost a
+ * neighbour's context switch ~100 ns more, BENCHMARKS.md). 4,194,304 bits:
+ * the kernel's PID_MAX_LIMIT; 512 KiB of kernel memory, none mapped here. */
+#define TREE_BITS_WORDS (4194304 / 64)
+TL_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TREE_BITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} treebits SEC(".maps");
+
 TL_MAP struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);

@@ -8,14 +8,19 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 ptgid = BPF_CORE_READ(prev, tgid);
-	__u32 ntgid = BPF_CORE_READ(next, tgid);
+	__u32 ptgid, ntgid;
+	__u64 now = 0;
+	bool leaving;
+
+	/* every context switch of the host: neither thread of the tree */
+	if (!tree_tid((__u32)bpf_get_current_pid_tgid()) && !tree_tid(BPF_CORE_READ(next, pid)))
+		return 0;
+	ptgid = BPF_CORE_READ(prev, tgid);
+	ntgid = BPF_CORE_READ(next, tgid);
 	/* a thread of the tree leaving the CPU; not an exiting one: its faults
 	 * were counted at its exit (thread_exit), and it will not come back on
 	 * a CPU to end an off-CPU span */
-	bool leaving =
-	    bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
-	__u64 now = 0;
+	leaving = bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
 
 	/* after the requests window: the faults of a thread leaving, no off-CPU time */
 	if (light) {

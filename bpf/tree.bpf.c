@@ -16,8 +16,11 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	struct tl_event *e;
 	__u32 f;
 
+	if (!flags)
+		return 0;
+	tree_tid_set(pid, true);
 	/* threads share their process's entry */
-	if (!flags || pid != BPF_CORE_READ(child, tgid))
+	if (pid != BPF_CORE_READ(child, tgid))
 		return 0;
 	f = *flags;
 	if (bpf_map_update_elem(&procs, &pid, &f, BPF_ANY)) {
@@ -89,6 +92,7 @@ static __always_inline void thread_exit(struct task_struct *p)
 	 * as a second argument, but a raw_tp reading past the arguments a
 	 * kernel has fails to attach.) */
 	last = BPF_CORE_READ(p, signal, live.counter) == 0;
+	tree_tid_set(BPF_CORE_READ(p, pid), false);
 	/* A thread of the tree; or of a process of the tree that has just
 	 * gone: live is 0 for every thread that reaches here after the last
 	 * decrement, so several can take themselves for the last, and the

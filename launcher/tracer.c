@@ -477,7 +477,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	struct pyframes_target pyt;
 	bool have_pyt = false;
 	int err, n_py;
-	__u32 root, flags = 0;
+	__u32 root, root_word, flags = 0;
+	__u64 root_bits;
 	struct proc_stat root_stat = {0};
 	double t_open, t_load, t_attach, t_usdt;
 
@@ -570,10 +571,15 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		t->col.off.note_free = pyframes_free;
 	}
 
-	/* the root, before any program can see it fork or exec */
+	/* the root, before any program can see it fork or exec (its thread's
+	 * bit too: it is single-threaded, held before its exec) */
 	root = (__u32)o->root_pid;
+	root_word = root / 64;
+	root_bits = 1ull << (root % 64);
 	if (bpf_map__update_elem(t->skel->maps.procs, &root, sizeof(root), &flags, sizeof(flags),
 				 0) ||
+	    bpf_map__update_elem(t->skel->maps.treebits, &root_word, sizeof(root_word), &root_bits,
+				 sizeof(root_bits), 0) ||
 	    bpf_map__update_elem(t->skel->maps.procstat, &root, sizeof(root), &root_stat,
 				 sizeof(root_stat), 0)) {
 		snprintf(why, whylen, "failed to add pid %d to the traced tree: %s",

@@ -224,6 +224,13 @@ def main():
     ap.add_argument("--rss", type=int, default=3, help="simulator start-ups for the peak RSS "
                     "(0: none)")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--pin", type=int, metavar="CPU", help="run the neighbour on this CPU only "
+                    "(taskset -c): the ping-pong's two processes then switch on one CPU, "
+                    "every round trip two context switches and two wake-ups, no IPI")
+    ap.add_argument("--no-bpf-stats", action="store_true", help="leave "
+                    "kernel.bpf_stats_enabled as it is (its clock reads cost every traced "
+                    "program run ~20-40 ns): the walls and CPU without that cost, no BPF "
+                    "run time column")
     ap.add_argument("--variants", help="comma-separated tracers to run besides untraced "
                     "(default: all): " + ",".join(SHORT))
     a = ap.parse_args()
@@ -254,8 +261,11 @@ def main():
         neighbours = {"dd": ["dd", "if=/dev/zero", "of=/dev/null", "bs=1",
                              "count=%d" % a.dd_count],
                       "pingpong": [str(pp), str(a.pingpong)]}
+        if a.pin is not None:
+            neighbours = {k: ["taskset", "-c", str(a.pin)] + v for k, v in neighbours.items()}
         names = ["dd", "pingpong"] if a.neighbour == "all" else [a.neighbour]
-        stats.write_text("1\n")
+        if not a.no_bpf_stats:
+            stats.write_text("1\n")
         try:
             for nb in names:
                 argv = neighbours[nb]
@@ -282,6 +292,8 @@ def main():
                         file=sys.stderr)
                 r["base_walls_ms"]["untraced"] = r["walls_ms"]["untraced"]
                 r["base_cpu_ms"]["untraced"] = r["cpu_ms"]["untraced"]
+                if a.no_bpf_stats:
+                    r["bpf_ms"] = {v: [None] * len(r["bpf_ms"][v]) for v in r["bpf_ms"]}
                 results[" ".join(argv).replace(str(pp), "pingpong")] = r
         finally:
             stats.write_text(stats_was + "\n")
