@@ -20,7 +20,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	/* a thread of the tree leaving the CPU; not an exiting one: its faults
 	 * were counted at its exit (thread_exit), and it will not come back on
 	 * a CPU to end an off-CPU span */
-	leaving = bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
+	leaving =
+	    bpf_map_lookup_elem(&procs, &ptgid) && !(BPF_CORE_READ(prev, flags) & PF_EXITING_);
 
 	/* after the requests window: the faults of a thread leaving, no off-CPU time */
 	if (light) {
