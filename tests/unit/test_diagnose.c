@@ -19,20 +19,9 @@
 #include "stall.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "tl_fixture.h"
 
-#define FIXTURES "tests/fixtures/timelines-diagnose/"
-
-static struct timeline *load(const char *name)
-{
-	char path[256], err[512];
-	struct timeline *tl;
-
-	snprintf(path, sizeof(path), FIXTURES "%s.json", name);
-	tl = timeline_load(path, err, sizeof(err));
-	if (!tl)
-		fail_msg("%s", err);
-	return tl;
-}
+static struct timeline *load(const char *name) { return fixture_load(name); }
 
 /* Runs every rule; the one finding must be `id` with `severity`. */
 static json_t *only_finding(struct timeline *tl, const char *id, const char *severity,
@@ -56,14 +45,7 @@ static json_t *only_finding(struct timeline *tl, const char *id, const char *sev
 	return f;
 }
 
-static json_t *ev(json_t *f, const char *k)
-{
-	json_t *v = json_object_get(json_object_get(f, "evidence"), k);
-
-	if (!v)
-		fail_msg("evidence has no %s", k);
-	return v;
-}
+static json_t *ev(json_t *f, const char *k) { return fixture_evidence(f, k); }
 
 static const char *ev_str(json_t *f, const char *k) { return json_string_value(ev(f, k)); }
 

@@ -18,21 +18,11 @@
 #include "diagnose.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "tl_fixture.h"
 
-#define FIXTURES "tests/fixtures/timelines-diagnose/"
-#define CACHE	 "/nonexistent/app/checkpoints/hf_cache"
+#define CACHE "/nonexistent/app/checkpoints/hf_cache"
 
-static struct timeline *load(const char *name)
-{
-	char path[256], err[512];
-	struct timeline *tl;
-
-	snprintf(path, sizeof(path), FIXTURES "%s.json", name);
-	tl = timeline_load(path, err, sizeof(err));
-	if (!tl)
-		fail_msg("%s", err);
-	return tl;
-}
+static struct timeline *load(const char *name) { return fixture_load(name); }
 
 static json_t *root_of(struct timeline *tl) { return timeline_json(tl); }
 
@@ -49,14 +39,7 @@ static json_t *finding(struct timeline *tl, unsigned checks, const char *id)
 	return NULL;
 }
 
-static json_t *ev(json_t *f, const char *k)
-{
-	json_t *v = json_object_get(json_object_get(f, "evidence"), k);
-
-	if (!v)
-		fail_msg("evidence has no %s", k);
-	return v;
-}
+static json_t *ev(json_t *f, const char *k) { return fixture_evidence(f, k); }
 
 static bool contains(const char *s, const char *sub) { return s && strstr(s, sub); }
 
