@@ -162,6 +162,9 @@ def test_all_locks_at_listen(app):
     assert [e["event"] for e in m["events"]] == ["armed", "locked"]
     assert any(p["name"] == "mlock" for p in tl["phases"])
     assert tl["launcher"]["config"]["mlock"]["mode"] == "all"
+    # the outcome said once, live
+    out = _read(s.log)
+    assert out.count("tts-launch: mlock (all, at listen): locked") == 1, out
 
 
 def test_models_locks_only_model_mappings(app):
@@ -463,6 +466,12 @@ def test_traced_run_has_both_the_calls_and_the_outcome(app):
     calls = [c for c in tl["memory"]["mlock_calls"] if c["pid"] == s.pid]
     assert [c["call"] for c in calls] == ["mlockall"] and calls[0]["result"] == 0
     assert tl["memory"]["mlock"]["status"] == "locked"
+    # the outcome said twice in all: the live line, and the summary's recap
+    # (not the traced mlockall as a third, docs/mlock.md)
+    out = _read(s.log)
+    assert out.count("tts-launch: mlock (all, at listen): locked") == 1, out
+    assert out.count("mlock shim (all, at listen): locked") == 1, out
+    assert "mlockall" not in out, out
 
 
 def test_models_locks_the_simulators_hub_cache_models(tmp_path, hub, models):
