@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -147,6 +148,57 @@ static void test_hub_unreachable(void **state)
 	/* two gaps of 1 s, plus the median for the last attempt */
 	assert_float_equal(json_number_value(json_object_get(f, "seconds_lost")), 3.0, 1e-9);
 	assert_true(contains(json_string_value(json_object_get(f, "fix")), "HF_HUB_OFFLINE=1"));
+	timeline_free(tl);
+}
+
+/* The hub unreachable while a download was under way (its temp file open,
+ * never renamed: a resumed one looks the same): the advice is the download's
+ * read timeout, HF_HUB_DOWNLOAD_TIMEOUT, not the metadata's ETag one. The
+ * fixture with that file added, written to a file and loaded as diagnose
+ * loads one. */
+static void test_hub_unreachable_while_downloading(void **state)
+{
+	json_error_t je;
+	json_t *root = json_load_file(FIXTURES "hub-unreachable.json", 0, &je), *f;
+	char path[] = "/tmp/tts-unit-hub-dl-XXXXXX", err[512];
+	struct timeline *tl;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_non_null(root);
+	assert_true(fd >= 0);
+	json_array_append_new(
+	    json_object_get(root, "files"),
+	    json_pack("{s:s, s:s, s:i, s:i, s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
+		      "s:f, s:f}",
+		      "path",
+		      "/nonexistent/app/checkpoints/hf_cache/models--IndexTeam--IndexTTS-2/blobs/"
+		      "0123abcd.incomplete",
+		      "class", "download", "opens", 1, "failed_opens", 0, "errno", "bytes_read", 0,
+		      "bytes_written", 1048576, "reads", 0, "writes", 16, "mmaps", 0, "mmap_bytes",
+		      0, "faults", 0, "size", 1048576, "pid", 100, "first_ms", 1300.0, "last_ms",
+		      1400.0));
+	assert_int_equal(json_dumpfd(root, fd, 0), 0);
+	close(fd);
+	json_decref(root);
+	tl = timeline_load(path, err, sizeof(err));
+	unlink(path);
+	if (!tl)
+		fail_msg("%s", err);
+	diagnose_run(tl, DIAG_ALL);
+	f = NULL;
+	for (size_t i = 0; i < json_array_size(json_object_get(timeline_json(tl), "findings"));
+	     i++) {
+		json_t *x = json_array_get(json_object_get(timeline_json(tl), "findings"), i);
+
+		if (!strcmp(json_string_value(json_object_get(x, "id")), "hub-unreachable"))
+			f = x;
+	}
+	assert_non_null(f);
+	assert_true(
+	    contains(json_string_value(json_object_get(f, "fix")), "HF_HUB_DOWNLOAD_TIMEOUT"));
+	assert_true(contains(json_string_value(json_object_get(f, "fix")), "a resumed one too"));
+	assert_false(contains(json_string_value(json_object_get(f, "fix")), "HF_HUB_ETAG_TIMEOUT"));
 	timeline_free(tl);
 }
 
@@ -706,6 +758,7 @@ int main(void)
 	    cmocka_unit_test(test_io_reread),
 	    cmocka_unit_test(test_io_small_reads),
 	    cmocka_unit_test(test_hub_unreachable),
+	    cmocka_unit_test(test_hub_unreachable_while_downloading),
 	    cmocka_unit_test(test_dns_failure),
 	    cmocka_unit_test(test_download_slow),
 	    cmocka_unit_test(test_download_interrupted),
