@@ -23,6 +23,15 @@ json_t *timeline_json(const struct timeline *tl);
  * of memory (root is then released). No check: for trees built here. */
 struct timeline *timeline_wrap(json_t *root);
 
+/* The model's files[], missing_paths[] and python.imports[] as records
+ * (timeline_sections.h), brought up to date with the tree first; NULL for
+ * NULL. Every reader of those lists reads these: the tree holds
+ * placeholders (empty arrays) where they go. */
+struct tl_sections *timeline_sections(const struct timeline *tl);
+/* The same for the model whose tree root is; NULL when root is no model's
+ * (a raw tree: tl_sections_decode reads its lists). */
+struct tl_sections *timeline_sections_of(const json_t *root);
+
 /* The checks of timeline_load on a parsed tree (name: for messages); 0, or
  * -1 with err. */
 int timeline_validate(const json_t *root, const char *name, char *err, size_t errlen);
