@@ -8,8 +8,11 @@
  * (progress, the findings said so far), progress.c (it decodes the views of
  * the tree it samples and stores its "progress" key; it reads no section
  * key itself), control.c, and timeline_view*.c (the decoders themselves).
- * Renderers, compare and the objects in the Makefile's NO_JANSSON list
- * cannot include this. */
+ * files[], missing_paths[] and python.imports[] are not in the tree but
+ * records (timeline_sections.h, timeline_sections() below): imports.c,
+ * phases.c, gpu_snap.c, timeline_build.c and timeline_files.c read them
+ * there. Renderers, compare and the objects in the Makefile's NO_JANSSON
+ * list cannot include this. */
 #ifndef TTS_TIMELINE_INTERNAL_H
 #define TTS_TIMELINE_INTERNAL_H
 
