@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <glob.h>
 
 #include "timeline.h"
 #include "timeline_internal.h"
@@ -306,33 +307,61 @@ static void test_key_order(void **state)
 	tl_sections_free(&s);
 }
 
-/* A saved file: timeline_write and timeline_dump give what json_dumpf gave
- * for the whole tree, byte for byte */
-static void test_same_bytes_as_jansson(void **state)
+/* Saved files: timeline_write and timeline_dump give what json_dumpf gave
+ * for the whole tree, byte for byte (each fixture that loads) */
+static void same_bytes(const char *fixture)
 {
-	json_t *raw = json_load_file(FIXTURE, 0, NULL);
-	struct timeline *tl = load(FIXTURE);
-	char path[128], err[512], *a, *b;
+	char err[1024], path[128], *a, *b;
+	struct timeline *tl = timeline_load(fixture, err, sizeof(err));
+	json_t *raw = json_load_file(fixture, 0, NULL);
 
-	(void)state;
+	if (!tl) { /* a hostile one: refused, nothing to write */
+		json_decref(raw);
+		return;
+	}
 	assert_non_null(raw);
-	assert_true(json_array_size(json_object_get(raw, "files")) > 0);
-	assert_true(timeline_sections(tl)->l[TLS_FILES].n ==
-		    json_array_size(json_object_get(raw, "files")));
+	assert_int_equal(timeline_sections(tl)->l[TLS_FILES].n,
+			 json_array_size(json_object_get(raw, "files")));
 	a = jansson_dump(raw, JSON_INDENT(2));
 	b = model_dump(tl);
-	assert_string_equal(a, b);
+	if (strcmp(a, b))
+		fail_msg("timeline_dump of %s differs from json_dumpf", fixture);
 	free(a);
 	free(b);
 	snprintf(path, sizeof(path), "%s/w.json", tmpdir);
 	assert_int_equal(timeline_write(tl, path, getuid(), getgid(), err, sizeof(err)), 0);
 	a = jansson_dump(raw, JSON_INDENT(1) | JSON_REAL_PRECISION(15));
 	b = slurp(path);
-	assert_string_equal(a, b);
+	if (strcmp(a, b))
+		fail_msg("timeline_write of %s differs from json_dumpf", fixture);
 	free(a);
 	free(b);
 	timeline_free(tl);
 	json_decref(raw);
+}
+
+static void test_same_bytes_as_jansson(void **state)
+{
+	const char *dirs[] = {"tests/fixtures/timelines/", "tests/fixtures/timelines-diagnose/",
+			      "tests/fixtures/timelines-hostile/"};
+	json_t *raw = json_load_file(FIXTURE, 0, NULL);
+	int n = 0;
+
+	(void)state;
+	assert_non_null(raw);
+	assert_true(json_array_size(json_object_get(raw, "files")) > 0); /* the big one */
+	json_decref(raw);
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+		char pat[128];
+		glob_t g;
+
+		snprintf(pat, sizeof(pat), "%s*.json", dirs[d]);
+		assert_int_equal(glob(pat, 0, NULL, &g), 0);
+		for (size_t i = 0; i < g.gl_pathc; i++, n++)
+			same_bytes(g.gl_pathv[i]);
+		globfree(&g);
+	}
+	assert_true(n >= 20);
 }
 
 static char *write_tmp(const char *name, const char *text)
