@@ -12,6 +12,8 @@
 #include "collector.h"
 #include "gpu.h"
 #include "gpu_internal.h"
+#include "timeline_internal.h"
+#include "timeline_sections.h"
 
 const char *gpu_error_name(int code, bool driver)
 {
@@ -58,13 +60,10 @@ static json_t *device_nodes(void)
 	return a;
 }
 
-static bool torch_imported(const json_t *imports)
+static bool torch_imported(const struct tl_sections *s)
 {
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach (imports, i, e) {
-		const char *n = json_string_value(json_object_get(e, "name"));
+	for (size_t i = 0; i < s->l[TLS_IMPORTS].n; i++) {
+		const char *n = TLS_IMPORTS_OF(s)[i].name;
 
 		if (n && (!strcmp(n, "torch") || !strncmp(n, "torch.", 6)))
 			return true;
@@ -75,18 +74,16 @@ static bool torch_imported(const json_t *imports)
 /* torch/lib of the service: next to the torch package the tree opened
  * (the model's files), else where its root maps libtorch*, else the app's
  * venv, else Debian's python3-torch. */
-static bool torch_lib(const json_t *model, pid_t root, const struct config *cfg, char *out,
+static bool torch_lib(const struct tl_sections *s, pid_t root, const struct config *cfg, char *out,
 		      size_t len, bool *opened)
 {
 	char p[64], line[PATH_MAX + 128], pat[PATH_MAX + 96];
-	const json_t *e;
 	glob_t gl;
 	bool found = false;
-	size_t i;
 	FILE *f;
 
-	json_array_foreach (json_object_get(model, "files"), i, e) {
-		const char *path = json_string_value(json_object_get(e, "path"));
+	for (size_t i = 0; i < s->l[TLS_FILES].n; i++) {
+		const char *path = TLS_FILES_OF(s)[i].path;
 		const char *at = path && path[0] == '/' ? strstr(path, "/torch/") : NULL;
 
 		if (at &&
@@ -210,19 +207,17 @@ static json_t *device_json(const struct gpu_trace *g)
  * skipped), as far as the trace shows it: the device's total (the answer
  * it read) against 10 GiB, and whether the QwenEmotion model's folder
  * (qwen0.6bemo4-merge) was opened. null without a total. */
-static json_t *low_vram_json(const struct gpu_trace *g, const json_t *model)
+static json_t *low_vram_json(const struct gpu_trace *g, const struct tl_sections *s)
 {
-	const json_t *e;
 	__u64 total = 0;
 	bool qwen = false;
-	size_t i;
 
 	for (int k = 0; g && k < g->n_procs && !total; k++)
 		total = g->procs[k].device_total;
 	if (!total)
 		return json_null();
-	json_array_foreach (json_object_get(model, "files"), i, e) {
-		const char *path = json_string_value(json_object_get(e, "path"));
+	for (size_t i = 0; i < s->l[TLS_FILES].n; i++) {
+		const char *path = TLS_FILES_OF(s)[i].path;
 
 		qwen |= path && strstr(path, "/qwen0.6bemo4-merge/") != NULL;
 	}
@@ -234,14 +229,25 @@ static json_t *low_vram_json(const struct gpu_trace *g, const json_t *model)
 json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *cfg,
 		 double ready_ms)
 {
-	const json_t *imports = json_object_get(json_object_get(model, "python"), "imports");
-	json_t *o = json_object(), *libs = json_array(), *procs = json_array(),
-	       *calls = json_array(), *nodes = device_nodes(), *torch;
-	bool tried = false, usable = false, imported = torch_imported(imports), cuda_build = false;
+	/* files[] and python.imports[]: the model's records, or a raw tree's */
+	struct tl_sections tmp, *s = timeline_sections_of(model);
+	json_t *o, *libs, *procs, *calls, *nodes, *torch;
+	bool tried = false, usable = false, imported, cuda_build = false;
 	char tlib[PATH_MAX];
 	/* the service's value: [env], else what it inherits from tts-launch */
 	const char *cvd = config_service_env(cfg, "CUDA_VISIBLE_DEVICES");
 	bool have_tlib;
+
+	if (!s && tl_sections_decode(model, &tmp) == 0)
+		s = &tmp;
+	if (!s)
+		return NULL;
+	o = json_object();
+	libs = json_array();
+	procs = json_array();
+	calls = json_array();
+	nodes = device_nodes();
+	imported = torch_imported(s);
 
 	for (int i = 0; g && i < g->n_libs; i++) {
 		const struct gpu_lib *l = &g->libs[i];
@@ -289,7 +295,7 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 			      str_or_null(gpu_error_name(c->ret, f && f->kind == LIB_DRIVER)),
 			      "bytes", (json_int_t)c->bytes));
 	}
-	have_tlib = torch_lib(model, g ? g->root : 0, cfg, tlib, sizeof(tlib), &imported);
+	have_tlib = torch_lib(s, g ? g->root : 0, cfg, tlib, sizeof(tlib), &imported);
 	if (have_tlib) {
 		char p[PATH_MAX + 32];
 
@@ -310,9 +316,11 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 					   cuda_build, json_array_size(nodes))
 			      : json_null());
 	json_object_set_new(o, "device", device_json(g));
-	json_object_set_new(o, "low_vram", low_vram_json(g, model));
+	json_object_set_new(o, "low_vram", low_vram_json(g, s));
 	json_object_set_new(o, "device_nodes", nodes);
 	json_object_set_new(o, "cuda_visible_devices", str_or_null(cvd));
 	json_object_set_new(o, "torch", torch);
+	if (s == &tmp)
+		tl_sections_free(&tmp);
 	return o;
 }

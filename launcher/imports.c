@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector.h"
 #include "interp.h"
+#include "timeline_sections.h"
 #include "util.h"
 
 /* The part of path below the library root it was found in: the last
@@ -80,95 +82,128 @@ bool imports_module_of(const char *path, char *out, size_t len)
 	return true;
 }
 
-/* A time in the model: ms to the microsecond (as collector.h's ms_json). */
-static json_t *ms_json(double ms)
+/* a module being derived: its first file's pid, its span, where it first
+ * appeared among the files */
+struct dmod {
+	char *name;
+	double pid, a, b;
+	size_t first;
+};
+
+static int by_name(const void *x, const void *y)
 {
-	return json_real(ms < 0 ? 0 : (double)(long long)(ms * 1000 + 0.5) / 1000);
+	const struct dmod *p = x, *q = y;
+	int c = strcmp(p->name, q->name);
+
+	return c ? c : p->first < q->first ? -1 : p->first > q->first;
 }
 
-static int by_start(const void *a, const void *b)
+static int by_first(const void *x, const void *y)
 {
-	double x = jnum(*(json_t *const *)a, "start_ms"), y = jnum(*(json_t *const *)b, "start_ms");
+	const struct dmod *p = x, *q = y;
 
-	return x < y ? -1 : x > y;
+	return p->first < q->first ? -1 : p->first > q->first;
 }
 
-json_t *imports_derive(json_t *root)
+/* qsort by start alone (ties as qsort leaves them), of pointers: the order
+ * this always gave */
+static int by_start(const void *x, const void *y)
 {
-	json_t *byname = json_object(), *out = json_array(), *f, *e, **v;
+	double a = (*(struct dmod *const *)x)->a, b = (*(struct dmod *const *)y)->a;
+
+	return a < b ? -1 : a > b;
+}
+
+size_t imports_derive(struct tl_sections *s)
+{
+	const struct tl_file *files = TLS_FILES_OF(s);
+	size_t nf = s->l[TLS_FILES].n, n = 0, m = 0, added = 0;
+	struct dmod *d = nf ? calloc(nf, sizeof(*d)) : NULL, **v = NULL;
 	char name[512];
-	const char *k;
-	size_t i, n = 0;
 
-	json_array_foreach (json_object_get(root, "files"), i, f) {
-		const char *path = jstr(f, "path");
-		double a = jnum(f, "first_ms"), b = jnum(f, "last_ms");
+	for (size_t i = 0; d && i < nf; i++) {
+		const struct tl_file *f = &files[i];
+		double a = tl_or0(f->first_ms), b = tl_or0(f->last_ms);
 
-		if (!path || !(jnum(f, "opens") > 0) || !(a >= 0) ||
-		    !imports_module_of(path, name, sizeof(name)))
+		if (!f->path || !(tl_or0(f->opens) > 0) || !(a >= 0) ||
+		    !imports_module_of(f->path, name, sizeof(name)))
 			continue;
 		if (!(b >= a))
 			b = a;
-		e = json_object_get(byname, name);
-		if (!e) {
-			json_object_set_new(byname, name,
-					    json_pack("{s:s, s:i, s:f, s:f}", "name", name, "pid",
-						      (int)jnum(f, "pid"), "start_ms", a, "end_ms",
-						      b));
+		if (!(d[n].name = strdup(name)))
+			continue;
+		d[n].pid = (int)tl_or0(f->pid);
+		d[n].a = a;
+		d[n].b = b;
+		d[n].first = n;
+		n++;
+	}
+	/* a module's files (source stat'd, .pyc read): one span, the first
+	 * file's pid, in the order modules first appeared */
+	if (n)
+		qsort(d, n, sizeof(*d), by_name);
+	for (size_t i = 0; i < n; i++) {
+		if (m && !strcmp(d[m - 1].name, d[i].name)) {
+			if (d[i].a < d[m - 1].a)
+				d[m - 1].a = d[i].a;
+			if (d[i].b > d[m - 1].b)
+				d[m - 1].b = d[i].b;
+			free(d[i].name);
 			continue;
 		}
-		/* a module's files (source stat'd, .pyc read): one span */
-		if (a < jnum(e, "start_ms"))
-			json_object_set_new(e, "start_ms", json_real(a));
-		if (b > jnum(e, "end_ms"))
-			json_object_set_new(e, "end_ms", json_real(b));
+		d[m++] = d[i];
 	}
-	v = calloc(json_object_size(byname) + 1, sizeof(*v));
-	json_object_foreach (byname, k, e)
-		if (v)
-			v[n++] = e;
-	if (n)
-		qsort(v, n, sizeof(*v), by_start);
-	for (i = 0; i < n; i++) {
-		double a = jnum(v[i], "start_ms"), b = jnum(v[i], "end_ms");
+	if (m)
+		qsort(d, m, sizeof(*d), by_first);
+	v = m ? calloc(m, sizeof(*v)) : NULL;
+	for (size_t i = 0; v && i < m; i++)
+		v[i] = &d[i];
+	if (v)
+		qsort(v, m, sizeof(*v), by_start);
+	for (size_t i = 0; v && i < m; i++) {
+		struct tl_import *r = tl_list_push(s, TLS_IMPORTS);
 
-		json_array_append_new(out, json_pack("{s:O, s:O, s:o, s:o, s:o, s:i, s:b, s:b}",
-						     "name", json_object_get(v[i], "name"), "pid",
-						     json_object_get(v[i], "pid"), "start_ms",
-						     ms_json(a), "end_ms", ms_json(b), "dur_ms",
-						     ms_json(b - a), "depth", 0, "found", 1,
-						     "derived", 1));
+		if (!r)
+			break;
+		r->name = v[i]->name;
+		v[i]->name = NULL;
+		r->pid = v[i]->pid;
+		r->start_ms = coll_ms(v[i]->a);
+		r->end_ms = coll_ms(v[i]->b);
+		r->dur_ms = coll_ms(v[i]->b - v[i]->a);
+		r->depth = 0;
+		r->found = 1;
+		r->derived = 1;
+		tl_rec_seal(TLS_IMPORTS, r);
+		added++;
 	}
+	for (size_t i = 0; i < m; i++)
+		free(d[i].name);
 	free(v);
-	json_decref(byname);
-	return out;
+	free(d);
+	return added;
 }
 
-void imports_snapshot(json_t *root, json_t *usdt_imports, bool usdt)
+void imports_snapshot(json_t *root, struct tl_sections *s, bool usdt)
 {
-	json_t *py, *imports = usdt_imports ? json_incref(usdt_imports) : json_array();
-	json_t *derived = NULL;
-	json_t *process = json_object_get(root, "process");
+	json_t *py, *process = json_object_get(root, "process");
 	pid_t main = (pid_t)jnum(process, "pid");
+	bool derived = false;
 
-	if (json_array_size(imports) == 0) {
-		derived = imports_derive(root);
-		if (json_array_size(derived)) {
-			json_decref(imports);
-			imports = json_incref(derived);
-			json_array_append_new(
-			    json_object_get(json_object_get(root, "tracing"), "fallbacks"),
-			    json_pack("{s:s, s:s}", "probe", "python_imports", "reason",
-				      "no USDT import events: imports derived from the "
-				      "interpreter's module files (python.imports[].derived)"));
-		}
+	if (!s->l[TLS_IMPORTS].n && imports_derive(s)) {
+		derived = true;
+		json_array_append_new(
+		    json_object_get(json_object_get(root, "tracing"), "fallbacks"),
+		    json_pack("{s:s, s:s}", "probe", "python_imports", "reason",
+			      "no USDT import events: imports derived from the "
+			      "interpreter's module files (python.imports[].derived)"));
 	}
-	py = json_pack("{s:b, s:O, s:s, s:o}", "usdt", usdt, "imports", imports, "imports_from",
-		       derived && imports == derived ? "module_files"
-		       : json_array_size(imports)    ? "usdt"
-						     : "none",
+	/* the records at the placeholder (timeline_sections.h) */
+	py = json_pack("{s:b, s:O, s:s, s:o}", "usdt", usdt, "imports", s->ph[TLS_IMPORTS],
+		       "imports_from",
+		       derived		     ? "module_files"
+		       : s->l[TLS_IMPORTS].n ? "usdt"
+					     : "none",
 		       "interpreter", interp_json(json_object_get(root, "processes"), main));
 	json_object_set_new(root, "python", py);
-	json_decref(imports);
-	json_decref(derived);
 }

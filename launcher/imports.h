@@ -19,12 +19,16 @@
  * no module file of an interpreter's library. */
 bool imports_module_of(const char *path, char *out, size_t len);
 
-/* The imports derived from root's `files` (a new array, sorted by start). */
-json_t *imports_derive(json_t *root);
+struct tl_sections;
 
-/* Write root's `python` section: the USDT imports when there are any, else
- * the derived ones (and a tracing.fallbacks entry saying so), and the
- * interpreter (python.interpreter, interp.h). */
-void imports_snapshot(json_t *root, json_t *usdt_imports, bool usdt);
+/* The imports derived from s's files[], appended to its python.imports[]
+ * records (sorted by start, timeline_sections.h); how many. */
+size_t imports_derive(struct tl_sections *s);
+
+/* Write root's `python` section: s's imports (the USDT ones) when there
+ * are any, else the derived ones (and a tracing.fallbacks entry saying
+ * so), and the interpreter (python.interpreter, interp.h). s: the model's
+ * records (timeline_sections(tl)), with their placeholder. */
+void imports_snapshot(json_t *root, struct tl_sections *s, bool usdt);
 
 #endif

@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define JW_MAX_DEPTH 32
+/* a loaded timeline nests at most TIMELINE_MAX_DEPTH (32) levels below its root */
+#define JW_MAX_DEPTH 64
 
 struct jsonw {
 	FILE *out;

@@ -1,5 +1,6 @@
 /* phases: the start-up phases inferred from the model (marks, files,
- * imports, downloads, mlock calls; docs/timeline.md). Runs over the model
+ * imports, downloads, mlock calls; docs/timeline.md); files, missing
+ * paths and imports from the model's records (timeline_sections.h). Runs over the model
  * only, so a loaded timeline gets the same phases as the live one. */
 #include <limits.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 
 #include "phases.h"
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "util.h"
 
 struct span {
@@ -34,7 +36,8 @@ const char *phases_download_label(const char *name, const char *path)
 
 void phases_infer(struct timeline *tl)
 {
-	json_t *root, *phases, *p, *files, *imports, *cfg, *interp;
+	json_t *root, *phases, *p, *cfg, *interp;
+	const struct tl_sections *s;
 	struct span imp = {0}, pyfiles = {0}, conf = {0}, cache = {0}, model = {0}, lock = {0};
 	const char *app_dir, *model_dir;
 	double spawn, exec, ready, py_exec, last_work = -1;
@@ -43,6 +46,7 @@ void phases_infer(struct timeline *tl)
 	if (!tl)
 		return;
 	root = timeline_json(tl);
+	s = timeline_sections(tl); /* files, missing_paths, python.imports */
 	phases = json_object_get(root, "phases");
 	/* drop earlier inferences: snapshots repeat */
 	for (i = json_array_size(phases); i-- > 0;) {
@@ -72,16 +76,17 @@ void phases_infer(struct timeline *tl)
 		py_exec = jnum(interp, "exec_ms");
 		timeline_phase_from(tl, "runner", exec, py_exec, "trace");
 	}
-	imports = json_object_get(json_object_get(root, "python"), "imports");
-	json_array_foreach (imports, i, p)
-		if (jnum(p, "start_ms") >= py_exec)
-			span_add(&imp, jnum(p, "start_ms"), jnum(p, "end_ms"));
+	/* a time that is not a number counts as 0 (jnum) */
+	for (i = 0; i < s->l[TLS_IMPORTS].n; i++) {
+		const struct tl_import *m = &TLS_IMPORTS_OF(s)[i];
 
-	files = json_object_get(root, "files");
-	json_array_foreach (files, i, p) {
-		const char *cls = jstr(p, "class");
-		const char *path = jstr(p, "path");
-		double a = jnum(p, "first_ms"), b = jnum(p, "last_ms");
+		if (tl_or0(m->start_ms) >= py_exec)
+			span_add(&imp, tl_or0(m->start_ms), tl_or0(m->end_ms));
+	}
+	for (i = 0; i < s->l[TLS_FILES].n; i++) {
+		const struct tl_file *f = &TLS_FILES_OF(s)[i];
+		const char *cls = f->class, *path = f->path;
+		double a = tl_or0(f->first_ms), b = tl_or0(f->last_ms);
 
 		if (!cls || !path)
 			continue;
@@ -95,11 +100,12 @@ void phases_infer(struct timeline *tl)
 						    path_under(path, model_dir)))
 			span_add(&conf, a, b);
 	}
-	json_array_foreach (json_object_get(root, "missing_paths"), i, p) {
-		const char *cls = jstr(p, "class");
+	for (i = 0; i < s->l[TLS_MISSING].n; i++) {
+		const struct tl_missing *m = &TLS_MISSING_OF(s)[i];
+		const char *cls = m->class;
 
 		if (cls && (!strcmp(cls, "hf_cache") || !strcmp(cls, "download")))
-			span_add(&cache, jnum(p, "first_ms"), jnum(p, "last_ms"));
+			span_add(&cache, tl_or0(m->first_ms), tl_or0(m->last_ms));
 	}
 	/* libraries mlock a page or two for their own reasons (glibc, OpenSSL):
 	 * only mlockall and large ranges are "locking the model" */

@@ -19,6 +19,7 @@
 #include "redact.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "util.h"
 
 #ifndef TTS_LAUNCH_VERSION
@@ -32,40 +33,64 @@ static json_t *str_or_null(const char *s) { return s ? json_text(s) : json_null(
 
 static json_t *config_json(const struct config *c) { return c ? config_to_json(c) : json_object(); }
 
+/* The tree, and its big lists as records (timeline_sections.h) */
 struct timeline {
 	json_t *root;
+	struct tl_sections sec;
+	struct timeline *next; /* the models alive, for timeline_sections_of */
 };
 
+static struct timeline *alive;
+
 json_t *timeline_json(const struct timeline *tl) { return tl ? tl->root : NULL; }
+
+struct tl_sections *timeline_sections(const struct timeline *tl)
+{
+	struct timeline *m = (struct timeline *)tl; /* the records follow the tree */
+
+	if (!m)
+		return NULL;
+	tl_sections_sync(&m->sec, m->root);
+	return &m->sec;
+}
+
+struct tl_sections *timeline_sections_of(const json_t *root)
+{
+	for (struct timeline *t = alive; root && t; t = t->next)
+		if (t->root == root)
+			return timeline_sections(t);
+	return NULL;
+}
 
 struct timeline *timeline_wrap(json_t *root)
 {
 	struct timeline *tl = root ? calloc(1, sizeof(*tl)) : NULL;
 
-	if (!tl) {
+	if (!tl || tl_sections_init(&tl->sec, true) < 0) {
+		free(tl);
 		json_decref(root);
 		return NULL;
 	}
 	tl->root = root;
+	tl->next = alive;
+	alive = tl;
 	return tl;
 }
 
 struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 {
-	struct timeline *tl = calloc(1, sizeof(*tl));
 	struct timespec w = clock_t0_wall();
-	json_t *av = json_array();
+	json_t *av = json_array(), *root;
+	struct timeline *tl;
 	char iso[64];
 	struct tm tm;
 
-	if (!tl)
-		return NULL;
 	for (int i = 0; i < argc && argv; i++)
 		json_array_append_new(av, json_text(argv[i]));
 	gmtime_r(&w.tv_sec, &tm);
 	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%03ldZ", w.tv_nsec / 1000000);
-	tl->root = json_pack(
+	root = json_pack(
 	    "{s:s, s:{s:s, s:o, s:o, s:{s:s, s:f, s:I}}, s:o, "
 	    "s:{s:b, s:n, s:[], s:[], s:i}, s:{s:n, s:[], s:n}, s:{}, s:[], s:[], s:[], s:[], "
 	    "s:[], s:{s:i, s:i, s:i, s:{s:i, s:[]}, s:[], s:i, s:[]}, "
@@ -82,10 +107,10 @@ struct timeline *timeline_new(const struct config *c, int argc, char **argv)
 	    0.0, "sleep_ms", 0.0, "runqueue_ms", 0.0, "processes", "block", "requests", 0, "bytes",
 	    0, "latency_hist", "python", "usdt", 0, "imports", "processes", "connects", "listens",
 	    "requests", "findings");
-	if (!tl->root) {
-		free(tl);
+	if (!root || !(tl = timeline_wrap(root)))
 		return NULL;
-	}
+	for (int i = 0; i < TLS_N; i++) /* the big lists are records from the start */
+		tl_sections_place(&tl->sec, (enum tl_sec_id)i, tl->root);
 	/* added in place (docs/timeline.md): failed writes/mkdirs, lock waits */
 	json_object_set_new(tl->root, "failed_ops", json_array());
 	json_object_set_new(tl->root, "locks", json_array());
@@ -101,6 +126,17 @@ void timeline_free(struct timeline *tl)
 {
 	if (!tl)
 		return;
+	for (struct timeline **p = &alive; *p; p = &(*p)->next)
+		if (*p == tl) {
+			*p = tl->next;
+			break;
+		}
+	/* a tree someone else holds too gets its lists back as JSON */
+	if (tl->root && tl->root->refcount > 1) {
+		tl_sections_sync(&tl->sec, tl->root);
+		tl_sections_unplace(&tl->sec, tl->root);
+	}
+	tl_sections_free(&tl->sec);
 	json_decref(tl->root);
 	free(tl);
 }
@@ -205,7 +241,9 @@ int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t
 	}
 	f = atomic_stream(&a);
 	errno = 0;
-	if (!f || json_dumpf(tl->root, f, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) < 0 ||
+	/* json_dumpf(JSON_INDENT(1) | JSON_REAL_PRECISION(15)) of the tree the
+	 * records were */
+	if (!f || tl_json_write(tl->root, timeline_sections(tl), f, 1, 15) < 0 ||
 	    fputc('\n', f) == EOF || fflush(f) == EOF || ferror(f)) {
 		snprintf(err, errlen, "failed to write timeline %s: %s", path,
 			 strerror(errno ? errno : EIO));
@@ -228,7 +266,8 @@ int timeline_write(const struct timeline *tl, const char *path, uid_t uid, gid_t
 
 int timeline_dump(const struct timeline *tl, FILE *out)
 {
-	if (json_dumpf(tl->root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
+	/* json_dumpf(JSON_INDENT(2)) of the tree the records were */
+	if (tl_json_write(tl->root, timeline_sections(tl), out, 2, 0) < 0)
 		return -1;
 	return fputc('\n', out) == EOF ? -1 : 0;
 }
@@ -549,6 +588,8 @@ struct timeline *timeline_load(const char *path, char *err, size_t errlen)
 	tl = timeline_wrap(root);
 	if (!tl)
 		snprintf(err, errlen, "failed to load timeline %s: %s", path, strerror(ENOMEM));
+	else
+		timeline_sections(tl); /* the big lists as records now, out of the tree */
 	return tl;
 }
 

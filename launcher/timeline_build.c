@@ -18,6 +18,7 @@
 #include "timeline_files.h"
 #include "timeline_internal.h"
 #include "timeline_parts.h"
+#include "timeline_sections.h"
 #include "trace.skel.h"
 #include "util.h"
 
@@ -169,12 +170,11 @@ static json_t *requests_json(const struct collector *t)
 	return a;
 }
 
-static void snap_memory(struct collector *t, json_t *root)
+static void snap_memory(struct collector *t, json_t *root, const struct tl_sections *s)
 {
-	json_t *mem = json_object_get(root, "memory"), *series = json_array(), *files, *f;
+	json_t *mem = json_object_get(root, "memory"), *series = json_array();
 	__u64 model_faults = 0, *counts;
 	__u32 last = 0;
-	size_t i;
 
 	/* the series up to its last non-empty bucket, each the sum over CPUs
 	 * (a per-CPU array: the fault probe adds without an atomic); batch
@@ -191,10 +191,11 @@ static void snap_memory(struct collector *t, json_t *root)
 	json_object_set_new(mem, "fault_rate",
 			    json_pack("{s:i, s:o}", "bucket_ms", (int)(TRACE_BUCKET_NS / 1000000),
 				      "counts", series));
-	files = json_object_get(root, "files");
-	json_array_foreach (files, i, f) {
-		if (!strcmp(json_string_value(json_object_get(f, "class")), "model"))
-			model_faults += json_integer_value(json_object_get(f, "faults"));
+	for (size_t i = 0; i < s->l[TLS_FILES].n; i++) {
+		const struct tl_file *f = &TLS_FILES_OF(s)[i];
+
+		if (f->class && !strcmp(f->class, "model"))
+			model_faults += (__u64)tl_or0(f->faults);
 	}
 	json_object_set_new(mem, "model_file_faults", json_integer((json_int_t)model_faults));
 	json_object_set_new(mem, "mlock_calls", mlock_calls_json(t));
@@ -221,21 +222,25 @@ static void snap_block(struct collector *t, json_t *root, const __u64 *cnt)
 				      (json_int_t)cnt[CNT_BLOCK_BYTES], "latency_hist", hist));
 }
 
-/* python.imports[] of the collector's finished imports (USDT) */
-static json_t *imports_json(const struct collector *t)
+/* python.imports[] records of the collector's finished imports (USDT) */
+static void imports_recs(const struct collector *t, struct tl_sections *s)
 {
-	json_t *a = json_array();
-
+	tl_list_clear(s, TLS_IMPORTS);
 	for (size_t i = 0; i < t->n_imports; i++) {
 		const struct coll_import *m = &t->imports[i];
+		struct tl_import *r = tl_list_push(s, TLS_IMPORTS);
 
-		json_array_append_new(a, json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:b}", "name",
-						   json_text(m->name), "pid", m->pid, "start_ms",
-						   ms_json(m->start_ms), "end_ms",
-						   ms_json(m->end_ms), "dur_ms", ms_json(m->dur_ms),
-						   "depth", m->depth, "found", m->found));
+		if (!r)
+			break;
+		r->name = tl_strdup(m->name);
+		r->pid = m->pid;
+		r->start_ms = coll_ms(m->start_ms);
+		r->end_ms = coll_ms(m->end_ms);
+		r->dur_ms = coll_ms(m->dur_ms);
+		r->depth = m->depth;
+		r->found = m->found;
+		tl_rec_seal(TLS_IMPORTS, r);
 	}
-	return a;
 }
 
 static json_t *strv_json(char *const *v, size_t n)
@@ -250,12 +255,14 @@ static json_t *strv_json(char *const *v, size_t n)
 void timeline_build(struct timeline *tl, struct collector *t, const struct tracer_status *st)
 {
 	json_t *root, *tr, *fb;
+	struct tl_sections *s;
 	__u64 cnt[CNT_MAX];
 	__u64 lost;
 
 	if (!t || !st || !tl)
 		return;
 	root = timeline_json(tl);
+	s = timeline_sections(tl);
 	collector_counters(t, cnt);
 	lost = cnt[CNT_RB_DROPS] + cnt[CNT_PATHS_FULL] + cnt[CNT_FILES_FULL] + cnt[CNT_PEERS_FULL] +
 	       cnt[CNT_PROCS_FULL] + cnt[CNT_FAILOPS_FULL] + cnt[CNT_LOCKS_FULL] +
@@ -295,17 +302,13 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	if (t->ready_ms >= 0)
 		timeline_mark(tl, "ready", t->ready_ms);
 
-	timeline_snap_files(t, root);
+	timeline_snap_files(t, root, s);
 	snap_network(t, root);
 	snap_procs(t, root);
-	snap_memory(t, root);
+	snap_memory(t, root, s);
 	snap_block(t, root, cnt);
-	{
-		json_t *imports = imports_json(t);
-
-		imports_snapshot(root, imports, st->usdt); /* python: USDT or derived imports */
-		json_decref(imports);
-	}
+	imports_recs(t, s);
+	imports_snapshot(root, s, st->usdt); /* python: USDT or derived imports */
 	json_object_set_new(root, "gpu", gpu_snap(t->gpu, root, t->cfg, t->ready_ms));
 	json_object_set_new(root, "requests", requests_json(t));
 	json_object_set_new(tr, "requests_window_s",

@@ -17,6 +17,7 @@
 #include "timeline_files.h"
 #include "timeline_files_int.h"
 #include "timeline_internal.h"
+#include "timeline_view.h"
 #include "trace.skel.h"
 #include "util.h"
 
@@ -26,28 +27,27 @@
  * xet_cache), as a whole: what it wrote there and where that lives. The
  * real client shares chunks across files, so these bytes belong to no one
  * download. null when none was touched. */
-void snap_xet(struct collector *t, json_t *files, json_t *root)
+void snap_xet(struct collector *t, const struct tl_file *files, size_t n_files, json_t *root)
 {
 	const char *app = t->cfg && t->cfg->app_dir ? t->cfg->app_dir : "/";
 	char dir[PATH_MAX], magic[32];
 	double written = 0, errors = 0;
 	const char *err = NULL;
 	struct hostprobe_fs fs;
-	json_t *f, *x;
-	size_t i;
+	json_t *x;
 	int n = 0;
 
 	hf_xet_dir(app, config_env, t->cfg, dir, sizeof(dir));
-	json_array_foreach (files, i, f) {
-		const char *cls = json_string_value(json_object_get(f, "class"));
+	for (size_t i = 0; i < n_files; i++) {
+		const struct tl_file *f = &files[i];
 
-		if (!cls || strcmp(cls, "xet_cache"))
+		if (!f->class || strcmp(f->class, "xet_cache"))
 			continue;
 		n++;
-		written += json_integer_value(json_object_get(f, "bytes_written"));
-		if (json_integer_value(json_object_get(f, "write_errors")) > 0) {
-			errors += json_integer_value(json_object_get(f, "write_errors"));
-			err = json_string_value(json_object_get(f, "write_errno"));
+		written += tl_or0(f->bytes_written);
+		if (f->write_errors > 0) {
+			errors += f->write_errors;
+			err = f->write_errno;
 		}
 	}
 	if (!n) {

@@ -29,6 +29,7 @@
 #include "hfcache.h"
 #include "paths.h"
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "trace.skel.h"
 #include "util.h"
 
@@ -53,9 +54,12 @@ static void set_ms_range(json_t *o, __u64 first, __u64 last)
 	json_object_set_new(o, "last_ms", ms_json(clock_ns_to_ms(last)));
 }
 
+/* An errno's name ("ENOENT"), NULL for none or an unknown one */
+static const char *errno_name(int e) { return e > 0 ? strerrorname_np(e) : NULL; }
+
 json_t *errno_json(int e)
 {
-	const char *n = e > 0 ? strerrorname_np(e) : NULL;
+	const char *n = errno_name(e);
 
 	return n ? json_string(n) : json_null();
 }
@@ -69,34 +73,41 @@ static int io_cmp(const void *a, const void *b)
 	return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-static json_t *file_json(const char *path, const char *cls, const struct path_val *pv,
-			 const struct file_val *fv, __u64 first, __u64 last)
+/* A files[] record (timeline_sections.h): its keys as file_json wrote them */
+static void file_rec(struct tl_sections *s, const char *path, const char *cls,
+		     const struct path_val *pv, const struct file_val *fv, __u64 first, __u64 last)
 {
-	json_t *f =
-	    json_pack("{s:o, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "path",
-		      json_text(path), "class", cls, "opens", pv ? (int)pv->opens : 0,
-		      "failed_opens", pv ? (int)pv->open_fails : 0, "errno",
-		      errno_json(pv && pv->open_fails ? pv->open_errno : 0), "bytes_read",
-		      (json_int_t)fv->bytes_read, "bytes_written", (json_int_t)fv->bytes_written,
-		      "reads", (json_int_t)fv->reads, "writes", (json_int_t)fv->writes, "mmaps",
-		      (json_int_t)fv->mmaps, "mmap_bytes", (json_int_t)fv->mmap_bytes, "faults",
-		      (json_int_t)fv->faults, "size", (json_int_t)fv->size);
+	struct tl_file *f = tl_list_push(s, TLS_FILES);
+	const char *en = pv && pv->open_fails ? errno_name(pv->open_errno) : NULL;
 
-	json_object_set_new(f, "pid", pv ? json_integer(pv->first_pid) : json_null());
-	set_ms_range(f, first, last);
+	if (!f)
+		return;
+	f->path = tl_strdup(path);
+	f->class = strdup(cls);
+	f->opens = pv ? (int)pv->opens : 0;
+	f->failed_opens = pv ? (int)pv->open_fails : 0;
+	f->errno_name = en ? strdup(en) : NULL;
+	f->bytes_read = (double)(json_int_t)fv->bytes_read;
+	f->bytes_written = (double)(json_int_t)fv->bytes_written;
+	f->reads = (double)(json_int_t)fv->reads;
+	f->writes = (double)(json_int_t)fv->writes;
+	f->mmaps = (double)(json_int_t)fv->mmaps;
+	f->mmap_bytes = (double)(json_int_t)fv->mmap_bytes;
+	f->faults = (double)(json_int_t)fv->faults;
+	f->size = (double)(json_int_t)fv->size;
+	f->pid = pv ? (double)pv->first_pid : TL_NONE;
+	f->first_ms = coll_ms(clock_ns_to_ms(first));
+	f->last_ms = coll_ms(clock_ns_to_ms(last));
 	/* when its mapped pages were faulted in: load time or request time */
-	json_object_set_new(f, "faults_after_ready",
-			    json_integer((json_int_t)fv->faults_after_ready));
-	json_object_set_new(f, "major_faults", json_integer((json_int_t)fv->major_faults));
-	json_object_set_new(f, "first_fault_ms",
-			    fv->first_fault_ns ? ms_json(clock_ns_to_ms(fv->first_fault_ns))
-					       : json_null());
-	json_object_set_new(f, "last_fault_ms",
-			    fv->last_fault_ns ? ms_json(clock_ns_to_ms(fv->last_fault_ns))
-					      : json_null());
-	json_object_set_new(f, "write_errors", json_integer((json_int_t)fv->write_errors));
-	json_object_set_new(f, "write_errno", errno_json(fv->write_errors ? fv->write_errno : 0));
-	return f;
+	f->faults_after_ready = (double)(json_int_t)fv->faults_after_ready;
+	f->major_faults = (double)(json_int_t)fv->major_faults;
+	f->first_fault_ms =
+	    fv->first_fault_ns ? coll_ms(clock_ns_to_ms(fv->first_fault_ns)) : TL_NONE;
+	f->last_fault_ms = fv->last_fault_ns ? coll_ms(clock_ns_to_ms(fv->last_fault_ns)) : TL_NONE;
+	f->write_errors = (double)(json_int_t)fv->write_errors;
+	en = fv->write_errors ? errno_name(fv->write_errno) : NULL;
+	f->write_errno = en ? strdup(en) : NULL;
+	tl_rec_seal(TLS_FILES, f);
 }
 
 static int pent_first_cmp(const void *a, const void *b)
@@ -233,8 +244,8 @@ static json_t *path2_json(const struct tl_path2_event *e, const char *oldp, cons
 
 /* Failed mkdir/unlink/rmdir (the failops map), failed writes (per file)
  * and failed renames, as one list: what refused to be written. */
-static void snap_failops(struct collector *t, const struct path_dirs *dt, json_t *files,
-			 json_t *renames, json_t *root)
+static void snap_failops(struct collector *t, const struct path_dirs *dt,
+			 const struct tl_sections *s, json_t *renames, json_t *root)
 {
 	static const char *ops[] = {"?", "mkdir", "unlink", "rmdir"};
 	struct bpf_map *m = t->skel->maps.failops;
@@ -261,16 +272,18 @@ static void snap_failops(struct collector *t, const struct path_dirs *dt, json_t
 			      "last_ms", ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
 	}
 	/* writes: the kernel keeps no time for them, the file's span stands in */
-	json_array_foreach (files, i, f) {
-		if (json_integer_value(json_object_get(f, "write_errors")) <= 0)
+	for (i = 0; i < s->l[TLS_FILES].n; i++) {
+		const struct tl_file *w = &TLS_FILES_OF(s)[i];
+
+		if (!(w->write_errors > 0))
 			continue;
-		json_array_append_new(list, json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O}", "op",
-						      "write", "path", json_object_get(f, "path"),
-						      "count", json_object_get(f, "write_errors"),
-						      "errno", json_object_get(f, "write_errno"),
-						      "first_ms", json_object_get(f, "first_ms"),
-						      "last_ms", json_object_get(f, "last_ms"),
-						      "pid", json_object_get(f, "pid")));
+		json_array_append_new(
+		    list,
+		    json_pack("{s:s, s:s, s:I, s:o, s:f, s:f, s:o}", "op", "write", "path", w->path,
+			      "count", (json_int_t)w->write_errors, "errno",
+			      w->write_errno ? json_string(w->write_errno) : json_null(),
+			      "first_ms", w->first_ms, "last_ms", w->last_ms, "pid",
+			      tl_has(w->pid) ? json_integer((json_int_t)w->pid) : json_null()));
 	}
 	json_array_foreach (renames, i, f) {
 		if (json_integer_value(json_object_get(f, "result")) == 0)
@@ -483,10 +496,10 @@ static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, 
 	json_object_set_new(root, "locks", list);
 }
 
-void timeline_snap_files(struct collector *t, json_t *root)
+void timeline_snap_files(struct collector *t, json_t *root, struct tl_sections *s)
 {
 	struct bpf_map *pm = t->skel->maps.paths, *fm = t->skel->maps.files;
-	json_t *files = json_array(), *missing = json_array(), *downloads = json_array();
+	json_t *downloads = json_array();
 	json_t *renames = json_array(), *links = json_array();
 	struct io_ent *io = NULL;
 	struct pent *pe = NULL;
@@ -502,6 +515,8 @@ void timeline_snap_files(struct collector *t, json_t *root)
 	const char *dp[HF_MAX_CACHE_DIRS + 2];
 	int nd, more;
 
+	tl_list_clear(s, TLS_FILES);
+	tl_list_clear(s, TLS_MISSING);
 	nd = cache_dirs(t->cfg, dirs);
 	dl_ctx_init(&dx, t);
 	for (int i = 0; i < nd; i++)
@@ -619,15 +634,20 @@ void timeline_snap_files(struct collector *t, json_t *root)
 
 		pv = pe[j].pv;
 		if (pv.open_fails || pv.probe_fails) {
-			json_array_append_new(
-			    missing,
-			    json_pack("{s:o, s:i, s:o, s:o, s:o, s:i, s:s}", "path",
-				      json_text(path), "attempts",
-				      (int)(pv.open_fails + pv.probe_fails), "errno",
-				      errno_json(pv.probe_fails ? pv.probe_errno : pv.open_errno),
-				      "first_ms", ms_json(clock_ns_to_ms(pv.fail_first_ns)),
-				      "last_ms", ms_json(clock_ns_to_ms(pv.fail_last_ns)), "pid",
-				      (int)pv.first_pid, "class", cls));
+			struct tl_missing *mp = tl_list_push(s, TLS_MISSING);
+			const char *en =
+			    errno_name(pv.probe_fails ? pv.probe_errno : pv.open_errno);
+
+			if (mp) {
+				mp->path = tl_strdup(path);
+				mp->attempts = (int)(pv.open_fails + pv.probe_fails);
+				mp->errno_name = en ? strdup(en) : NULL;
+				mp->first_ms = coll_ms(clock_ns_to_ms(pv.fail_first_ns));
+				mp->last_ms = coll_ms(clock_ns_to_ms(pv.fail_last_ns));
+				mp->pid = (int)pv.first_pid;
+				mp->class = strdup(cls);
+				tl_rec_seal(TLS_MISSING, mp);
+			}
 		}
 		if (!pv.opens && !pv.open_fails)
 			continue;
@@ -641,7 +661,7 @@ void timeline_snap_files(struct collector *t, json_t *root)
 			first = fv.first_write_ns;
 		if (dl ? fv.last_write_ns > last : fv.last_ns > last)
 			last = dl ? fv.last_write_ns : fv.last_ns;
-		json_array_append_new(files, file_json(path, cls, &pv, &fv, first, last));
+		file_rec(s, path, cls, &pv, &fv, first, last);
 		/* written, or opened for writing (a transfer that has not written yet) */
 		if (dl && (fv.bytes_written || (pv.open_flags & 3)))
 			json_array_append_new(downloads,
@@ -658,24 +678,23 @@ void timeline_snap_files(struct collector *t, json_t *root)
 		if (io[i].claimed)
 			continue;
 		snprintf(name, sizeof(name), "[fd] %s", io[i].v.name);
-		json_array_append_new(files,
-				      file_json(name, classify_file(io[i].v.name, dp), NULL,
-						&io[i].v, io[i].v.first_ns, io[i].v.last_ns));
+		file_rec(s, name, classify_file(io[i].v.name, dp), NULL, &io[i].v, io[i].v.first_ns,
+			 io[i].v.last_ns);
 	}
-	snap_xet(t, files, root);
+	snap_xet(t, TLS_FILES_OF(s), s->l[TLS_FILES].n, root);
 	snap_locks(t, pe, n_pe, root);
-	snap_failops(t, &dt, files, renames, root);
+	snap_failops(t, &dt, s, renames, root);
 	paths_dirs_free(&dt);
 	free(r2);
 	for (size_t i = 0; i < n_pe; i++)
 		free(pe[i].path);
 	free(pe);
 	free(io);
-	timeline_sort_by(files, "first_ms");
-	timeline_sort_by(missing, "first_ms");
+	tl_list_sort(s, TLS_FILES);
+	tl_list_sort(s, TLS_MISSING);
 	timeline_sort_by(downloads, "first_ms");
-	json_object_set_new(root, "files", files);
-	json_object_set_new(root, "missing_paths", missing);
+	tl_sections_place(s, TLS_FILES, root);
+	tl_sections_place(s, TLS_MISSING, root);
 	json_object_set_new(root, "downloads", downloads);
 	json_object_set_new(root, "renames", renames);
 	json_object_set_new(root, "symlinks", links);

@@ -9,8 +9,12 @@
 
 #include "collector.h"
 
-/* Writes the file sections into root (replacing them). */
-void timeline_snap_files(struct collector *t, json_t *root);
+struct tl_sections;
+
+/* Writes the file sections into root (replacing them); files[] and
+ * missing_paths[] as s's records (timeline_sections.h), their
+ * placeholders put in root. */
+void timeline_snap_files(struct collector *t, json_t *root, struct tl_sections *s);
 
 /* An errno as its name ("ENOENT"), JSON null for none. */
 json_t *errno_json(int e);

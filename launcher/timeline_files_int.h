@@ -55,7 +55,8 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 void snap_copies(const struct dl_ctx *dx, struct collector *t, const struct pent *pe, size_t n_pe,
 		 json_t *root);
 
-/* xet: the Xet transfer's own files, as a whole */
-void snap_xet(struct collector *t, json_t *files, json_t *root);
+/* xet: the Xet transfer's own files (of files[], n records), as a whole */
+struct tl_file;
+void snap_xet(struct collector *t, const struct tl_file *files, size_t n, json_t *root);
 
 #endif

@@ -8,8 +8,11 @@
  * (progress, the findings said so far), progress.c (it decodes the views of
  * the tree it samples and stores its "progress" key; it reads no section
  * key itself), control.c, and timeline_view*.c (the decoders themselves).
- * Renderers, compare and the objects in the Makefile's NO_JANSSON list
- * cannot include this. */
+ * files[], missing_paths[] and python.imports[] are not in the tree but
+ * records (timeline_sections.h, timeline_sections() below): imports.c,
+ * phases.c, gpu_snap.c, timeline_build.c and timeline_files.c read them
+ * there. Renderers, compare and the objects in the Makefile's NO_JANSSON
+ * list cannot include this. */
 #ifndef TTS_TIMELINE_INTERNAL_H
 #define TTS_TIMELINE_INTERNAL_H
 
@@ -22,6 +25,15 @@ json_t *timeline_json(const struct timeline *tl);
 /* A model around root, which it takes over (one reference); NULL when out
  * of memory (root is then released). No check: for trees built here. */
 struct timeline *timeline_wrap(json_t *root);
+
+/* The model's files[], missing_paths[] and python.imports[] as records
+ * (timeline_sections.h), brought up to date with the tree first; NULL for
+ * NULL. Every reader of those lists reads these: the tree holds
+ * placeholders (empty arrays) where they go. */
+struct tl_sections *timeline_sections(const struct timeline *tl);
+/* The same for the model whose tree root is; NULL when root is no model's
+ * (a raw tree: tl_sections_decode reads its lists). */
+struct tl_sections *timeline_sections_of(const json_t *root);
 
 /* The checks of timeline_load on a parsed tree (name: for messages); 0, or
  * -1 with err. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "timeline_view_int.h"
 
 static int decode_marks(const json_t *root, struct tl_view *v)
@@ -205,25 +206,6 @@ static int decode_procs(const json_t *root, struct tl_view *v)
 	return 0;
 }
 
-static int decode_imports(const json_t *root, struct tl_view *v)
-{
-	const json_t *arr = json_object_get(json_object_get(root, "python"), "imports"), *e;
-	struct tl_import *out;
-	size_t i;
-
-	if (LIST(arr, out, v->n_imports) < 0)
-		return -1;
-	json_array_foreach (arr, i, e) {
-		const json_t *f = json_object_get(e, "found");
-
-		out[i] =
-		    (struct tl_import){str(e, "name"), num(e, "pid"), num(e, "start_ms"),
-				       num(e, "end_ms"), json_is_boolean(f) ? json_is_true(f) : -1};
-	}
-	v->imports = out;
-	return 0;
-}
-
 static int decode_launcher(const json_t *root, struct tl_view *v)
 {
 	const json_t *cfg = json_object_get(json_object_get(root, "launcher"), "config");
@@ -322,13 +304,12 @@ static int decode_attribution(const json_t *root, struct tl_view *v)
 }
 
 static int (*const decoders[])(const json_t *root, struct tl_view *v) = {
-    decode_marks,	  decode_phases,	 tlv_decode_files,    tlv_decode_missing,
-    tlv_decode_downloads, tlv_decode_network,	 tlv_decode_requests, decode_findings,
-    decode_memory,	  decode_sched,		 decode_tracing,      decode_process,
-    decode_launcher,	  decode_procs,		 decode_imports,      tlv_decode_connects,
-    tlv_decode_locks,	  tlv_decode_copies,	 decode_gpu,	      tlv_decode_renames,
-    tlv_decode_symlinks,  tlv_decode_failed_ops, tlv_decode_cache_fs, tlv_decode_xet,
-    decode_attribution,
+    decode_marks,	 decode_phases,	      tlv_decode_downloads,  tlv_decode_network,
+    tlv_decode_requests, decode_findings,     decode_memory,	     decode_sched,
+    decode_tracing,	 decode_process,      decode_launcher,	     decode_procs,
+    tlv_decode_connects, tlv_decode_locks,    tlv_decode_copies,     decode_gpu,
+    tlv_decode_renames,	 tlv_decode_symlinks, tlv_decode_failed_ops, tlv_decode_cache_fs,
+    tlv_decode_xet,	 decode_attribution,
 };
 
 struct tl_view *tl_view_decode_config(const json_t *root)
@@ -342,23 +323,50 @@ struct tl_view *tl_view_decode_config(const json_t *root)
 	return v;
 }
 
-struct tl_view *tl_view_decode(const struct timeline *tl)
+/* files, missing_paths and python.imports: the model's records themselves
+ * (s), valid while the model lives and takes no new snapshot */
+static struct tl_view *decode(const json_t *root, const struct tl_sections *s, struct tl_view *v)
 {
-	return tl_view_decode_tree(timeline_json(tl));
-}
-
-struct tl_view *tl_view_decode_tree(const json_t *root)
-{
-	struct tl_view *v = calloc(1, sizeof(*v));
-
-	if (!v)
-		return NULL;
 	for (size_t i = 0; i < sizeof(decoders) / sizeof(decoders[0]); i++)
 		if (decoders[i](root, v) < 0) {
 			tl_view_free(v);
 			return NULL;
 		}
+	v->files = TLS_FILES_OF(s);
+	v->n_files = s->l[TLS_FILES].n;
+	v->missing = TLS_MISSING_OF(s);
+	v->n_missing = s->l[TLS_MISSING].n;
+	v->imports = TLS_IMPORTS_OF(s);
+	v->n_imports = s->l[TLS_IMPORTS].n;
 	return v;
+}
+
+struct tl_view *tl_view_decode(const struct timeline *tl)
+{
+	const struct tl_sections *s = timeline_sections(tl);
+	struct tl_view *v = s ? calloc(1, sizeof(*v)) : NULL;
+
+	return v ? decode(timeline_json(tl), s, v) : NULL;
+}
+
+struct tl_view *tl_view_decode_tree(const json_t *root)
+{
+	const struct tl_sections *s = timeline_sections_of(root);
+	struct tl_view *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	if (!s) {
+		/* a raw tree (no model's): its lists decoded for this view */
+		if (!(v->own_ = malloc(sizeof(*v->own_))) ||
+		    tl_sections_decode(root, v->own_) < 0) {
+			free(v->own_);
+			free(v);
+			return NULL;
+		}
+		s = v->own_;
+	}
+	return decode(root, s, v);
 }
 
 void tl_view_free(struct tl_view *v)
@@ -367,8 +375,8 @@ void tl_view_free(struct tl_view *v)
 		return;
 	free((void *)v->marks);
 	free((void *)v->phases);
-	free((void *)v->files);
-	free((void *)v->missing);
+	tl_sections_free(v->own_);
+	free(v->own_);
 	free((void *)v->downloads);
 	free((void *)v->copies);
 	free((void *)v->network);
@@ -392,7 +400,6 @@ void tl_view_free(struct tl_view *v)
 	for (size_t i = 0; v->procs && i < v->n_procs; i++)
 		free((void *)v->procs[i].argv);
 	free((void *)v->procs);
-	free((void *)v->imports);
 	free((void *)v->attribution.strip);
 	free(v);
 }

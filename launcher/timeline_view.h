@@ -37,6 +37,14 @@ struct tl_phase {
 	const char *source;		 /* "launcher", "trace" */
 };
 
+/* files[], missing_paths[] and python.imports[] are the model's own
+ * records (timeline_sections.h), not decoded copies: a view points into
+ * them. kind_ and raw_ are private to timeline_sections.c (each key's JSON
+ * type; the entry as loaded when its fields cannot write it back). */
+#define TL_FILE_KEYS	22
+#define TL_MISSING_KEYS 7
+#define TL_IMPORT_KEYS	8
+
 struct tl_file {
 	const char *path, *class, *errno_name;
 	double opens, bytes_read, bytes_written, mmap_bytes, faults;
@@ -45,12 +53,20 @@ struct tl_file {
 	double reads, writes, failed_opens, write_errors;
 	const char *write_errno; /* the first failed write's errno name */
 	double major_faults;
+	double pid;			      /* the first opener (TL_NONE: an inherited fd) */
+	double faults_after_ready;	      /* of faults, those after ready */
+	double first_fault_ms, last_fault_ms; /* TL_NONE: none */
+	unsigned char kind_[TL_FILE_KEYS];
+	const void *raw_;
 };
 
 struct tl_missing {
 	const char *path, *errno_name;
 	double attempts, first_ms, last_ms;
 	const char *class; /* the path's file class */
+	double pid;
+	unsigned char kind_[TL_MISSING_KEYS];
+	const void *raw_;
 };
 
 struct tl_download {
@@ -187,6 +203,10 @@ struct tl_import {
 	const char *name;
 	double pid, start_ms, end_ms;
 	int found; /* 1, 0, or -1 when not a flag */
+	double dur_ms, depth;
+	int derived; /* 1: derived from module files (-1: absent) */
+	unsigned char kind_[TL_IMPORT_KEYS];
+	const void *raw_;
 };
 
 /* sched.processes[] */
@@ -352,6 +372,7 @@ struct tl_view {
 	struct tl_xet xet;
 	struct tl_attr attribution;
 	const size_t *peer_order; /* private: network[] sorted by peer (tl_view_peer) */
+	struct tl_sections *own_; /* private: the records of a raw tree, decoded for this view */
 };
 
 /* The views of tl; NULL when out of memory. Free with tl_view_free. */

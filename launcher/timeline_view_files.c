@@ -1,5 +1,6 @@
 /* timeline_view_files: the decoders of timeline_view.h's file sections
- * (files, missing_paths, downloads, copies, renames, symlinks, locks,
+ * (files and missing_paths are the model's records, timeline_sections.h;
+ * downloads, copies, renames, symlinks, locks,
  * failed_ops, cache_fs) and the look-ups over them. */
 #include <string.h>
 
@@ -7,55 +8,6 @@
 #include "phases.h"
 #include "timeline_view_int.h"
 #include "util.h"
-
-int tlv_decode_files(const json_t *root, struct tl_view *v)
-{
-	const json_t *arr = json_object_get(root, "files"), *e;
-	struct tl_file *out;
-	size_t i;
-
-	if (LIST(arr, out, v->n_files) < 0)
-		return -1;
-	json_array_foreach (arr, i, e)
-		out[i] = (struct tl_file){
-		    .path = str(e, "path"),
-		    .class = str(e, "class"),
-		    .errno_name = str(e, "errno"),
-		    .opens = num(e, "opens"),
-		    .bytes_read = num(e, "bytes_read"),
-		    .bytes_written = num(e, "bytes_written"),
-		    .mmap_bytes = num(e, "mmap_bytes"),
-		    .faults = num(e, "faults"),
-		    .first_ms = num(e, "first_ms"),
-		    .last_ms = num(e, "last_ms"),
-		    .size = num(e, "size"),
-		    .mmaps = num(e, "mmaps"),
-		    .reads = num(e, "reads"),
-		    .writes = num(e, "writes"),
-		    .failed_opens = num(e, "failed_opens"),
-		    .write_errors = num(e, "write_errors"),
-		    .write_errno = str(e, "write_errno"),
-		    .major_faults = num(e, "major_faults"),
-		};
-	v->files = out;
-	return 0;
-}
-
-int tlv_decode_missing(const json_t *root, struct tl_view *v)
-{
-	const json_t *arr = json_object_get(root, "missing_paths"), *e;
-	struct tl_missing *out;
-	size_t i;
-
-	if (LIST(arr, out, v->n_missing) < 0)
-		return -1;
-	json_array_foreach (arr, i, e)
-		out[i] =
-		    (struct tl_missing){str(e, "path"),	    str(e, "errno"),   num(e, "attempts"),
-					num(e, "first_ms"), num(e, "last_ms"), str(e, "class")};
-	v->missing = out;
-	return 0;
-}
 
 int tlv_decode_downloads(const json_t *root, struct tl_view *v)
 {

@@ -49,8 +49,6 @@ static inline void *list_alloc(const json_t *arr, size_t sz, size_t *n)
 #define LIST(arr, ptr, n) ((ptr) = list_alloc((arr), sizeof(*(ptr)), &(n)), !(n) || (ptr) ? 0 : -1)
 
 /* The section decoders: 0, or -1 when out of memory. */
-int tlv_decode_files(const json_t *root, struct tl_view *v);
-int tlv_decode_missing(const json_t *root, struct tl_view *v);
 int tlv_decode_downloads(const json_t *root, struct tl_view *v);
 int tlv_decode_copies(const json_t *root, struct tl_view *v);
 int tlv_decode_renames(const json_t *root, struct tl_view *v);

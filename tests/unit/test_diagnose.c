@@ -20,6 +20,7 @@
 #include "stall.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "tl_fixture.h"
 
 static struct timeline *load(const char *name) { return fixture_load(name); }
@@ -274,7 +275,9 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 	char tmp[] = "/tmp/tts-diag-XXXXXX", dir[512], blob[600], cmd[700];
 	struct timeline *tl = load("download-interrupted");
 	json_t *d = json_array_get(json_object_get(timeline_json(tl), "downloads"), 0);
-	json_t *f = json_array_get(json_object_get(timeline_json(tl), "files"), 0), *before, *after;
+	/* files[]: the model's records (timeline_sections.h) */
+	struct tl_file *f = &TLS_FILES_OF(timeline_sections(tl))[0];
+	json_t *before, *after;
 	FILE *w;
 
 	(void)state;
@@ -293,7 +296,8 @@ static void test_same_findings_when_the_cache_is_gone(void **state)
 	    json_object_get(
 		json_object_get(json_object_get(timeline_json(tl), "launcher"), "config"), "app"),
 	    "dir", json_string(dir));
-	json_object_set_new(f, "path", json_string(blob));
+	free((void *)f->path);
+	f->path = strdup(blob);
 	json_object_set_new(d, "path", json_string(blob));
 	json_object_del(d, "complete");
 	json_object_del(d, "completed");

@@ -18,6 +18,7 @@
 #include "diagnose.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "tl_fixture.h"
 
 #define CACHE "/nonexistent/app/checkpoints/hf_cache"
@@ -25,6 +26,13 @@
 static struct timeline *load(const char *name) { return fixture_load(name); }
 
 static json_t *root_of(struct timeline *tl) { return timeline_json(tl); }
+
+/* files[] and missing_paths[] are the model's records (timeline_sections.h):
+ * a fixture's variant edits them there */
+static void set(struct timeline *tl, enum tl_sec_id id, size_t i, const char *key, json_t *v)
+{
+	assert_int_equal(tl_rec_set_new(timeline_sections(tl), id, i, key, v), 0);
+}
 
 /* The findings with this id after running checks; NULL when none. */
 static json_t *finding(struct timeline *tl, unsigned checks, const char *id)
@@ -50,18 +58,18 @@ static const char *msg(json_t *f) { return json_string_value(json_object_get(f, 
 static void test_quota_exceeded(void **state)
 {
 	struct timeline *tl = load("cache-write-refused");
-	json_t *file = json_array_get(json_object_get(root_of(tl), "files"), 0), *f;
 	const char *blob = CACHE "/models--a--b/blobs/e1.incomplete";
+	json_t *f;
 
 	(void)state;
 	/* the download opened, wrote 3 MiB, then write() failed: EDQUOT; the
 	 * rename of the partial blob failed the same way */
-	json_object_del(file, "errno");
-	json_object_set_new(file, "failed_opens", json_integer(0));
-	json_object_set_new(file, "opens", json_integer(1));
-	json_object_set_new(file, "bytes_written", json_real(3.0 * 1024 * 1024));
-	json_object_set_new(file, "write_errors", json_integer(1));
-	json_object_set_new(file, "write_errno", json_string("EDQUOT"));
+	set(tl, TLS_FILES, 0, "errno", NULL);
+	set(tl, TLS_FILES, 0, "failed_opens", json_integer(0));
+	set(tl, TLS_FILES, 0, "opens", json_integer(1));
+	set(tl, TLS_FILES, 0, "bytes_written", json_real(3.0 * 1024 * 1024));
+	set(tl, TLS_FILES, 0, "write_errors", json_integer(1));
+	set(tl, TLS_FILES, 0, "write_errno", json_string("EDQUOT"));
 	json_object_set_new(
 	    root_of(tl), "failed_ops",
 	    json_pack("[{s:s, s:s, s:i, s:s, s:f, s:f, s:i}, {s:s, s:s, s:i, s:s, s:f, s:f, s:i}]",
@@ -96,18 +104,19 @@ static void test_quota_exceeded(void **state)
 static void test_interrupted_by_a_failed_write(void **state)
 {
 	struct timeline *tl = load("download-interrupted");
-	json_t *file = NULL, *x, *f;
-	size_t i;
+	const struct tl_sections *s = timeline_sections(tl);
+	size_t file = s->l[TLS_FILES].n;
+	json_t *f;
 
 	(void)state;
-	json_array_foreach (json_object_get(root_of(tl), "files"), i, x)
-		if (contains(json_string_value(json_object_get(x, "path")), ".incomplete"))
-			file = x;
-	assert_non_null(file);
+	for (size_t i = 0; i < s->l[TLS_FILES].n; i++)
+		if (contains(TLS_FILES_OF(s)[i].path, ".incomplete"))
+			file = i;
+	assert_true(file < s->l[TLS_FILES].n);
 	f = finding(tl, DIAG_DOWNLOAD, "download-interrupted");
 	assert_non_null(f);
 	assert_false(contains(msg(f), "a write failed"));
-	json_object_set_new(file, "write_errno", json_string("ENOSPC"));
+	set(tl, TLS_FILES, file, "write_errno", json_string("ENOSPC"));
 	f = finding(tl, DIAG_DOWNLOAD, "download-interrupted");
 	assert_true(contains(msg(f), "then a write failed (ENOSPC)"));
 	assert_true(contains(json_string_value(json_object_get(f, "fix")), "cache-write-refused"));
@@ -120,13 +129,12 @@ static void test_interrupted_by_a_failed_write(void **state)
 static void test_reread_measured_against_the_downloaded_size(void **state)
 {
 	struct timeline *tl = load("io-reread");
-	json_t *f = json_array_get(json_object_get(root_of(tl), "files"), 0);
 
 	(void)state;
 	/* gpt.pth: 40 MiB read for 10 MiB, a re-read */
 	assert_non_null(finding(tl, DIAG_IO, "io-reread"));
-	json_object_set_new(f, "size", json_integer(131072));
-	json_object_set_new(f, "bytes_read", json_integer(5309208));
+	set(tl, TLS_FILES, 0, "size", json_integer(131072));
+	set(tl, TLS_FILES, 0, "bytes_read", json_integer(5309208));
 	assert_non_null(finding(tl, DIAG_IO, "io-reread"));
 	json_array_append_new(json_object_get(root_of(tl), "downloads"),
 			      json_pack("{s:s, s:s, s:i, s:b}", "path",
@@ -146,11 +154,11 @@ static void test_reread_measured_against_the_downloaded_size(void **state)
 static struct timeline *loop(double first, double last, int attempts, double ready_ms)
 {
 	struct timeline *tl = load("missing-path-retry");
-	json_t *r = root_of(tl), *m = json_array_get(json_object_get(r, "missing_paths"), 0);
+	json_t *r = root_of(tl);
 
-	json_object_set_new(m, "first_ms", json_real(first));
-	json_object_set_new(m, "last_ms", json_real(last));
-	json_object_set_new(m, "attempts", json_integer(attempts));
+	set(tl, TLS_MISSING, 0, "first_ms", json_real(first));
+	set(tl, TLS_MISSING, 0, "last_ms", json_real(last));
+	set(tl, TLS_MISSING, 0, "attempts", json_integer(attempts));
 	json_object_set_new(json_object_get(r, "marks"), "ready", json_real(ready_ms));
 	json_object_del(json_object_get(r, "process"), "exit");
 	return tl;

@@ -16,6 +16,7 @@
 #include "diagnose.h"
 #include "timeline.h"
 #include "timeline_internal.h"
+#include "timeline_sections.h"
 
 #define WEIGHTS                                                                                    \
 	"/nonexistent/app/checkpoints/hf_cache/models--facebook--w2v-bert-2.0/snapshots/c0ffee/"   \
@@ -31,8 +32,8 @@ static struct timeline *with_mlock(const char *mode, const char *status, double 
 	char err[512];
 	struct timeline *tl = timeline_load(
 	    "tests/fixtures/timelines-diagnose/lazy-model-faults.json", err, sizeof(err));
-	json_t *r, *f;
-	size_t i;
+	struct tl_sections *s;
+	json_t *r;
 
 	if (!tl)
 		fail_msg("%s", err);
@@ -43,10 +44,12 @@ static struct timeline *with_mlock(const char *mode, const char *status, double 
 			    json_pack("{s:s, s:s, s:f, s:f, s:s?}", "mode", mode, "status", status,
 				      "start_ms", 6000.0, "dur_ms", 500.0, "fix",
 				      strcmp(status, "failed") ? NULL : "run the service as root"));
-	json_array_foreach (json_object_get(r, "files"), i, f)
-		if (!strcmp(json_string_value(json_object_get(f, "path")), WEIGHTS)) {
-			json_object_set_new(f, "first_ms", json_real(opened_ms));
-			json_object_set_new(f, "major_faults", json_integer(5));
+	/* files[]: the model's records (timeline_sections.h) */
+	s = timeline_sections(tl);
+	for (size_t i = 0; i < s->l[TLS_FILES].n; i++)
+		if (!strcmp(TLS_FILES_OF(s)[i].path, WEIGHTS)) {
+			tl_rec_set_new(s, TLS_FILES, i, "first_ms", json_real(opened_ms));
+			tl_rec_set_new(s, TLS_FILES, i, "major_faults", json_integer(5));
 		}
 	return tl;
 }

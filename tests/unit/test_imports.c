@@ -16,6 +16,8 @@
 #include "config.h"
 #include "imports.h"
 #include "interp.h"
+#include "timeline_internal.h"
+#include "timeline_sections.h"
 #include "util.h"
 
 static void module_is(const char *path, const char *want)
@@ -68,7 +70,10 @@ static void test_derive(void **state)
 {
 	json_t *root = json_pack("{s:[], s:{s:[]}, s:{s:i}, s:[]}", "files", "tracing", "fallbacks",
 				 "process", "pid", 42, "processes");
-	json_t *files = json_object_get(root, "files"), *imp, *py;
+	json_t *files = json_object_get(root, "files"), *py;
+	struct timeline *tl = timeline_wrap(json_incref(root));
+	struct tl_sections *s;
+	const struct tl_import *imp;
 
 	(void)state;
 	json_array_append_new(files, file("/usr/lib/python3.11/json/__pycache__/"
@@ -81,30 +86,42 @@ static void test_derive(void **state)
 	json_array_append_new(files, file("/usr/lib/python3.11/json/decoder.py", 22, 23));
 	json_array_append_new(files, file("/usr/lib/python3.11/site-packages", 5, 6));
 
-	imp = imports_derive(root);
-	assert_int_equal(json_array_size(imp), 2);
-	assert_string_equal(jstr(json_array_get(imp, 0), "name"), "json");
-	assert_string_equal(jstr(json_array_get(imp, 1), "name"), "json.decoder");
-	assert_true(jnum(json_array_get(imp, 1), "start_ms") == 20);
-	assert_true(jnum(json_array_get(imp, 1), "end_ms") == 23);
-	assert_true(json_is_true(json_object_get(json_array_get(imp, 0), "derived")));
-	json_decref(imp);
+	s = timeline_sections(tl); /* files[] taken over as records */
+	assert_int_equal(s->l[TLS_FILES].n, 4);
+	assert_int_equal(imports_derive(s), 2);
+	imp = TLS_IMPORTS_OF(s);
+	assert_int_equal(s->l[TLS_IMPORTS].n, 2);
+	assert_string_equal(imp[0].name, "json");
+	assert_string_equal(imp[1].name, "json.decoder");
+	assert_true(imp[1].start_ms == 20);
+	assert_true(imp[1].end_ms == 23);
+	assert_true(imp[1].dur_ms == 3);
+	assert_int_equal(imp[1].pid, 42);
+	assert_int_equal(imp[0].derived, 1);
+	tl_list_clear(s, TLS_IMPORTS);
 
 	/* no USDT imports: the derived ones, said in tracing.fallbacks */
-	imports_snapshot(root, NULL, false);
+	imports_snapshot(root, s, false);
 	py = json_object_get(root, "python");
 	assert_string_equal(jstr(py, "imports_from"), "module_files");
-	assert_int_equal(json_array_size(json_object_get(py, "imports")), 2);
+	s = timeline_sections(tl);
+	assert_int_equal(s->l[TLS_IMPORTS].n, 2);
+	assert_true(TLS_IMPORTS_OF(s)[0].derived == 1);
 	assert_int_equal(
 	    json_array_size(json_object_get(json_object_get(root, "tracing"), "fallbacks")), 1);
-	/* USDT imports win */
-	imp = json_pack("[{s:s, s:i, s:f, s:f, s:f, s:i}]", "name", "os", "pid", 42, "start_ms",
-			1.0, "end_ms", 2.0, "dur_ms", 1.0, "depth", 0);
-	imports_snapshot(root, imp, true);
+	/* USDT imports win: set in the tree, taken over as records */
+	json_object_set_new(py, "imports",
+			    json_pack("[{s:s, s:i, s:f, s:f, s:f, s:i}]", "name", "os", "pid", 42,
+				      "start_ms", 1.0, "end_ms", 2.0, "dur_ms", 1.0, "depth", 0));
+	s = timeline_sections(tl);
+	imports_snapshot(root, s, true);
 	py = json_object_get(root, "python");
 	assert_string_equal(jstr(py, "imports_from"), "usdt");
-	assert_string_equal(jstr(json_array_get(json_object_get(py, "imports"), 0), "name"), "os");
-	json_decref(imp);
+	s = timeline_sections(tl);
+	assert_int_equal(s->l[TLS_IMPORTS].n, 1);
+	assert_string_equal(TLS_IMPORTS_OF(s)[0].name, "os");
+	assert_int_equal(TLS_IMPORTS_OF(s)[0].derived, -1); /* absent: not derived */
+	timeline_free(tl);
 	json_decref(root);
 }
 
