@@ -10,10 +10,14 @@ tts-launch's own start (open, load, attach) and its end (the timeline, the
 probes' teardown: detaching a uprobe costs an RCU grace period).
 
 Variants: untraced; tts-launch; tts-launch with [trace] python_usdt = false;
-and with --baseline BIN, another tts-launch build (the one before a change)
-with the same settings, so before/after are measured side by side.
+`strace -f` and the bpftrace script of trace_overhead.py
+(bpftrace-equivalent.bt: the same kinds of events), each wrapping the same
+command; and with --baseline BIN, another tts-launch build (the one before a
+change) with the same settings, so before/after are measured side by side.
+--variants picks some of them (untraced always runs).
 
-    scripts/bench/whole_command.py [--runs N] [--workload pass|torch|all] [--baseline BIN] [--json OUT]
+    scripts/bench/whole_command.py [--runs N] [--workload pass|torch|all] [--baseline BIN]
+                                   [--variants tts,nousdt,strace,bpftrace,baseline] [--json OUT]
 
 Needs root (BPF) and a built build/tts-launch.
 """
@@ -21,6 +25,8 @@ import argparse
 import json
 import os
 import resource
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,15 +35,26 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trace_overhead import PY, SETTLE_S, TTS, paired, paired_ci  # noqa: E402
+from trace_overhead import BT, PY, SETTLE_S, TTS, paired, paired_ci  # noqa: E402
 
 WORKLOADS = {"pass": [PY, "-c", "pass"], "torch": [PY, "-c", "import torch"]}
 
 
-def variants(baseline):
-    v = [("untraced", None, []), ("tts-launch", TTS, []),
-         ("tts-launch, python_usdt off", TTS, ["--set", "trace.python_usdt=false"])]
-    if baseline:
+STRACE, BPFTRACE = "strace -f", "bpftrace"
+SHORT = ("tts", "nousdt", "strace", "bpftrace", "baseline")
+
+
+def variants(baseline, want):
+    v = [("untraced", None, [])]
+    if "tts" in want:
+        v.append(("tts-launch", TTS, []))
+    if "nousdt" in want:
+        v.append(("tts-launch, python_usdt off", TTS, ["--set", "trace.python_usdt=false"]))
+    if "strace" in want:
+        v.append((STRACE, STRACE, []))
+    if "bpftrace" in want:
+        v.append((BPFTRACE, BPFTRACE, []))
+    if baseline and "baseline" in want:
         v.append(("baseline tts-launch (%s)" % baseline, Path(baseline), []))
     return v
 
@@ -45,7 +62,14 @@ def variants(baseline):
 def run_once(tts, sets, argv, tmp):
     """Fork to exit of the whole command: (wall ms, CPU ms of it and its
     waited-for descendants)."""
-    if tts:
+    if tts == STRACE:
+        argv = ["strace", "-f", "-qq", "-o", "/dev/null"] + argv
+    elif tts == BPFTRACE:
+        # bpftrace -c splits on spaces without quoting: through a script
+        script = tmp / "cmd.sh"
+        script.write_text("exec %s\n" % " ".join(shlex.quote(x) for x in argv))
+        argv = ["bpftrace", "-q", str(BT), "-c", "/bin/sh %s" % script]
+    elif tts:
         argv = [str(tts), "run", "--set", "app.dir=%s" % tmp, "--set",
                 "log.file=%s" % (tmp / "log"), "--set", "service.pidfile=", "--timeline",
                 str(tmp / "t.json"), *sets, "--", *argv]
@@ -56,7 +80,7 @@ def run_once(tts, sets, argv, tmp):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise RuntimeError("%s exited %d" % (" ".join(argv), p.returncode))
-    if tts and not json.loads((tmp / "t.json").read_text())["tracing"]["enabled"]:
+    if isinstance(tts, Path) and not json.loads((tmp / "t.json").read_text())["tracing"]["enabled"]:
         raise RuntimeError("%s ran untraced" % tts)
     return wall, (ru.ru_utime + ru.ru_stime) * 1000
 
@@ -67,11 +91,20 @@ def main():
     ap.add_argument("--workload", choices=["pass", "torch", "all"], default="all")
     ap.add_argument("--baseline", help="another tts-launch binary, measured beside this one")
     ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--variants", default=",".join(SHORT),
+                    help="comma-separated, besides untraced (default: all): " + ",".join(SHORT))
     a = ap.parse_args()
+    want = [v.strip() for v in a.variants.split(",")]
+    bad = [v for v in want if v not in SHORT]
+    if bad:
+        sys.exit("whole_command: unknown variant(s): %s" % ", ".join(bad))
     if os.geteuid() != 0:
         sys.exit("whole_command: run as root (tts-launch needs BPF)")
+    for tool, name in (("strace", "strace"), ("bpftrace", "bpftrace")):
+        if name in want and not shutil.which(tool):
+            sys.exit("whole_command: %s missing: run scripts/setup" % tool)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    vs = variants(a.baseline)
+    vs = variants(a.baseline, want)
     results = {}
     with tempfile.TemporaryDirectory(prefix="tts-bench-whole-") as d:
         tmp = Path(d)
