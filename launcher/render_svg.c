@@ -576,15 +576,16 @@ int render_svg(const struct timeline *tl, FILE *out)
 			/* a label that would run past the right edge ends at its line */
 			w = text_w(buf);
 			left = x + 3 + w > WIDTH;
-			for (r = 0; r < MARK_ROWS - 1 && mark_end[r] > (left ? x - 3 - w : x) - 6; r++)
+			for (r = 0; r < MARK_ROWS - 1 && mark_end[r] > (left ? x - 3 - w : x) - 6;
+			     r++)
 				;
 			mark_end[r] = left ? x : x + w;
 			fputs("<line class=\"mark\" data-mark=\"", out);
 			svg_escape(out, names[j]);
 			fprintf(out, "\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
 				TITLE_H + r * 14.0 + 4, x, bottom);
-			text(out, left ? x - 3 : x + 3, TITLE_H + r * 14.0 + 12, left ? "end" : "start",
-			     "tick", buf);
+			text(out, left ? x - 3 : x + 3, TITLE_H + r * 14.0 + 12,
+			     left ? "end" : "start", "tick", buf);
 		}
 	}
 
