@@ -424,7 +424,8 @@ SYS_HANDLER(sx_close)
 	__u64 pos, isize, n;
 	__u32 mode, fmode;
 
-	if (!c)
+	/* libc's calls are seen one by one (libcio.bpf.c): nothing to guess */
+	if (!c || libcio_seen())
 		return 0;
 	f = fd_file(c->in.a0);
 	if (!f)
@@ -497,7 +498,7 @@ SYS_HANDLER(sx_copy)
 	v->isize = BPF_CORE_READ(dst, f_inode, i_size);
 	/* the files map sees the bytes too: read from one, written to the
 	 * other (cheap: at their close, from the positions) */
-	if (targ_cheap)
+	if (targ_cheap && !libcio_seen())
 		return 0;
 	fv = file_entry(src, &sk, c->now);
 	if (fv) {

@@ -32,6 +32,7 @@
 #include "trace.h"
 #include "trace.skel.h"
 #include "tracer.h"
+#include "tracer_libcio.h"
 #include "tracer_load.h"
 #include "tracer_syscalls.h"
 #include "ukeeper.h"
@@ -99,6 +100,9 @@ static const struct probe {
     /* uprobes are per inode: every process of the host that runs the file traps */
     {"py_import_start", PROBE_USDT, false, true, false, "python_imports"}, /* one name */
     {"py_import_done", PROBE_USDT, false, true, false, NULL},
+    /* cheap: libc's read/write family, the tree's memory only (tracer_libcio.c) */
+    {"libc_io_enter", PROBE_UPROBE, false, true, false, "libc_io"}, /* one name for the pair */
+    {"libc_io_exit", PROBE_UPROBE, false, true, false, NULL},
     {"gai_enter", PROBE_UPROBE, false, true, false, "getaddrinfo"}, /* one name for the pair */
     {"gai_exit", PROBE_UPROBE, false, true, false, NULL},
     {"gpu_mmap", PROBE_SECTION, false, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
@@ -445,6 +449,37 @@ static int attach_syscalls(struct tracer *t, char *why, size_t whylen)
 	return 0;
 }
 
+static void libcio_add(void *ctx, struct bpf_link *l, const struct bpf_program *prog)
+{
+	add_ulink(ctx, l, prog);
+}
+
+/* cheap: libc's read/write family for the tree of pid (tracer_libcio.c);
+ * attached, its figures are exact (tracer_libcio_approximate lists what is
+ * left), else they stay approximate with a fallback */
+static void attach_libcio(struct tracer *t, pid_t pid)
+{
+	char libc[PATH_MAX], why[PATH_MAX + 128], name[PATH_MAX + 16];
+	int n = 0;
+
+	if (!tracer_libcio_libc(libc, sizeof(libc))) {
+		fallback(t, "libc_io", "libc not found: read/write figures approximate");
+		return;
+	}
+	n = tracer_libcio_attach(t->skel->progs.libc_io_enter, t->skel->progs.libc_io_exit, pid,
+				 libc, libcio_add, t, why, sizeof(why));
+	if (n < tracer_libcio_functions())
+		fallback(t, "libc_io", "%d of %d functions of %s probed (%s)%s", n,
+			 tracer_libcio_functions(), libc, why,
+			 n ? "" : ": read/write figures approximate");
+	if (!n)
+		return;
+	snprintf(name, sizeof(name), "libc_io:%s", libc);
+	probe_add(t, name);
+	if (n == tracer_libcio_functions())
+		t->st.approximate = tracer_libcio_approximate;
+}
+
 int tracer_test_load(char *why, size_t whylen)
 {
 	struct trace_bpf *skel;
@@ -608,6 +643,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 	if (t->cheap && attach_syscalls(t, why, whylen))
 		goto fail;
+	if (t->cheap)
+		attach_libcio(t, (pid_t)o->root_pid);
 	/* major faults: sample period 1, the program runs in the faulting task */
 	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
 		       "major_fault", "page-faults-maj");

@@ -1,0 +1,35 @@
+/* tracer_libcio: [trace] syscalls = cheap's exact read/write figures from
+ * libc (bpf/libcio.bpf.c): a uprobe and a uretprobe on each of libc's
+ * read/write family, as perf events bound to the traced tree, so that no
+ * other process of the host gets a breakpoint. tracer_libcio.c says how. */
+#ifndef TTS_TRACER_LIBCIO_H
+#define TTS_TRACER_LIBCIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct bpf_link;
+
+/* The libc the service runs with (the launcher's own: the ld.so cache's
+ * libc.so.6), resolved; false when not found. */
+bool tracer_libcio_libc(char *path, size_t len);
+/* The vaddr of libc's GOT slot holding errno's offset from the thread
+ * pointer (read from __errno_location's code); 0 when not recognised. */
+uint64_t tracer_libcio_errno_got(const char *libc);
+
+/* A link attached, for the tracer's uprobe links (the keeper's). */
+typedef void (*tracer_libcio_add)(void *ctx, struct bpf_link *l, const struct bpf_program *prog);
+
+/* enter/exit on libc's functions for the tree of pid (held, not yet
+ * released): how many functions got both; why says what failed when not
+ * all (the first failure). */
+int tracer_libcio_attach(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
+			 const char *libc, tracer_libcio_add add, void *ctx, char *why,
+			 size_t whylen);
+/* how many functions tracer_libcio_attach tries */
+int tracer_libcio_functions(void);
+
+#endif
