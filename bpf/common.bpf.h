@@ -304,6 +304,9 @@ int sx_io(struct sys_call *c);
  * process (its present image) is seen call by call (libcio.bpf.c): its
  * closes and connection ends add no estimate */
 int libcio_seen(void);
+/* ... and a close of the current process was estimated all the same
+ * (libc_est: the launcher tells the processes never reached, tracer.c) */
+int libcio_estimate(void);
 /* [trace] syscalls = cheap: close, at its entry (a0 the fd): what read and
  * write of a regular file would have counted, approximately (files.bpf.c;
  * TCP sockets: net.bpf.c's cheap_end, when the connection ends) */

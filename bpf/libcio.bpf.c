@@ -43,6 +43,14 @@ struct {
 	__type(value, __u64);
 } libc_procs SEC(".maps");
 
+/* tgid -> closes estimated (sx_close) while its libc calls were not seen */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} libc_est SEC(".maps");
+
 static __always_inline __u64 current_mm(void)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -56,6 +64,18 @@ __attribute__((noinline)) int libcio_seen(void)
 	__u64 *mm = bpf_map_lookup_elem(&libc_procs, &tgid);
 
 	return mm && *mm == current_mm();
+}
+
+__attribute__((noinline)) int libcio_estimate(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 one = 1, *n = bpf_map_lookup_elem(&libc_est, &tgid);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&libc_est, &tgid, &one, BPF_NOEXIST);
+	return 0;
 }
 
 SEC("uprobe")

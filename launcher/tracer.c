@@ -50,6 +50,8 @@ struct tracer {
 	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
 	struct tracer_drain drain; /* the syscall exit program after the window */
 	bool cheap;		   /* [trace] syscalls = cheap, and it can be */
+	bool libcio;		   /* cheap: libc's read/write family probed (tracer_libcio.c) */
+	bool libcio_missed;	   /* ... and a close was estimated all the same (libcio_check) */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
@@ -476,8 +478,11 @@ static void attach_libcio(struct tracer *t, pid_t pid)
 		return;
 	snprintf(name, sizeof(name), "libc_io:%s", libc);
 	probe_add(t, name);
-	if (n == tracer_libcio_functions())
+	if (n == tracer_libcio_functions()) {
 		t->st.approximate = tracer_libcio_approximate;
+		t->libcio = true;
+		t->skel->bss->libcio_on = 1;
+	}
 }
 
 int tracer_test_load(char *why, size_t whylen)
@@ -719,6 +724,7 @@ fail:
 int tracer_fd(const struct tracer *t) { return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1; }
 
 static void drain_check(struct tracer *t);
+static void libcio_check(struct tracer *t);
 
 int tracer_poll(struct tracer *t)
 {
@@ -727,6 +733,7 @@ int tracer_poll(struct tracer *t)
 	if (!t || !t->rb)
 		return 0;
 	n = ring_buffer__consume(t->rb);
+	libcio_check(t);
 	if (tracer_draining(&t->drain))
 		drain_check(t);
 	return n < 0 ? n : 0;
@@ -743,7 +750,29 @@ bool tracer_ready(const struct tracer *t, double *ms)
 
 struct collector *tracer_collector(struct tracer *t) { return t ? &t->col : NULL; }
 
-const struct tracer_status *tracer_status(const struct tracer *t) { return t ? &t->st : NULL; }
+/* cheap with libc's probes: a close estimated all the same by a process of
+ * the tree they never reached (tracer_libcio_missed) makes the read/write
+ * figures approximate again, said once */
+static void libcio_check(struct tracer *t)
+{
+	if (!t->libcio || t->libcio_missed ||
+	    !tracer_libcio_missed(t->skel->maps.libc_est, t->skel->maps.libc_procs))
+		return;
+	t->libcio_missed = true;
+	t->st.approximate = tracer_syscalls_approximate;
+	fallback(t, "libc_io",
+		 "a process of the tree not reached by the libc probes (a static binary, or a "
+		 "child the kernel's inherited uprobe events missed): its read/write figures "
+		 "from close");
+}
+
+const struct tracer_status *tracer_status(struct tracer *t)
+{
+	if (!t)
+		return NULL;
+	libcio_check(t);
+	return &t->st;
+}
 
 unsigned long long tracer_activity(const struct tracer *t)
 {

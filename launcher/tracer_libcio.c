@@ -21,6 +21,7 @@
  * last references the keeper holds (ukeeper.c). The tracefs definitions
  * outlive them (inert: no perf event, no breakpoint) and are removed by the
  * next run (stale_groups). */
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -255,4 +256,24 @@ int tracer_libcio_attach(struct bpf_program *enter, struct bpf_program *exit, pi
 		done++;
 	}
 	return done;
+}
+
+bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs)
+{
+	__u32 tgid, next, walked = 0;
+	bool missed = false, more;
+	__u64 mm;
+
+	for (more = !bpf_map__get_next_key(est, NULL, &next, sizeof(next));
+	     more && walked++ < bpf_map__max_entries(est);
+	     more = !bpf_map__get_next_key(est, &tgid, &next, sizeof(next))) {
+		tgid = next;
+		if (!kill((pid_t)tgid, 0) || errno != ESRCH)
+			continue; /* alive: it may still be reached */
+		if (bpf_map__lookup_elem(procs, &tgid, sizeof(tgid), &mm, sizeof(mm), 0))
+			missed = true;
+		else
+			bpf_map__delete_elem(est, &tgid, sizeof(tgid), 0);
+	}
+	return missed;
 }

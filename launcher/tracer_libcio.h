@@ -29,6 +29,11 @@ typedef void (*tracer_libcio_add)(void *ctx, struct bpf_link *l, const struct bp
 int tracer_libcio_attach(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
 			 const char *libc, tracer_libcio_add add, void *ctx, char *why,
 			 size_t whylen);
+/* Did a process that is gone estimate a close (est: libc_est) without ever
+ * being reached by the probes (procs: libc_procs)? Entries of processes
+ * gone and reached are dropped; live ones are decided later. */
+struct bpf_map;
+bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs);
 /* how many functions tracer_libcio_attach tries */
 int tracer_libcio_functions(void);
 
