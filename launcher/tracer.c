@@ -456,31 +456,20 @@ static void libcio_add(void *ctx, struct bpf_link *l, const struct bpf_program *
 	add_ulink(ctx, l, prog);
 }
 
-/* cheap: libc's read/write family for the tree of pid (tracer_libcio.c);
- * attached, its figures are exact (tracer_libcio_approximate lists what is
- * left), else they stay approximate with a fallback */
+/* cheap: libc's read/write family for the tree of pid (tracer_libcio.c):
+ * every function probed, its figures are exact, else approximate */
 static void attach_libcio(struct tracer *t, pid_t pid)
 {
-	char libc[PATH_MAX], why[PATH_MAX + 128], name[PATH_MAX + 16];
-	int n = 0;
+	char probe[PATH_MAX + 16], why[PATH_MAX + 192];
 
-	if (!tracer_libcio_libc(libc, sizeof(libc))) {
-		fallback(t, "libc_io", "libc not found: read/write figures approximate");
-		return;
-	}
-	n = tracer_libcio_attach(t->skel->progs.libc_io_enter, t->skel->progs.libc_io_exit, pid,
-				 libc, libcio_add, t, why, sizeof(why));
-	if (n < tracer_libcio_functions())
-		fallback(t, "libc_io", "%d of %d functions of %s probed (%s)%s", n,
-			 tracer_libcio_functions(), libc, why,
-			 n ? "" : ": read/write figures approximate");
-	if (!n)
-		return;
-	snprintf(name, sizeof(name), "libc_io:%s", libc);
-	probe_add(t, name);
-	if (n == tracer_libcio_functions()) {
+	t->libcio = tracer_libcio_start(t->skel->progs.libc_io_enter, t->skel->progs.libc_io_exit,
+					pid, libcio_add, t, probe, sizeof(probe), why, sizeof(why));
+	if (*why)
+		fallback(t, "libc_io", "%s", why);
+	if (*probe)
+		probe_add(t, probe);
+	if (t->libcio) {
 		t->st.approximate = tracer_libcio_approximate;
-		t->libcio = true;
 		t->skel->bss->libcio_on = 1;
 	}
 }
@@ -760,10 +749,7 @@ static void libcio_check(struct tracer *t)
 		return;
 	t->libcio_missed = true;
 	t->st.approximate = tracer_syscalls_approximate;
-	fallback(t, "libc_io",
-		 "a process of the tree not reached by the libc probes (a static binary, or a "
-		 "child the kernel's inherited uprobe events missed): its read/write figures "
-		 "from close");
+	fallback(t, "libc_io", "%s", tracer_libcio_missed_why);
 }
 
 const struct tracer_status *tracer_status(struct tracer *t)

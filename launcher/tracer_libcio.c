@@ -55,7 +55,9 @@ static const struct {
 };
 #define N_FNS (sizeof(fns) / sizeof(fns[0]))
 
-int tracer_libcio_functions(void) { return (int)N_FNS; }
+const char tracer_libcio_missed_why[] =
+    "a process of the tree not reached by the libc probes (a static binary, or a child the "
+    "kernel's inherited uprobe events missed): its read/write figures from close";
 
 bool tracer_libcio_libc(char *path, size_t len)
 {
@@ -276,4 +278,27 @@ bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs)
 			bpf_map__delete_elem(est, &tgid, sizeof(tgid), 0);
 	}
 	return missed;
+}
+
+bool tracer_libcio_start(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
+			 tracer_libcio_add add, void *ctx, char *probe, size_t plen, char *why,
+			 size_t whylen)
+{
+	char libc[PATH_MAX], first[PATH_MAX + 64];
+	int n;
+
+	*probe = *why = 0;
+	if (!tracer_libcio_libc(libc, sizeof(libc))) {
+		snprintf(why, whylen, "libc not found: read/write figures approximate");
+		return false;
+	}
+	n = tracer_libcio_attach(enter, exit, pid, libc, add, ctx, first, sizeof(first));
+	if (n < (int)N_FNS)
+		snprintf(why, whylen,
+			 "%d of %d functions of %s probed (%s): read/write figures "
+			 "approximate",
+			 n, (int)N_FNS, libc, first);
+	if (n)
+		snprintf(probe, plen, "libc_io:%s", libc);
+	return n == (int)N_FNS;
 }

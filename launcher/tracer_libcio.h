@@ -34,7 +34,13 @@ int tracer_libcio_attach(struct bpf_program *enter, struct bpf_program *exit, pi
  * gone and reached are dropped; live ones are decided later. */
 struct bpf_map;
 bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs);
-/* how many functions tracer_libcio_attach tries */
-int tracer_libcio_functions(void);
+/* tracer_libcio_attach on the launcher's libc: true when every function
+ * got both; probe: its tracing.probes name ("" when none was), why: a
+ * fallback's reason ("" when none) */
+bool tracer_libcio_start(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
+			 tracer_libcio_add add, void *ctx, char *probe, size_t plen, char *why,
+			 size_t whylen);
+/* the fallback when tracer_libcio_missed */
+extern const char tracer_libcio_missed_why[];
 
 #endif

@@ -269,3 +269,36 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
     assert libc_probe(tl)
     # the outside process's writes reached no program of the tree's
     assert not [pr for pr in tl["processes"] if pr["pid"] == out.pid]
+
+
+STATIC = r'''
+#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	for (int i = 0; i < 6; i++)
+		if (write(fd, "0123456789", 10) != 10)
+			return 1;
+	return close(fd);
+}
+'''
+
+
+def test_cheap_static_binary_is_said_approximate(work):
+    """A static binary has no libc.so.6 to probe: its six writes are one
+    estimate at close, and the timeline says so (approximate figures, a
+    libc_io fallback) instead of passing them off as exact."""
+    (work / "static.c").write_text(STATIC)
+    r = subprocess.run(["cc", "-static", "-O1", "-o", str(work / "static"), str(work / "static.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr  # glibc's libc.a (libc6-dev)
+    tl = run_mode(work, "cheap", work / "static", work / "out.dat")
+    tr = tl["tracing"]
+    assert libc_probe(tl)  # attached: the static binary bypasses it
+    assert {"files.writes", "files.bytes_written", "requests.end_ms"} <= set(tr["approximate"])
+    assert any(f["probe"] == "libc_io" and "not reached by the libc probes" in f["reason"]
+               for f in tr["fallbacks"]), tr["fallbacks"]
+    f = file_entry(tl, work / "out.dat")
+    assert (f["writes"], f["bytes_written"]) == (1, 60)  # the estimate at close
