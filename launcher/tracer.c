@@ -103,8 +103,7 @@ static const struct probe {
     {"py_import_start", PROBE_USDT, false, true, false, "python_imports"}, /* one name */
     {"py_import_done", PROBE_USDT, false, true, false, NULL},
     /* cheap: libc's read/write family, the tree's memory only (tracer_libcio.c) */
-    {"libc_io_enter", PROBE_UPROBE, false, true, false, "libc_io"}, /* one name for the pair */
-    {"libc_io_exit", PROBE_UPROBE, false, true, false, NULL},
+    {"libc_io", PROBE_UPROBE, false, true, false, "libc_io"},
     {"gai_enter", PROBE_UPROBE, false, true, false, "getaddrinfo"}, /* one name for the pair */
     {"gai_exit", PROBE_UPROBE, false, true, false, NULL},
     {"gpu_mmap", PROBE_SECTION, false, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
@@ -462,8 +461,8 @@ static void attach_libcio(struct tracer *t, pid_t pid)
 {
 	char probe[PATH_MAX + 16], why[PATH_MAX + 192];
 
-	t->libcio = tracer_libcio_start(t->skel->progs.libc_io_enter, t->skel->progs.libc_io_exit,
-					pid, libcio_add, t, probe, sizeof(probe), why, sizeof(why));
+	t->libcio = tracer_libcio_start(t->skel->progs.libc_io, pid, libcio_add, t, probe,
+					sizeof(probe), why, sizeof(why));
 	if (*why)
 		fallback(t, "libc_io", "%s", why);
 	if (*probe)

@@ -1,9 +1,11 @@
 /* tracer_libcio: libc's read/write family for [trace] syscalls = cheap
  * (tracer_libcio.h; the programs are bpf/libcio.bpf.c).
  *
- * Each function gets an entry and a return uprobe defined in tracefs
- * (uprobe_events, group ttsio_PID, events e_NAME_PID and r_NAME_PID: PID is
- * this launcher's) and opened as a
+ * Each function gets a uprobe on the jump that tests each of its syscalls'
+ * result (the kernel's result in rax, the arguments still in their
+ * registers: one emulated trap per call, where an entry uprobe and a
+ * uretprobe take two), defined in tracefs (uprobe_events, group ttsio_PID, events
+ * NAME_SITE_PID: PID is this launcher's) and opened as a
  * tracepoint perf event with pid = the root child, cpu = -1 and inherit:
  * the kernel installs the breakpoints only in the memory of the tasks such
  * an event follows (the uprobe's perf filter), the root and, inherited at
@@ -41,6 +43,9 @@
 
 #define TRACEFS	     "/sys/kernel/tracing"
 #define GROUP_PREFIX "ttsio_"
+/* syscall instructions per function: glibc 2.36 has two (with and without
+ * the cancellation point) */
+#define MAX_SITES 4
 
 /* libc's functions and the syscall each does (what sx_io dispatches on);
  * aliases (preadv64, pwrite, __write) share these addresses */
@@ -69,35 +74,6 @@ bool tracer_libcio_libc(char *path, size_t len)
 		return false;
 	strcpy(path, real);
 	return true;
-}
-
-uint64_t tracer_libcio_errno_got(const char *libc)
-{
-	char why[256];
-	struct elfsym *e = elfsym_open(libc, why, sizeof(why));
-	struct elfsym_sym s;
-	unsigned char code[16];
-	uint64_t got = 0;
-	size_t at = 0;
-
-	if (!e)
-		return 0;
-	if (elfsym_machine(e) == 62 /* EM_X86_64 */ && elfsym_find(e, "__errno_location", &s) &&
-	    s.offset &&
-	    pread(elfsym_fd(e), code, sizeof(code), (off_t)s.offset) == (ssize_t)sizeof(code)) {
-		int32_t disp;
-
-		if (!memcmp(code, "\xf3\x0f\x1e\xfa", 4)) /* endbr64 */
-			at = 4;
-		/* mov disp32(%rip),%rax; then add %fs:0,%rax */
-		if (!memcmp(code + at, "\x48\x8b\x05", 3) &&
-		    !memcmp(code + at + 7, "\x64\x48\x03\x04\x25", 5)) {
-			memcpy(&disp, code + at + 3, sizeof(disp));
-			got = s.value + at + 7 + (int64_t)disp;
-		}
-	}
-	elfsym_close(e);
-	return got;
 }
 
 static int write_str(const char *path, const char *s)
@@ -155,16 +131,16 @@ static void stale_groups(void)
 	closedir(dp);
 }
 
-/* One tracefs uprobe (ret: a uretprobe) at libc:off, its perf event for
- * pid's tree: the fd, or -errno */
-static int probe_event(const char *group, const char *name, bool ret, const char *libc,
-		       uint64_t off, pid_t pid)
+/* One tracefs uprobe at libc:off, its perf event for pid's tree: the fd,
+ * or -errno */
+static int probe_event(const char *group, const char *name, const char *libc, uint64_t off,
+		       pid_t pid)
 {
 	char cmd[PATH_MAX + 128], path[PATH_MAX], idbuf[32];
 	struct perf_event_attr a;
 	int fd, err, n;
 
-	snprintf(cmd, sizeof(cmd), "%c:%s/%s %s:0x%llx\n", ret ? 'r' : 'p', group, name, libc,
+	snprintf(cmd, sizeof(cmd), "p:%s/%s %s:0x%llx\n", group, name, libc,
 		 (unsigned long long)off);
 	err = write_str(TRACEFS "/uprobe_events", cmd);
 	if (err)
@@ -198,15 +174,49 @@ static struct bpf_link *attach(struct bpf_program *prog, int pfd, uint64_t cooki
 	return l;
 }
 
-int tracer_libcio_attach(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
-			 const char *libc, tracer_libcio_add add, void *ctx, char *why,
-			 size_t whylen)
+/* The syscall sites of function sym (syscall number nr) in libc's code,
+ * into at[0..max): for each `syscall` that glibc's wrappers precede with
+ * `mov $nr,%eax` (or `xor %eax,%eax` for 0) and follow with `cmp
+ * $-4096,%rax; ja`, the file offset of that ja (x86-64 only): a
+ * conditional jump the kernel emulates, where a probe on the cmp would be
+ * single-stepped (two exceptions a call instead of one). How many. */
+static int syscall_sites(int fd, const struct elfsym_sym *sym, unsigned int nr, uint64_t *at,
+			 int max)
+{
+	unsigned char code[1024];
+	size_t len = sym->size < sizeof(code) ? (size_t)sym->size : sizeof(code);
+	int n = 0;
+
+	if (!sym->offset || pread(fd, code, len, (off_t)sym->offset) != (ssize_t)len)
+		return 0;
+	for (size_t i = 2; i + 10 <= len && n < max; i++) {
+		uint32_t imm;
+
+		if (code[i] != 0x0f || code[i + 1] != 0x05 ||
+		    memcmp(code + i + 2, "\x48\x3d\x00\xf0\xff\xff", 6) ||
+		    (code[i + 8] != 0x77 && (code[i + 8] != 0x0f || code[i + 9] != 0x87)))
+			continue;
+		if (i >= 5 && code[i - 5] == 0xb8)
+			memcpy(&imm, code + i - 4, sizeof(imm));
+		else if (code[i - 2] == 0x31 && code[i - 1] == 0xc0)
+			imm = 0;
+		else
+			continue;
+		if (imm == nr)
+			at[n++] = sym->offset + i + 8;
+	}
+	return n;
+}
+
+int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
+			 tracer_libcio_add add, void *ctx, char *why, size_t whylen)
 {
 	const char *names[N_FNS];
 	struct elfsym_sym syms[N_FNS];
+	uint64_t sites[N_FNS][MAX_SITES];
+	int n_sites[N_FNS] = {0}, done = 0;
 	char group[32];
 	struct elfsym *e;
-	int done = 0;
 
 	*why = 0;
 	e = elfsym_open(libc, why, whylen);
@@ -215,47 +225,38 @@ int tracer_libcio_attach(struct bpf_program *enter, struct bpf_program *exit, pi
 	for (size_t i = 0; i < N_FNS; i++)
 		names[i] = fns[i].name;
 	elfsym_lookup(e, names, N_FNS, true, syms);
+	for (size_t i = 0; i < N_FNS; i++)
+		if (syms[i].found && elfsym_machine(e) == 62 /* EM_X86_64 */)
+			n_sites[i] =
+			    syscall_sites(elfsym_fd(e), &syms[i], fns[i].nr, sites[i], MAX_SITES);
 	elfsym_close(e);
 	stale_groups();
 	snprintf(group, sizeof(group), GROUP_PREFIX "%d", (int)getpid());
 	for (size_t i = 0; i < N_FNS; i++) {
-		char en[48], xn[48];
-		uint64_t cookie = (syms[i].value << 16) | fns[i].nr;
-		struct bpf_link *le, *lx;
-		int pe, px;
+		int ok = 0;
 
-		if (!syms[i].found || !syms[i].offset) {
-			if (!*why)
-				snprintf(why, whylen, "%s: no %s", libc, fns[i].name);
-			continue;
+		if (!n_sites[i] && !*why)
+			snprintf(why, whylen, "%s: no syscall site recognised in %s", libc,
+				 fns[i].name);
+		for (int j = 0; j < n_sites[i]; j++) {
+			char name[64];
+			struct bpf_link *l;
+			int pfd;
+
+			/* the pid in the name too: uprobe_profile lists names only */
+			snprintf(name, sizeof(name), "%s_%d_%d", fns[i].name, j, (int)getpid());
+			pfd = probe_event(group, name, libc, sites[i][j], pid);
+			l = pfd < 0 ? NULL : attach(prog, pfd, fns[i].nr);
+			if (!l) {
+				if (!*why)
+					snprintf(why, whylen, "uprobe on %s: %s", fns[i].name,
+						 strerror(pfd < 0 ? -pfd : errno));
+				continue;
+			}
+			add(ctx, l, prog);
+			ok++;
 		}
-		/* the pid in the names too: uprobe_profile lists names only */
-		snprintf(en, sizeof(en), "e_%s_%d", fns[i].name, (int)getpid());
-		snprintf(xn, sizeof(xn), "r_%s_%d", fns[i].name, (int)getpid());
-		pe = probe_event(group, en, false, libc, syms[i].offset, pid);
-		px = pe < 0 ? pe : probe_event(group, xn, true, libc, syms[i].offset, pid);
-		if (pe < 0 || px < 0) {
-			if (!*why)
-				snprintf(why, whylen, "uprobe on %s: %s", fns[i].name,
-					 strerror(-(pe < 0 ? pe : px)));
-			if (pe >= 0)
-				close(pe);
-			continue;
-		}
-		/* the return first: an entry without its return is never saved */
-		lx = attach(exit, px, cookie);
-		le = lx ? attach(enter, pe, cookie) : (close(pe), NULL);
-		if (!lx || !le) {
-			if (!*why)
-				snprintf(why, whylen, "BPF on the uprobe of %s: %s", fns[i].name,
-					 strerror(errno));
-			if (lx)
-				add(ctx, lx, exit);
-			continue;
-		}
-		add(ctx, lx, exit);
-		add(ctx, le, enter);
-		done++;
+		done += n_sites[i] && ok == n_sites[i];
 	}
 	return done;
 }
@@ -280,9 +281,8 @@ bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs)
 	return missed;
 }
 
-bool tracer_libcio_start(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
-			 tracer_libcio_add add, void *ctx, char *probe, size_t plen, char *why,
-			 size_t whylen)
+bool tracer_libcio_start(struct bpf_program *prog, pid_t pid, tracer_libcio_add add, void *ctx,
+			 char *probe, size_t plen, char *why, size_t whylen)
 {
 	char libc[PATH_MAX], first[PATH_MAX + 64];
 	int n;
@@ -292,7 +292,7 @@ bool tracer_libcio_start(struct bpf_program *enter, struct bpf_program *exit, pi
 		snprintf(why, whylen, "libc not found: read/write figures approximate");
 		return false;
 	}
-	n = tracer_libcio_attach(enter, exit, pid, libc, add, ctx, first, sizeof(first));
+	n = tracer_libcio_attach(prog, pid, libc, add, ctx, first, sizeof(first));
 	if (n < (int)N_FNS)
 		snprintf(why, whylen,
 			 "%d of %d functions of %s probed (%s): read/write figures "

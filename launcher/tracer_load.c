@@ -5,7 +5,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -19,7 +18,6 @@
 #include "trace.h"
 #include "trace.minbtf.h"
 #include "trace.skel.h"
-#include "tracer_libcio.h"
 #include "tracer_load.h"
 
 /* The build-time kernel's minimal BTF is exact for that kernel only: same
@@ -93,19 +91,12 @@ struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 			return NULL;
 		}
 		if (syscalls == SYSCALLS_CHEAP) {
-			char libc[PATH_MAX];
-
 			bpf_program__set_autoload(skel->progs.sys_enter, false);
 			bpf_program__set_autoload(skel->progs.sys_exit, false);
-			/* libc's read/write family (tracer_libcio.c): a failed
-			 * call's errno from its TLS */
-			if (tracer_libcio_libc(libc, sizeof(libc)))
-				skel->rodata->targ_errno_got = tracer_libcio_errno_got(libc);
 		} else if (syscalls == SYSCALLS_EXACT) {
 			bpf_program__set_autoload(skel->progs.syscall_enter, false);
 			bpf_program__set_autoload(skel->progs.syscall_exit, false);
-			bpf_program__set_autoload(skel->progs.libc_io_enter, false);
-			bpf_program__set_autoload(skel->progs.libc_io_exit, false);
+			bpf_program__set_autoload(skel->progs.libc_io, false);
 		}
 		skel->rodata->targ_cheap = syscalls == SYSCALLS_CHEAP;
 		if (!usdt) {

@@ -22,7 +22,7 @@ from test_trace import FILEOPS, TTS, file_entry, tracing_ok, validate  # noqa: F
 from test_trace_cheap import launch_cheap
 from test_trace_ops import NETOPS
 
-PAIR = {"libc_io_enter", "libc_io_exit"}
+PAIR = {"libc_io"}
 
 
 def run_mode(tmp, mode, *cmd, name="timeline.json"):
