@@ -20,9 +20,9 @@
  *
  * The perf events of a uprobe wait for a grace period when their last
  * reference goes: their links are the tracer's uprobe links (add), whose
- * last references the keeper holds (ukeeper.c). The tracefs definitions
- * outlive them (inert: no perf event, no breakpoint) and are removed by the
- * next run (stale_groups). */
+ * last references the keeper holds (ukeeper.c); it removes the tracefs
+ * definitions once it closed them (tracer_libcio_forget), and a later run
+ * those of a keeper killed first (stale_groups). */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
@@ -301,4 +301,12 @@ bool tracer_libcio_start(struct bpf_program *prog, pid_t pid, tracer_libcio_add 
 	if (n)
 		snprintf(probe, plen, "libc_io:%s", libc);
 	return n == (int)N_FNS;
+}
+
+void tracer_libcio_forget(pid_t pid)
+{
+	char group[32];
+
+	snprintf(group, sizeof(group), GROUP_PREFIX "%d", (int)pid);
+	remove_group(group);
 }

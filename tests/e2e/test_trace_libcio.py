@@ -269,6 +269,10 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
     assert libc_probe(tl)
     # the outside process's writes reached no program of the tree's
     assert not [pr for pr in tl["processes"] if pr["pid"] == out.pid]
+    # the keeper, its links closed, removes the tracefs definitions
+    wait_for(lambda: not os.path.exists("/proc/%d" % keeper) or None, timeout=120,
+             what="the keeper's exit")
+    assert ("ttsio_%d/" % p.pid) not in open("/sys/kernel/tracing/uprobe_events").read()
 
 
 STATIC = r'''
