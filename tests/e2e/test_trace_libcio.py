@@ -76,6 +76,33 @@ def test_cheap_counts_each_libc_call(work):
         assert [a[k] for k in keys] == [b[k] for k in keys], (path, a, b)
 
 
+# the root runs a child (subprocess: vfork + exec), which runs a grandchild
+TREE = r'''
+import os, subprocess, sys
+d, depth = sys.argv[1], int(sys.argv[2])
+fd = os.open(os.path.join(d, "level%d.dat" % depth), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+for i in range(3 + depth):
+    os.write(fd, b"x" * 10)
+os.close(fd)
+if depth < 2:
+    subprocess.run([sys.executable, __file__, d, str(depth + 1)], check=True)
+'''
+
+
+def test_cheap_children_and_grandchildren_are_probed(work):
+    """The perf events are inherited: a child and a grandchild, each exec'd,
+    have the breakpoints too (each call counted, nothing approximate)."""
+    (work / "tree.py").write_text(TREE)
+    tl = run_mode(work, "cheap", sys.executable, work / "tree.py", work, 0)
+    assert libc_probe(tl) and tl["tracing"]["approximate"] == [], tl["tracing"]
+    pids = set()
+    for depth in range(3):
+        f = file_entry(tl, work / ("level%d.dat" % depth))
+        assert (f["writes"], f["bytes_written"]) == (3 + depth, 10 * (3 + depth)), f
+        pids.add(f["pid"])
+    assert len(pids) == 3
+
+
 def test_cheap_fileops_counts(work):
     readf = work / "read.dat"
     readf.write_bytes(os.urandom(50000))
