@@ -43,7 +43,7 @@ BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 # unresolved when the extern comes before the definition), then the domains
 # in the order their programs are attached (sys_enter, sys_exit first, as in
 # the timeline's probe list). A new bpf/X.bpf.c not named here links last.
-BPF_ORDER := maps syscalls tree faults sched block net names python gpu files attrib
+BPF_ORDER := maps syscalls tree faults sched block net names python gpu files attrib libcio
 BPF_PARTS := $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)) \
              $(filter-out $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_ORDER)), \
                           $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS)))

@@ -328,6 +328,16 @@ int sx_net(struct sys_call *c);
 int sx_mlock(struct sys_call *c);
 int sx_fwrite(struct sys_call *c);
 int sx_copy(struct sys_call *c);
+/* a call of the read/write family (syscalls.bpf.c): sx_bytes, and
+ * sx_fwrite for the writes; from sys_exit and from libc's (libcio.bpf.c) */
+int sx_io(struct sys_call *c);
+/* [trace] syscalls = cheap: libc's read/write family of the current
+ * process (its present image) is seen call by call (libcio.bpf.c): its
+ * closes and connection ends add no estimate */
+int libcio_seen(void);
+/* ... and a close of the current process was estimated all the same
+ * (libc_est: the launcher tells the processes never reached, tracer.c) */
+int libcio_estimate(void);
 /* [trace] syscalls = cheap: close, at its entry (a0 the fd): what read and
  * write of a regular file would have counted, approximately (files.bpf.c;
  * TCP sockets: net.bpf.c's cheap_end, when the connection ends) */

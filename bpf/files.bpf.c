@@ -438,6 +438,16 @@ SYS_HANDLER(sx_close)
 	v = file_entry(f, &k, c->now);
 	if (!v)
 		return 0;
+	/* libc's calls are seen one by one (libcio.bpf.c): nothing to guess,
+	 * unless none was counted on this file (glibc's own reads, as of
+	 * /etc/localtime or /etc/hosts, bypass its exported read) */
+	if (libcio_on && libcio_seen() && (v->reads || v->writes || v->write_errors))
+		return 0;
+	/* an estimate while libc's calls are probed, in a process they have
+	 * not reached (yet): files the tree maps are ld.so's libraries, read
+	 * before libc runs, not noted */
+	if (libcio_on && !v->mmaps && (pos || isize > v->size))
+		libcio_estimate();
 	if (fmode & FMODE_WRITE_) {
 		n = pos ? pos : isize > v->size ? isize - v->size : 0;
 		if (!n)
@@ -497,7 +507,7 @@ SYS_HANDLER(sx_copy)
 	v->isize = BPF_CORE_READ(dst, f_inode, i_size);
 	/* the files map sees the bytes too: read from one, written to the
 	 * other (cheap: at their close, from the positions) */
-	if (targ_cheap)
+	if (targ_cheap && !libcio_seen())
 		return 0;
 	fv = file_entry(src, &sk, c->now);
 	if (fv) {

@@ -27,6 +27,8 @@ extern const volatile __u64 targ_model_mask[TRACE_MODEL_SUFFIXES];
  * come from their positions and sizes at close, TCP bytes from the
  * socket's counters at close (docs/timeline.md, "tracing.syscalls") */
 extern const volatile __u32 targ_cheap;
+/* cheap: libc's read/write family probed for the tree (libcio.bpf.c), */
+extern volatile __u32 libcio_on; /* set by the launcher once attached */
 
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 extern __u64 ready_ns;

@@ -174,8 +174,10 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 	if ((mode & S_IFMT_) == S_IFSOCK_) {
 		struct sock *sk = file_sock(f);
 
-		/* cheap: a TCP socket's bytes come from its counters at close */
-		if (sk && targ_cheap && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP)
+		/* cheap: a TCP socket's bytes come from its counters at close,
+		 * unless libc's calls are seen (libcio.bpf.c) */
+		if (sk && targ_cheap && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP &&
+		    !libcio_seen())
 			return;
 		if (sk) {
 			struct peer_key pk;
@@ -503,6 +505,10 @@ static __always_inline void cheap_end(const struct sock *sk, struct req_state *r
 	__u64 rx = BPF_CORE_READ(tp, bytes_received), tx = BPF_CORE_READ(tp, bytes_sent);
 	struct peer_key pk;
 
+	/* counted call by call already (libc's, libcio.bpf.c) */
+	if ((r && (r->bytes_in || r->bytes_out || r->writes)) ||
+	    (p && (p->bytes_in || p->bytes_out || p->writes)))
+		return;
 	if (rx)
 		peer_bytes((struct sock *)sk, rx, false, now, 1, 0, false, &pk);
 	if (tx)

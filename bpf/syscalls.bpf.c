@@ -204,6 +204,25 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 	return false;
 }
 
+/* A read or write of the read/write family (nr: its syscall number; a0
+ * the fd, a1 the buffer or iovec, a3 the offset of the p- calls; ret the
+ * syscall's result, -errno): from sys_exit (exact) and from libc's
+ * functions' return (libcio.bpf.c, [trace] syscalls = cheap), the same
+ * accounting. */
+SYS_HANDLER(sx_io)
+{
+	long nr;
+
+	if (!c)
+		return 0;
+	nr = c->in.nr;
+	sx_bytes(c);
+	if (nr == __NR_write || nr == __NR_pwrite64 || nr == __NR_writev || nr == __NR_pwritev ||
+	    nr == __NR_pwritev2)
+		sx_fwrite(c); /* the ranges written, for downloads */
+	return 0;
+}
+
 /* The work of both probe sets (raw_tp here, the per-syscall tracepoints of
  * [trace] syscalls = cheap below): regs are the caller's registers, id the
  * syscall number. */
@@ -281,18 +300,17 @@ static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-		sx_bytes(&c);
-		sx_fwrite(&c); /* the ranges written, for downloads */
-		break;
-	case __NR_sendfile:
-	case __NR_copy_file_range:
-		sx_copy(&c);
-		break;
 	case __NR_read:
 	case __NR_pread64:
 	case __NR_readv:
 	case __NR_preadv:
 	case __NR_preadv2:
+		sx_io(&c);
+		break;
+	case __NR_sendfile:
+	case __NR_copy_file_range:
+		sx_copy(&c);
+		break;
 	case __NR_recvfrom:
 	case __NR_sendto:
 	case __NR_recvmsg:

@@ -32,6 +32,7 @@
 #include "trace.h"
 #include "trace.skel.h"
 #include "tracer.h"
+#include "tracer_libcio.h"
 #include "tracer_load.h"
 #include "tracer_syscalls.h"
 #include "ukeeper.h"
@@ -49,6 +50,8 @@ struct tracer {
 	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
 	struct tracer_drain drain; /* the syscall exit program after the window */
 	bool cheap;		   /* [trace] syscalls = cheap, and it can be */
+	bool libcio;		   /* cheap: libc's read/write family probed (tracer_libcio.c) */
+	bool libcio_missed;	   /* ... and a close was estimated all the same (libcio_check) */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };
@@ -99,6 +102,8 @@ static const struct probe {
     /* uprobes are per inode: every process of the host that runs the file traps */
     {"py_import_start", PROBE_USDT, false, true, false, "python_imports"}, /* one name */
     {"py_import_done", PROBE_USDT, false, true, false, NULL},
+    /* cheap: libc's read/write family, the tree's memory only (tracer_libcio.c) */
+    {"libc_io", PROBE_UPROBE, false, true, false, "libc_io"},
     {"gai_enter", PROBE_UPROBE, false, true, false, "getaddrinfo"}, /* one name for the pair */
     {"gai_exit", PROBE_UPROBE, false, true, false, NULL},
     {"gpu_mmap", PROBE_SECTION, false, false, false, NULL}, /* a CUDA library mapped (gpu.c) */
@@ -448,6 +453,29 @@ static int attach_syscalls(struct tracer *t, char *why, size_t whylen)
 	return 0;
 }
 
+static void libcio_add(void *ctx, struct bpf_link *l, const struct bpf_program *prog)
+{
+	add_ulink(ctx, l, prog);
+}
+
+/* cheap: libc's read/write family for the tree of pid (tracer_libcio.c):
+ * every function probed, its figures are exact, else approximate */
+static void attach_libcio(struct tracer *t, pid_t pid)
+{
+	char probe[PATH_MAX + 16], why[PATH_MAX + 192];
+
+	t->libcio = tracer_libcio_start(t->skel->progs.libc_io, pid, libcio_add, t, probe,
+					sizeof(probe), why, sizeof(why));
+	if (*why)
+		fallback(t, "libc_io", "%s", why);
+	if (*probe)
+		probe_add(t, probe);
+	if (t->libcio) {
+		t->st.approximate = tracer_libcio_approximate;
+		t->skel->bss->libcio_on = 1;
+	}
+}
+
 int tracer_test_load(char *why, size_t whylen)
 {
 	struct trace_bpf *skel;
@@ -617,6 +645,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 	if (t->cheap && attach_syscalls(t, why, whylen))
 		goto fail;
+	if (t->cheap)
+		attach_libcio(t, (pid_t)o->root_pid);
 	/* major faults: sample period 1, the program runs in the faulting task */
 	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
 		       "major_fault", "page-faults-maj");
@@ -691,6 +721,7 @@ fail:
 int tracer_fd(const struct tracer *t) { return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1; }
 
 static void drain_check(struct tracer *t);
+static void libcio_check(struct tracer *t);
 
 int tracer_poll(struct tracer *t)
 {
@@ -699,6 +730,7 @@ int tracer_poll(struct tracer *t)
 	if (!t || !t->rb)
 		return 0;
 	n = ring_buffer__consume(t->rb);
+	libcio_check(t);
 	if (tracer_draining(&t->drain))
 		drain_check(t);
 	return n < 0 ? n : 0;
@@ -715,7 +747,26 @@ bool tracer_ready(const struct tracer *t, double *ms)
 
 struct collector *tracer_collector(struct tracer *t) { return t ? &t->col : NULL; }
 
-const struct tracer_status *tracer_status(const struct tracer *t) { return t ? &t->st : NULL; }
+/* cheap with libc's probes: a close estimated all the same by a process of
+ * the tree they never reached (tracer_libcio_missed) makes the read/write
+ * figures approximate again, said once */
+static void libcio_check(struct tracer *t)
+{
+	if (!t->libcio || t->libcio_missed ||
+	    !tracer_libcio_missed(t->skel->maps.libc_est, t->skel->maps.libc_procs))
+		return;
+	t->libcio_missed = true;
+	t->st.approximate = tracer_syscalls_approximate;
+	fallback(t, "libc_io", "%s", tracer_libcio_missed_why);
+}
+
+const struct tracer_status *tracer_status(struct tracer *t)
+{
+	if (!t)
+		return NULL;
+	libcio_check(t);
+	return &t->st;
+}
 
 unsigned long long tracer_activity(const struct tracer *t)
 {

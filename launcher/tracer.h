@@ -57,7 +57,7 @@ int tracer_poll(struct tracer *t);
 bool tracer_ready(const struct tracer *t, double *ms);
 /* What the ring buffer and the maps hold, for timeline_build. */
 struct collector *tracer_collector(struct tracer *t);
-const struct tracer_status *tracer_status(const struct tracer *t);
+const struct tracer_status *tracer_status(struct tracer *t);
 /* Bytes written to files and received from peers so far: changes while a
  * download moves. Read from mapped memory, so cheap enough for every tick. */
 unsigned long long tracer_activity(const struct tracer *t);

@@ -96,6 +96,7 @@ struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 		} else if (syscalls == SYSCALLS_EXACT) {
 			bpf_program__set_autoload(skel->progs.syscall_enter, false);
 			bpf_program__set_autoload(skel->progs.syscall_exit, false);
+			bpf_program__set_autoload(skel->progs.libc_io, false);
 		}
 		skel->rodata->targ_cheap = syscalls == SYSCALLS_CHEAP;
 		if (!usdt) {

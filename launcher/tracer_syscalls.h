@@ -16,6 +16,8 @@ struct bpf_map;
 /* The timeline's figures that cheap mode gives approximately
  * (tracing.approximate, docs/timeline.md), NULL-terminated. */
 extern const char *const tracer_syscalls_approximate[];
+/* Those left when libc's read/write family is probed (tracer_libcio.c). */
+extern const char *const tracer_libcio_approximate[];
 
 /* A tracepoint that exists but failed to attach: its name, the errno. */
 typedef void (*tracer_syscalls_fail)(void *ctx, const char *tracepoint, int err);

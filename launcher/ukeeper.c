@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "gpu.h"
+#include "tracer_libcio.h"
 #include "ukeeper.h"
 
 static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -132,8 +133,9 @@ static int keeper_take(int sock, int **fds, int *n, int *cap)
 
 /* The keeper: only the link fds, the pidfd and sock stay open; out of the
  * terminal's process group (a Ctrl-C is tts-launch's to handle). */
-static void keeper_main(int pidfd, int sock, int *fds, int n) __attribute__((noreturn));
-static void keeper_main(int pidfd, int sock, int *fds, int n)
+static void keeper_main(int pidfd, int sock, int *fds, int n, pid_t owner)
+    __attribute__((noreturn));
+static void keeper_main(int pidfd, int sock, int *fds, int n, pid_t owner)
 {
 	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
 	int keep[UKEEPER_MAX_FDS + 3], m = 0, cap = 2 * UKEEPER_MAX_FDS, *all;
@@ -179,6 +181,8 @@ static void keeper_main(int pidfd, int sock, int *fds, int n)
 		gpu_continue_held(held_map);
 	for (int i = 0; i < n; i++)
 		close(all[i]);
+	/* the tracefs definitions of tts-launch's libc probes, idle now */
+	tracer_libcio_forget(owner);
 	_exit(0);
 }
 
@@ -186,7 +190,7 @@ bool ukeeper_start(int *fds, int n, int *sock)
 {
 	int pidfd, reaper = 0, st, sp[2] = {-1, -1};
 	bool kept;
-	pid_t p;
+	pid_t p, owner = getpid();
 
 	*sock = -1;
 	if (n < 0 || n > UKEEPER_MAX_FDS || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
@@ -204,7 +208,7 @@ bool ukeeper_start(int *fds, int n, int *sock)
 		pid_t k = fork();
 
 		if (k == 0)
-			keeper_main(pidfd, sp[1], fds, n);
+			keeper_main(pidfd, sp[1], fds, n, owner);
 		_exit(k > 0 ? 0 : 1);
 	}
 	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)

@@ -8,11 +8,13 @@ pingpong.c (two processes passing a byte over two pipes, 100000 round
 trips: two writes, two reads, two switches each).
 
 Tracers, each started before the neighbour runs and stopped after it:
-- tts-launch, during start-up: `tts-launch run -- /bin/sleep` (a command
-  after -- keeps every probe of a start-up for as long as it runs);
+- tts-launch syscalls=exact, during start-up: `tts-launch run --set
+  trace.syscalls=exact -- /bin/sleep` (a command after -- keeps every probe
+  of a start-up for as long as it runs; raw sys_enter/sys_exit on every
+  syscall of the host);
 - tts-launch syscalls=cheap, during start-up: the same with `[trace]
-  syscalls = cheap` (per-syscall tracepoints on the rare calls instead of
-  raw sys_enter/sys_exit on every syscall of the host);
+  syscalls = cheap` (the default: per-syscall tracepoints on the rare calls,
+  libc's read/write family probed in the traced tree's memory only);
 - tts-launch, after the window: a service (it listens, then sleeps) with
   `[trace] requests_window = 1s`, measured once the timeline says the
   probes were lightened (tracing.light) and nothing is left draining;
@@ -55,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trace_overhead import (BT, PY, ROOT, SETTLE_S, TTS, free_port, paired, paired_ci,  # noqa: E402
                             prepare_sim, run_variant)
 
-STARTUP = "tts-launch, during start-up"
+STARTUP = "tts-launch syscalls=exact, during start-up"
 CHEAP = "tts-launch syscalls=cheap, during start-up"
 LIGHT = "tts-launch, after the window"
 VARIANTS = ["untraced", STARTUP, CHEAP, LIGHT, "strace -f", "bpftrace"]
@@ -132,7 +134,7 @@ def start_tracer(variant, tmp):
     common = [str(TTS), "run", "--set", "app.dir=%s" % tmp, "--set", "log.file=",
               "--set", "service.pidfile=", "--timeline", str(tl)]
     if variant == STARTUP:
-        argv = common + ["--"] + SLEEP
+        argv = common + ["--set", "trace.syscalls=exact", "--"] + SLEEP
     elif variant == CHEAP:
         argv = common + ["--set", "trace.syscalls=cheap", "--"] + SLEEP
     elif variant == LIGHT:
@@ -155,7 +157,8 @@ def start_tracer(variant, tmp):
                 light = json.loads(tl.read_text())["tracing"]["light"]
             except (OSError, ValueError, KeyError):
                 return False
-            return light is not None and "sys_exit" in light["detached"]
+            return light is not None and bool({"sys_exit", "syscall_exit"} &
+                                               set(light["detached"]))
         wait_until(lightened, "the requests window's end")
     else:
         wait_until(lambda: has_sleep_child(p), "%s to start its command" % variant)

@@ -80,7 +80,10 @@ def launch(work, *app_args):
                           "app.script=%s" % app, "--set", "app.host=127.0.0.1", "--set",
                           "app.port=%d" % free_port(), "--set", "trace.settle=0.1s",
                           "--set", "trace.requests_window=1s", "--set", "service.pidfile=",
-                          "--set", "log.file="] + (["--set", "app.args=%s" % args] if args else []),
+                          "--set", "log.file=",
+                          # these tests are about the raw sys_enter/sys_exit pair
+                          "--set", "trace.syscalls=exact"] +
+                         (["--set", "app.args=%s" % args] if args else []),
                          cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return p, tl_path
 

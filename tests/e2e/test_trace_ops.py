@@ -159,7 +159,8 @@ def test_light_probes_after_requests_window(work):
                         "--set", "app.python=/usr/bin/python3", "--set", "app.script=%s" % app,
                         "--set", "app.host=127.0.0.1", "--set", "app.port=%d" % port,
                         "--set", "trace.settle=0.1s", "--set", "trace.requests_window=1s",
-                        "--set", "service.pidfile=", "--set", "log.file="],
+                        "--set", "service.pidfile=", "--set", "log.file=",
+                        "--set", "trace.syscalls=exact"],  # the raw pair's names below
                        cwd=work, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     tl = validate(json.loads(tl_path.read_text()))

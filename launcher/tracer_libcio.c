@@ -1,0 +1,312 @@
+/* tracer_libcio: libc's read/write family for [trace] syscalls = cheap
+ * (tracer_libcio.h; the programs are bpf/libcio.bpf.c).
+ *
+ * Each function gets a uprobe on the jump that tests each of its syscalls'
+ * result (the kernel's result in rax, the arguments still in their
+ * registers: one emulated trap per call, where an entry uprobe and a
+ * uretprobe take two), defined in tracefs (uprobe_events, group ttsio_PID, events
+ * NAME_SITE_PID: PID is this launcher's) and opened as a
+ * tracepoint perf event with pid = the root child, cpu = -1 and inherit:
+ * the kernel installs the breakpoints only in the memory of the tasks such
+ * an event follows (the uprobe's perf filter), the root and, inherited at
+ * clone, its threads and children, across exec. Measured on 6.18: the
+ * uprobe PMU (perf_event_open of /sys/bus/event_source/devices/uprobe)
+ * cannot be inherited with a BPF program: a child's copy is a new probe
+ * without the program, and a child that forks after an exec fails to fork
+ * (the copy re-reads the path from a user address of the forking process);
+ * a tracefs event's copies share the program. A child forked after an
+ * earlier sibling of it exited may still get no breakpoint (seen on 6.18):
+ * its figures then come from close, as without these probes (sx_close).
+ *
+ * The perf events of a uprobe wait for a grace period when their last
+ * reference goes: their links are the tracer's uprobe links (add), whose
+ * last references the keeper holds (ukeeper.c); it removes the tracefs
+ * definitions once it closed them (tracer_libcio_forget), and a later run
+ * those of a keeper killed first (stale_groups). */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "tracer_libcio.h"
+
+#define TRACEFS	     "/sys/kernel/tracing"
+#define GROUP_PREFIX "ttsio_"
+/* syscall instructions per function: glibc 2.36 has two (with and without
+ * the cancellation point) */
+#define MAX_SITES 4
+
+/* libc's functions and the syscall each does (what sx_io dispatches on);
+ * aliases (preadv64, pwrite, __write) share these addresses */
+static const struct {
+	const char *name;
+	unsigned int nr;
+} fns[] = {
+    {"read", SYS_read},		{"write", SYS_write},	  {"pread64", SYS_pread64},
+    {"pwrite64", SYS_pwrite64}, {"readv", SYS_readv},	  {"writev", SYS_writev},
+    {"preadv", SYS_preadv},	{"pwritev", SYS_pwritev}, {"preadv2", SYS_preadv2},
+    {"pwritev2", SYS_pwritev2},
+};
+#define N_FNS (sizeof(fns) / sizeof(fns[0]))
+
+const char tracer_libcio_missed_why[] =
+    "a process of the tree not reached by the libc probes (a static binary, or a child the "
+    "kernel's inherited uprobe events missed): its read/write figures from close";
+
+bool tracer_libcio_libc(char *path, size_t len)
+{
+	Dl_info di;
+	char real[PATH_MAX];
+
+	if (!dladdr((void *)write, &di) || !di.dli_fname || !realpath(di.dli_fname, real) ||
+	    strlen(real) >= len)
+		return false;
+	strcpy(path, real);
+	return true;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC), err = 0;
+	ssize_t n = (ssize_t)strlen(s);
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, (size_t)n) != n)
+		err = errno ? errno : EIO;
+	close(fd);
+	return err;
+}
+
+/* The events of group, removed (a group left by a run that died; EBUSY
+ * while a keeper of it still holds them) */
+static void remove_group(const char *group)
+{
+	char dir[PATH_MAX], cmd[600];
+	struct dirent *d;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), TRACEFS "/events/%s", group);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((d = readdir(dp)))
+		if (d->d_name[0] != '.' && strcmp(d->d_name, "enable") &&
+		    strcmp(d->d_name, "filter")) {
+			snprintf(cmd, sizeof(cmd), "-:%s/%s\n", group, d->d_name);
+			write_str(TRACEFS "/uprobe_events", cmd);
+		}
+	closedir(dp);
+}
+
+/* ttsio_PID groups whose launcher is gone */
+static void stale_groups(void)
+{
+	DIR *dp = opendir(TRACEFS "/events");
+	struct dirent *d;
+
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		char *end;
+		long pid;
+
+		if (strncmp(d->d_name, GROUP_PREFIX, strlen(GROUP_PREFIX)))
+			continue;
+		pid = strtol(d->d_name + strlen(GROUP_PREFIX), &end, 10);
+		if (*end || pid <= 0 || (kill((pid_t)pid, 0) && errno == ESRCH) || pid == getpid())
+			remove_group(d->d_name);
+	}
+	closedir(dp);
+}
+
+/* One tracefs uprobe at libc:off, its perf event for pid's tree: the fd,
+ * or -errno */
+static int probe_event(const char *group, const char *name, const char *libc, uint64_t off,
+		       pid_t pid)
+{
+	char cmd[PATH_MAX + 128], path[PATH_MAX], idbuf[32];
+	struct perf_event_attr a;
+	int fd, err, n;
+
+	snprintf(cmd, sizeof(cmd), "p:%s/%s %s:0x%llx\n", group, name, libc,
+		 (unsigned long long)off);
+	err = write_str(TRACEFS "/uprobe_events", cmd);
+	if (err)
+		return -err;
+	snprintf(path, sizeof(path), TRACEFS "/events/%s/%s/id", group, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = (int)read(fd, idbuf, sizeof(idbuf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	idbuf[n] = 0;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_TRACEPOINT;
+	a.config = strtoull(idbuf, NULL, 10);
+	a.sample_period = 1;
+	a.inherit = 1; /* the root's threads and children, across exec */
+	fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static struct bpf_link *attach(struct bpf_program *prog, int pfd, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_perf_event_opts, po, .bpf_cookie = cookie);
+	struct bpf_link *l = bpf_program__attach_perf_event_opts(prog, pfd, &po);
+
+	if (!l)
+		close(pfd);
+	return l;
+}
+
+/* The syscall sites of function sym (syscall number nr) in libc's code,
+ * into at[0..max): for each `syscall` that glibc's wrappers precede with
+ * `mov $nr,%eax` (or `xor %eax,%eax` for 0) and follow with `cmp
+ * $-4096,%rax; ja`, the file offset of that ja (x86-64 only): a
+ * conditional jump the kernel emulates, where a probe on the cmp would be
+ * single-stepped (two exceptions a call instead of one). How many. */
+static int syscall_sites(int fd, const struct elfsym_sym *sym, unsigned int nr, uint64_t *at,
+			 int max)
+{
+	unsigned char code[1024];
+	size_t len = sym->size < sizeof(code) ? (size_t)sym->size : sizeof(code);
+	int n = 0;
+
+	if (!sym->offset || pread(fd, code, len, (off_t)sym->offset) != (ssize_t)len)
+		return 0;
+	for (size_t i = 2; i + 10 <= len && n < max; i++) {
+		uint32_t imm;
+
+		if (code[i] != 0x0f || code[i + 1] != 0x05 ||
+		    memcmp(code + i + 2, "\x48\x3d\x00\xf0\xff\xff", 6) ||
+		    (code[i + 8] != 0x77 && (code[i + 8] != 0x0f || code[i + 9] != 0x87)))
+			continue;
+		if (i >= 5 && code[i - 5] == 0xb8)
+			memcpy(&imm, code + i - 4, sizeof(imm));
+		else if (code[i - 2] == 0x31 && code[i - 1] == 0xc0)
+			imm = 0;
+		else
+			continue;
+		if (imm == nr)
+			at[n++] = sym->offset + i + 8;
+	}
+	return n;
+}
+
+int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
+			 tracer_libcio_add add, void *ctx, char *why, size_t whylen)
+{
+	const char *names[N_FNS];
+	struct elfsym_sym syms[N_FNS];
+	uint64_t sites[N_FNS][MAX_SITES];
+	int n_sites[N_FNS] = {0}, done = 0;
+	char group[32];
+	struct elfsym *e;
+
+	*why = 0;
+	e = elfsym_open(libc, why, whylen);
+	if (!e)
+		return 0;
+	for (size_t i = 0; i < N_FNS; i++)
+		names[i] = fns[i].name;
+	elfsym_lookup(e, names, N_FNS, true, syms);
+	for (size_t i = 0; i < N_FNS; i++)
+		if (syms[i].found && elfsym_machine(e) == 62 /* EM_X86_64 */)
+			n_sites[i] =
+			    syscall_sites(elfsym_fd(e), &syms[i], fns[i].nr, sites[i], MAX_SITES);
+	elfsym_close(e);
+	stale_groups();
+	snprintf(group, sizeof(group), GROUP_PREFIX "%d", (int)getpid());
+	for (size_t i = 0; i < N_FNS; i++) {
+		int ok = 0;
+
+		if (!n_sites[i] && !*why)
+			snprintf(why, whylen, "%s: no syscall site recognised in %s", libc,
+				 fns[i].name);
+		for (int j = 0; j < n_sites[i]; j++) {
+			char name[64];
+			struct bpf_link *l;
+			int pfd;
+
+			/* the pid in the name too: uprobe_profile lists names only */
+			snprintf(name, sizeof(name), "%s_%d_%d", fns[i].name, j, (int)getpid());
+			pfd = probe_event(group, name, libc, sites[i][j], pid);
+			l = pfd < 0 ? NULL : attach(prog, pfd, fns[i].nr);
+			if (!l) {
+				if (!*why)
+					snprintf(why, whylen, "uprobe on %s: %s", fns[i].name,
+						 strerror(pfd < 0 ? -pfd : errno));
+				continue;
+			}
+			add(ctx, l, prog);
+			ok++;
+		}
+		done += n_sites[i] && ok == n_sites[i];
+	}
+	return done;
+}
+
+bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs)
+{
+	__u32 tgid, next, walked = 0;
+	bool missed = false, more;
+	__u64 mm;
+
+	for (more = !bpf_map__get_next_key(est, NULL, &next, sizeof(next));
+	     more && walked++ < bpf_map__max_entries(est);
+	     more = !bpf_map__get_next_key(est, &tgid, &next, sizeof(next))) {
+		tgid = next;
+		if (!kill((pid_t)tgid, 0) || errno != ESRCH)
+			continue; /* alive: it may still be reached */
+		if (bpf_map__lookup_elem(procs, &tgid, sizeof(tgid), &mm, sizeof(mm), 0))
+			missed = true;
+		else
+			bpf_map__delete_elem(est, &tgid, sizeof(tgid), 0);
+	}
+	return missed;
+}
+
+bool tracer_libcio_start(struct bpf_program *prog, pid_t pid, tracer_libcio_add add, void *ctx,
+			 char *probe, size_t plen, char *why, size_t whylen)
+{
+	char libc[PATH_MAX], first[PATH_MAX + 64];
+	int n;
+
+	*probe = *why = 0;
+	if (!tracer_libcio_libc(libc, sizeof(libc))) {
+		snprintf(why, whylen, "libc not found: read/write figures approximate");
+		return false;
+	}
+	n = tracer_libcio_attach(prog, pid, libc, add, ctx, first, sizeof(first));
+	if (n < (int)N_FNS)
+		snprintf(why, whylen,
+			 "%d of %d functions of %s probed (%s): read/write figures "
+			 "approximate",
+			 n, (int)N_FNS, libc, first);
+	if (n)
+		snprintf(probe, plen, "libc_io:%s", libc);
+	return n == (int)N_FNS;
+}
+
+void tracer_libcio_forget(pid_t pid)
+{
+	char group[32];
+
+	snprintf(group, sizeof(group), GROUP_PREFIX "%d", (int)pid);
+	remove_group(group);
+}

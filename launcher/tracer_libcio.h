@@ -1,0 +1,44 @@
+/* tracer_libcio: [trace] syscalls = cheap's exact read/write figures from
+ * libc (bpf/libcio.bpf.c): uprobes after the syscall instructions of libc's
+ * read/write family, as perf events bound to the traced tree, so that no
+ * other process of the host gets a breakpoint. tracer_libcio.c says how. */
+#ifndef TTS_TRACER_LIBCIO_H
+#define TTS_TRACER_LIBCIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct bpf_link;
+
+/* The libc the service runs with (the launcher's own: the ld.so cache's
+ * libc.so.6), resolved; false when not found. */
+bool tracer_libcio_libc(char *path, size_t len);
+
+/* A link attached, for the tracer's uprobe links (the keeper's). */
+typedef void (*tracer_libcio_add)(void *ctx, struct bpf_link *l, const struct bpf_program *prog);
+
+/* prog after each syscall site of libc's functions, for the tree of pid
+ * (held, not yet released): how many functions got all their sites; why
+ * says what failed when not all (the first failure). */
+int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
+			 tracer_libcio_add add, void *ctx, char *why, size_t whylen);
+/* Did a process that is gone estimate a close (est: libc_est) without ever
+ * being reached by the probes (procs: libc_procs)? Entries of processes
+ * gone and reached are dropped; live ones are decided later. */
+struct bpf_map;
+bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs);
+/* tracer_libcio_attach on the launcher's libc: true when every function
+ * got all its sites; probe: its tracing.probes name ("" when none was), why: a
+ * fallback's reason ("" when none) */
+bool tracer_libcio_start(struct bpf_program *prog, pid_t pid, tracer_libcio_add add, void *ctx,
+			 char *probe, size_t plen, char *why, size_t whylen);
+/* The tracefs definitions of launcher pid's probes removed (the keeper,
+ * once it closed their links). */
+void tracer_libcio_forget(pid_t pid);
+/* the fallback when tracer_libcio_missed */
+extern const char tracer_libcio_missed_why[];
+
+#endif
