@@ -3,7 +3,8 @@
 
 For each workload, N interleaved rounds (each in a rotated order, an
 untraced run between any two others, a 0.5 s pause before each run) of:
-untraced, traced by tts-launch,
+untraced, traced by tts-launch (its defaults: [trace] syscalls = cheap),
+the same with [trace] syscalls = exact (the raw sys_enter/sys_exit pair),
 traced by tts-launch without the Python import probes ([trace] python_usdt
 off: their uprobe traps are most of the cost), `strace -f`, and a bpftrace
 script watching the same events
@@ -50,8 +51,9 @@ TTS = Path(os.environ.get("TTS_LAUNCH", ROOT / "build" / "tts-launch"))
 TIMER = [PY, str(ROOT / "scripts" / "bench" / "timer.py")]
 BT = ROOT / "scripts" / "bench" / "bpftrace-equivalent.bt"
 NO_USDT = "tts-launch, python_usdt off"
+EXACT = "tts-launch, syscalls = exact"
 BASELINE = "tts-launch (baseline)"
-VARIANTS = ["untraced", "tts-launch", NO_USDT, "strace -f", "bpftrace"]
+VARIANTS = ["untraced", "tts-launch", EXACT, NO_USDT, "strace -f", "bpftrace"]
 baseline_tts = None  # --baseline
 
 
@@ -111,13 +113,14 @@ def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     tl = tmp / "timeline.json"
     if variant == "untraced":
         argv = timed
-    elif variant in ("tts-launch", NO_USDT, BASELINE):
+    elif variant in ("tts-launch", NO_USDT, EXACT, BASELINE):
         # NO_USDT: without the Python import probes, whose uprobe traps are
         # most of the cost (the split is the point of this variant)
         tl.unlink(missing_ok=True)
         argv = [str(baseline_tts if variant == BASELINE else TTS), "run", "--set", "app.dir=%s" % cwd, "--set", "log.file=%s" % (tmp / "log"),
                 "--set", "service.pidfile=", "--timeline", str(tl)] + \
-            (["--set", "trace.python_usdt=false"] if variant == NO_USDT else []) + ["--"] + timed
+            (["--set", "trace.python_usdt=false"] if variant == NO_USDT else []) + \
+            (["--set", "trace.syscalls=exact"] if variant == EXACT else []) + ["--"] + timed
     elif variant == "strace -f":
         argv = ["strace", "-f", "-qq", "-o", "/dev/null"] + timed
     elif variant == "bpftrace":
