@@ -17,7 +17,7 @@ enum mlock_signal { MLOCK_SIGUSR2, MLOCK_SIGUSR1 };
 enum progress_mode { PROGRESS_AUTO, PROGRESS_TTY, PROGRESS_LOG, PROGRESS_OFF };
 /* [trace] syscalls: every syscall of the host (raw sys_enter/sys_exit:
  * exact counts) or per-syscall tracepoints on the rare calls and libc's
- * read/write family in the tree (cheap, the default; docs/timeline.md,
+ * read/write family in the tree (cheap; exact is the default: docs/timeline.md,
  * "Syscalls: exact or cheap") */
 enum trace_syscalls { SYSCALLS_EXACT, SYSCALLS_CHEAP };
 
