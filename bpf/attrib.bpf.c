@@ -466,11 +466,15 @@ save:
 SEC("raw_tp/sched_waking")
 int BPF_PROG(attr_waking, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
 	struct tl_off_event *o;
 	__u64 id;
+	__u32 tid;
 
-	/* every wake-up of the host: not a thread of the tree */
+	/* every wake-up of the host: not a thread of the tree that left a CPU
+	 * (p is read only when it may be one) */
+	if (!task_seen(p))
+		return 0;
+	tid = BPF_CORE_READ(p, pid);
 	if (!tree_tid(tid))
 		return 0;
 	o = bpf_map_lookup_elem(&attroff, &tid);

@@ -131,6 +131,31 @@ static __always_inline bool tree_tid(__u32 tid)
 	return w && ((*w >> (tid % 64)) & 1);
 }
 
+/* taskbits: the bit of a task_struct's address (its low bits are the
+ * slab's alignment; 2^18 bits) */
+static __always_inline __u32 task_bit(__u64 task)
+{
+	return (__u32)((task >> 6) ^ (task >> 24)) & (TASK_BITS_WORDS * 64 - 1);
+}
+
+/* May task (a pointer, not read) be a thread of the tree that left a CPU? */
+static __always_inline bool task_seen(const void *task)
+{
+	__u32 b = task_bit((__u64)task), k = b / 64;
+	__u64 *w = bpf_map_lookup_elem(&taskbits, &k);
+
+	return w && ((*w >> (b % 64)) & 1);
+}
+
+static __always_inline void task_seen_set(const void *task)
+{
+	__u32 b = task_bit((__u64)task), k = b / 64;
+	__u64 *w = bpf_map_lookup_elem(&taskbits, &k), bit = 1ull << (b % 64);
+
+	if (w && !(*w & bit))
+		__sync_fetch_and_or(w, bit);
+}
+
 static __always_inline void tree_tid_set(__u32 tid, bool on)
 {
 	__u32 k = tid / 64;

@@ -67,6 +67,21 @@ TL_MAP struct {
 	__type(value, __u64);
 } treebits SEC(".maps");
 
+/* One bit per task_struct address a thread of the tree has left a CPU with
+ * (task_seen in common.bpf.h), hashed: a context switch to, or a wake-up of,
+ * a task whose bit is clear cannot be the return of a thread of the tree, and
+ * the task is not even read (no bpf_probe_read_kernel of its pid: the cost
+ * of a neighbour's switch, BENCHMARKS.md). A set bit may be another task's
+ * (a collision, a freed task's reused memory): then its pid decides, as
+ * before. 2^18 bits, 32 KiB. */
+#define TASK_BITS_WORDS 4096
+TL_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TASK_BITS_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} taskbits SEC(".maps");
+
 TL_MAP struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);

@@ -10,10 +10,13 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 {
 	__u32 ptgid, ntgid;
 	__u64 now = 0;
-	bool leaving;
+	bool leaving, prev_in = tree_tid((__u32)bpf_get_current_pid_tgid()); /* current: prev */
 
-	/* every context switch of the host: neither thread of the tree */
-	if (!tree_tid((__u32)bpf_get_current_pid_tgid()) && !tree_tid(BPF_CORE_READ(next, pid)))
+	/* every context switch of the host: neither thread of the tree (next
+	 * is read only when it may be one coming back) */
+	if (prev_in)
+		task_seen_set(prev);
+	else if (!task_seen(next) || !tree_tid(BPF_CORE_READ(next, pid)))
 		return 0;
 	ptgid = BPF_CORE_READ(prev, tgid);
 	ntgid = BPF_CORE_READ(next, tgid);
