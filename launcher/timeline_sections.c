@@ -137,29 +137,13 @@ static void *rec_at(const struct tl_sections *s, enum tl_sec_id id, size_t i)
 
 char *tl_strdup(const char *s)
 {
-	size_t n, o = 0;
-	char *buf;
+	size_t n, o;
 
 	if (!s)
 		return NULL;
 	n = strlen(s);
-	if (utf8_valid(s, n))
-		return strdup(s);
 	/* json_bytes' escape: a byte that is not UTF-8 as the text \xNN */
-	if (!(buf = malloc(4 * n + 1)))
-		return NULL;
-	for (size_t i = 0, l; i < n; i += l) {
-		l = utf8_char_len(s + i, n - i);
-		if (l) {
-			memcpy(buf + o, s + i, l);
-			o += l;
-		} else {
-			o += (size_t)sprintf(buf + o, "\\x%02x", (unsigned char)s[i]);
-			l = 1;
-		}
-	}
-	buf[o] = 0;
-	return buf;
+	return utf8_valid(s, n) ? strdup(s) : utf8_escape_bytes(s, n, &o);
 }
 
 static void rec_release(void *rec, const struct desc *d)

@@ -165,18 +165,11 @@ void utf8_trim(char *s)
 		s[k - 1] = 0;
 }
 
-json_t *json_bytes(const char *s, size_t max)
+char *utf8_escape_bytes(const char *s, size_t n, size_t *len)
 {
-	size_t n, o = 0;
-	char *buf;
-	json_t *j;
+	char *buf = malloc(4 * n + 1);
+	size_t o = 0;
 
-	if (!s)
-		return json_null();
-	n = strnlen(s, max);
-	if (utf8_valid(s, n))
-		return json_stringn(s, n);
-	buf = malloc(4 * n + 1);
 	if (!buf)
 		return NULL;
 	for (size_t i = 0, l; i < n; i += l) {
@@ -189,6 +182,25 @@ json_t *json_bytes(const char *s, size_t max)
 			l = 1;
 		}
 	}
+	buf[o] = 0;
+	*len = o;
+	return buf;
+}
+
+json_t *json_bytes(const char *s, size_t max)
+{
+	size_t n, o;
+	char *buf;
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	n = strnlen(s, max);
+	if (utf8_valid(s, n))
+		return json_stringn(s, n);
+	buf = utf8_escape_bytes(s, n, &o);
+	if (!buf)
+		return NULL;
 	j = json_stringn(buf, o);
 	free(buf);
 	return j;

@@ -47,6 +47,12 @@ size_t utf8_prefix_len(const char *s, size_t max);
  * snprintf). */
 void utf8_trim(char *s);
 
+/* s[0..n) as a NUL-terminated string (malloc'd, its length in *len): its
+ * well-formed UTF-8 as it is, each other byte as the four characters \xNN
+ * (lower-case hex), the byte escape of docs/timeline.md; NULL when out of
+ * memory. */
+char *utf8_escape_bytes(const char *s, size_t n, size_t *len);
+
 /* A JSON string of the bytes s[0..max) (up to a NUL): one helper for every
  * kernel string that becomes JSON (paths, argv, comm, peers). Well-formed
  * UTF-8 is kept as it is; each other byte becomes the four characters
