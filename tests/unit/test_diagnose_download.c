@@ -158,6 +158,29 @@ static void test_xet_cache_on_tmpfs(void **state)
 	timeline_free(tl);
 }
 
+/* Does a local_dir lock of MD/NAME, with these figures (holder_pid 0: no
+ * holder seen), make download-lock-wait? */
+static bool lock_wait_fires(const char *name, int calls, int failures, double contended_ms,
+			    double acquired_ms, int holder_pid)
+{
+	char locks[1024], holder[48] = "";
+	struct timeline *tl;
+	json_t *fs;
+	bool fired;
+
+	if (holder_pid)
+		snprintf(holder, sizeof(holder), ", \"holder_pid\": %d", holder_pid);
+	snprintf(locks, sizeof(locks),
+		 "[{\"path\": \"" MD "/.cache/huggingface/download/%s.lock\", \"calls\": %d, "
+		 "\"failures\": %d, \"contended_ms\": %g, \"acquired_ms\": %g, "
+		 "\"waiting\": false%s}]",
+		 name, calls, failures, contended_ms, acquired_ms, holder);
+	fs = run_with("locks", locks, &tl);
+	fired = find(fs, "download-lock-wait") != NULL;
+	timeline_free(tl);
+	return fired;
+}
+
 static void test_download_lock_wait_names_the_holder(void **state)
 {
 	struct timeline *tl;
@@ -181,41 +204,14 @@ static void test_download_lock_wait_names_the_holder(void **state)
 	timeline_free(tl);
 	/* one refused poll, however long until the next (a loaded machine), is
 	 * no wait on another process */
-	fs = run_with("locks",
-		      "[{\"path\": \"" MD
-		      "/.cache/huggingface/download/bpe.model.lock\", \"calls\": "
-		      "5, \"failures\": 1, \"contended_ms\": 2405, \"acquired_ms\": 2971, "
-		      "\"waiting\": false}]",
-		      &tl);
-	assert_null(find(fs, "download-lock-wait"));
-	timeline_free(tl);
+	assert_false(lock_wait_fires("bpe.model", 5, 1, 2405, 2971, 0));
 	/* three refused polls over 1.5 s, no holder seen: the service's own
 	 * workers on a loaded machine (CI), no finding; the same with the
 	 * holder seen in another process is one */
-	fs =
-	    run_with("locks",
-		     "[{\"path\": \"" MD "/.cache/huggingface/download/feat2.pt.lock\", \"calls\": "
-		     "6, \"failures\": 3, \"contended_ms\": 1493, \"acquired_ms\": 1979, "
-		     "\"waiting\": false}]",
-		     &tl);
-	assert_null(find(fs, "download-lock-wait"));
-	timeline_free(tl);
-	fs =
-	    run_with("locks",
-		     "[{\"path\": \"" MD "/.cache/huggingface/download/feat2.pt.lock\", \"calls\": "
-		     "6, \"failures\": 3, \"contended_ms\": 1493, \"acquired_ms\": 1979, "
-		     "\"waiting\": false, \"holder_pid\": 4242}]",
-		     &tl);
-	assert_non_null(find(fs, "download-lock-wait"));
-	timeline_free(tl);
+	assert_false(lock_wait_fires("feat2.pt", 6, 3, 1493, 1979, 0));
+	assert_true(lock_wait_fires("feat2.pt", 6, 3, 1493, 1979, 4242));
 	/* a short wait (one refused poll) is no finding */
-	fs = run_with("locks",
-		      "[{\"path\": \"" MD "/.cache/huggingface/download/gpt.pth.lock\", \"calls\": "
-		      "2, \"failures\": 1, \"contended_ms\": 50, \"acquired_ms\": 100, "
-		      "\"waiting\": false}]",
-		      &tl);
-	assert_null(find(fs, "download-lock-wait"));
-	timeline_free(tl);
+	assert_false(lock_wait_fires("gpt.pth", 2, 1, 50, 100, 0));
 }
 
 /* An older timeline's download (no downloads[] entry names it): the bytes
