@@ -46,6 +46,8 @@ struct tracer {
 	struct bpf_link **ulinks;	   /* uprobes (USDT): slow to remove */
 	const struct bpf_program **uprogs; /* each one's program */
 	size_t n_ulinks;
+	int *followers; /* cheap: libc_io's inherited perf events (tracer_libcio.c) */
+	size_t n_followers;
 	bool uprobes_kept;	   /* a keeper holds their last references (keep_uprobes) */
 	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
 	struct tracer_drain drain; /* the syscall exit program after the window */
@@ -281,28 +283,42 @@ static void add_ulink(struct tracer *t, struct bpf_link *l, const struct bpf_pro
  * 75 ms, page_fault_user's 18 ms in tts-launch's exit, strace -tt). So no
  * close at tts-launch's exit is the last one: the command's exit does not
  * wait for any detach (BENCHMARKS.md, "The whole command"). */
+/* prog's id (0: none, not loaded) */
+static unsigned int prog_id(const struct bpf_program *prog)
+{
+	struct bpf_prog_info pi;
+	__u32 len = sizeof(pi);
+
+	memset(&pi, 0, sizeof(pi));
+	if (!prog || bpf_program__fd(prog) < 0 ||
+	    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
+		return 0;
+	return pi.id;
+}
+
 static void keep_uprobes(struct tracer *t)
 {
-	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])];
+	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])], of[UKEEPER_MAX_FDS];
 	int fds[UKEEPER_MAX_FDS], n, n_ids = 0;
 
 	for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++) {
-		const struct probe *p = &probe_table[i];
-		struct bpf_program *prog;
-		struct bpf_prog_info pi;
-		__u32 len = sizeof(pi);
+		unsigned int id =
+		    prog_id(bpf_object__find_program_by_name(t->skel->obj, probe_table[i].program));
 
-		prog = bpf_object__find_program_by_name(t->skel->obj, p->program);
-		memset(&pi, 0, sizeof(pi));
-		if (prog && bpf_program__fd(prog) >= 0 &&
-		    !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
-			ids[n_ids++] = pi.id;
+		if (id)
+			ids[n_ids++] = id;
 	}
 	n = ukeeper_link_fds(ids, n_ids, fds, UKEEPER_MAX_FDS);
+	memset(of, 0, sizeof(of));
+	/* libc_io's followers go with its links (no program of their own) */
+	for (size_t i = 0; i < t->n_followers && n < UKEEPER_MAX_FDS; i++) {
+		of[n] = prog_id(t->skel->progs.libc_io);
+		fds[n++] = t->followers[i];
+	}
 	/* with no link yet, still when CUDA may be attached later: the keeper
 	 * is what continues a process held at its mapping if we die */
 	if (n || bpf_program__fd(t->skel->progs.gpu_enter) >= 0)
-		t->uprobes_kept = ukeeper_start(fds, n, &t->keeper_sock);
+		t->uprobes_kept = ukeeper_start(fds, of, n, &t->keeper_sock);
 }
 
 /* gpu.c's attaches, as probes and fallbacks */
@@ -453,9 +469,26 @@ static int attach_syscalls(struct tracer *t, char *why, size_t whylen)
 	return 0;
 }
 
-static void libcio_add(void *ctx, struct bpf_link *l, const struct bpf_program *prog)
+static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog)
 {
-	add_ulink(ctx, l, prog);
+	struct tracer *t = ctx;
+	int *nf = realloc(t->followers, (t->n_followers + 1) * sizeof(*nf));
+
+	add_ulink(t, l, prog);
+	if (!nf) {
+		close(follower); /* its children are not followed: their figures from close */
+		return;
+	}
+	t->followers = nf;
+	nf[t->n_followers++] = follower;
+}
+
+/* libc_io's followers, this process's copies */
+static void followers_close(struct tracer *t)
+{
+	for (size_t i = 0; i < t->n_followers; i++)
+		close(t->followers[i]);
+	t->n_followers = 0;
 }
 
 /* cheap: libc's read/write family for the tree of pid (tracer_libcio.c):
@@ -788,6 +821,8 @@ void tracer_free(struct tracer *t)
 	}
 	free(t->ulinks);
 	free(t->uprogs);
+	followers_close(t);
+	free(t->followers);
 	gpu_trace_free(t->col.gpu);
 	t->col.gpu = NULL;
 	if (t->keeper_sock >= 0)
@@ -848,6 +883,8 @@ static bool ulinks_drop(struct tracer *t, const struct bpf_program *prog, unsign
 			t->ulinks[i] = NULL;
 			had = true;
 		}
+	if (prog == t->skel->progs.libc_io)
+		followers_close(t);
 	if (had && t->uprobes_kept)
 		ukeeper_release(t->keeper_sock, &id, 1);
 	return had;

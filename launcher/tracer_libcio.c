@@ -14,13 +14,26 @@
  * cannot be inherited with a BPF program: a child's copy is a new probe
  * without the program, and a child that forks after an exec fails to fork
  * (the copy re-reads the path from a user address of the forking process);
- * a tracefs event's copies share the program. A child forked after an
- * earlier sibling of it exited may still get no breakpoint (seen on 6.18):
- * its figures then come from close, as without these probes (sx_close).
+ * a tracefs event's copies share the program.
+ *
+ * But not with the program attached to the inherited event itself: each
+ * copy then holds the program too, and a copy's end (the child's exit)
+ * takes it out of the definition's program array, shared by every event
+ * of the definition, for the whole tree: after the first child of the
+ * tree exited, nothing was counted any more (seen on 6.18: 0 bytes of a
+ * 1 MB file the root read after `subprocess.run(["true"])`). That removal
+ * also waits for a tasks-trace grace period per event (perf_event_detach_
+ * bpf_prog; ~50 ms each, ~1 s per exiting child, in the child's exit). So
+ * each site gets two events on the root: the anchor, not inherited, that
+ * the program is attached to (the definition's array runs it for every
+ * process the definition's filter lets in), and the follower, inherited,
+ * without a program: its copies only extend the filter to the tree's
+ * children, and a child's exit takes nothing out.
  *
  * The perf events of a uprobe wait for a grace period when their last
- * reference goes: their links are the tracer's uprobe links (add), whose
- * last references the keeper holds (ukeeper.c); it removes the tracefs
+ * reference goes: their links (the anchors) are the tracer's uprobe links
+ * (add), the followers kept with them, whose last references the keeper
+ * holds (ukeeper.c); it removes the tracefs
  * definitions once it closed them (tracer_libcio_forget), and a later run
  * those of a keeper killed first (stale_groups). */
 #include <bpf/bpf.h>
@@ -131,13 +144,10 @@ static void stale_groups(void)
 	closedir(dp);
 }
 
-/* One tracefs uprobe at libc:off, its perf event for pid's tree: the fd,
- * or -errno */
-static int probe_event(const char *group, const char *name, const char *libc, uint64_t off,
-		       pid_t pid)
+/* One tracefs uprobe at libc:off: its tracepoint id, or -errno */
+static long probe_define(const char *group, const char *name, const char *libc, uint64_t off)
 {
 	char cmd[PATH_MAX + 128], path[PATH_MAX], idbuf[32];
-	struct perf_event_attr a;
 	int fd, err, n;
 
 	snprintf(cmd, sizeof(cmd), "p:%s/%s %s:0x%llx\n", group, name, libc,
@@ -154,12 +164,22 @@ static int probe_event(const char *group, const char *name, const char *libc, ui
 	if (n <= 0)
 		return -EIO;
 	idbuf[n] = 0;
+	return (long)strtoul(idbuf, NULL, 10);
+}
+
+/* A perf event of tracepoint id bound to pid (inherit: and, copied at
+ * clone, to its threads and children, across exec): the fd, or -errno */
+static int probe_open(long id, pid_t pid, bool inherit)
+{
+	struct perf_event_attr a;
+	int fd;
+
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_TRACEPOINT;
-	a.config = strtoull(idbuf, NULL, 10);
+	a.config = (__u64)id;
 	a.sample_period = 1;
-	a.inherit = 1; /* the root's threads and children, across exec */
+	a.inherit = inherit;
 	fd = (int)syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -240,20 +260,28 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 				 fns[i].name);
 		for (int j = 0; j < n_sites[i]; j++) {
 			char name[64];
-			struct bpf_link *l;
-			int pfd;
+			struct bpf_link *l = NULL;
+			int pfd, follow = -1;
+			long id;
 
 			/* the pid in the name too: uprobe_profile lists names only */
 			snprintf(name, sizeof(name), "%s_%d_%d", fns[i].name, j, (int)getpid());
-			pfd = probe_event(group, name, libc, sites[i][j], pid);
+			id = probe_define(group, name, libc, sites[i][j]);
+			pfd = id < 0 ? (int)id : probe_open(id, pid, false);
+			if (pfd >= 0 && (follow = probe_open(id, pid, true)) < 0) {
+				close(pfd);
+				pfd = follow;
+			}
 			l = pfd < 0 ? NULL : attach(prog, pfd, fns[i].nr);
 			if (!l) {
 				if (!*why)
 					snprintf(why, whylen, "uprobe on %s: %s", fns[i].name,
 						 strerror(pfd < 0 ? -pfd : errno));
+				if (follow >= 0)
+					close(follow);
 				continue;
 			}
-			add(ctx, l, prog);
+			add(ctx, l, follow, prog);
 			ok++;
 		}
 		done += n_sites[i] && ok == n_sites[i];

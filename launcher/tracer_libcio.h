@@ -17,8 +17,11 @@ struct bpf_link;
  * libc.so.6), resolved; false when not found. */
 bool tracer_libcio_libc(char *path, size_t len);
 
-/* A link attached, for the tracer's uprobe links (the keeper's). */
-typedef void (*tracer_libcio_add)(void *ctx, struct bpf_link *l, const struct bpf_program *prog);
+/* A site attached, for the tracer's uprobe links (the keeper's): the
+ * anchor (its link) and the follower (a perf event fd, no program), to be
+ * closed together. */
+typedef void (*tracer_libcio_add)(void *ctx, struct bpf_link *anchor, int follower,
+				  const struct bpf_program *prog);
 
 /* prog after each syscall site of libc's functions, for the tree of pid
  * (held, not yet released): how many functions got all their sites; why

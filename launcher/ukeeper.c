@@ -49,9 +49,35 @@ static unsigned int fd_prog_id(int fd)
 	return prog;
 }
 
+/* The keeper's fds, each with the program whose release closes it */
+struct kept {
+	int *fd;
+	unsigned int *prog;
+	int n, cap;
+};
+
+static bool kept_add(struct kept *k, int fd, unsigned int prog)
+{
+	if (k->n == k->cap) {
+		int cap = k->cap ? 2 * k->cap : 2 * UKEEPER_MAX_FDS;
+		int *nf = realloc(k->fd, (size_t)cap * sizeof(int));
+		unsigned int *np = nf ? realloc(k->prog, (size_t)cap * sizeof(unsigned int)) : NULL;
+
+		if (nf)
+			k->fd = nf;
+		if (!np)
+			return false;
+		k->prog = np;
+		k->cap = cap;
+	}
+	k->fd[k->n] = fd;
+	k->prog[k->n++] = prog ? prog : fd_prog_id(fd);
+	return true;
+}
+
 /* A release message ('D', then program ids): the links of those programs
  * are closed now, their detach paid here (ukeeper_release). */
-static void keeper_release(const unsigned char *msg, size_t len, int *fds, int *n)
+static void keeper_release(const unsigned char *msg, size_t len, struct kept *k)
 {
 	unsigned int ids[UKEEPER_RELEASE_MAX];
 	size_t n_ids = (len - 1) / sizeof(ids[0]);
@@ -60,18 +86,19 @@ static void keeper_release(const unsigned char *msg, size_t len, int *fds, int *
 	if (n_ids > UKEEPER_RELEASE_MAX)
 		n_ids = UKEEPER_RELEASE_MAX;
 	memcpy(ids, msg + 1, n_ids * sizeof(ids[0]));
-	for (int i = 0; i < *n; i++) {
-		unsigned int id = fd_prog_id(fds[i]);
+	for (int i = 0; i < k->n; i++) {
 		bool drop = false;
 
-		for (size_t j = 0; id && j < n_ids && !drop; j++)
-			drop = id == ids[j];
-		if (drop)
-			close(fds[i]);
-		else
-			fds[kept++] = fds[i];
+		for (size_t j = 0; k->prog[i] && j < n_ids && !drop; j++)
+			drop = k->prog[i] == ids[j];
+		if (drop) {
+			close(k->fd[i]);
+			continue;
+		}
+		k->fd[kept] = k->fd[i];
+		k->prog[kept++] = k->prog[i];
 	}
-	*n = kept;
+	k->n = kept;
 }
 
 /* gpu.c's gpuseen map (one fd sent with the byte 'h'), kept apart from the
@@ -90,7 +117,7 @@ static bool keeper_held_map(char byte, int fd)
 /* Later links (a CUDA library dlopen'd by the tree, gpu.c) come on sock:
  * their fds in SCM_RIGHTS messages, kept with the others; a release
  * message closes some of them now. */
-static int keeper_take(int sock, int **fds, int *n, int *cap)
+static int keeper_take(int sock, struct kept *k)
 {
 	unsigned char msg[1 + UKEEPER_RELEASE_MAX * sizeof(unsigned int)];
 	char cbuf[CMSG_SPACE(64 * sizeof(int))];
@@ -102,43 +129,35 @@ static int keeper_take(int sock, int **fds, int *n, int *cap)
 	if (r <= 0)
 		return r < 0 && errno == EINTR ? 0 : -1;
 	if (msg[0] == 'D') {
-		keeper_release(msg, (size_t)r, *fds, n);
+		keeper_release(msg, (size_t)r, k);
 		return 0;
 	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		int got[64];
 
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || k > 64)
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || n > 64)
 			continue;
-		memcpy(got, CMSG_DATA(c), k * sizeof(int));
-		if (k == 1 && keeper_held_map((char)msg[0], got[0]))
+		memcpy(got, CMSG_DATA(c), n * sizeof(int));
+		if (n == 1 && keeper_held_map((char)msg[0], got[0]))
 			continue;
-		for (size_t i = 0; i < k; i++) {
-			if (*n == *cap) {
-				int *nf = realloc(*fds, (size_t)(*cap * 2) * sizeof(int));
-
-				if (!nf) {
-					close(got[i]); /* paid here instead */
-					continue;
-				}
-				*fds = nf;
-				*cap *= 2;
-			}
-			(*fds)[(*n)++] = got[i];
-		}
+		for (size_t i = 0; i < n; i++)
+			if (!kept_add(k, got[i], 0))
+				close(got[i]); /* paid here instead */
 	}
 	return 0;
 }
 
 /* The keeper: only the link fds, the pidfd and sock stay open; out of the
  * terminal's process group (a Ctrl-C is tts-launch's to handle). */
-static void keeper_main(int pidfd, int sock, int *fds, int n, pid_t owner)
-    __attribute__((noreturn));
-static void keeper_main(int pidfd, int sock, int *fds, int n, pid_t owner)
+static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
+			pid_t owner) __attribute__((noreturn));
+static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
+			pid_t owner)
 {
 	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
-	int keep[UKEEPER_MAX_FDS + 3], m = 0, cap = 2 * UKEEPER_MAX_FDS, *all;
+	int keep[UKEEPER_MAX_FDS + 3], m = 0;
+	struct kept k = {0};
 	unsigned int from = 0;
 
 	for (int i = 0; i < n; i++)
@@ -158,10 +177,9 @@ static void keeper_main(int pidfd, int sock, int *fds, int n, pid_t owner)
 	for (int sig = 1; sig < 32; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_IGN);
-	all = malloc((size_t)cap * sizeof(int));
-	if (!all)
-		_exit(1);
-	memcpy(all, fds, (size_t)n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		if (!kept_add(&k, fds[i], prog_of ? prog_of[i] : 0))
+			_exit(1);
 	/* tts-launch's death, however it comes */
 	for (;;) {
 		int r = poll(pf, pf[1].fd >= 0 ? 2 : 1, -1);
@@ -170,23 +188,23 @@ static void keeper_main(int pidfd, int sock, int *fds, int n, pid_t owner)
 			continue;
 		if (r < 0 || pf[0].revents)
 			break;
-		if (pf[1].revents && keeper_take(sock, &all, &n, &cap) < 0)
+		if (pf[1].revents && keeper_take(sock, &k) < 0)
 			pf[1].fd = -1; /* tts-launch closed its end: no more links */
 	}
 	/* what was still queued when tts-launch died (the held map, links),
 	 * then the held processes continued, before the links' slow closes */
-	while (pf[1].fd >= 0 && poll(&pf[1], 1, 0) == 1 && keeper_take(sock, &all, &n, &cap) == 0)
+	while (pf[1].fd >= 0 && poll(&pf[1], 1, 0) == 1 && keeper_take(sock, &k) == 0)
 		;
 	if (held_map >= 0)
 		gpu_continue_held(held_map);
-	for (int i = 0; i < n; i++)
-		close(all[i]);
+	for (int i = 0; i < k.n; i++)
+		close(k.fd[i]);
 	/* the tracefs definitions of tts-launch's libc probes, idle now */
 	tracer_libcio_forget(owner);
 	_exit(0);
 }
 
-bool ukeeper_start(int *fds, int n, int *sock)
+bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock)
 {
 	int pidfd, reaper = 0, st, sp[2] = {-1, -1};
 	bool kept;
@@ -208,7 +226,7 @@ bool ukeeper_start(int *fds, int n, int *sock)
 		pid_t k = fork();
 
 		if (k == 0)
-			keeper_main(pidfd, sp[1], fds, n, owner);
+			keeper_main(pidfd, sp[1], fds, prog_of, n, owner);
 		_exit(k > 0 ? 0 : 1);
 	}
 	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)

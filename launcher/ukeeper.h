@@ -16,8 +16,11 @@
  * through *sock, as CUDA's at a mapping) (call it before the service
  * execs: it briefly stops being the child subreaper). true when it runs;
  * *sock is then where later link fds go (SCM_RIGHTS, one byte of data, at
- * most 64 fds a message), else -1. */
-bool ukeeper_start(int *fds, int n, int *sock);
+ * most 64 fds a message), else -1. prog_of[i] (prog_of NULL, or 0: the
+ * link's own, from fdinfo) is the program whose release closes fds[i]: a
+ * perf event without a program of its own (tracer_libcio.c's followers)
+ * goes with the links of the program it serves. */
+bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock);
 /* The fds of this process's BPF links (raw tracepoints, perf events,
  * uprobes, USDT sites: libbpf keeps a USDT link's per-site links to
  * itself) whose program id is

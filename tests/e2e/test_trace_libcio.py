@@ -103,6 +103,58 @@ def test_cheap_children_and_grandchildren_are_probed(work):
     assert len(pids) == 3
 
 
+# the root's calls after a child's exit, and a second child's, forked after
+# the first exited
+AFTER_CHILD = r'''
+import os, subprocess, sys
+d = sys.argv[1]
+subprocess.run(["/bin/true"], check=True)
+fd = os.open(os.path.join(d, "after.dat"), os.O_RDONLY)
+n = 0
+while True:
+    b = os.pread(fd, 4096, n)
+    if not b:
+        break
+    n += len(b)
+os.close(fd)
+subprocess.run([sys.executable, "-c", "import os, sys\n"
+                "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+                "for i in range(4):\n    os.write(fd, b'y' * 25)\n",
+                os.path.join(d, "second.dat")], check=True)
+'''
+
+
+def test_cheap_counts_after_a_child_exited(work):
+    """A child's exit takes nothing away from the tree: the program is on a
+    perf event that is not inherited, the inherited one has none
+    (tracer_libcio.c). Attached to the inherited event, the first child's
+    exit took the program out for everyone: the root's reads after it and
+    a later child's writes counted 0."""
+    (work / "after.py").write_text(AFTER_CHILD)
+    size = 3 * 4096 + 123
+    (work / "after.dat").write_bytes(os.urandom(size))
+    tl = run_mode(work, "cheap", sys.executable, work / "after.py", work)
+    assert libc_probe(tl) and tl["tracing"]["approximate"] == [], tl["tracing"]
+    f = file_entry(tl, work / "after.dat")
+    assert f["bytes_read"] == size and f["reads"] >= 4, f  # 3 full, 1 short (+ 1 empty)
+    s = file_entry(tl, work / "second.dat")
+    assert (s["writes"], s["bytes_written"]) == (4, 100), s
+    ex = run_mode(work, "exact", sys.executable, work / "after.py", work, name="exact.json")
+    assert file_entry(ex, work / "after.dat")["reads"] == f["reads"]
+
+
+def perf_fds(pid):
+    """How many perf event fds pid holds (the keeper: libc_io's followers;
+    its links are bpf_link fds)."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]"
+        except OSError:
+            continue
+    return n
+
+
 def test_cheap_fileops_counts(work):
     readf = work / "read.dat"
     readf.write_bytes(os.urandom(50000))
@@ -280,6 +332,7 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
         assert PAIR <= set(prog_names(p.pid))
         keeper = keeper_of(p.pid)
         assert keeper and PAIR <= set(prog_names(keeper))  # the last references: its
+        assert perf_fds(keeper) >= 10  # and the followers, one a site at least
         svc = wait_for(lambda: tree_python(p.pid), timeout=30, what="the service")
         off = write_at - libc_base(out.pid)
         assert page_is_file(out.pid, write_at) is True  # present, no breakpoint
@@ -289,6 +342,10 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
         assert not PAIR & set(prog_names(p.pid))
         wait_for(lambda: not PAIR & set(prog_names(keeper)), timeout=60,
                  what="the keeper's libc links closed")
+        # the followers went with them (closed one after the other, each
+        # waiting for a grace period)
+        wait_for(lambda: perf_fds(keeper) == 0 or None, timeout=60,
+                 what="the keeper's followers closed")
     finally:
         stop.touch()
         out.wait(30)
