@@ -74,8 +74,8 @@ static const struct {
 #define N_FNS (sizeof(fns) / sizeof(fns[0]))
 
 const char tracer_libcio_missed_why[] =
-    "a process of the tree not reached by the libc probes (a static binary, or a child the "
-    "kernel's inherited uprobe events missed): its read/write figures from close";
+    "a process of the tree not reached by the libc probes (a static binary, direct syscalls, "
+    "io_uring): its read/write figures from close";
 
 bool tracer_libcio_libc(char *path, size_t len)
 {
