@@ -262,6 +262,19 @@ static void add_ulink(struct tracer *t, struct bpf_link *l, const struct bpf_pro
 	add_link(&t->ulinks, &t->n_ulinks, l);
 }
 
+/* prog's id (0: none, not loaded) */
+static unsigned int prog_id(const struct bpf_program *prog)
+{
+	struct bpf_prog_info pi;
+	__u32 len = sizeof(pi);
+
+	memset(&pi, 0, sizeof(pi));
+	if (!prog || bpf_program__fd(prog) < 0 ||
+	    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
+		return 0;
+	return pi.id;
+}
+
 /* Removing a uprobe waits for an RCU grace period (~100-140 ms per probe
  * here, measured with strace -tt -y: each close(<bpf_link>) of a USDT link at
  * exit), paid by whoever drops the last reference to its link. So the main
@@ -283,22 +296,10 @@ static void add_ulink(struct tracer *t, struct bpf_link *l, const struct bpf_pro
  * 75 ms, page_fault_user's 18 ms in tts-launch's exit, strace -tt). So no
  * close at tts-launch's exit is the last one: the command's exit does not
  * wait for any detach (BENCHMARKS.md, "The whole command"). */
-/* prog's id (0: none, not loaded) */
-static unsigned int prog_id(const struct bpf_program *prog)
-{
-	struct bpf_prog_info pi;
-	__u32 len = sizeof(pi);
-
-	memset(&pi, 0, sizeof(pi));
-	if (!prog || bpf_program__fd(prog) < 0 ||
-	    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
-		return 0;
-	return pi.id;
-}
-
 static void keep_uprobes(struct tracer *t)
 {
 	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])], of[UKEEPER_MAX_FDS];
+	unsigned int libc_io = prog_id(t->skel->progs.libc_io);
 	int fds[UKEEPER_MAX_FDS], n, n_ids = 0;
 
 	for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++) {
@@ -312,7 +313,7 @@ static void keep_uprobes(struct tracer *t)
 	memset(of, 0, sizeof(of));
 	/* libc_io's followers go with its links (no program of their own) */
 	for (size_t i = 0; i < t->n_followers && n < UKEEPER_MAX_FDS; i++) {
-		of[n] = prog_id(t->skel->progs.libc_io);
+		of[n] = libc_io;
 		fds[n++] = t->followers[i];
 	}
 	/* with no link yet, still when CUDA may be attached later: the keeper
