@@ -909,14 +909,11 @@ static void lighten(struct tracer *t)
 	t->st.light = true;
 	t->st.light_ms = clock_ms();
 	bpf_object__for_each_program (prog, t->skel->obj) {
-		struct bpf_prog_info pi;
-		__u32 len = sizeof(pi);
 		const struct probe *p = probe_of(bpf_program__name(prog));
 		bool drop = p && p->heavy, linked = false, usdt, drained = false;
+		unsigned int id = bpf_program__autoload(prog) ? prog_id(prog) : 0;
 
-		memset(&pi, 0, sizeof(pi));
-		if (!bpf_program__autoload(prog) || bpf_program__fd(prog) < 0 ||
-		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len))
+		if (!id)
 			continue;
 		for (size_t i = 0; i < t->n_links; i++) {
 			struct bpf_link_info li;
@@ -925,14 +922,14 @@ static void lighten(struct tracer *t)
 			memset(&li, 0, sizeof(li));
 			if (!t->links[i] ||
 			    bpf_obj_get_info_by_fd(bpf_link__fd(t->links[i]), &li, &ll) ||
-			    li.prog_id != pi.id)
+			    li.prog_id != id)
 				continue;
 			linked = true;
 			if (drop && p->drain) {
 				/* kept until its saved calls end (drain_check) */
 				tracer_drain_add(&t->drain, t->links[i]);
 				t->drain.program = p->program;
-				t->drain.prog_id = pi.id;
+				t->drain.prog_id = id;
 				t->drain.since_ms = t->st.light_ms;
 				drained = true;
 			} else if (drop) {
@@ -943,13 +940,13 @@ static void lighten(struct tracer *t)
 		}
 		/* the keeper's copies of the links just destroyed here */
 		if (drop && linked && !drained && t->uprobes_kept)
-			ukeeper_release(t->keeper_sock, &pi.id, 1);
+			ukeeper_release(t->keeper_sock, &id, 1);
 		/* only what is attached: not a probe that fell back */
 		usdt = probe_kind(prog) == PROBE_USDT;
 		/* getaddrinfo and the imports go, each pair listed once; the CUDA
 		 * pairs stay (gpu.c, below) */
 		if (probe_kind(prog) == PROBE_UPROBE || usdt) {
-			if (drop && ulinks_drop(t, prog, pi.id) && p->light)
+			if (drop && ulinks_drop(t, prog, id) && p->light)
 				strv_add(&t->st.detached, &t->st.n_detached, p->light);
 			continue;
 		}
