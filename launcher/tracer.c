@@ -911,7 +911,7 @@ static void lighten(struct tracer *t)
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		const struct probe *p = probe_of(bpf_program__name(prog));
 		bool drop = p && p->heavy, linked = false, usdt, drained = false;
-		unsigned int id = bpf_program__autoload(prog) ? prog_id(prog) : 0;
+		unsigned int id = prog_id(prog); /* 0: not loaded (autoload off) */
 
 		if (!id)
 			continue;

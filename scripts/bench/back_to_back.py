@@ -2,10 +2,11 @@
 """A run started while the previous run's keeper still detaches (issue 17):
 run X of a launcher ends, and OFFSET seconds later run Y of the same launcher
 starts; Y's launch -> exec and its attach (from `-v`), and how long X's
-keeper lived after X ended. The last close of a tracepoint's perf event
-waits a grace period under the kernel's event_mutex, which Y's attach needs
-too: `cheap` has ~75 such events (the per-syscall tracepoints, libc's
-probes), `exact` a few. Each [trace] syscalls mode (and with --baseline,
+keeper lived after X ended. Each link of a program on a perf event waits a
+grace period when the keeper closes it (the program's detach; the last
+event of a tracepoint or uprobe definition a second one, under the kernel's
+event_mutex, which Y's attach needs too): `cheap` has ~75 such links (the
+per-syscall tracepoints, libc's probes), `exact` a few. Each [trace] syscalls mode (and with --baseline,
 another build: the one before a change) is measured in turn, each pair of
 runs alone on the machine: the next pair starts once every keeper is gone.
 
@@ -17,7 +18,6 @@ Needs root (BPF) and a built build/tts-launch.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -25,9 +25,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trace_overhead import PY, TTS  # noqa: E402
+from trace_overhead import PY, TTS, tracer_timings  # noqa: E402
 
 WORK = [PY, "-c", "import time; time.sleep(0.3)"]
+MODES = ("cheap", "exact")
+KEEPER_WAIT_S = 120  # far above a keeper's detach (BENCHMARKS.md: 7-9 s in cheap)
 
 
 def keepers():
@@ -42,10 +44,14 @@ def keepers():
     return out
 
 
-def quiet(timeout=60):
-    end = time.monotonic() + timeout
-    while keepers() and time.monotonic() < end:
-        time.sleep(0.05)
+def wait_gone(pids, what):
+    """until none of pids is alive; SystemExit after KEEPER_WAIT_S"""
+    end = time.monotonic() + KEEPER_WAIT_S
+    while any(os.path.exists("/proc/%d" % k) for k in pids):
+        if time.monotonic() > end:
+            raise SystemExit("%s still alive after %d s (pids %s): the figures would mix "
+                             "its detach with the next runs' (stop the tts-launch that owns it)" % (what, KEEPER_WAIT_S, pids))
+        time.sleep(0.02)
 
 
 def start(tts, mode):
@@ -54,25 +60,18 @@ def start(tts, mode):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def verbose(err):
-    ex = re.search(r"exec at ([0-9.]+)(m?s)", err)
-    att = re.search(r"attach ([0-9.]+) ms", err)
-    ms = float(ex.group(1)) * (1 if ex.group(2) == "ms" else 1000) if ex else float("nan")
-    return ms, float(att.group(1)) if att else float("nan")
-
-
 def pair(tts, mode, offset):
-    quiet()
+    wait_gone(keepers(), "a tts-launch-upr keeper from before")
     x = start(tts, mode)
-    x.communicate()
+    tracer_timings(x.communicate()[1], tts)  # it ran
     ended = time.monotonic()
     mine = keepers()  # X's (the machine was quiet before it)
     time.sleep(offset)
     y = start(tts, mode)
-    exec_ms, attach_ms = verbose(y.communicate()[1])
-    while any(os.path.exists("/proc/%d" % k) for k in mine):
-        time.sleep(0.02)
-    return {"exec_ms": exec_ms, "attach_ms": attach_ms, "keeper_s": time.monotonic() - ended}
+    t = tracer_timings(y.communicate()[1], tts)
+    wait_gone(mine, "the first run's keeper")
+    return {"exec_ms": t["exec_ms"], "attach_ms": t["attach_ms"],
+            "keeper_s": time.monotonic() - ended}
 
 
 def main():
@@ -80,9 +79,12 @@ def main():
     ap.add_argument("--baseline", help="another tts-launch build, measured alternately")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--offsets", default="0,1,2,4")
-    ap.add_argument("--modes", default="cheap,exact")
+    ap.add_argument("--modes", default="cheap,exact", help="[trace] syscalls values, comma-separated")
     ap.add_argument("--json")
     a = ap.parse_args()
+    bad = [m for m in a.modes.split(",") if m not in MODES]
+    if bad or a.runs < 1:
+        ap.error("--modes takes %s (got %s), --runs at least 1" % (", ".join(MODES), a.modes))
     builds = [("this build", TTS)] + ([("baseline", Path(a.baseline))] if a.baseline else [])
     builds = [(n + ", " + m, t, m) for n, t in builds for m in a.modes.split(",")]
     offsets = [float(o) for o in a.offsets.split(",")]

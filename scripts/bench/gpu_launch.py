@@ -18,10 +18,13 @@ import argparse
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))
+from trace_overhead import tracer_timings  # noqa: E402
 
 
 def one(binary, tmp, strace):
@@ -30,12 +33,7 @@ def one(binary, tmp, strace):
     if strace:
         cmd = ["strace", "-T", "-e", "trace=perf_event_open", "-o", str(st)] + cmd
     r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
-    m = re.search(r"open\+load ([\d.]+) ms, attach ([\d.]+) ms", r.stderr)
-    e = re.search(r"exec at ([\d.]+)(ms|s)", r.stderr)
-    if not m or not e:
-        raise SystemExit("no -v timing from %s:\n%s" % (binary, r.stderr))
-    out = {"load_ms": float(m.group(1)), "attach_ms": float(m.group(2)),
-           "exec_ms": float(e.group(1)) * (1 if e.group(2) == "ms" else 1000)}
+    out = tracer_timings(r.stderr, binary)
     if strace:
         for k in ("uprobes", "uprobe_s", "tracepoints", "tracepoint_s"):
             out[k] = 0

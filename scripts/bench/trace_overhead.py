@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -55,6 +56,18 @@ EXACT = "tts-launch, syscalls = exact"
 BASELINE = "tts-launch (baseline)"
 VARIANTS = ["untraced", "tts-launch", EXACT, NO_USDT, "strace -f", "bpftrace"]
 baseline_tts = None  # --baseline
+
+
+def tracer_timings(stderr, who):
+    """The `tts-launch run -v` timings on stderr, in ms: load_ms, attach_ms
+    (without the USDT and keeper steps), exec_ms; SystemExit naming who
+    when a run printed none (it failed)."""
+    m = re.search(r"open\+load ([\d.]+) ms, attach ([\d.]+) ms", stderr)
+    e = re.search(r"exec at ([\d.]+)(ms|s)", stderr)
+    if not m or not e:
+        raise SystemExit("no -v timing from %s:\n%s" % (who, stderr))
+    return {"load_ms": float(m.group(1)), "attach_ms": float(m.group(2)),
+            "exec_ms": float(e.group(1)) * (1 if e.group(2) == "ms" else 1000)}
 
 
 def free_port():
