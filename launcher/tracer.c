@@ -138,6 +138,16 @@ static int verbose_level;
 
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (level == LIBBPF_WARN) {
+		char *msg = NULL;
+		va_list cp;
+
+		va_copy(cp, ap);
+		if (vasprintf(&msg, fmt, cp) >= 0)
+			tracer_load_note(msg);
+		va_end(cp);
+		free(msg);
+	}
 	if (!verbose_level || (level == LIBBPF_DEBUG && verbose_level < 2))
 		return 0;
 	return vfprintf(stderr, fmt, ap);

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -45,6 +46,52 @@ static int min_btf_fd(void)
 	return fd;
 }
 
+/* The last program the verifier rejected, and the last line of its log */
+static char rejected_prog[64], rejected_why[160];
+
+void tracer_load_note(const char *msg)
+{
+	const char *p = strstr(msg, "prog '"), *q, *end, *line;
+	size_t n;
+
+	if (!p || !strstr(msg, "BEGIN PROG LOAD LOG") || !(q = strchr(p + 6, '\'')))
+		return;
+	n = (size_t)(q - p - 6);
+	snprintf(rejected_prog, sizeof(rejected_prog), "%.*s", (int)(n < 63 ? n : 63), p + 6);
+	rejected_why[0] = '\0';
+	/* the verifier's verdict: the last line before its statistics
+	 * ("processed N insns ...") and the end marker */
+	end = strstr(msg, "-- END PROG LOAD LOG --");
+	if (!end)
+		end = msg + strlen(msg);
+	for (q = end; q > msg;) {
+		while (q > msg && (q[-1] == '\n' || q[-1] == ' '))
+			q--;
+		for (line = q; line > msg && line[-1] != '\n'; line--)
+			;
+		if (memmem(line, (size_t)(q - line), "BEGIN PROG LOAD LOG", 19))
+			break; /* no verdict in the log */
+		if (q > line && strncmp(line, "processed ", 10) &&
+		    strncmp(line, "verification time", 17) && strncmp(line, "stack depth", 11)) {
+			snprintf(rejected_why, sizeof(rejected_why), "%.*s", (int)(q - line), line);
+			break;
+		}
+		q = line;
+	}
+}
+
+bool tracer_load_rejection(char *why, size_t whylen)
+{
+	if (!rejected_prog[0])
+		return false;
+	snprintf(why, whylen,
+		 "this kernel's BPF verifier rejected program '%s' (%s): this build does not fit "
+		 "this kernel; rebuild it here (make), and if that does not help, report it with "
+		 "the output of `tts-launch run -v`",
+		 rejected_prog, rejected_why[0] ? rejected_why : "its log: tts-launch run -v");
+	return true;
+}
+
 static void load_failure(char *why, size_t whylen, int err)
 {
 	char lb[128];
@@ -52,6 +99,10 @@ static void load_failure(char *why, size_t whylen, int err)
 
 	if (ld)
 		snprintf(why, whylen, "kernel lockdown (%s) forbids BPF tracing", ld);
+	else if (err == EACCES &&
+		 (hostprobe_has_cap(CAP_BPF) || hostprobe_has_cap(CAP_SYS_ADMIN)) &&
+		 tracer_load_rejection(why, whylen))
+		; /* with the capabilities held, EACCES is the verifier's answer */
 	else if (err == EPERM || err == EACCES)
 		snprintf(why, whylen,
 			 "not permitted to load BPF programs (run as root, or with CAP_BPF and "

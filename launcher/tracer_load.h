@@ -18,4 +18,11 @@ struct pyframes_target;
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, char *why, size_t whylen);
 
+/* A warning libbpf printed (its print callback hands each to this): a
+ * program the kernel's verifier rejected is noted with the log's last line,
+ * so that a failed load says which program and why, not "not permitted". */
+void tracer_load_note(const char *msg);
+/* The rejection noted last, as the reason a load failed (false: none) */
+bool tracer_load_rejection(char *why, size_t whylen);
+
 #endif
