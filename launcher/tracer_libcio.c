@@ -4,8 +4,9 @@
  * Each function gets a uprobe on the jump that tests each of its syscalls'
  * result (the kernel's result in rax, the arguments still in their
  * registers: one emulated trap per call, where an entry uprobe and a
- * uretprobe take two), defined in tracefs (uprobe_events, group ttsio_PID, events
- * NAME_SITE_PID: PID is this launcher's) and opened as a
+ * uretprobe take two), defined in tracefs (uprobe_events, group ttsio, events
+ * NAME_DEV_INO_OFFSET: one per file and site, shared by every run, see
+ * below) and opened as a
  * tracepoint perf event with pid = the root child, cpu = -1 and inherit:
  * the kernel installs the breakpoints only in the memory of the tasks such
  * an event follows (the uprobe's perf filter), the root and, inherited at
@@ -33,9 +34,13 @@
  * The perf events of a uprobe wait for a grace period when their last
  * reference goes: their links (the anchors) are the tracer's uprobe links
  * (add), the followers kept with them, whose last references the keeper
- * holds (ukeeper.c); it removes the tracefs
- * definitions once it closed them (tracer_libcio_forget), and a later run
- * those of a keeper killed first (stale_groups). */
+ * holds (ukeeper.c). The last event of a definition takes the uprobe down,
+ * under the kernel's event_mutex, which the next run's attach needs: so the
+ * definitions are shared by the runs, the keeper holds the followers a while
+ * after the links (keeper_close), and the next run of a loop finds them up;
+ * the keeper then removes the definitions that no run holds
+ * (tracer_libcio_forget: EBUSY for the others). A run's define-and-open
+ * tries again when another keeper removed a definition in between. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
@@ -48,14 +53,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "elfsym.h"
 #include "tracer_libcio.h"
 
-#define TRACEFS	     "/sys/kernel/tracing"
+#define TRACEFS "/sys/kernel/tracing"
+/* every run's definitions (define_site), and those of a run before 2026-12
+ * (ttsio_PID, removed by stale_groups) */
+#define GROUP	     "ttsio"
 #define GROUP_PREFIX "ttsio_"
+/* a run's define-and-open of a site, when another keeper removed the
+ * definition in between (tracer_libcio_forget) */
+#define DEFINE_TRIES 3
 /* syscall instructions per function: glibc 2.36 has two (with and without
  * the cancellation point) */
 #define MAX_SITES 4
@@ -102,8 +114,8 @@ static int write_str(const char *path, const char *s)
 	return err;
 }
 
-/* The events of group, removed (a group left by a run that died; EBUSY
- * while a keeper of it still holds them) */
+/* The events of group, removed (a group left by a run that died; the
+ * shared group's definitions that no run holds: EBUSY for the others) */
 static void remove_group(const char *group)
 {
 	char dir[PATH_MAX], cmd[600];
@@ -144,18 +156,21 @@ static void stale_groups(void)
 	closedir(dp);
 }
 
-/* One tracefs uprobe at libc:off: its tracepoint id, or -errno */
-static long probe_define(const char *group, const char *name, const char *libc, uint64_t off)
+/* One tracefs uprobe at libc:off, named name in the shared group: its
+ * tracepoint id, or -errno. Defined already (EEXIST: "the exact same probe
+ * event", by a run before or beside this one) is as good: the name says
+ * the file and the offset, so a definition of that name is this one. */
+static long probe_define(const char *name, const char *libc, uint64_t off)
 {
 	char cmd[PATH_MAX + 128], path[PATH_MAX], idbuf[32];
 	int fd, err, n;
 
-	snprintf(cmd, sizeof(cmd), "p:%s/%s %s:0x%llx\n", group, name, libc,
+	snprintf(cmd, sizeof(cmd), "p:" GROUP "/%s %s:0x%llx\n", name, libc,
 		 (unsigned long long)off);
 	err = write_str(TRACEFS "/uprobe_events", cmd);
-	if (err)
+	if (err && err != EEXIST)
 		return -err;
-	snprintf(path, sizeof(path), TRACEFS "/events/%s/%s/id", group, name);
+	snprintf(path, sizeof(path), TRACEFS "/events/" GROUP "/%s/id", name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -235,10 +250,14 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 	struct elfsym_sym syms[N_FNS];
 	uint64_t sites[N_FNS][MAX_SITES];
 	int n_sites[N_FNS] = {0}, done = 0;
-	char group[32];
+	struct stat st;
 	struct elfsym *e;
 
 	*why = 0;
+	if (stat(libc, &st)) {
+		snprintf(why, whylen, "%s: %s", libc, strerror(errno));
+		return 0;
+	}
 	e = elfsym_open(libc, why, whylen);
 	if (!e)
 		return 0;
@@ -251,7 +270,6 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 			    syscall_sites(elfsym_fd(e), &syms[i], fns[i].nr, sites[i], MAX_SITES);
 	elfsym_close(e);
 	stale_groups();
-	snprintf(group, sizeof(group), GROUP_PREFIX "%d", (int)getpid());
 	for (size_t i = 0; i < N_FNS; i++) {
 		int ok = 0;
 
@@ -264,13 +282,22 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 			int pfd, follow = -1;
 			long id;
 
-			/* the pid in the name too: uprobe_profile lists names only */
-			snprintf(name, sizeof(name), "%s_%d_%d", fns[i].name, j, (int)getpid());
-			id = probe_define(group, name, libc, sites[i][j]);
-			pfd = id < 0 ? (int)id : probe_open(id, pid, false);
-			if (pfd >= 0 && (follow = probe_open(id, pid, true)) < 0) {
-				close(pfd);
-				pfd = follow;
+			/* one definition per file and site, shared by every run
+			 * (the file's device and inode, the site's offset: a
+			 * definition of this name is this site's) */
+			snprintf(name, sizeof(name), "%s_%llx_%llx_%llx", fns[i].name,
+				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+				 (unsigned long long)sites[i][j]);
+			for (int try = 0; try < DEFINE_TRIES; try++) {
+				id = probe_define(name, libc, sites[i][j]);
+				pfd = id < 0 ? (int)id : probe_open(id, pid, false);
+				if (pfd >= 0 && (follow = probe_open(id, pid, true)) < 0) {
+					close(pfd);
+					pfd = follow;
+				}
+				/* removed by a keeper between the two: again */
+				if (pfd != -ENOENT && pfd != -EINVAL)
+					break;
 			}
 			l = pfd < 0 ? NULL : attach(prog, pfd, fns[i].nr);
 			if (!l) {
@@ -331,10 +358,4 @@ bool tracer_libcio_start(struct bpf_program *prog, pid_t pid, tracer_libcio_add 
 	return n == (int)N_FNS;
 }
 
-void tracer_libcio_forget(pid_t pid)
-{
-	char group[32];
-
-	snprintf(group, sizeof(group), GROUP_PREFIX "%d", (int)pid);
-	remove_group(group);
-}
+void tracer_libcio_forget(void) { remove_group(GROUP); }

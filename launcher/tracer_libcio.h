@@ -38,9 +38,9 @@ bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs);
  * fallback's reason ("" when none) */
 bool tracer_libcio_start(struct bpf_program *prog, pid_t pid, tracer_libcio_add add, void *ctx,
 			 char *probe, size_t plen, char *why, size_t whylen);
-/* The tracefs definitions of launcher pid's probes removed (the keeper,
- * once it closed their links). */
-void tracer_libcio_forget(pid_t pid);
+/* The tracefs definitions of the libc probes that no run holds, removed
+ * (the keeper, once it closed its links and followers). */
+void tracer_libcio_forget(void);
 /* the fallback when tracer_libcio_missed */
 extern const char tracer_libcio_missed_why[];
 

@@ -6,7 +6,8 @@
  * run one only for the calls listed here: the rare ones whose records the
  * timeline keeps (bpf/syscalls.bpf.c says what each handler takes); the
  * kernel tests one bit per syscall for the others. read and write are not
- * among them: their figures come from close (sx_close) and are marked
+ * among them: libc's calls give their figures (tracer_libcio.c), and where
+ * those are not probed (a static binary), close does (sx_close), marked
  * approximate. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -11,7 +11,9 @@
  * references that are not the last. The keeper waits on a pidfd of
  * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
  * keeper closes the links (paying the grace periods where no caller waits)
- * and exits; its life is tts-launch's plus that detach. */
+ * and exits; its life is tts-launch's plus that detach, plus, when it holds
+ * libc sites' followers ([trace] syscalls = cheap), UKEEPER_LINGER_S
+ * (keeper_close). */
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu.h"
@@ -49,10 +52,13 @@ static unsigned int fd_prog_id(int fd)
 	return prog;
 }
 
-/* The keeper's fds, each with the program whose release closes it */
+/* The keeper's fds, each with the program whose release closes it; hold:
+ * a perf event without a program of its own that serves prog (a libc
+ * site's follower), which at the end outlives the links (keeper_main) */
 struct kept {
 	int *fd;
 	unsigned int *prog;
+	bool *hold;
 	int n, cap;
 };
 
@@ -62,15 +68,19 @@ static bool kept_add(struct kept *k, int fd, unsigned int prog)
 		int cap = k->cap ? 2 * k->cap : 2 * UKEEPER_MAX_FDS;
 		int *nf = realloc(k->fd, (size_t)cap * sizeof(int));
 		unsigned int *np = nf ? realloc(k->prog, (size_t)cap * sizeof(unsigned int)) : NULL;
+		bool *nh = np ? realloc(k->hold, (size_t)cap * sizeof(bool)) : NULL;
 
 		if (nf)
 			k->fd = nf;
-		if (!np)
+		if (np)
+			k->prog = np;
+		if (!nh)
 			return false;
-		k->prog = np;
+		k->hold = nh;
 		k->cap = cap;
 	}
 	k->fd[k->n] = fd;
+	k->hold[k->n] = prog != 0;
 	k->prog[k->n++] = prog ? prog : fd_prog_id(fd);
 	return true;
 }
@@ -96,6 +106,7 @@ static void keeper_release(const unsigned char *msg, size_t len, struct kept *k)
 			continue;
 		}
 		k->fd[kept] = k->fd[i];
+		k->hold[kept] = k->hold[i];
 		k->prog[kept++] = k->prog[i];
 	}
 	k->n = kept;
@@ -148,12 +159,42 @@ static int keeper_take(int sock, struct kept *k)
 	return 0;
 }
 
+/* The end: the links, then (after UKEEPER_LINGER_S) the followers. A
+ * libc site's tracefs definition is shared by every run (tracer_libcio.c),
+ * and the close of its last perf event removes the uprobe, waiting for two
+ * grace periods (~130 ms here) under the kernel's event_mutex, which every
+ * perf_event_open of a tracepoint takes too: a run started meanwhile waited
+ * for each of the last run's 20 sites in its attach (0.5-1 s, a loop of runs
+ * 2x slower: BENCHMARKS.md). Closed while another run holds the same
+ * definitions, the followers take nothing down; held a while after the
+ * links, they let the next run of a loop come before the last close. Their
+ * task (the tree's root) is gone by then: they follow no process, hold no
+ * program, and no breakpoint is left anywhere. */
+static void keeper_close(struct kept *k)
+{
+	bool held = false;
+
+	for (int i = 0; i < k->n; i++)
+		if (!k->hold[i])
+			close(k->fd[i]);
+		else
+			held = true;
+	if (held) {
+		struct timespec ts = {.tv_sec = UKEEPER_LINGER_S};
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	for (int i = 0; i < k->n; i++)
+		if (k->hold[i])
+			close(k->fd[i]);
+}
+
 /* The keeper: only the link fds, the pidfd and sock stay open; out of the
  * terminal's process group (a Ctrl-C is tts-launch's to handle). */
-static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
-			pid_t owner) __attribute__((noreturn));
-static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
-			pid_t owner)
+static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n)
+    __attribute__((noreturn));
+static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n)
 {
 	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
 	int keep[UKEEPER_MAX_FDS + 3], m = 0;
@@ -197,10 +238,9 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 		;
 	if (held_map >= 0)
 		gpu_continue_held(held_map);
-	for (int i = 0; i < k.n; i++)
-		close(k.fd[i]);
-	/* the tracefs definitions of tts-launch's libc probes, idle now */
-	tracer_libcio_forget(owner);
+	keeper_close(&k);
+	/* the tracefs definitions of libc probes no run holds now */
+	tracer_libcio_forget();
 	_exit(0);
 }
 
@@ -208,7 +248,7 @@ bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock)
 {
 	int pidfd, reaper = 0, st, sp[2] = {-1, -1};
 	bool kept;
-	pid_t p, owner = getpid();
+	pid_t p;
 
 	*sock = -1;
 	if (n < 0 || n > UKEEPER_MAX_FDS || (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) < 0)
@@ -226,7 +266,7 @@ bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock)
 		pid_t k = fork();
 
 		if (k == 0)
-			keeper_main(pidfd, sp[1], fds, prog_of, n, owner);
+			keeper_main(pidfd, sp[1], fds, prog_of, n);
 		_exit(k > 0 ? 0 : 1);
 	}
 	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)

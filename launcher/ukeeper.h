@@ -21,6 +21,9 @@
  * perf event without a program of its own (tracer_libcio.c's followers)
  * goes with the links of the program it serves. */
 bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock);
+/* how long, after tts-launch's exit and the links' closes, the keeper
+ * still holds the perf events given with a prog_of (ukeeper.c says why) */
+#define UKEEPER_LINGER_S 10
 /* The fds of this process's BPF links (raw tracepoints, perf events,
  * uprobes, USDT sites: libbpf keeps a USDT link's per-site links to
  * itself) whose program id is

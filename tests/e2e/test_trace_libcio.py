@@ -353,10 +353,84 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
     assert libc_probe(tl)
     # the outside process's writes reached no program of the tree's
     assert not [pr for pr in tl["processes"] if pr["pid"] == out.pid]
-    # the keeper, its links closed, removes the tracefs definitions
+    # the keeper, its links closed, removes the tracefs definitions no run holds
     wait_for(lambda: not os.path.exists("/proc/%d" % keeper) or None, timeout=120,
              what="the keeper's exit")
-    assert ("ttsio_%d/" % p.pid) not in open("/sys/kernel/tracing/uprobe_events").read()
+    wait_for(lambda: not keepers_of_any() or None, timeout=120, what="every keeper's exit")
+    assert not definitions()
+
+
+def definitions():
+    """The shared libc definitions in tracefs: {name: tracepoint id}"""
+    names = [l.split()[0].split("/", 1)[1]
+             for l in open("/sys/kernel/tracing/uprobe_events").read().splitlines()
+             if l.startswith("p:ttsio/")]
+    out = {}
+    for n in names:
+        try:
+            out[n] = int(open("/sys/kernel/tracing/events/ttsio/%s/id" % n).read())
+        except OSError:
+            continue  # removed meanwhile
+    return out
+
+
+def link_fds(pid):
+    """How many BPF link fds pid holds"""
+    n = 0
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            n += "link_type:" in open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
+        except OSError:
+            continue  # closed meanwhile
+    return n
+
+
+def keepers_of_any():
+    """Every tts-launch-upr process"""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and open("/proc/%s/comm" % d).read().strip() == "tts-launch-upr":
+                out.append(int(d))
+        except OSError:
+            continue
+    return out
+
+
+def test_cheap_definitions_outlive_a_run_for_the_next(work):
+    """The libc sites' tracefs definitions are shared by the runs, and the
+    keeper holds them past its run: after tts-launch's exit it closes the
+    links (no libc_io program left with it) but keeps the followers (perf
+    events, no program) a while; the next run opens the same definitions
+    (the same tracepoint ids: not removed and defined again in between)
+    and counts exactly; once no keeper is left, none is left either. (Why:
+    the close of a definition's last event holds the kernel's event_mutex
+    through two grace periods, which the next run's attach waited for.)"""
+    wait_for(lambda: not keepers_of_any() or None, timeout=120, what="earlier keepers' exit")
+    (work / "io.py").write_text(IO)
+    (work / "r.dat").write_bytes(os.urandom(8000))
+    a = subprocess.Popen([str(TTS), "run", "--timeline", str(work / "a.json"), "--set",
+                          "app.dir=%s" % work, "--set", "app.port=0", "--set",
+                          "trace.syscalls=cheap", "--", sys.executable, str(work / "io.py"),
+                          str(work)], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    keeper = wait_for(lambda: keeper_of(a.pid), what="the first run's keeper")
+    out, err = a.communicate(timeout=120)
+    assert a.returncode == 0, err
+    defs = definitions()
+    assert len(defs) >= 10, defs  # a site of each function at least
+    # tts-launch gone: its keeper holds the followers, not the links
+    wait_for(lambda: link_fds(keeper) == 0 or None, what="the links closed")
+    assert os.path.exists("/proc/%d" % keeper) and perf_fds(keeper) >= len(defs)
+    assert definitions() == defs
+    # the next run, within the linger: the same definitions, exact figures
+    tl = run_mode(work, "cheap", sys.executable, work / "io.py", work, name="b.json")
+    assert libc_probe(tl) and tl["tracing"]["approximate"] == [], tl["tracing"]
+    w = file_entry(tl, work / "w.dat")
+    assert (w["writes"], w["bytes_written"]) == (9, 780)
+    assert {n: i for n, i in definitions().items() if n in defs} == defs
+    wait_for(lambda: not keepers_of_any() or None, timeout=120, what="the keepers' exit")
+    assert not definitions()
 
 
 STATIC = r'''
