@@ -151,7 +151,7 @@ void config_defaults(struct config *c)
 	c->timeline = xstrdup("tts-launch-timeline.json");
 	c->settle = 1;
 	c->requests_window = 60;
-	c->syscalls = SYSCALLS_EXACT; /* cheap: docs/timeline.md, why not yet the default */
+	c->syscalls = SYSCALLS_CHEAP; /* exact: docs/timeline.md, "Syscalls: exact or cheap" */
 	c->python_usdt = true;
 	c->stall = 30;
 	c->progress = PROGRESS_AUTO;

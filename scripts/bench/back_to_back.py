@@ -11,7 +11,12 @@ another build: the one before a change) is measured in turn, each pair of
 runs alone on the machine: the next pair starts once every keeper is gone.
 
     scripts/bench/back_to_back.py [--baseline BIN] [--runs N] [--offsets 0,1,2,4]
-                                  [--modes cheap,exact] [--json OUT]
+                                  [--modes cheap,exact] [--loop N] [--json OUT]
+
+With --loop N: a loop of N runs instead of pairs, each started as soon as
+the last one exited (a test suite, a user's script); per build and mode,
+the loop's wall time and the attach of its runs after the first, RUNS loops
+each, interleaved.
 
 Needs root (BPF) and a built build/tts-launch.
 """
@@ -74,19 +79,64 @@ def pair(tts, mode, offset):
             "keeper_s": time.monotonic() - ended}
 
 
+def loop(tts, mode, n):
+    """n runs back to back: the wall from the first start to the last exit,
+    and the attach and exec of runs 2..n"""
+    wait_gone(keepers(), "a tts-launch-upr keeper from before")
+    t0, runs = time.monotonic(), []
+    for _ in range(n):
+        x = start(tts, mode)
+        runs.append(tracer_timings(x.communicate()[1], tts))
+    wall = time.monotonic() - t0
+    return {"wall_s": wall, "attach_ms": [r["attach_ms"] for r in runs[1:]],
+            "exec_ms": [r["exec_ms"] for r in runs[1:]]}
+
+
+def main_loop(a, builds):
+    res = {name: [] for name, _, _ in builds}
+    for r in range(a.runs):
+        for name, tts, mode in (builds if r % 2 == 0 else builds[::-1]):
+            res[name].append(loop(tts, mode, a.loop))
+            print("  round %d %s: %.1f s, attach %s" % (
+                r + 1, name, res[name][-1]["wall_s"],
+                " ".join("%.0f" % x for x in res[name][-1]["attach_ms"])),
+                file=sys.stderr, flush=True)
+    print("| build, [trace] syscalls | runs in a loop | the loop's wall (median s) | min-max |"
+          " attach of runs 2..N (median ms) | its max | launch -> exec of runs 2..N (median ms) |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    for name, tts, _ in builds:
+        ls = res[name]
+        walls = [x["wall_s"] for x in ls]
+        att = [v for x in ls for v in x["attach_ms"]]
+        ex = [v for x in ls for v in x["exec_ms"]]
+        print("| %s | %d | %.1f | %.1f-%.1f | %.0f | %.0f | %.0f |" % (
+            name.replace("baseline", "baseline (%s)" % tts), a.loop, statistics.median(walls),
+            min(walls), max(walls), statistics.median(att), max(att), statistics.median(ex)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", help="another tts-launch build, measured alternately")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--offsets", default="0,1,2,4")
     ap.add_argument("--modes", default="cheap,exact", help="[trace] syscalls values, comma-separated")
+    ap.add_argument("--loop", type=int, help="loops of this many runs instead of pairs")
     ap.add_argument("--json")
     a = ap.parse_args()
     bad = [m for m in a.modes.split(",") if m not in MODES]
     if bad or a.runs < 1:
         ap.error("--modes takes %s (got %s), --runs at least 1" % (", ".join(MODES), a.modes))
+    if a.loop is not None and a.loop < 2:
+        ap.error("--loop takes 2 runs or more (got %d)" % a.loop)
+    if a.baseline and not os.access(a.baseline, os.X_OK):
+        ap.error("--baseline %s: not an executable file" % a.baseline)
     builds = [("this build", TTS)] + ([("baseline", Path(a.baseline))] if a.baseline else [])
     builds = [(n + ", " + m, t, m) for n, t in builds for m in a.modes.split(",")]
+    if a.loop:
+        return main_loop(a, builds)
     offsets = [float(o) for o in a.offsets.split(",")]
     res = {name: {o: [] for o in offsets} for name, _, _ in builds}
     for r in range(a.runs):

@@ -42,15 +42,19 @@ def test_bad_value_is_a_config_error(tmp_path):
     assert "[trace] syscalls: 'fast' is not valid: expected one of: exact, cheap" in p.stderr
 
 
-def test_exact_is_the_default_and_approximates_nothing(tmp_path, tracing_ok):
+def test_cheap_is_the_default_and_exact_an_option(tmp_path, tracing_ok):
+    """cheap by default (no program on every syscall of the host, libc's
+    calls counted: nothing approximate for a dynamically linked command);
+    exact when asked, the raw pair and nothing approximate either."""
     tl_path = tmp_path / "default.json"
     p = subprocess.run([str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0", "--",
                         "/bin/true"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     tl = validate(json.loads(tl_path.read_text()))
-    assert tl["tracing"]["syscalls"] == "exact" and tl["launcher"]["config"]["trace"][
-        "syscalls"] == "exact"
-    assert RAW <= set(tl["tracing"]["probes"]) and not PAIR & set(tl["tracing"]["probes"])
+    assert tl["tracing"]["syscalls"] == "cheap" and tl["launcher"]["config"]["trace"][
+        "syscalls"] == "cheap"
+    assert PAIR <= set(tl["tracing"]["probes"]) and not RAW & set(tl["tracing"]["probes"])
+    assert tl["tracing"]["approximate"] == [], tl["tracing"]
     tl = run_cheap(tmp_path, "/bin/true", mode="exact")
     assert tl["tracing"]["syscalls"] == "exact" and tl["tracing"]["approximate"] == []
     assert RAW <= set(tl["tracing"]["probes"]) and not PAIR & set(tl["tracing"]["probes"])
