@@ -311,6 +311,9 @@ static void keep_uprobes(struct tracer *t)
 	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])], of[UKEEPER_MAX_FDS];
 	unsigned int libc_io = prog_id(t->skel->progs.libc_io);
 	int fds[UKEEPER_MAX_FDS], n, n_ids = 0;
+	/* cheap: the syscall tracepoints kept up past the run (ukeeper.c),
+	 * closed with syscall_exit's links at the window's end */
+	struct ukeeper_hold hold = {tracer_syscalls_hold, prog_id(t->skel->progs.syscall_exit)};
 
 	for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++) {
 		unsigned int id =
@@ -329,7 +332,8 @@ static void keep_uprobes(struct tracer *t)
 	/* with no link yet, still when CUDA may be attached later: the keeper
 	 * is what continues a process held at its mapping if we die */
 	if (n || bpf_program__fd(t->skel->progs.gpu_enter) >= 0)
-		t->uprobes_kept = ukeeper_start(fds, of, n, &t->keeper_sock);
+		t->uprobes_kept =
+		    ukeeper_start(fds, of, n, t->cheap ? &hold : NULL, &t->keeper_sock);
 }
 
 /* gpu.c's attaches, as probes and fallbacks */

@@ -12,8 +12,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "tracer_syscalls.h"
@@ -117,16 +121,35 @@ static int add(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	return 0;
 }
 
-/* Does this kernel have the tracepoint (the architecture the call)? */
-static bool tp_exists(const char *tp)
+/* The tracepoint's id, -1 when this kernel lacks it (the architecture the
+ * call) */
+static long tp_id(const char *tp)
 {
-	char path[160];
+	static const char *const roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+	char path[160], buf[32];
 
-	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/syscalls/%s", tp);
-	if (access(path, F_OK) == 0)
-		return true;
-	snprintf(path, sizeof(path), "/sys/kernel/debug/tracing/events/syscalls/%s", tp);
-	return access(path, F_OK) == 0;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		ssize_t len;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", roots[i], tp);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len > 0) {
+			buf[len] = 0;
+			return strtol(buf, NULL, 10);
+		}
+	}
+	return -1;
+}
+
+/* The name of entry i of calls at at, into tp */
+static void tp_name(char *tp, size_t len, size_t i, int at)
+{
+	snprintf(tp, len, "sys_%s_%s", at == AT_ENTER ? "enter" : "exit", calls[i].name);
 }
 
 int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
@@ -142,9 +165,8 @@ int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
 
 			if (!(calls[i].at & at))
 				continue;
-			snprintf(tp, sizeof(tp), "sys_%s_%s", at == AT_ENTER ? "enter" : "exit",
-				 calls[i].name);
-			if (!tp_exists(tp))
+			tp_name(tp, sizeof(tp), i, at);
+			if (tp_id(tp) < 0)
 				continue;
 			l = bpf_program__attach_tracepoint(at == AT_ENTER ? enter : exit,
 							   "syscalls", tp);
@@ -156,6 +178,34 @@ int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
 				exits++;
 		}
 	return exits;
+}
+
+int tracer_syscalls_hold(int *fds, int max)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		for (int at = AT_ENTER; at <= AT_EXIT && n < max; at++) {
+			struct perf_event_attr a;
+			char tp[64];
+			long id;
+			int fd;
+
+			if (!(calls[i].at & at))
+				continue;
+			tp_name(tp, sizeof(tp), i, at);
+			if ((id = tp_id(tp)) < 0)
+				continue;
+			memset(&a, 0, sizeof(a));
+			a.size = sizeof(a);
+			a.type = PERF_TYPE_TRACEPOINT;
+			a.config = (__u64)id;
+			a.disabled = 1; /* never scheduled: it counts nothing */
+			fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+			if (fd >= 0)
+				fds[n++] = fd;
+		}
+	return n;
 }
 
 void tracer_drain_add(struct tracer_drain *d, struct bpf_link *l) { add(&d->links, &d->n, l); }

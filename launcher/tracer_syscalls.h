@@ -30,6 +30,12 @@ int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
 			   struct bpf_link ***links, size_t *n, tracer_syscalls_fail fail,
 			   void *ctx);
 
+/* The keeper's holders (ukeeper.c, keeper_close): a disabled perf event
+ * without a program, of the calling process, on each of those tracepoints
+ * (it counts nothing and runs nothing, but keeps the tracepoint up), into
+ * fds[0..max): how many. */
+int tracer_syscalls_hold(int *fds, int max);
+
 struct tracer_drain {
 	struct bpf_link **links; /* of the exit program, still attached */
 	size_t n;

@@ -159,17 +159,19 @@ static int keeper_take(int sock, struct kept *k)
 	return 0;
 }
 
-/* The end: the links, then (after UKEEPER_LINGER_S) the followers. A
- * libc site's tracefs definition is shared by every run (tracer_libcio.c),
- * and the close of its last perf event removes the uprobe, waiting for two
- * grace periods (~130 ms here) under the kernel's event_mutex, which every
- * perf_event_open of a tracepoint takes too: a run started meanwhile waited
- * for each of the last run's 20 sites in its attach (0.5-1 s, a loop of runs
- * 2x slower: BENCHMARKS.md). Closed while another run holds the same
- * definitions, the followers take nothing down; held a while after the
- * links, they let the next run of a loop come before the last close. Their
- * task (the tree's root) is gone by then: they follow no process, hold no
- * program, and no breakpoint is left anywhere. */
+/* The end: the links, then (after UKEEPER_LINGER_S) the followers and the
+ * holders. A libc site's tracefs definition is shared by every run
+ * (tracer_libcio.c), and the close of its last perf event removes the
+ * uprobe, waiting for two grace periods (~130 ms here) under the kernel's
+ * event_mutex, which every perf_event_open of a tracepoint takes too: a run
+ * started meanwhile waited for each of the last run's 20 sites in its
+ * attach (0.5-1 s, a loop of runs 2x slower: BENCHMARKS.md). A syscall
+ * tracepoint's last event does the same (~25 ms each, ~55 of them). Closed
+ * while another run holds the same definitions and tracepoints, the
+ * followers and holders take nothing down; held a while after the links,
+ * they let the next run of a loop come before the last close. By then the
+ * followers' task (the tree's root) is gone: they follow no process, and
+ * no breakpoint is left anywhere; no program runs on any of them. */
 static void keeper_close(struct kept *k)
 {
 	bool held = false;
@@ -192,9 +194,10 @@ static void keeper_close(struct kept *k)
 
 /* The keeper: only the link fds, the pidfd and sock stay open; out of the
  * terminal's process group (a Ctrl-C is tts-launch's to handle). */
-static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n)
-    __attribute__((noreturn));
-static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n)
+static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
+			const struct ukeeper_hold *hold) __attribute__((noreturn));
+static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
+			const struct ukeeper_hold *hold)
 {
 	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
 	int keep[UKEEPER_MAX_FDS + 3], m = 0;
@@ -221,6 +224,13 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	for (int i = 0; i < n; i++)
 		if (!kept_add(&k, fds[i], prog_of ? prog_of[i] : 0))
 			_exit(1);
+	if (hold && hold->open && hold->prog) {
+		int hf[UKEEPER_MAX_FDS], m = hold->open(hf, UKEEPER_MAX_FDS);
+
+		for (int i = 0; i < m; i++)
+			if (!kept_add(&k, hf[i], hold->prog))
+				close(hf[i]);
+	}
 	/* tts-launch's death, however it comes */
 	for (;;) {
 		int r = poll(pf, pf[1].fd >= 0 ? 2 : 1, -1);
@@ -244,7 +254,8 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	_exit(0);
 }
 
-bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock)
+bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, const struct ukeeper_hold *hold,
+		   int *sock)
 {
 	int pidfd, reaper = 0, st, sp[2] = {-1, -1};
 	bool kept;
@@ -266,7 +277,7 @@ bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock)
 		pid_t k = fork();
 
 		if (k == 0)
-			keeper_main(pidfd, sp[1], fds, prog_of, n);
+			keeper_main(pidfd, sp[1], fds, prog_of, n, hold);
 		_exit(k > 0 ? 0 : 1);
 	}
 	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)

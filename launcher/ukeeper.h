@@ -20,9 +20,19 @@
  * link's own, from fdinfo) is the program whose release closes fds[i]: a
  * perf event without a program of its own (tracer_libcio.c's followers)
  * goes with the links of the program it serves. */
-bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, int *sock);
+/* hold (or NULL): what the keeper opens itself once started, off the
+ * service's start (tracer_syscalls_hold): perf events without a program
+ * that keep tracepoints up, closed with the links of program prog at a
+ * release, and after UKEEPER_LINGER_S at the end, as the followers. */
+struct ukeeper_hold {
+	int (*open)(int *fds, int max);
+	unsigned int prog;
+};
+bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, const struct ukeeper_hold *hold,
+		   int *sock);
 /* how long, after tts-launch's exit and the links' closes, the keeper
- * still holds the perf events given with a prog_of (ukeeper.c says why) */
+ * still holds the perf events given with a prog_of and those of hold
+ * (ukeeper.c says why) */
 #define UKEEPER_LINGER_S 10
 /* The fds of this process's BPF links (raw tracepoints, perf events,
  * uprobes, USDT sites: libbpf keeps a USDT link's per-site links to
