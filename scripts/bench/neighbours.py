@@ -13,7 +13,7 @@ Tracers, each started before the neighbour runs and stopped after it:
   of a start-up for as long as it runs; raw sys_enter/sys_exit on every
   syscall of the host);
 - tts-launch syscalls=cheap, during start-up: the same with `[trace]
-  syscalls = cheap` (not the default: per-syscall tracepoints on the rare calls,
+  syscalls = cheap` (the default: per-syscall tracepoints on the rare calls,
   libc's read/write family probed in the traced tree's memory only);
 - tts-launch, after the window: a service (it listens, then sleeps) with
   `[trace] requests_window = 1s`, measured once the timeline says the

@@ -216,7 +216,13 @@ def main():
         baseline_tts = Path(a.baseline).resolve()
         VARIANTS.append(BASELINE)
     if a.variants:
-        keep = set(a.variants.split(","))
+        # short names for the variants whose names hold a comma
+        alias = {"exact": EXACT, "nousdt": NO_USDT, "strace": "strace -f"}
+        keep = {alias.get(v.strip(), v.strip()) for v in a.variants.split(",")}
+        unknown = keep - set(VARIANTS)
+        if unknown:
+            ap.error("--variants: unknown %s (known: %s, or exact, nousdt, strace)" % (
+                ", ".join(sorted(unknown)), ", ".join(VARIANTS)))
         VARIANTS[:] = [v for v in VARIANTS if v in ("untraced", BASELINE) or v in keep]
     if os.geteuid() != 0:
         sys.exit("trace_overhead: run as root (tts-launch needs BPF)")
