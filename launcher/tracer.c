@@ -38,6 +38,13 @@
 #include "ukeeper.h"
 #include "util.h"
 
+/* A tree-bound uprobe's follower (tracer_libcio.c): its fd, and the
+ * program whose links it goes with */
+struct follower {
+	int fd;
+	const struct bpf_program *prog;
+};
+
 struct tracer {
 	struct trace_bpf *skel;
 	struct ring_buffer *rb;
@@ -46,7 +53,8 @@ struct tracer {
 	struct bpf_link **ulinks;	   /* uprobes (USDT): slow to remove */
 	const struct bpf_program **uprogs; /* each one's program */
 	size_t n_ulinks;
-	int *followers; /* cheap: libc_io's inherited perf events (tracer_libcio.c) */
+	struct follower
+	    *followers; /* inherited perf events of tree-bound uprobes (tracer_libcio.c) */
 	size_t n_followers;
 	bool uprobes_kept;	   /* a keeper holds their last references (keep_uprobes) */
 	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
@@ -309,7 +317,6 @@ static unsigned int prog_id(const struct bpf_program *prog)
 static void keep_uprobes(struct tracer *t)
 {
 	unsigned int ids[sizeof(probe_table) / sizeof(probe_table[0])], of[UKEEPER_MAX_FDS];
-	unsigned int libc_io = prog_id(t->skel->progs.libc_io);
 	int fds[UKEEPER_MAX_FDS], n, n_ids = 0;
 	/* cheap: the syscall tracepoints kept up past the run (ukeeper.c),
 	 * closed with syscall_exit's links at the window's end */
@@ -324,10 +331,10 @@ static void keep_uprobes(struct tracer *t)
 	}
 	n = ukeeper_link_fds(ids, n_ids, fds, UKEEPER_MAX_FDS);
 	memset(of, 0, sizeof(of));
-	/* libc_io's followers go with its links (no program of their own) */
+	/* the followers go with their programs' links (no program of their own) */
 	for (size_t i = 0; i < t->n_followers && n < UKEEPER_MAX_FDS; i++) {
-		of[n] = libc_io;
-		fds[n++] = t->followers[i];
+		of[n] = prog_id(t->followers[i].prog);
+		fds[n++] = t->followers[i].fd;
 	}
 	/* with no link yet, still when CUDA may be attached later: the keeper
 	 * is what continues a process held at its mapping if we die */
@@ -349,15 +356,17 @@ static void gpu_note(void *ctx, const char *probe, bool ok, const char *reason)
 
 /* ---- start ---- */
 
+static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog);
+
 /* getaddrinfo in the libc the service runs with: the launcher's own (the
  * ld.so cache's libc.so.6, which a dynamically linked interpreter loads
  * too); a uprobe is per inode, so every traced process that calls it is
  * seen. Host names of peers (names.bpf.c); without it, the TLS server name
  * and DNS answers still name most peers. */
-static void attach_names(struct tracer *t)
+static void attach_names(struct tracer *t, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "getaddrinfo");
-	char libc[PATH_MAX];
+	char libc[PATH_MAX], why[PATH_MAX + 128];
 	struct bpf_link *le, *lx;
 	Dl_info di;
 	int err;
@@ -366,6 +375,18 @@ static void attach_names(struct tracer *t)
 		fallback(t, "getaddrinfo", "libc not found; peer names from TLS and DNS only");
 		return;
 	}
+	/* bound to the tree, as the libc sites of cheap: no breakpoint in any
+	 * other process (a uprobe of every process is a trap in each
+	 * neighbour's getaddrinfo, and installing it took ~15 ms), and a
+	 * shared definition the next run finds up (ukeeper.c) */
+	if (tracer_libcio_bind(t->skel->progs.gai_enter, t->skel->progs.gai_exit, pid, libc,
+			       "getaddrinfo", libcio_add, t, why, sizeof(why)) == 0) {
+		t->st.names = true;
+		probe_add(t, "getaddrinfo");
+		return;
+	}
+	if (verbose_level)
+		fprintf(stderr, "tts-launch: getaddrinfo for every process (%s)\n", why);
 	le = bpf_program__attach_uprobe_opts(t->skel->progs.gai_enter, -1, libc, 0, &uo);
 	err = le ? 0 : errno;
 	uo.retprobe = true;
@@ -487,7 +508,7 @@ static int attach_syscalls(struct tracer *t, char *why, size_t whylen)
 static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog)
 {
 	struct tracer *t = ctx;
-	int *nf = realloc(t->followers, (t->n_followers + 1) * sizeof(*nf));
+	struct follower *nf = realloc(t->followers, (t->n_followers + 1) * sizeof(*nf));
 
 	add_ulink(t, l, prog);
 	if (!nf) {
@@ -495,15 +516,21 @@ static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct
 		return;
 	}
 	t->followers = nf;
-	nf[t->n_followers++] = follower;
+	nf[t->n_followers].fd = follower;
+	nf[t->n_followers++].prog = prog;
 }
 
-/* libc_io's followers, this process's copies */
-static void followers_close(struct tracer *t)
+/* The followers of prog (NULL: all), this process's copies */
+static void followers_close(struct tracer *t, const struct bpf_program *prog)
 {
+	size_t kept = 0;
+
 	for (size_t i = 0; i < t->n_followers; i++)
-		close(t->followers[i]);
-	t->n_followers = 0;
+		if (!prog || t->followers[i].prog == prog)
+			close(t->followers[i].fd);
+		else
+			t->followers[kept++] = t->followers[i];
+	t->n_followers = kept;
 }
 
 /* cheap: libc's read/write family for the tree of pid (tracer_libcio.c):
@@ -699,7 +726,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	attach_per_cpu(t, t->skel->progs.major_fault, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1, false,
 		       "major_fault", "page-faults-maj");
 	attach_fault_tick(t, (pid_t)o->root_pid);
-	attach_names(t);
+	attach_names(t, (pid_t)o->root_pid);
 	/* CUDA libraries that exist, for the root (gpu.c) */
 	if (!bpf_program__autoload(t->skel->progs.gpu_enter))
 		fallback(t, "cuda",
@@ -836,7 +863,7 @@ void tracer_free(struct tracer *t)
 	}
 	free(t->ulinks);
 	free(t->uprogs);
-	followers_close(t);
+	followers_close(t, NULL);
 	free(t->followers);
 	gpu_trace_free(t->col.gpu);
 	t->col.gpu = NULL;
@@ -898,8 +925,7 @@ static bool ulinks_drop(struct tracer *t, const struct bpf_program *prog, unsign
 			t->ulinks[i] = NULL;
 			had = true;
 		}
-	if (prog == t->skel->progs.libc_io)
-		followers_close(t);
+	followers_close(t, prog);
 	if (had && t->uprobes_kept)
 		ukeeper_release(t->keeper_sock, &id, 1);
 	return had;

@@ -156,16 +156,16 @@ static void stale_groups(void)
 	closedir(dp);
 }
 
-/* One tracefs uprobe at libc:off, named name in the shared group: its
+/* One tracefs uprobe (ret: uretprobe) at libc:off, named name in the shared group: its
  * tracepoint id, or -errno. Defined already (EEXIST: "the exact same probe
  * event", by a run before or beside this one) is as good: the name says
  * the file and the offset, so a definition of that name is this one. */
-static long probe_define(const char *name, const char *libc, uint64_t off)
+static long probe_define(const char *name, const char *libc, uint64_t off, bool ret)
 {
 	char cmd[PATH_MAX + 128], path[PATH_MAX], idbuf[32];
 	int fd, err, n;
 
-	snprintf(cmd, sizeof(cmd), "p:" GROUP "/%s %s:0x%llx\n", name, libc,
+	snprintf(cmd, sizeof(cmd), "%c:" GROUP "/%s %s:0x%llx\n", ret ? 'r' : 'p', name, libc,
 		 (unsigned long long)off);
 	err = write_str(TRACEFS "/uprobe_events", cmd);
 	if (err && err != EEXIST)
@@ -243,6 +243,47 @@ static int syscall_sites(int fd, const struct elfsym_sym *sym, unsigned int nr, 
 	return n;
 }
 
+/* prog on a uprobe (ret: a uretprobe) at libc:off bound to the tree of
+ * pid: the shared definition NAME_DEV_INO_OFF (prefix name, ret: NAME_r)
+ * made or found, the anchor opened and prog attached to it, the follower
+ * opened; *follow its fd. The link, or NULL with -errno in *err. */
+static struct bpf_link *bind_site(struct bpf_program *prog, pid_t pid, const char *libc,
+				  const struct stat *st, const char *fn, uint64_t off, bool ret,
+				  uint64_t cookie, int *follow, int *err)
+{
+	char name[64];
+	struct bpf_link *l;
+	long id = -EINVAL;
+	int pfd = -EINVAL;
+
+	/* one definition per file and site, shared by every run (the file's
+	 * device and inode, the site's offset: a definition of this name is
+	 * this site's) */
+	snprintf(name, sizeof(name), "%s%s_%llx_%llx_%llx", fn, ret ? "_r" : "",
+		 (unsigned long long)st->st_dev, (unsigned long long)st->st_ino,
+		 (unsigned long long)off);
+	*follow = -1;
+	for (int try = 0; try < DEFINE_TRIES; try++) {
+		id = probe_define(name, libc, off, ret);
+		pfd = id < 0 ? (int)id : probe_open(id, pid, false);
+		if (pfd >= 0 && (*follow = probe_open(id, pid, true)) < 0) {
+			close(pfd);
+			pfd = *follow;
+		}
+		/* removed by a keeper between the two: again */
+		if (pfd != -ENOENT && pfd != -EINVAL)
+			break;
+	}
+	l = pfd < 0 ? NULL : attach(prog, pfd, cookie);
+	if (!l) {
+		*err = pfd < 0 ? pfd : -errno;
+		if (*follow >= 0)
+			close(*follow);
+		*follow = -1;
+	}
+	return l;
+}
+
 int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 			 tracer_libcio_add add, void *ctx, char *why, size_t whylen)
 {
@@ -277,35 +318,15 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 			snprintf(why, whylen, "%s: no syscall site recognised in %s", libc,
 				 fns[i].name);
 		for (int j = 0; j < n_sites[i]; j++) {
-			char name[64];
-			struct bpf_link *l = NULL;
-			int pfd, follow = -1;
-			long id;
+			int follow, err;
+			struct bpf_link *l =
+			    bind_site(prog, pid, libc, &st, fns[i].name, sites[i][j], false,
+				      fns[i].nr, &follow, &err);
 
-			/* one definition per file and site, shared by every run
-			 * (the file's device and inode, the site's offset: a
-			 * definition of this name is this site's) */
-			snprintf(name, sizeof(name), "%s_%llx_%llx_%llx", fns[i].name,
-				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-				 (unsigned long long)sites[i][j]);
-			for (int try = 0; try < DEFINE_TRIES; try++) {
-				id = probe_define(name, libc, sites[i][j]);
-				pfd = id < 0 ? (int)id : probe_open(id, pid, false);
-				if (pfd >= 0 && (follow = probe_open(id, pid, true)) < 0) {
-					close(pfd);
-					pfd = follow;
-				}
-				/* removed by a keeper between the two: again */
-				if (pfd != -ENOENT && pfd != -EINVAL)
-					break;
-			}
-			l = pfd < 0 ? NULL : attach(prog, pfd, fns[i].nr);
 			if (!l) {
 				if (!*why)
 					snprintf(why, whylen, "uprobe on %s: %s", fns[i].name,
-						 strerror(pfd < 0 ? -pfd : errno));
-				if (follow >= 0)
-					close(follow);
+						 strerror(-err));
 				continue;
 			}
 			add(ctx, l, follow, prog);
@@ -314,6 +335,46 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 		done += n_sites[i] && ok == n_sites[i];
 	}
 	return done;
+}
+
+int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
+		       const char *libc, const char *fn, tracer_libcio_add add, void *ctx,
+		       char *why, size_t whylen)
+{
+	struct bpf_link *le = NULL, *lx = NULL;
+	struct elfsym_sym sym = {0};
+	int fe = -1, fx = -1, err = 0;
+	struct stat st;
+	struct elfsym *e;
+
+	if (stat(libc, &st)) {
+		snprintf(why, whylen, "%s: %s", libc, strerror(errno));
+		return -1;
+	}
+	e = elfsym_open(libc, why, whylen);
+	if (!e)
+		return -1;
+	if (!elfsym_find(e, fn, &sym) || !sym.func || !sym.offset) {
+		snprintf(why, whylen, "%s: no function %s", libc, fn);
+		elfsym_close(e);
+		return -1;
+	}
+	elfsym_close(e);
+	stale_groups();
+	le = bind_site(enter, pid, libc, &st, fn, sym.offset, false, 0, &fe, &err);
+	if (le)
+		lx = bind_site(exit, pid, libc, &st, fn, sym.offset, true, 0, &fx, &err);
+	if (!lx) {
+		if (le) {
+			bpf_link__destroy(le);
+			close(fe);
+		}
+		snprintf(why, whylen, "uprobe on %s in %s: %s", fn, libc, strerror(-err));
+		return -1;
+	}
+	add(ctx, le, fe, enter);
+	add(ctx, lx, fx, exit);
+	return 0;
 }
 
 bool tracer_libcio_missed(struct bpf_map *est, struct bpf_map *procs)

@@ -28,6 +28,13 @@ typedef void (*tracer_libcio_add)(void *ctx, struct bpf_link *anchor, int follow
  * says what failed when not all (the first failure). */
 int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 			 tracer_libcio_add add, void *ctx, char *why, size_t whylen);
+/* enter on fn's entry and exit on its return in libc, as perf events
+ * bound to the tree of pid like the sites above (shared definitions,
+ * anchors and followers): 0, or -1 with why said (no tracefs, no such
+ * function). */
+int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
+		       const char *libc, const char *fn, tracer_libcio_add add, void *ctx,
+		       char *why, size_t whylen);
 /* Did a process that is gone estimate a close (est: libc_est) without ever
  * being reached by the probes (procs: libc_procs)? Entries of processes
  * gone and reached are dropped; live ones are decided later. */

@@ -279,6 +279,9 @@ OUTSIDE = r'''
 import ctypes, os, sys, time
 libc = ctypes.CDLL("libc.so.6")
 print(ctypes.cast(libc.write, ctypes.c_void_p).value, flush=True)
+gai = ctypes.cast(libc.getaddrinfo, ctypes.c_void_p).value
+ctypes.string_at(gai, 1)                # its page present, as the file has it
+print(gai, flush=True)
 while not os.path.exists(sys.argv[1]):
     os.write(2, b"")                    # libc's write, again and again
     time.sleep(0.001)
@@ -319,13 +322,14 @@ def tree_python(ttspid):
 def test_cheap_libc_breakpoints_only_in_the_tree(work):
     """The tree's libc page of write has the breakpoint (a private copy of
     the page), an outside process's does not, though it maps the same libc
-    and calls write all along; the keeper holds the links' copies, and both
+    and calls write all along; the same for getaddrinfo's page; the keeper holds the links' copies, and both
     copies go when the window ends."""
     stop = work / "stop-outside"
     (work / "outside.py").write_text(OUTSIDE)
     out = subprocess.Popen([sys.executable, str(work / "outside.py"), str(stop)],
                            stdout=subprocess.PIPE, text=True)
     write_at = int(out.stdout.readline())
+    gai_at = int(out.stdout.readline())
     p, tl_path = launch_cheap(work)
     try:
         wait_for(lambda: tl_path.exists() or None, timeout=60, what="the first timeline")
@@ -337,6 +341,11 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
         off = write_at - libc_base(out.pid)
         assert page_is_file(out.pid, write_at) is True  # present, no breakpoint
         assert page_is_file(svc, libc_base(svc) + off) is False  # the breakpoint's copy
+        # getaddrinfo's pair is bound to the tree too (not a uprobe of every
+        # process mapping libc, as before 2026-12)
+        goff = gai_at - libc_base(out.pid)
+        assert page_is_file(out.pid, gai_at) is True
+        assert page_is_file(svc, libc_base(svc) + goff) is False
         light = wait_for(lambda: light_of(tl_path), timeout=60, what="the window's timeline")
         assert "libc_io" in light["detached"], light
         assert not PAIR & set(prog_names(p.pid))
