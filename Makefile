@@ -203,9 +203,19 @@ $(NPM_HUB): tests/js/package.json tests/js/package-lock.json
 	$(Q)mkdir -p $(BUILD)/npm && cp tests/js/package.json tests/js/package-lock.json $(BUILD)/npm/
 	$(Q)cd $(BUILD)/npm && npm ci --no-audit --no-fund --loglevel=error
 
+# The end-to-end tests in E2E_JOBS parallel workers (pytest-xdist; the tests
+# mostly wait on services, downloads and timeouts: 2 workers on 2 cores
+# halve the time, 4 made load-sensitive tests fail), the demo's tests on one
+# of them (xdist_group "demo"), then the tests marked serial (they look at
+# every keeper and tracefs definition of the host) alone. Without xdist:
+# one after the other.
+E2E_JOBS ?= 2
+HAVE_XDIST = $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo yes)
 e2e: all $(HELPERS)
 	-$(Q)$(MAKE) --no-print-directory npm-hub
-	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider --durations=10 tests/e2e
+	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider --durations=10 -m "not serial" \
+		$(if $(HAVE_XDIST),-n $(E2E_JOBS) --dist loadgroup) tests/e2e
+	$(Q)$(PYTHON) -m pytest -q -p no:cacheprovider -m serial tests/e2e
 
 unit-asan:
 	$(Q)$(SAN_ENV) $(SAN_MAKE) BUILD=$(ASAN_BUILD) SANFLAGS='$(SAN)' unit

@@ -40,6 +40,17 @@ while True:
 '''
 
 
+def pytest_configure(config):
+    """The Makefile's e2e runs the tests in parallel (pytest-xdist, -n 2
+    --dist loadgroup), then the serial ones alone."""
+    config.addinivalue_line(
+        "markers", "serial: looks at the whole host (every keeper, every tracefs definition): "
+        "run alone, after the parallel part")
+    config.addinivalue_line(
+        "markers", "xdist_group(name): tests sharing state outside their tmp dirs (the demo's "
+        "build/sim/demo, build/demo and timeline in the repository root) run on one worker")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -3,6 +3,7 @@
 A plain module, not a conftest: import what you need and use the fixtures.
 Every process started here is killed in teardown.
 """
+import fcntl
 import json
 import os
 import shutil
@@ -81,9 +82,14 @@ def world_ok():
 
 @pytest.fixture(scope="session")
 def models():
-    """Small generated models (a few MB), built once; genmodels skips if stamped."""
-    subprocess.run([PY, os.path.join(SIM, "genmodels.py"), "--size", "small", "--out", MODELS],
-                   check=True, stdout=subprocess.DEVNULL)
+    """Small generated models (a few MB), built once; genmodels skips if stamped.
+    Under a lock: the parallel workers share build/sim/small, and on a fresh
+    clone one would read what the other is still writing."""
+    os.makedirs(os.path.dirname(MODELS), exist_ok=True)
+    with open(MODELS + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([PY, os.path.join(SIM, "genmodels.py"), "--size", "small", "--out",
+                        MODELS], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(MODELS, "hub", "manifest.json")) as f:
         manifest = json.load(f)["repos"]
     return {"dir": MODELS, "checkpoints": os.path.join(MODELS, "checkpoints"), "manifest": manifest}

@@ -15,6 +15,10 @@ import pytest
 from conftest import free_port
 from simfix import ROOT, TTS, WAIT, need
 
+# the demo's state is shared (build/sim/demo, build/demo, the repository root):
+# one demo at a time under pytest-xdist (test_habits' demo runs in this group too)
+pytestmark = pytest.mark.xdist_group("demo")
+
 DEMO = ["sh", os.path.join(ROOT, "scripts", "demo")]
 
 

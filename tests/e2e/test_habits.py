@@ -447,6 +447,7 @@ def test_misspelled_env_name_gets_a_warning(app):  # noqa: F811
 
 # -- make demo, then diagnose ---------------------------------------------------------------
 
+@pytest.mark.xdist_group("demo")  # test_demo.py's: the demo's state is shared
 @pytest.mark.parametrize("mlock", [False, True])
 def test_diagnose_after_the_demo(tracing_ok, mlock):
     from conftest import free_port

@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from conftest import wait_for
 from test_costs import finish, keeper_of, light_of, prog_names, work  # noqa: F401
 from test_trace import FILEOPS, TTS, file_entry, tracing_ok, validate  # noqa: F401
@@ -319,6 +321,7 @@ def tree_python(ttspid):
     return None
 
 
+@pytest.mark.serial
 def test_cheap_libc_breakpoints_only_in_the_tree(work):
     """The tree's libc page of write has the breakpoint (a private copy of
     the page), an outside process's does not, though it maps the same libc
@@ -406,6 +409,7 @@ def keepers_of_any():
     return out
 
 
+@pytest.mark.serial
 def test_cheap_definitions_outlive_a_run_for_the_next(work):
     """The libc sites' tracefs definitions are shared by the runs, and the
     keeper holds them past its run: after tts-launch's exit it closes the
