@@ -829,8 +829,14 @@ int supervise_run(struct config *c, int argc, char **argv)
 		s.progress = progress_new(&po);
 	}
 
+	/* The pidfile names the service before it runs: a `status` or `stop`
+	 * that sees it listening finds it named (written after the exec, a
+	 * busy machine let the service bind its port first) */
+	if (*s.inst.pidfile && write_pidfile(&s, err, sizeof(err)) < 0)
+		session_say(&s, "tts-launch: warning: failed to write the pidfile: %s\n", err);
 	rc = spawn_release(&s.child, err, sizeof(err));
 	if (rc) {
+		pidfile_remove_if(s.inst.pidfile, getpid());
 		session_say(&s, "tts-launch: error: %s: %s\n", s.argv[0], err);
 		while (waitpid(s.child.pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -843,8 +849,6 @@ int supervise_run(struct config *c, int argc, char **argv)
 	}
 	if (!s.tracer)
 		timeline_mark(s.tl, "exec", clock_ms());
-	if (*s.inst.pidfile && write_pidfile(&s, err, sizeof(err)) < 0)
-		session_say(&s, "tts-launch: warning: failed to write the pidfile: %s\n", err);
 	session_say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0],
 		    c->app_dir);
 	snprintf(err, sizeof(err), "MAINPID=%d\nSTATUS=starting: pid %d", (int)getpid(),

@@ -205,6 +205,20 @@ def test_status_port_zombie_and_lock(app):
     assert st.returncode == 3 and "not running" in st.stdout
 
 
+def test_pidfile_names_the_service_before_it_runs(app):
+    """Written before the exec: the service's first instruction can already
+    read itself there (a `status` that sees its port finds it named, however
+    busy the machine)."""
+    pidfile = app.dir / "svc.pid"
+    ini_add(app, "service", "pidfile = %s" % pidfile)
+    r = app.run("run", "-c", str(app.ini), "--no-trace", "--", "sh", "-c",
+                "echo $$ > seen; cat %s >> seen" % pidfile)
+    assert r.returncode == 0, r.stderr
+    seen = (app.dir / "seen").read_text().split("\n")
+    assert int(seen[1].split()[0]) == int(seen[0]), seen  # the pidfile's service: this sh
+    assert not pidfile.exists()  # and it went with the run
+
+
 def instance(app):
     st = app.run("status", "-c", str(app.ini))
     assert st.returncode == 0, st.stdout + st.stderr

@@ -115,6 +115,9 @@ def test_exit_codes(app, cmd, code):
     assert r.returncode == code, r.stderr
     if code in (126, 127):
         assert "cannot execute" in r.stderr
+    # the pidfile (written before the exec) went with the run, however it ended
+    st = app.run("status", "-c", str(app.ini))
+    assert st.returncode == 3 and "no pidfile" in st.stdout, st.stdout + st.stderr
 
 
 def test_sigint_forwarded_to_service(app):
