@@ -191,6 +191,14 @@ TL_MAP struct {
 	__type(value, __u64); /* issue time */
 } blockstart SEC(".maps");
 
+/* bios the tree submitted (block.bpf.c), until their request's issue */
+TL_MAP struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);  /* struct bio * */
+	__type(value, __u8); /* 1 */
+} blockbios SEC(".maps");
+
 TL_MAP struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TRACE_HIST_SLOTS);

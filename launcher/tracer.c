@@ -104,6 +104,7 @@ static const struct probe {
     {"major_fault", PROBE_PERF, false, false, false, NULL},
     {"fault_tick", PROBE_PERF, false, false, false, NULL},
     {"sched_switch", PROBE_SECTION, false, true, false, NULL},
+    {"block_bio_queue", PROBE_SECTION, false, true, false, NULL},
     {"block_rq_issue", PROBE_SECTION, false, true, false, NULL},
     {"block_rq_complete", PROBE_SECTION, false, true, false, NULL},
     {"inet_sock_set_state", PROBE_SECTION, false, true, false, NULL},

@@ -168,7 +168,8 @@ def test_light_probes_after_requests_window(work):
     assert light is not None and light["ms"] >= tl["marks"]["ready"]
     # nothing on every syscall or context switch of the host (issue 17; sys_exit once the
     # flock begun before has returned: tests/e2e/test_costs.py)
-    assert {"block_rq_issue", "block_rq_complete", "inet_sock_set_state", "sys_enter", "sys_exit",
+    assert {"block_bio_queue", "block_rq_issue", "block_rq_complete", "inet_sock_set_state",
+            "sys_enter", "sys_exit",
             "sched_switch"} <= set(light["detached"])
     assert {"sched_process_exit", "fault_tick"} <= set(light["kept"])
     # nor on every page fault, nor in every python or getaddrinfo of the host (uprobes
