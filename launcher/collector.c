@@ -31,8 +31,13 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 	c->ready_ms = -1;
 	c->req_window_ms = req_window_ms;
 	/* the service starts in [app] dir: its relative paths start there */
-	if (cfg && cfg->app_dir)
-		paths_dir_add_path(&c->dirs, cfg->app_dir, NULL, NULL);
+	if (cfg && cfg->app_dir) {
+		__u64 dev = 0, ino = 0;
+
+		paths_dir_add_path(&c->dirs, cfg->app_dir, &dev, &ino);
+		if (ino)
+			paths_cwd_set(&c->dirs, root, dev, ino);
+	}
 	return 0;
 }
 
@@ -509,6 +514,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		}
 		p->ppid = (int)e->ppid;
 		p->has_ppid = true;
+		paths_cwd_fork(&t->dirs, (pid_t)e->ppid, (pid_t)e->pid);
 		p->fork_ms = coll_ms(ms);
 		set_comm(p, e->comm);
 		break;

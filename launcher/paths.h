@@ -14,9 +14,18 @@ struct path_dir {
 	char *path;	/* absolute, owned */
 };
 
+/* A process's cwd by identity, as last seen (the base of a relative chdir
+ * the launcher read too late in /proc: the process gone) */
+struct path_cwd {
+	pid_t pid;
+	__u64 dev, ino;
+};
+
 struct path_dirs {
 	struct path_dir *d;
 	size_t n, cap;
+	struct path_cwd *cwd;
+	size_t n_cwd, cap_cwd;
 };
 
 /* The kernel's encoding of a user-space dev_t. */
@@ -28,9 +37,16 @@ void paths_dir_push(struct path_dirs *t, __u64 dev, __u64 ino, const char *path)
 /* A directory by its path (stat); dev and ino, when given, get its identity. */
 void paths_dir_add_path(struct path_dirs *t, const char *path, __u64 *dev, __u64 *ino);
 /* The cwd of a live process (when it is still the one the kernel reported:
- * want_dev/want_ino, or any when 0), else the chdir argument if absolute. */
+ * want_dev/want_ino, or any when 0), else the chdir argument if absolute,
+ * else that argument resolved against the process's cwd as last seen
+ * (paths_cwd_set, paths_cwd_fork); the process's cwd is then the one the
+ * kernel reported. */
 void paths_dir_add_cwd(struct path_dirs *t, pid_t pid, __u64 want_dev, __u64 want_ino,
 		       const char *arg);
+/* pid's cwd is the directory dev/ino (the root's: [app] dir, where it starts) */
+void paths_cwd_set(struct path_dirs *t, pid_t pid, __u64 dev, __u64 ino);
+/* pid was forked by ppid: it starts in ppid's cwd */
+void paths_cwd_fork(struct path_dirs *t, pid_t ppid, pid_t pid);
 /* The path of a directory by identity, or NULL. */
 const char *paths_dir_find(const struct path_dirs *t, __u64 dev, __u64 ino);
 /* The absolute form of a traced path ("." and "x/.." folded); unchanged when

@@ -280,6 +280,11 @@ static const char *also_in(struct collector *t, const char *etag)
  * opened final (the open succeeded, so it existed) and the kernel's i_size
  * of its inode (the files map) is not 0, or the client linked a snapshot
  * to it (hub cache: done only once the blob is in place). */
+/* The final path when it is absolute: one made from a temp file whose
+ * directory was never resolved (a relative path of a process gone before
+ * its cwd was read) is not known, and the format promises an absolute one */
+static const char *absolute_or_null(const char *p) { return p && p[0] == '/' ? p : NULL; }
+
 static bool final_seen(const struct pent *pe, size_t n_pe, const char *final, const char *link)
 {
 	if (link)
@@ -323,20 +328,18 @@ json_t *download_json(const struct dl_ctx *dx, const struct pent *pe, size_t n_p
 	ex = dlsize_expected(
 	    &(struct dlsize_in){renamed != NULL, (double)ws.isize, (double)have, (double)known});
 	pct = dlsize_percent((double)have, ex.size, ex.from);
-	d = json_pack(
-	    "{s:o, s:o, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, "
-	    "s:o}",
-	    "path", json_text(path), "name", json_text(name), "kind", "download", "writer",
-	    hf_writer_name(hf_temp_writer(path)), "bytes", (json_int_t)bytes, "bytes_written",
-	    (json_int_t)fv->bytes_written, "size",
-	    ws.last_ns ? json_integer((json_int_t)ws.isize) : json_null(), "first_ms", ms_json(a),
-	    "last_ms", ms_json(b), "dur_ms", ms_json(b - a), "rate_mb_s",
-	    b > a ? json_real(bytes / 1e3 / (b - a)) : json_null(), "complete", renamed != NULL,
-	    "completed", renamed != NULL || final_seen(pe, n_pe, final, link), "final_path",
-	    json_text(renamed  ? renamed
-		      : *final ? final
-			       : NULL),
-	    "rename_ms", renamed ? ms_json(rename_ms) : json_null(), "link", json_text(link));
+	d = json_pack("{s:o, s:o, s:s, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o, "
+		      "s:o}",
+		      "path", json_text(path), "name", json_text(name), "kind", "download",
+		      "writer", hf_writer_name(hf_temp_writer(path)), "bytes", (json_int_t)bytes,
+		      "bytes_written", (json_int_t)fv->bytes_written, "size",
+		      ws.last_ns ? json_integer((json_int_t)ws.isize) : json_null(), "first_ms",
+		      ms_json(a), "last_ms", ms_json(b), "dur_ms", ms_json(b - a), "rate_mb_s",
+		      b > a ? json_real(bytes / 1e3 / (b - a)) : json_null(), "complete",
+		      renamed != NULL, "completed",
+		      renamed != NULL || final_seen(pe, n_pe, final, link), "final_path",
+		      json_text(absolute_or_null(renamed ? renamed : final)), "rename_ms",
+		      renamed ? ms_json(rename_ms) : json_null(), "link", json_text(link));
 	if (renamed && hf_temp_writer(path) == HF_W_LOCAL_DIR) {
 		char etag[128];
 		const char *blob = hf_local_dir_etag(path, etag, sizeof(etag))

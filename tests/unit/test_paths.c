@@ -79,8 +79,35 @@ static void test_add_path_and_cwd_by_identity(void **state)
 	assert_string_equal(paths_dir_find(&d, paths_kernel_dev(st.st_dev), st.st_ino), cwd);
 	paths_dir_add_cwd(&d, getpid(), 99, 98, "/gone/dir");
 	assert_string_equal(paths_dir_find(&d, 99, 98), "/gone/dir");
-	paths_dir_add_cwd(&d, getpid(), 99, 97, "relative"); /* only absolute */
-	assert_null(paths_dir_find(&d, 99, 97));
+	/* relative: from the cwd that chdir left (the one before) */
+	paths_dir_add_cwd(&d, getpid(), 99, 97, "relative");
+	assert_string_equal(paths_dir_find(&d, 99, 97), "/gone/dir/relative");
+	paths_dirs_free(&d);
+}
+
+/* A relative chdir read too late (the process gone): resolved against the
+ * cwd the process had, from its start ([app] dir) or its parent's at fork,
+ * and followed through a second chdir and an fchdir */
+static void test_relative_chdir_of_a_process_gone(void **state)
+{
+	struct path_dirs d = {0};
+	pid_t gone = 0x3ffffff0, child = 0x3ffffff1, other = 0x3ffffff2; /* no such pids */
+
+	(void)state;
+	paths_dir_add(&d, 7, 1, "/srv/app");
+	paths_cwd_set(&d, gone, 7, 1);
+	paths_dir_add_cwd(&d, gone, 7, 2, "sub");
+	assert_string_equal(paths_dir_find(&d, 7, 2), "/srv/app/sub");
+	paths_dir_add_cwd(&d, gone, 7, 3, "../other/./x");
+	assert_string_equal(paths_dir_find(&d, 7, 3), "/srv/app/other/x");
+	/* fchdir: no argument, the directory known by identity */
+	paths_dir_add_cwd(&d, gone, 7, 2, "");
+	paths_cwd_fork(&d, gone, child);
+	paths_dir_add_cwd(&d, child, 7, 4, "blobs");
+	assert_string_equal(paths_dir_find(&d, 7, 4), "/srv/app/sub/blobs");
+	/* a process whose cwd was never seen: nothing is guessed */
+	paths_dir_add_cwd(&d, other, 7, 5, "blobs");
+	assert_null(paths_dir_find(&d, 7, 5));
 	paths_dirs_free(&d);
 }
 
@@ -98,6 +125,7 @@ int main(void)
 	    cmocka_unit_test(test_add_is_unique_and_absolute_only),
 	    cmocka_unit_test(test_abs),
 	    cmocka_unit_test(test_add_path_and_cwd_by_identity),
+	    cmocka_unit_test(test_relative_chdir_of_a_process_gone),
 	    cmocka_unit_test(test_kernel_dev),
 	};
 
