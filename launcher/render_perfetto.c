@@ -533,8 +533,6 @@ static char *one_str_args(const char *key, const char *val)
 	return pf_args_end(&a);
 }
 
-static int pid_of(double v) { return tl_has(v) ? (int)v : 0; }
-
 int render_perfetto(const struct timeline *tl, FILE *out)
 {
 	struct tl_view *v = tl_view_decode(tl);
@@ -549,15 +547,14 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 		return -1;
 	}
 	/* the service and the launcher (its parent) */
-	if (tl_has(v->process.pid))
-		spid = (int)v->process.pid;
+	spid = tl_id(v->process.pid);
 	for (i = 0; i < v->n_procs; i++) {
-		int pid = pid_of(v->procs[i].pid);
+		int pid = tl_id(v->procs[i].pid);
 
 		if (!spid)
 			spid = pid;
-		if (pid == spid && tl_has(v->procs[i].ppid))
-			lpid = (int)v->procs[i].ppid;
+		if (pid == spid && tl_id(v->procs[i].ppid))
+			lpid = tl_id(v->procs[i].ppid);
 	}
 	if (!lpid)
 		lpid = spid > 1 ? spid - 1 : 1;
@@ -599,7 +596,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	/* each traced process: its lifetime and its Python imports */
 	for (i = 0; i < v->n_procs; i++) {
 		const struct tl_proc *p = &v->procs[i];
-		int pid = pid_of(p->pid);
+		int pid = tl_id(p->pid);
 		const char *cmd = p->command;
 		double a = p->exec_ms, b = p->exit_ms;
 		size_t k = 0;
@@ -626,7 +623,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 			struct args fa;
 			struct jsonw *w;
 
-			if (pid_of(m->pid) != pid || isnan(m->start_ms) || isnan(m->end_ms))
+			if (tl_id(m->pid) != pid || isnan(m->start_ms) || isnan(m->end_ms))
 				continue;
 			w = pf_args_begin(&fa);
 			if (w) {
@@ -772,11 +769,11 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	 * the counter goes from 0 at exec to the totals at exit */
 	for (i = 0; i < v->sched.n_processes; i++) {
 		const struct tl_sched_proc *s = &v->sched.processes[i];
-		int pid = pid_of(s->pid);
+		int pid = tl_id(s->pid);
 		double a = NAN, b = NAN;
 
 		for (size_t j = 0; j < v->n_procs; j++)
-			if (pid_of(v->procs[j].pid) == pid) {
+			if (tl_id(v->procs[j].pid) == pid) {
 				a = v->procs[j].exec_ms;
 				b = v->procs[j].exit_ms;
 			}
@@ -805,7 +802,7 @@ int render_perfetto(const struct timeline *tl, FILE *out)
 	/* mlock calls: instants on the process that made them */
 	for (i = 0; i < v->memory.n_mlock_calls; i++) {
 		const struct tl_mlock_call *c = &v->memory.mlock_calls[i];
-		int pid = tl_has(c->pid) ? (int)c->pid : spid;
+		int pid = tl_id(c->pid) ? tl_id(c->pid) : spid;
 
 		if (isnan(c->start_ms))
 			continue;

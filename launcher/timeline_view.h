@@ -14,6 +14,7 @@
 #ifndef TTS_TIMELINE_VIEW_H
 #define TTS_TIMELINE_VIEW_H
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +26,10 @@
 static inline bool tl_has(double v) { return !isnan(v); }
 
 static inline double tl_or0(double v) { return isnan(v) ? 0 : v; }
+
+/* A pid or tid as an int: 0 when absent, or outside 1..INT_MAX (a hostile
+ * timeline's 1.9e18: converting that to int is undefined) */
+static inline int tl_id(double v) { return v >= 1 && v <= INT_MAX ? (int)v : 0; }
 
 struct tl_mark {
 	const char *name;
