@@ -27,12 +27,15 @@ def synthesize(port, text):
 
 def test_cold_start_traced(tmp_path, hub, models, tracing_ok):
     app = make_app(tmp_path, models)
+    # the app's own webui.py (a link): the simulator's path, shared by every
+    # test, would make a concurrent test's stale kill end this one
+    os.symlink(os.path.join(SIM, "webui.py"), app / "webui.py")
     port = free_port()
     tl_path = tmp_path / "timeline.json"
     log = app / "webui.log"
     argv = [str(TTS), "run", "--timeline", str(tl_path),
             "--set", "app.dir=%s" % app, "--set", "app.python=/usr/bin/python3",
-            "--set", "app.script=%s" % os.path.join(SIM, "webui.py"),
+            "--set", "app.script=webui.py",
             "--set", "app.host=127.0.0.1", "--set", "app.port=%d" % port,
             "--set", "env.HF_ENDPOINT=%s" % hub.url, "--set", "env.HF_HOME=%s" % (tmp_path / "home"),
             "--set", "trace.settle=0.1s", "--set", "service.pidfile=",
