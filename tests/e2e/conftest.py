@@ -67,18 +67,41 @@ def wait_for(pred, timeout=30.0, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
-def keepers_of(pid):
-    """tts-launch-upr processes holding a pidfd of pid."""
+def keepers():
+    """Every tts-launch-upr process (the uprobe keepers) of the host."""
     found = []
     for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
         try:
-            if open("/proc/%s/comm" % d).read().strip() != "tts-launch-upr":
-                continue
-            for fd in os.listdir("/proc/%s/fdinfo" % d):
-                if "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (d, fd)).read():
-                    found.append(int(d))
+            if d.isdigit() and open("/proc/%s/comm" % d).read().strip() == "tts-launch-upr":
+                found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def fd_count(pid, has):
+    """How many fds of pid have the text has in their fdinfo."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            n += has in open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
+        except OSError:
+            continue  # closed meanwhile
+    return n
+
+
+def keepers_of(pid):
+    """tts-launch-upr processes holding a pidfd of pid (only their pidfds'
+    fdinfo is read: a lingering keeper holds ~80 other fds, and a test
+    polling this under load must not miss a 1 s window)."""
+    found = []
+    for k in keepers():
+        try:
+            for fd in os.listdir("/proc/%d/fd" % k):
+                if os.readlink("/proc/%d/fd/%s" % (k, fd)) == "anon_inode:[pidfd]" and \
+                        "Pid:\t%d\n" % pid in open("/proc/%d/fdinfo/%s" % (k, fd)).read():
+                    found.append(k)
+                    break
         except OSError:
             continue
     return found

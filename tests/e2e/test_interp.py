@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FAKE_WEBUI, PY, ROOT, TTS, alive, free_port, keepers_of, port_open,
+from conftest import (FAKE_WEBUI, PY, ROOT, TTS, alive, fd_count, free_port, keepers_of, port_open,
                       wait_for)
 
 UV = ROOT / "tests" / "fixtures" / "uv" / "uv"
@@ -320,13 +320,7 @@ def start_cuda_links(t):
 
 
 def perf_links(pid):
-    n = 0
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            n += "link_type:\tperf" in open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
-        except OSError:
-            pass
-    return n
+    return fd_count(pid, "link_type:\tperf")
 
 
 def link_progs(pid):

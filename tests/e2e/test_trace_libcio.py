@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import fd_count, keepers, wait_for
 from test_costs import finish, keeper_of, light_of, prog_names, work  # noqa: F401
 from test_trace import FILEOPS, TTS, file_entry, tracing_ok, validate  # noqa: F401
 from test_trace_cheap import launch_cheap
@@ -368,7 +368,7 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
     # the keeper, its links closed, removes the tracefs definitions no run holds
     wait_for(lambda: not os.path.exists("/proc/%d" % keeper) or None, timeout=120,
              what="the keeper's exit")
-    wait_for(lambda: not keepers_of_any() or None, timeout=120, what="every keeper's exit")
+    wait_for(lambda: not keepers() or None, timeout=120, what="every keeper's exit")
     assert not definitions()
 
 
@@ -386,29 +386,6 @@ def definitions():
     return out
 
 
-def link_fds(pid):
-    """How many BPF link fds pid holds"""
-    n = 0
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            n += "link_type:" in open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
-        except OSError:
-            continue  # closed meanwhile
-    return n
-
-
-def keepers_of_any():
-    """Every tts-launch-upr process"""
-    out = []
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and open("/proc/%s/comm" % d).read().strip() == "tts-launch-upr":
-                out.append(int(d))
-        except OSError:
-            continue
-    return out
-
-
 @pytest.mark.serial
 def test_cheap_definitions_outlive_a_run_for_the_next(work):
     """The libc sites' tracefs definitions are shared by the runs, and the
@@ -419,7 +396,7 @@ def test_cheap_definitions_outlive_a_run_for_the_next(work):
     and counts exactly; once no keeper is left, none is left either. (Why:
     the close of a definition's last event holds the kernel's event_mutex
     through two grace periods, which the next run's attach waited for.)"""
-    wait_for(lambda: not keepers_of_any() or None, timeout=120, what="earlier keepers' exit")
+    wait_for(lambda: not keepers() or None, timeout=120, what="earlier keepers' exit")
     (work / "io.py").write_text(IO)
     (work / "r.dat").write_bytes(os.urandom(8000))
     a = subprocess.Popen([str(TTS), "run", "--timeline", str(work / "a.json"), "--set",
@@ -435,7 +412,7 @@ def test_cheap_definitions_outlive_a_run_for_the_next(work):
     # tts-launch gone: its keeper holds the followers (one a site) and the
     # holders (a disabled event, no program, on each syscall tracepoint of
     # cheap: 40 at least), not the links
-    wait_for(lambda: link_fds(keeper) == 0 or None, what="the links closed")
+    wait_for(lambda: fd_count(keeper, "link_type:") == 0 or None, what="the links closed")
     assert os.path.exists("/proc/%d" % keeper) and perf_fds(keeper) >= len(defs) + 40
     assert definitions() == defs
     # the next run, within the linger: the same definitions, exact figures
@@ -444,7 +421,7 @@ def test_cheap_definitions_outlive_a_run_for_the_next(work):
     w = file_entry(tl, work / "w.dat")
     assert (w["writes"], w["bytes_written"]) == (9, 780)
     assert {n: i for n, i in definitions().items() if n in defs} == defs
-    wait_for(lambda: not keepers_of_any() or None, timeout=120, what="the keepers' exit")
+    wait_for(lambda: not keepers() or None, timeout=120, what="the keepers' exit")
     assert not definitions()
 
 
