@@ -8,6 +8,10 @@
  *   no breakpoint); the attach cookie says which function (enum
  *   trace_gpu_fn). Entry saves the arguments per thread and function, the
  *   return sends one EV_GPU_CALL with the result and the out-pointer's value.
+ *   gpu_depth counts each thread's probed calls in progress: a call made
+ *   inside another (the runtime's cudaMalloc calling the driver's
+ *   cuMemAlloc_v2) carries the outermost one's function in `within`, so the
+ *   launcher counts the memory, copies and init time once.
  * - gpu_mmap: syscalls/sys_enter_mmap, the tree only: a file named libcuda*
  *   mapped by a process with no probes on it yet (a dlopen, as PyTorch does
  *   after it starts) stops that process (SIGSTOP, delivered when the mmap
@@ -38,7 +42,23 @@ struct gpu_call_key {
 struct gpu_call {
 	__u64 ts;
 	__u64 args[4];
+	__u32 within; /* the thread's outermost probed call in progress, 0: none */
+	__u32 pad;
 };
+
+/* a thread's probed calls in progress: how many, and the outermost one */
+struct gpu_nest {
+	__u32 depth;
+	__u32 outer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct gpu_nest);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} gpu_depth SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -69,12 +89,23 @@ SEC("uprobe")
 int BPF_KPROBE(gpu_enter, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 {
 	struct gpu_call_key k = {.tid = (__u32)bpf_get_current_pid_tgid()};
+	struct gpu_nest *n, first = {.depth = 1};
 	struct gpu_call c;
 	__u32 tgid;
 
 	if (!traced_now(&tgid))
 		return 0;
 	k.fn = (__u32)bpf_get_attach_cookie(ctx);
+	n = bpf_map_lookup_elem(&gpu_depth, &k.tid);
+	if (n && n->depth) {
+		c.within = n->outer;
+		n->depth++;
+	} else {
+		c.within = 0;
+		first.outer = k.fn;
+		bpf_map_update_elem(&gpu_depth, &k.tid, &first, BPF_ANY);
+	}
+	c.pad = 0;
 	c.ts = bpf_ktime_get_ns();
 	c.args[0] = a0;
 	c.args[1] = a1;
@@ -88,7 +119,8 @@ int BPF_KPROBE(gpu_enter, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 static __always_inline bool gpu_out_u64(__u32 fn)
 {
 	return fn == GPU_CUDA_MALLOC || fn == GPU_CU_MEM_ALLOC || fn == GPU_CUDA_MEM_GET_INFO ||
-	       fn == GPU_CU_MEM_GET_INFO;
+	       fn == GPU_CU_MEM_GET_INFO || fn == GPU_CUDA_MALLOC_ASYNC ||
+	       fn == GPU_CU_MEM_ALLOC_ASYNC || fn == GPU_CU_MEM_CREATE;
 }
 
 static __always_inline bool gpu_out_int(__u32 fn)
@@ -104,7 +136,7 @@ static __always_inline void gpu_fill(struct tl_gpu_event *e, const struct gpu_ca
 	e->dur_ns = bpf_ktime_get_ns() - c->ts;
 	e->fn = fn;
 	e->ret = (__s32)ret;
-	e->pad = 0;
+	e->within = c->within;
 	e->args[0] = c->args[0];
 	e->args[1] = c->args[1];
 	e->args[2] = c->args[2];
@@ -126,8 +158,16 @@ int BPF_KRETPROBE(gpu_exit, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct gpu_call_key k = {.tid = (__u32)id, .fn = (__u32)bpf_get_attach_cookie(ctx)};
-	struct gpu_call *c = bpf_map_lookup_elem(&gpu_calls, &k);
+	struct gpu_nest *n = bpf_map_lookup_elem(&gpu_depth, &k.tid);
+	struct gpu_call *c;
 
+	/* the thread leaves a call: the depth it entered with (an entry not
+	 * seen, because the map was full, leaves it as it was) */
+	if (n && n->depth > 1)
+		n->depth--;
+	else if (n)
+		bpf_map_delete_elem(&gpu_depth, &k.tid);
+	c = bpf_map_lookup_elem(&gpu_calls, &k);
 	if (!c)
 		return 0;
 	if (k.fn == GPU_CUDA_GET_DEVICE_PROPERTIES) {

@@ -25,6 +25,20 @@ enum trace_gpu_fn_info {
 	GPU_CU_MEM_GET_INFO,
 	/* cudaRuntimeGetVersion: a0: int * (out); answers without a driver */
 	GPU_CUDA_RUNTIME_VERSION,
+	/* The other allocators (PyTorch's PYTORCH_CUDA_ALLOC_CONF backends):
+	 * cudaMallocAsync: a0: void ** (out), a1: bytes, a2: the stream
+	 * (backend:cudaMallocAsync); cudaFreeAsync: a0: the pointer */
+	GPU_CUDA_MALLOC_ASYNC,
+	GPU_CUDA_FREE_ASYNC,
+	/* cuMemAllocAsync: a0: CUdeviceptr * (out), a1: bytes; cuMemFreeAsync:
+	 * a0: the pointer (what cudaMallocAsync/cudaFreeAsync call) */
+	GPU_CU_MEM_ALLOC_ASYNC,
+	GPU_CU_MEM_FREE_ASYNC,
+	/* cuMemCreate: a0: CUmemGenericAllocationHandle * (out), a1: bytes of
+	 * device memory (expandable_segments:True maps them with cuMemMap);
+	 * cuMemRelease: a0: the handle */
+	GPU_CU_MEM_CREATE,
+	GPU_CU_MEM_RELEASE,
 	GPU_FN_INFO_MAX,
 };
 

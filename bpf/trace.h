@@ -270,7 +270,7 @@ struct tl_gpu_event {
 	__u32 tid;
 	__u32 fn; /* enum trace_gpu_fn */
 	__s32 ret;
-	__u32 pad;
+	__u32 within; /* the fn of the thread's outermost call it was made in, 0: none */
 	__u64 args[4];
 	__u64 out;
 };

@@ -57,6 +57,12 @@ static const struct gpu_fn fns[] = {
      "cudaGetDeviceProperties"},
     {GPU_CU_MEM_GET_INFO, LIB_DRIVER, {"cuMemGetInfo_v2"}, "cuMemGetInfo"},
     {GPU_CUDA_RUNTIME_VERSION, LIB_RUNTIME, {"cudaRuntimeGetVersion"}, "cudaRuntimeGetVersion"},
+    {GPU_CUDA_MALLOC_ASYNC, LIB_RUNTIME, {"cudaMallocAsync"}, "cudaMallocAsync"},
+    {GPU_CUDA_FREE_ASYNC, LIB_RUNTIME, {"cudaFreeAsync"}, "cudaFreeAsync"},
+    {GPU_CU_MEM_ALLOC_ASYNC, LIB_DRIVER, {"cuMemAllocAsync"}, "cuMemAllocAsync"},
+    {GPU_CU_MEM_FREE_ASYNC, LIB_DRIVER, {"cuMemFreeAsync"}, "cuMemFreeAsync"},
+    {GPU_CU_MEM_CREATE, LIB_DRIVER, {"cuMemCreate"}, "cuMemCreate"},
+    {GPU_CU_MEM_RELEASE, LIB_DRIVER, {"cuMemRelease"}, "cuMemRelease"},
 };
 #define N_FNS (sizeof(fns) / sizeof(fns[0]))
 
@@ -430,7 +436,10 @@ static bool is_init(const struct tl_gpu_event *e)
 	       e->fn == GPU_CU_CTX_CREATE || e->fn == GPU_CU_PRIMARY_CTX_RETAIN;
 }
 
-static void alloc_add(struct gpu_trace *g, pid_t pid, __u64 ptr, __u64 bytes)
+/* Device memory is paired by (process, pointer) for the allocators that
+ * return a pointer, by (process, handle) for cuMemCreate's physical
+ * memory: two spaces of values that could meet. */
+static void alloc_add(struct gpu_trace *g, pid_t pid, bool handle, __u64 ptr, __u64 bytes)
 {
 	struct gpu_alloc *n;
 
@@ -442,13 +451,14 @@ static void alloc_add(struct gpu_trace *g, pid_t pid, __u64 ptr, __u64 bytes)
 			return;
 		g->allocs = n;
 	}
-	g->allocs[g->n_allocs++] = (struct gpu_alloc){pid, ptr, bytes};
+	g->allocs[g->n_allocs++] = (struct gpu_alloc){pid, handle, ptr, bytes};
 }
 
-static __u64 alloc_take(struct gpu_trace *g, pid_t pid, __u64 ptr)
+static __u64 alloc_take(struct gpu_trace *g, pid_t pid, bool handle, __u64 ptr)
 {
 	for (size_t i = g->n_allocs; i-- > 0;)
-		if (g->allocs[i].pid == pid && g->allocs[i].ptr == ptr) {
+		if (g->allocs[i].pid == pid && g->allocs[i].handle == handle &&
+		    g->allocs[i].ptr == ptr) {
 			__u64 b = g->allocs[i].bytes;
 
 			g->allocs[i] = g->allocs[--g->n_allocs];
@@ -519,13 +529,90 @@ static void on_mem_info(struct gpu_proc *p, const struct tl_gpu_event *e, double
 	}
 }
 
+/* an allocation that succeeded: bytes of device memory now held */
+static void on_alloc(struct gpu_trace *g, struct gpu_proc *p, bool handle, __u64 ptr, __u64 bytes)
+{
+	p->ok = true;
+	p->allocs++;
+	p->mem += bytes;
+	if (p->mem > p->peak)
+		p->peak = p->mem;
+	alloc_add(g, p->pid, handle, ptr, bytes);
+}
+
+static void on_release(struct gpu_trace *g, struct gpu_proc *p, bool handle, __u64 ptr)
+{
+	__u64 bytes = alloc_take(g, p->pid, handle, ptr);
+
+	p->mem -= bytes < p->mem ? bytes : p->mem;
+}
+
+/* the bytes a call allocates or copies to the device, 0: neither */
+static __u64 call_bytes(const struct tl_gpu_event *e)
+{
+	switch (e->fn) {
+	case GPU_CUDA_MALLOC:
+	case GPU_CU_MEM_ALLOC:
+	case GPU_CUDA_MALLOC_ASYNC:
+	case GPU_CU_MEM_ALLOC_ASYNC:
+	case GPU_CU_MEM_CREATE:
+		return e->args[1];
+	case GPU_CUDA_MEMCPY:
+	case GPU_CUDA_MEMCPY_ASYNC:
+		return e->args[3] == 1 /* cudaMemcpyHostToDevice */ ? e->args[2] : 0;
+	case GPU_CU_MEMCPY_HTOD:
+	case GPU_CU_MEMCPY_HTOD_ASYNC:
+		return e->args[2];
+	}
+	return 0;
+}
+
+static bool is_h2d(const struct tl_gpu_event *e)
+{
+	return e->fn == GPU_CU_MEMCPY_HTOD || e->fn == GPU_CU_MEMCPY_HTOD_ASYNC ||
+	       ((e->fn == GPU_CUDA_MEMCPY || e->fn == GPU_CUDA_MEMCPY_ASYNC) && e->args[3] == 1);
+}
+
+/* What an outermost call says of its process's memory and copies (a
+ * runtime call's own driver calls, `within` it, are the same memory or
+ * copy once more). */
+static void on_outer_call(struct gpu_trace *g, struct gpu_proc *p, const struct tl_gpu_event *e,
+			  double dur)
+{
+	bool ok = !e->ret;
+
+	switch (e->fn) {
+	case GPU_CUDA_MALLOC:
+	case GPU_CU_MEM_ALLOC:
+	case GPU_CUDA_MALLOC_ASYNC:
+	case GPU_CU_MEM_ALLOC_ASYNC:
+	case GPU_CU_MEM_CREATE:
+		if (ok)
+			on_alloc(g, p, e->fn == GPU_CU_MEM_CREATE, e->out, e->args[1]);
+		break;
+	case GPU_CUDA_FREE:
+	case GPU_CU_MEM_FREE:
+	case GPU_CUDA_FREE_ASYNC:
+	case GPU_CU_MEM_FREE_ASYNC:
+	case GPU_CU_MEM_RELEASE:
+		if (ok && e->args[0])
+			on_release(g, p, e->fn == GPU_CU_MEM_RELEASE, e->args[0]);
+		break;
+	}
+	if (ok && is_h2d(e)) {
+		p->h2d_bytes += call_bytes(e);
+		p->h2d_copies++;
+		p->h2d_ms += dur;
+	}
+}
+
 static void on_call(struct gpu_trace *g, const struct tl_gpu_event *e, size_t size, double ready_ms)
 {
 	const struct gpu_fn *f = gpu_fn_of(e->fn);
 	struct gpu_proc *p = proc_of(g, (pid_t)e->pid);
 	double ms = clock_ns_to_ms(e->ts_ns), dur = (double)e->dur_ns / 1e6;
 	__u64 bytes = 0;
-	bool driver = f && f->kind == LIB_DRIVER;
+	bool driver = f && f->kind == LIB_DRIVER, outer = !e->within;
 
 	if (!f || !p)
 		return;
@@ -535,9 +622,11 @@ static void on_call(struct gpu_trace *g, const struct tl_gpu_event *e, size_t si
 		p->ready_seen = true;
 		p->mem_ready = p->mem;
 	}
-	if (is_init(e))
+	if (outer && is_init(e))
 		p->init_ms += dur;
-	if (e->ret) {
+	/* a call inside another is answered for by the outer one: what the
+	 * service saw (the runtime may recover from its driver's error) */
+	if (e->ret && outer) {
 		p->errors++;
 		if (!p->first_error) {
 			p->first_error = e->ret;
@@ -559,42 +648,6 @@ static void on_call(struct gpu_trace *g, const struct tl_gpu_event *e, size_t si
 	case GPU_CUDA_RUNTIME_VERSION:
 		if (!e->ret)
 			p->runtime_version = (int)e->out;
-		break;
-	case GPU_CUDA_MALLOC:
-	case GPU_CU_MEM_ALLOC:
-		bytes = e->args[1];
-		if (!e->ret) {
-			p->ok = true;
-			p->allocs++;
-			p->mem += bytes;
-			if (p->mem > p->peak)
-				p->peak = p->mem;
-			alloc_add(g, p->pid, e->out, bytes);
-		}
-		break;
-	case GPU_CUDA_FREE:
-	case GPU_CU_MEM_FREE:
-		if (!e->ret && e->args[0]) {
-			bytes = alloc_take(g, p->pid, e->args[0]);
-			p->mem -= bytes < p->mem ? bytes : p->mem;
-		}
-		break;
-	case GPU_CUDA_MEMCPY:
-	case GPU_CUDA_MEMCPY_ASYNC:
-		if (e->args[3] != 1 /* cudaMemcpyHostToDevice */)
-			return; /* other directions are not followed */
-				/* fall through */
-	case GPU_CU_MEMCPY_HTOD:
-	case GPU_CU_MEMCPY_HTOD_ASYNC:
-		bytes = e->args[2];
-		if (!e->ret) {
-			p->h2d_bytes += bytes;
-			p->h2d_copies++;
-			p->h2d_ms += dur;
-		}
-		/* copies are summed; one by one only the first few */
-		if (p->h2d_copies > 4 && !e->ret)
-			return;
 		break;
 	case GPU_CU_INIT:
 	case GPU_CU_CTX_CREATE:
@@ -619,9 +672,18 @@ static void on_call(struct gpu_trace *g, const struct tl_gpu_event *e, size_t si
 		}
 		break;
 	}
+	if (outer)
+		on_outer_call(g, p, e, dur);
+	bytes = call_bytes(e);
+	/* copies to the device are summed; one by one only the first few
+	 * (those within them too); other copies are not followed */
+	if ((e->fn == GPU_CUDA_MEMCPY || e->fn == GPU_CUDA_MEMCPY_ASYNC) && !is_h2d(e))
+		return;
+	if (is_h2d(e) && !e->ret && p->h2d_copies > 4)
+		return;
 	if (g->n_calls < GPU_MAX_CALLS)
 		g->calls[g->n_calls++] =
-		    (struct gpu_call_rec){p->pid, e->fn, e->ret, ms, dur, bytes};
+		    (struct gpu_call_rec){p->pid, e->fn, e->ret, ms, dur, bytes, e->within};
 }
 
 void gpu_on_event(struct gpu_trace *g, const void *data, size_t size, double ready_ms)

@@ -65,10 +65,12 @@ struct gpu_call_rec {
 	int ret;
 	double ms, dur_ms;
 	__u64 bytes;
+	__u32 within; /* the call's outermost call in progress on its thread, 0: none */
 };
 
 struct gpu_alloc {
 	pid_t pid;
+	bool handle; /* ptr is cuMemCreate's handle */
 	__u64 ptr, bytes;
 };
 

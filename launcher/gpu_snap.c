@@ -285,15 +285,17 @@ json_t *gpu_snap(struct gpu_trace *g, const json_t *model, const struct config *
 	}
 	for (int i = 0; g && i < g->n_calls; i++) {
 		const struct gpu_call_rec *c = &g->calls[i];
-		const struct gpu_fn *f = gpu_fn_of(c->fn);
+		const struct gpu_fn *f = gpu_fn_of(c->fn),
+				    *w = c->within ? gpu_fn_of(c->within) : NULL;
 
 		json_array_append_new(
 		    calls,
-		    json_pack("{s:i, s:s, s:o, s:o, s:i, s:o, s:I}", "pid", (int)c->pid, "call",
-			      f ? f->name : "?", "ms", ms_json(c->ms), "dur_ms", ms_json(c->dur_ms),
-			      "ret", c->ret, "error",
+		    json_pack("{s:i, s:s, s:o, s:o, s:i, s:o, s:I, s:o}", "pid", (int)c->pid,
+			      "call", f ? f->name : "?", "ms", ms_json(c->ms), "dur_ms",
+			      ms_json(c->dur_ms), "ret", c->ret, "error",
 			      str_or_null(gpu_error_name(c->ret, f && f->kind == LIB_DRIVER)),
-			      "bytes", (json_int_t)c->bytes));
+			      "bytes", (json_int_t)c->bytes, "within",
+			      w ? json_string(w->name) : json_null()));
 	}
 	have_tlib = torch_lib(s, g ? g->root : 0, cfg, tlib, sizeof(tlib), &imported);
 	if (have_tlib) {

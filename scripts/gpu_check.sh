@@ -131,6 +131,23 @@ print("device:", json.dumps(g.get("device")))
 print("low_vram:", json.dumps(g.get("low_vram")))
 print("usable:", g.get("usable"), "cpu_reason:", json.dumps(g.get("cpu_reason")))
 EOF
+	# the allocators: the default (cudaMalloc), then expandable segments
+	# (cuMemCreate) and cudaMallocAsync; calls by name, and those made within
+	# another probed call (a runtime call's own driver calls: counted once)
+	for conf in "" expandable_segments:True backend:cudaMallocAsync; do
+		PYTORCH_CUDA_ALLOC_CONF=$conf timeout 300 build/tts-launch run \
+			--timeline "$OUTDIR/alloc.json" -- "$PY" -c 'import torch; x = torch.empty(1 << 28, dtype=torch.uint8, device="cuda"); x.copy_(torch.ones(1 << 28, dtype=torch.uint8)); torch.cuda.synchronize()' \
+			>/dev/null 2>&1
+		"$PY" - "$OUTDIR/alloc.json" "$conf" <<'EOF' 2>&1 | tee -a "$S"
+import collections, json, sys
+g = json.load(open(sys.argv[1])).get("gpu") or {}
+n = collections.Counter((c["call"], c.get("within")) for c in g.get("calls", []))
+p = (g.get("processes") or [{}])[0]
+print("PYTORCH_CUDA_ALLOC_CONF=%r: peak %s, h2d %s bytes, init %s ms; calls %s" % (
+    sys.argv[2], p.get("memory_peak_bytes"), p.get("h2d_bytes"), p.get("init_ms"),
+    sorted(n.items(), key=lambda kv: -kv[1])[:24]))
+EOF
+	done
 	for i in 1 2 3; do
 		timeout 120 build/tts-launch run -v --timeline "$OUTDIR/true.json" -- /bin/true 2>&1 |
 			grep -E 'tracer:|exec at' | tee -a "$S"

@@ -29,7 +29,9 @@ PROBE = HELPERS / "cudaprobe"
 LINKED = HELPERS / "cudaprobe-linked"
 CALLS = ["cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetDeviceCount", "cudaSetDevice", "cudaFree",
          "cudaGetDeviceProperties", "cudaMemGetInfo", "cudaMalloc", "cudaMemcpy", "cudaFree"]
-PROBES = 10  # the runtime's functions probed (docs/gpu.md's table)
+PROBES = 12  # the runtime's functions probed (docs/gpu.md's table)
+DRIVER_PROBES = 13  # the driver's
+STUB = CUDA / "lib64" / "stubs" / "libcuda.so"  # the toolkit's stub driver library
 SCHEMA = json.loads((ROOT / "tests" / "schema" / "timeline.schema.json").read_text())
 
 
@@ -51,10 +53,10 @@ def site_copy(tmp, venv=False):
     return d / "libcudart.so.13"
 
 
-def run(tmp, *cmd, prefix=()):
+def run(tmp, *cmd, prefix=(), env=None):
     tl = tmp / "timeline.json"
     p = subprocess.run([*prefix, str(TTS), "run", "--timeline", str(tl), "--", *map(str, cmd)],
-                       cwd=tmp, capture_output=True, text=True, timeout=120)
+                       cwd=tmp, capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     return json.loads(tl.read_text()), p.stdout
 
@@ -172,6 +174,50 @@ def test_linked_runtime(tmp_path, tracing_ok):
     assert "cuda:" + lib["path"] in t["tracing"]["probes"]
     check_calls(g, out)
     check_no_gpu(t, g, out)
+
+
+def test_allocators_and_calls_within_calls(tmp_path, tracing_ok):
+    """PyTorch's other allocators (cudaMallocAsync, and the driver's
+    cuMemAllocAsync and cuMemCreate of expandable segments) are probed, on a
+    driver library too: the toolkit's stub libcuda.so, found as libcuda.so.1
+    first in LD_LIBRARY_PATH, answers every call with
+    CUDA_ERROR_STUB_LIBRARY. The runtime's own call into the driver (its
+    cudaDriverGetVersion asks cuDriverGetVersion, which fails, and answers
+    success all the same) is listed `within` the runtime's call and is no
+    error of the service's."""
+    need(STUB.exists(), "the CUDA toolkit's stub driver library is missing (%s)" % STUB)
+    drv = tmp_path / "driver"
+    drv.mkdir()
+    shutil.copy(STUB, drv / "libcuda.so.1")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(drv), CUDAPROBE_ALLOCATORS="libcuda.so.1")
+    t, out = run(tmp_path, LINKED, env=env)
+    g = t["gpu"]
+    libs = {l["kind"]: l for l in g["libraries"]}
+    assert sorted(libs) == ["driver", "runtime"], g["libraries"]
+    assert libs["driver"]["path"] == str(drv / "libcuda.so.1")
+    assert libs["driver"]["probes"] == DRIVER_PROBES and libs["runtime"]["probes"] == PROBES
+    want = printed(out)
+    allocs = ["cudaMallocAsync", "cudaFreeAsync", "cuMemAllocAsync", "cuMemFreeAsync",
+              "cuMemCreate", "cuMemRelease"]
+    assert [c for c, _ in want] == CALLS + allocs, out
+    outer = [c for c in g["calls"] if c["within"] is None]
+    assert [(c["call"], c["ret"]) for c in outer] == want, (g["calls"], want)
+    by = {c["call"]: c for c in outer}
+    for name in ("cudaMallocAsync", "cuMemAllocAsync", "cuMemCreate"):
+        assert by[name]["bytes"] == 2 << 20, by[name]
+    for name in allocs[2:]:
+        assert by[name]["error"] == "CUDA_ERROR_STUB_LIBRARY", by[name]
+    inner = [c for c in g["calls"] if c["within"] is not None]
+    assert ("cuDriverGetVersion", "cudaDriverGetVersion", 34) in [
+        (c["call"], c["within"], c["ret"]) for c in inner], g["calls"]
+    assert by["cudaDriverGetVersion"]["ret"] == 0
+    p = g["processes"][0]
+    assert p["errors"] == len([r for _, r in want if r]), (p, want)
+    assert p["memory_peak_bytes"] == 0 and p["allocations"] == 0
+    assert g["calls_total"] == len(g["calls"]) == len(want) + len(inner)
+    assert g["cpu_reason"]["code"] == "stub-library"
+    errs = [e.message for e in jsonschema.Draft7Validator(SCHEMA).iter_errors(t)]
+    assert errs == [], errs
 
 
 def uprobe_links(pid):

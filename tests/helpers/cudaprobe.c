@@ -16,7 +16,15 @@
  * made anyway. Exit 0.
  *
  * CUDAPROBE_GATE=DIR (tests of a held mapping): before it loads the library,
- * write DIR/pid and wait until DIR/go exists. */
+ * write DIR/pid and wait until DIR/go exists.
+ *
+ * CUDAPROBE_ALLOCATORS=DRIVER (the other allocators PyTorch may use): then
+ * cudaMallocAsync(2 MiB) and cudaFreeAsync of it on the runtime, and on the
+ * driver library DRIVER (dlopened: "libcuda.so.1" is the one the runtime
+ * loaded) cuMemAllocAsync(2 MiB), cuMemFreeAsync, cuMemCreate(2 MiB of
+ * device 0's memory) and cuMemRelease of its handle; printed the same way
+ * ("cuMemCreate=<CUresult>"). */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stddef.h>
@@ -72,6 +80,8 @@ struct api {
 	__typeof__(cudaMemcpy) *memcpy_;
 	__typeof__(cudaGetDeviceProperties) *props;
 	__typeof__(cudaMemGetInfo) *mem_info;
+	__typeof__(cudaMallocAsync) *malloc_async;
+	__typeof__(cudaFreeAsync) *free_async;
 };
 
 #ifdef CUDAPROBE_LINKED
@@ -88,6 +98,8 @@ static int load(struct api *a, int argc, char **argv)
 	a->memcpy_ = cudaMemcpy;
 	a->props = cudaGetDeviceProperties;
 	a->mem_info = cudaMemGetInfo;
+	a->malloc_async = cudaMallocAsync;
+	a->free_async = cudaFreeAsync;
 	return 0;
 }
 #else
@@ -113,14 +125,52 @@ static int load(struct api *a, int argc, char **argv)
 	a->memcpy_ = (__typeof__(a->memcpy_))dlsym(h, "cudaMemcpy");
 	a->props = (__typeof__(a->props))dlsym(h, "cudaGetDeviceProperties");
 	a->mem_info = (__typeof__(a->mem_info))dlsym(h, "cudaMemGetInfo");
+	a->malloc_async = (__typeof__(a->malloc_async))dlsym(h, "cudaMallocAsync");
+	a->free_async = (__typeof__(a->free_async))dlsym(h, "cudaFreeAsync");
 	if (!a->driver_version || !a->runtime_version || !a->device_count || !a->set_device ||
-	    !a->free_ || !a->malloc_ || !a->memcpy_ || !a->props || !a->mem_info) {
+	    !a->free_ || !a->malloc_ || !a->memcpy_ || !a->props || !a->mem_info ||
+	    !a->malloc_async || !a->free_async) {
 		fprintf(stderr, "cudaprobe: %s lacks the runtime API\n", argv[1]);
 		return -1;
 	}
 	return 0;
 }
 #endif
+
+/* CUDAPROBE_ALLOCATORS: the asynchronous and the virtual memory allocators */
+static int allocators(const struct api *a, const char *driver)
+{
+	__typeof__(cuMemAllocAsync) *alloc_async;
+	__typeof__(cuMemFreeAsync) *free_async;
+	__typeof__(cuMemCreate) *create;
+	__typeof__(cuMemRelease) *release;
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+	CUmemGenericAllocationHandle handle = 0;
+	CUdeviceptr dptr = 0;
+	void *dev = NULL, *h;
+
+	printf("cudaMallocAsync=%d\n", (int)a->malloc_async(&dev, 2 << 20, 0));
+	printf("cudaFreeAsync=%d\n", (int)a->free_async(dev, 0));
+	h = dlopen(driver, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "cudaprobe: failed to load %s: %s\n", driver, dlerror());
+		return -1;
+	}
+	alloc_async = (__typeof__(alloc_async))dlsym(h, "cuMemAllocAsync");
+	free_async = (__typeof__(free_async))dlsym(h, "cuMemFreeAsync");
+	create = (__typeof__(create))dlsym(h, "cuMemCreate");
+	release = (__typeof__(release))dlsym(h, "cuMemRelease");
+	if (!alloc_async || !free_async || !create || !release) {
+		fprintf(stderr, "cudaprobe: %s lacks the driver's allocators\n", driver);
+		return -1;
+	}
+	printf("cuMemAllocAsync=%d\n", (int)alloc_async(&dptr, 2 << 20, NULL));
+	printf("cuMemFreeAsync=%d\n", (int)free_async(dptr, NULL));
+	printf("cuMemCreate=%d\n", (int)create(&handle, 2 << 20, &prop, 0));
+	printf("cuMemRelease=%d\n", (int)release(handle));
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -147,5 +197,7 @@ int main(int argc, char **argv)
 	printf("cudaMalloc=%d\n", (int)a.malloc_(&dev, 1 << 20));
 	printf("cudaMemcpy=%d\n", (int)a.memcpy_(dev, host, sizeof(host), cudaMemcpyHostToDevice));
 	printf("cudaFree=%d\n", (int)a.free_(dev));
+	if (getenv("CUDAPROBE_ALLOCATORS") && allocators(&a, getenv("CUDAPROBE_ALLOCATORS")))
+		return 2;
 	return 0;
 }

@@ -188,8 +188,10 @@ static void test_spans_for_the_attribution(void **state)
 }
 
 /* a call with all four arguments (cudaMemcpy's kind is a3) */
-static void call4(struct gpu_trace *g, __u32 fn, int ret, double ms, double dur_ms, __u64 a0,
-		  __u64 a1, __u64 a2, __u64 a3, __u64 out, double ready_ms)
+/* one EV_GPU_CALL of thread 4242; within: the outer call's fn (a call
+ * made inside another probed call of its thread, as bpf/gpu.bpf.c marks it) */
+static void event(struct gpu_trace *g, __u32 fn, __u32 within, int ret, double ms, double dur_ms,
+		  const __u64 a[4], __u64 out, double ready_ms)
 {
 	struct tl_gpu_event e = {.ts_ns = (__u64)(ms * 1e6),
 				 .dur_ns = (__u64)(dur_ms * 1e6),
@@ -198,10 +200,17 @@ static void call4(struct gpu_trace *g, __u32 fn, int ret, double ms, double dur_
 				 .tid = 4242,
 				 .fn = fn,
 				 .ret = ret,
-				 .args = {a0, a1, a2, a3},
+				 .within = within,
+				 .args = {a[0], a[1], a[2], a[3]},
 				 .out = out};
 
 	gpu_on_event(g, &e, sizeof(e), ready_ms);
+}
+
+static void call4(struct gpu_trace *g, __u32 fn, int ret, double ms, double dur_ms, __u64 a0,
+		  __u64 a1, __u64 a2, __u64 a3, __u64 out, double ready_ms)
+{
+	event(g, fn, 0, ret, ms, dur_ms, (const __u64[4]){a0, a1, a2, a3}, out, ready_ms);
 }
 
 static const json_t *proc0(const json_t *o)
@@ -331,6 +340,110 @@ static void test_driver_api_success_path(void **state)
 	gpu_trace_free(g);
 }
 
+static void nested(struct gpu_trace *g, __u32 fn, __u32 within, int ret, double ms, double dur_ms,
+		   __u64 a0, __u64 a1, __u64 a2, __u64 out)
+{
+	event(g, fn, within, ret, ms, dur_ms, (const __u64[4]){a0, a1, a2, 0}, out, -1);
+}
+
+/* A runtime call's own driver calls (their records come first: they
+ * return first) are listed with `within`, and count neither in memory,
+ * copies, init time nor errors: the outer call answers for them. */
+static void test_calls_within_calls_count_once(void **state)
+{
+	struct gpu_trace *g = gpu_trace_new(NULL, 0, NULL, NULL, NULL);
+	json_t *m = model_with(NULL), *o;
+	const json_t *p, *c;
+
+	(void)state;
+	/* cudaFree(0): cuInit and the primary context inside it */
+	nested(g, GPU_CU_INIT, GPU_CUDA_FREE, 0, 1, 20, 0, 0, 0, 0);
+	nested(g, GPU_CU_PRIMARY_CTX_RETAIN, GPU_CUDA_FREE, 0, 21, 30, 0x10, 0, 0, 0);
+	call4(g, GPU_CUDA_FREE, 0, 1, 51, 0, 0, 0, 0, 0, -1);
+	/* cudaMalloc(64 MiB) on cuMemAlloc_v2 */
+	nested(g, GPU_CU_MEM_ALLOC, GPU_CUDA_MALLOC, 0, 60, 1, 0x28, 64 * MIB, 0, 0xa000);
+	call4(g, GPU_CUDA_MALLOC, 0, 60, 2, 0x30, 64 * MIB, 0, 0, 0xa000, -1);
+	/* a host-to-device copy on the driver's */
+	nested(g, GPU_CU_MEMCPY_HTOD, GPU_CUDA_MEMCPY, 0, 70, 3, 0xa000, 0x1, 8 * MIB, 0);
+	call4(g, GPU_CUDA_MEMCPY, 0, 70, 4, 0xa000, 0x1, 8 * MIB, 1, 0, -1);
+	/* the driver's error the runtime recovered from */
+	nested(g, GPU_CU_DRIVER_VERSION, GPU_CUDA_DRIVER_VERSION, 34, 80, 0.1, 0x18, 0, 0, 0);
+	call4(g, GPU_CUDA_DRIVER_VERSION, 0, 80, 0.2, 0x18, 0, 0, 0, 0, -1);
+	/* cudaFree of the block on cuMemFree_v2 */
+	nested(g, GPU_CU_MEM_FREE, GPU_CUDA_FREE, 0, 90, 1, 0xa000, 0, 0, 0);
+	call4(g, GPU_CUDA_FREE, 0, 90, 2, 0xa000, 0, 0, 0, 0, -1);
+	o = gpu_snap(g, m, NULL, -1);
+	p = proc0(o);
+	assert_true(json_number_value(json_object_get(p, "init_ms")) == 51); /* not 101 */
+	assert_int_equal(json_integer_value(json_object_get(p, "allocations")), 1);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_peak_bytes")), 64 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_bytes")), 0);
+	assert_int_equal(json_integer_value(json_object_get(p, "h2d_bytes")), 8 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "h2d_copies")), 1);
+	assert_true(json_number_value(json_object_get(p, "h2d_ms")) == 4);
+	assert_int_equal(json_integer_value(json_object_get(p, "errors")), 0);
+	assert_true(json_is_null(json_object_get(o, "cpu_reason")));
+	c = json_object_get(o, "calls");
+	assert_int_equal(json_array_size(c), 11);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "within")),
+			    "cudaFree");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(c, 3), "call")),
+			    "cuMemAlloc");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(c, 3), "within")),
+			    "cudaMalloc");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(c, 3), "bytes")),
+			 64 * MIB);
+	assert_true(json_is_null(json_object_get(json_array_get(c, 4), "within")));
+	json_decref(o);
+	json_decref(m);
+	gpu_trace_free(g);
+}
+
+/* The allocators of PyTorch's other backends: cudaMallocAsync/
+ * cudaFreeAsync (backend:cudaMallocAsync), cuMemAllocAsync/cuMemFreeAsync,
+ * and cuMemCreate/cuMemRelease (expandable_segments: physical memory by
+ * handle, paired apart from the pointers: a handle equal to a pointer
+ * frees nothing of the other). */
+static void test_async_and_virtual_allocators(void **state)
+{
+	struct gpu_trace *g = gpu_trace_new(NULL, 0, NULL, NULL, NULL);
+	json_t *m = model_with(NULL), *o;
+	const json_t *p, *c;
+	const char *names[] = {"cudaMallocAsync", "cuMemAllocAsync", "cuMemCreate",
+			       "cuMemCreate",	  "cuMemRelease",    "cudaFreeAsync",
+			       "cuMemFreeAsync",  "cuMemRelease"};
+
+	(void)state;
+	call4(g, GPU_CUDA_MALLOC_ASYNC, 0, 10, 1, 0x30, 16 * MIB, 0x5, 0, 0xa000, 100);
+	call4(g, GPU_CU_MEM_ALLOC_ASYNC, 0, 11, 1, 0x38, 8 * MIB, 0x5, 0, 0xb000, 100);
+	call4(g, GPU_CU_MEM_CREATE, 0, 12, 1, 0x40, 20 * MIB, 0x48, 0, 0xa000, 100);
+	call4(g, GPU_CU_MEM_CREATE, 0, 13, 1, 0x40, 2 * MIB, 0x48, 0, 0x77, 100);
+	call4(g, GPU_CU_MEM_RELEASE, 0, 14, 1, 0x77, 0, 0, 0, 0, 100);
+	/* peak 46 MiB; 44 at ready */
+	call4(g, GPU_CUDA_FREE_ASYNC, 0, 150, 1, 0xa000, 0x5, 0, 0, 0, 100);
+	call4(g, GPU_CU_MEM_FREE_ASYNC, 0, 151, 1, 0xb000, 0x5, 0, 0, 0, 100);
+	call4(g, GPU_CU_MEM_RELEASE, 0, 152, 1, 0xb000, 0, 0, 0, 0, 100); /* no such handle */
+	o = gpu_snap(g, m, NULL, 100);
+	p = proc0(o);
+	assert_true(json_is_true(json_object_get(o, "usable")));
+	assert_int_equal(json_integer_value(json_object_get(p, "allocations")), 4);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_peak_bytes")), 46 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_at_ready_bytes")), 44 * MIB);
+	/* the handle 0xa000 is cuMemCreate's 20 MiB: cudaFreeAsync(0xa000) freed
+	 * the 16 MiB pointer only */
+	assert_int_equal(json_integer_value(json_object_get(p, "memory_bytes")), 20 * MIB);
+	c = json_object_get(o, "calls");
+	assert_int_equal(json_array_size(c), 8);
+	for (size_t i = 0; i < 8; i++)
+		assert_string_equal(
+		    json_string_value(json_object_get(json_array_get(c, i), "call")), names[i]);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(c, 2), "bytes")),
+			 20 * MIB);
+	json_decref(o);
+	json_decref(m);
+	gpu_trace_free(g);
+}
+
 /* gpu.cuda_visible_devices is the service's: [env] first, else what it
  * inherits from tts-launch's environment */
 static void test_cuda_visible_devices_is_the_services(void **state)
@@ -364,6 +477,8 @@ int main(void)
 	    cmocka_unit_test(test_runtime_success_path),
 	    cmocka_unit_test(test_peak_is_a_high_water_mark),
 	    cmocka_unit_test(test_driver_api_success_path),
+	    cmocka_unit_test(test_calls_within_calls_count_once),
+	    cmocka_unit_test(test_async_and_virtual_allocators),
 	    cmocka_unit_test(test_cuda_visible_devices_is_the_services),
 	};
 
