@@ -80,7 +80,7 @@ static const struct opt_def {
     {OPT_PRINT_ENV, "print-env", optional_argument, "secrets",
      "print the command, directory and environment\nthe service would get, then exit "
      "(secret\nvalues as ***, unless --print-env=secrets)"},
-    {OPT_VERBOSE, "verbose", no_argument, NULL, "more detail (libbpf's own messages)"},
+    {OPT_VERBOSE, "verbose", no_argument, NULL, "timings, BPF verification, libbpf's messages"},
     {OPT_FORMAT, "format", required_argument, "FORMAT",
      "the output format: one of those in the\ncommand's synopsis above"},
     {OPT_OUTPUT, "output", required_argument, "FILE", "write FILE atomically instead of stdout"},

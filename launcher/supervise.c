@@ -849,6 +849,7 @@ int supervise_run(struct config *c, int argc, char **argv)
 	}
 	if (!s.tracer)
 		timeline_mark(s.tl, "exec", clock_ms());
+	tracer_released(s.tracer);
 	session_say(&s, "tts-launch: started pid %d: %s (in %s)\n", s.child.pid, s.argv[0],
 		    c->app_dir);
 	snprintf(err, sizeof(err), "MAINPID=%d\nSTATUS=starting: pid %d", (int)getpid(),

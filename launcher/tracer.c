@@ -47,6 +47,7 @@ struct follower {
 
 struct tracer {
 	struct trace_bpf *skel;
+	struct trace_bpf *heavy; /* the copy the syscall pair's exit was loaded in, or NULL */
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	size_t n_links;
@@ -57,6 +58,7 @@ struct tracer {
 	    *followers; /* inherited perf events of tree-bound uprobes (tracer_libcio.c) */
 	size_t n_followers;
 	bool uprobes_kept;	   /* a keeper holds their last references (keep_uprobes) */
+	int verbose;		   /* tracer_opts.verbose */
 	int keeper_sock;	   /* later uprobe links go to the keeper here (gpu.c); -1 */
 	struct tracer_drain drain; /* the syscall exit program after the window */
 	bool cheap;		   /* [trace] syscalls = cheap, and it can be */
@@ -321,11 +323,12 @@ static void keep_uprobes(struct tracer *t)
 	int fds[UKEEPER_MAX_FDS], n, n_ids = 0;
 	/* cheap: the syscall tracepoints kept up past the run (ukeeper.c),
 	 * closed with syscall_exit's links at the window's end */
-	struct ukeeper_hold hold = {tracer_syscalls_hold, prog_id(t->skel->progs.syscall_exit)};
+	struct ukeeper_hold hold = {tracer_syscalls_hold,
+				    prog_id(tracer_load_prog(t->skel, t->heavy, "syscall_exit"))};
 
 	for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++) {
 		unsigned int id =
-		    prog_id(bpf_object__find_program_by_name(t->skel->obj, probe_table[i].program));
+		    prog_id(tracer_load_prog(t->skel, t->heavy, probe_table[i].program));
 
 		if (id)
 			ids[n_ids++] = id;
@@ -496,8 +499,9 @@ static void syscall_fail(void *ctx, const char *tp, int err)
  * (tracer_syscalls.c); without any exit there is no tree to follow. */
 static int attach_syscalls(struct tracer *t, char *why, size_t whylen)
 {
-	if (!tracer_syscalls_attach(t->skel->progs.syscall_enter, t->skel->progs.syscall_exit,
-				    &t->links, &t->n_links, syscall_fail, t)) {
+	if (!tracer_syscalls_attach(t->skel->progs.syscall_enter,
+				    tracer_load_prog(t->skel, t->heavy, "syscall_exit"), &t->links,
+				    &t->n_links, syscall_fail, t)) {
 		snprintf(why, whylen, "failed to attach syscall_exit to any syscall tracepoint");
 		return -1;
 	}
@@ -554,7 +558,7 @@ static void attach_libcio(struct tracer *t, pid_t pid)
 
 int tracer_test_load(char *why, size_t whylen)
 {
-	struct trace_bpf *skel;
+	struct trace_bpf *skel, *heavy;
 	struct bpf_program *prog;
 	int err = hostprobe_btf(), n = 0;
 
@@ -563,7 +567,7 @@ int tracer_test_load(char *why, size_t whylen)
 		return -1;
 	}
 	libbpf_set_print(print_libbpf);
-	skel = tracer_open_load(true, -1, 0, NULL, why, whylen);
+	skel = tracer_open_load(true, -1, 0, NULL, verbose_level > 0, &heavy, why, whylen);
 	if (!skel)
 		return -1;
 	bpf_object__for_each_program (prog, skel->obj)
@@ -576,7 +580,7 @@ int tracer_test_load(char *why, size_t whylen)
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen)
 {
 	struct tracer *t = NULL;
-	struct bpf_program *prog;
+	struct bpf_program *prog, *it;
 	char pys[3][PATH_MAX];
 	struct pyframes_target pyt;
 	bool have_pyt = false;
@@ -655,7 +659,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	if (t->cheap)
 		t->st.approximate = tracer_syscalls_approximate;
 	t->skel = tracer_open_load(n_py > 0, t->cheap ? SYSCALLS_CHEAP : SYSCALLS_EXACT,
-				   (__u32)o->listen_port, have_pyt ? &pyt : NULL, why, whylen);
+				   (__u32)o->listen_port, have_pyt ? &pyt : NULL, o->verbose > 0,
+				   &t->heavy, why, whylen);
 	if (!t->skel && t->cheap) {
 		/* a kernel without bpf_task_pt_regs (5.15): the raw pair */
 		fallback(t, "syscalls", "%s with [trace] syscalls = cheap: exact instead", why);
@@ -663,7 +668,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		t->st.syscalls = "exact";
 		t->st.approximate = NULL;
 		t->skel = tracer_open_load(n_py > 0, SYSCALLS_EXACT, (__u32)o->listen_port,
-					   have_pyt ? &pyt : NULL, why, whylen);
+					   have_pyt ? &pyt : NULL, o->verbose > 0, &t->heavy, why,
+					   whylen);
 	}
 	if (!t->skel)
 		goto fail;
@@ -692,11 +698,13 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 
 	t_load = clock_ms();
-	/* attach, each program on its own */
-	bpf_object__for_each_program (prog, t->skel->obj) {
-		const char *name = bpf_program__name(prog);
+	/* attach, each program on its own (in the copy it was loaded in) */
+	bpf_object__for_each_program (it, t->skel->obj) {
+		const char *name = bpf_program__name(it);
 		const struct probe *p = probe_of(name);
 		struct bpf_link *l;
+
+		prog = tracer_load_prog(NULL, t->heavy, name) ?: it;
 
 		/* USDT and perf-event programs are attached below; gpu.c
 		 * attaches gpu_fork(3) once it has attached a CUDA library */
@@ -771,9 +779,6 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 
 	t_usdt = clock_ms();
-	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cheap)
-		keep_uprobes(t);
-	gpu_trace_set_keeper(t->col.gpu, t->uprobes_kept ? t->keeper_sock : -1);
 
 	/* ring buffer */
 	t->rb =
@@ -785,13 +790,28 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	if (o->verbose)
 		fprintf(stderr,
 			"tts-launch: tracer: open+load %.1f ms, attach %.1f ms, USDT %.1f ms, "
-			"uprobe keeper %.1f ms\n",
+			"ring buffer %.1f ms\n",
 			t_load - t_open, t_attach - t_load, t_usdt - t_attach, clock_ms() - t_usdt);
+	t->verbose = o->verbose;
 	return t;
 
 fail:
 	tracer_free(t);
 	return NULL;
+}
+
+void tracer_released(struct tracer *t)
+{
+	double t0 = clock_ms();
+
+	if (!t)
+		return;
+	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cheap)
+		keep_uprobes(t);
+	gpu_trace_set_keeper(t->col.gpu, t->uprobes_kept ? t->keeper_sock : -1);
+	if (t->verbose)
+		fprintf(stderr, "tts-launch: tracer: uprobe keeper %.1f ms (after the release)\n",
+			clock_ms() - t0);
 }
 
 int tracer_fd(const struct tracer *t) { return t && t->rb ? ring_buffer__epoll_fd(t->rb) : -1; }
@@ -876,6 +896,7 @@ void tracer_free(struct tracer *t)
 	for (size_t i = 0; i < t->drain.n; i++)
 		bpf_link__destroy(t->drain.links[i]);
 	free(t->drain.links);
+	trace_bpf__destroy(t->heavy);
 	trace_bpf__destroy(t->skel);
 	collector_free(&t->col);
 	strv_free(t->st.probes, t->st.n_probes);
@@ -944,12 +965,15 @@ static bool ulinks_drop(struct tracer *t, const struct bpf_program *prog, unsign
  * traced. */
 static void lighten(struct tracer *t)
 {
-	struct bpf_program *prog;
+	struct bpf_program *it;
 
 	t->skel->bss->light = 1;
 	t->st.light = true;
 	t->st.light_ms = clock_ms();
-	bpf_object__for_each_program (prog, t->skel->obj) {
+	bpf_object__for_each_program (it, t->skel->obj) {
+		/* in the copy it was loaded in */
+		struct bpf_program *prog =
+		    tracer_load_prog(NULL, t->heavy, bpf_program__name(it)) ?: it;
 		const struct probe *p = probe_of(bpf_program__name(prog));
 		bool drop = p && p->heavy, linked = false, usdt, drained = false;
 		unsigned int id = prog_id(prog); /* 0: not loaded (autoload off) */

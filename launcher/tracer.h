@@ -49,6 +49,10 @@ struct tracer_status {
 };
 
 struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whylen);
+/* The service was released (it execs now): the uprobe keeper takes the
+ * links' last references (ukeeper.c), off the path from launch to exec.
+ * Before any event is handled: a CUDA library's attach goes to it. */
+void tracer_released(struct tracer *t);
 /* An fd for epoll (readable when events wait). */
 int tracer_fd(const struct tracer *t);
 /* Consume waiting events without blocking. <0 on a fatal error. */

@@ -6,7 +6,9 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,7 +51,19 @@ static int min_btf_fd(void)
 /* The last program the verifier rejected, and the last line of its log */
 static char rejected_prog[64], rejected_why[160];
 
+/* libbpf's warnings come from both loading threads (load_split) */
+static pthread_mutex_t note_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_locked(const char *msg);
+
 void tracer_load_note(const char *msg)
+{
+	pthread_mutex_lock(&note_lock);
+	note_locked(msg);
+	pthread_mutex_unlock(&note_lock);
+}
+
+static void note_locked(const char *msg)
 {
 	const char *p = strstr(msg, "prog '"), *q, *end, *line;
 	size_t n;
@@ -92,6 +106,70 @@ bool tracer_load_rejection(char *why, size_t whylen)
 	return true;
 }
 
+/* -v: each program's verification as the kernel tells it (BPF_LOG_STATS:
+ * "verification time N usec", "processed N insns"), not the whole log */
+#define STATS_LOG 4
+#define STATS_BUF 512
+
+struct load_stats {
+	int n;
+	struct bpf_program *prog[64];
+	char buf[64][STATS_BUF];
+};
+
+/* the programs of skel that load, after those armed already */
+static void stats_arm_more(struct trace_bpf *skel, struct load_stats *st)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program (p, skel->obj) {
+		if (!bpf_program__autoload(p) || st->n >= 64)
+			continue;
+		st->buf[st->n][0] = '\0';
+		bpf_program__set_log_level(p, STATS_LOG);
+		bpf_program__set_log_buf(p, st->buf[st->n], STATS_BUF);
+		st->prog[st->n++] = p;
+	}
+}
+
+static void stats_arm(struct trace_bpf *skel, struct load_stats *st)
+{
+	st->n = 0;
+	stats_arm_more(skel, st);
+}
+
+/* one line per program, the slowest first, and the sum */
+static void stats_print(const struct load_stats *st)
+{
+	long us[64], insns[64], total = 0;
+	int order[64];
+
+	for (int i = 0; i < st->n; i++) {
+		const char *v = strstr(st->buf[i], "verification time "),
+			   *q = strstr(st->buf[i], "processed ");
+
+		us[i] = v ? atol(v + 18) : -1;
+		insns[i] = q ? atol(q + 10) : -1;
+		total += us[i] > 0 ? us[i] : 0;
+		order[i] = i;
+		for (int j = i; j > 0 && us[order[j]] > us[order[j - 1]]; j--) {
+			int t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	}
+	fprintf(stderr, "tts-launch: tracer: %d programs verified in %.1f ms:", st->n, total / 1e3);
+	for (int k = 0; k < st->n; k++) {
+		int i = order[k];
+
+		fprintf(stderr, "%s %s %.1f ms (%ld insns, %zu B)", k ? "," : "",
+			bpf_program__name(st->prog[i]), us[i] / 1e3, insns[i],
+			bpf_program__insn_cnt(st->prog[i]) * 8);
+	}
+	fputc('\n', stderr);
+}
+
 static void load_failure(char *why, size_t whylen, int err)
 {
 	char lb[128];
@@ -112,84 +190,267 @@ static void load_failure(char *why, size_t whylen, int err)
 		snprintf(why, whylen, "failed to load BPF programs: %s", strerror(err));
 }
 
-/* open -> configure (rodata) -> load; first with the build kernel's minimal
- * BTF when this is that kernel, else (or when that fails) with the full
- * one. usdt false: the Python import programs are not loaded. syscalls:
- * which syscall pair is (SYSCALLS_EXACT: raw sys_enter/sys_exit; CHEAP: the
- * per-syscall tracepoints' pair; -1: both, for the doctor). */
-struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
-				   const struct pyframes_target *py, char *why, size_t whylen)
+/* What every copy of the object is opened and configured with */
+struct load_cfg {
+	bool usdt;
+	int syscalls;
+	__u32 ready_port;
+	const struct pyframes_target *py;
+	const char *btfpath; /* the minimal BTF, or NULL */
+};
+
+/* open -> configure (autoload, rodata): the same for each copy */
+static struct trace_bpf *open_configured(const struct load_cfg *lc)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = lc->btfpath);
+	struct trace_bpf *skel = trace_bpf__open_opts(&oo);
+
+	if (!skel)
+		return NULL;
+	if (lc->syscalls == SYSCALLS_CHEAP) {
+		bpf_program__set_autoload(skel->progs.sys_enter, false);
+		bpf_program__set_autoload(skel->progs.sys_exit, false);
+	} else if (lc->syscalls == SYSCALLS_EXACT) {
+		bpf_program__set_autoload(skel->progs.syscall_enter, false);
+		bpf_program__set_autoload(skel->progs.syscall_exit, false);
+		bpf_program__set_autoload(skel->progs.libc_io, false);
+	}
+	skel->rodata->targ_cheap = lc->syscalls == SYSCALLS_CHEAP;
+	if (!lc->usdt) {
+		bpf_program__set_autoload(skel->progs.py_import_start, false);
+		bpf_program__set_autoload(skel->progs.py_import_done, false);
+	}
+	/* the CUDA probes need the attach cookie (5.15) and a stopping
+	 * signal (5.5): without them the rest still loads */
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) <= 0 ||
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread, NULL) <=
+		0) {
+		bpf_program__set_autoload(skel->progs.gpu_enter, false);
+		bpf_program__set_autoload(skel->progs.gpu_exit, false);
+		bpf_program__set_autoload(skel->progs.gpu_mmap, false);
+	} else {
+		/* a child forked without exec from a process with CUDA
+		 * probes: held for its own (gpu.c attaches them) */
+		bpf_program__set_autoload(skel->progs.gpu_fork, true);
+		bpf_program__set_autoload(skel->progs.gpu_fork3, true);
+	}
+	skel->rodata->targ_t0_ns = clock_t0_ns();
+	skel->rodata->targ_ready_port = lc->ready_port;
+	if (lc->py) /* attribution: the interpreter whose frames are read */
+		pyframes_configure(skel, lc->py);
+	classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
+			    (uint64_t *)skel->rodata->targ_model_mask, TRACE_MODEL_SUFFIXES);
+	return skel;
+}
+
+/* ---- the load in two threads ----
+ *
+ * The verifier is most of a load (-v: ~50 ms of ~55 on these 2-core VMs),
+ * one program after another, and the syscall pair's exit program alone is
+ * about half of it. So the object is loaded as three copies of itself: the
+ * maps copy (no program: creates, fills and freezes every map), then, side
+ * by side, the main copy (every program but that one) on this thread and
+ * the heavy copy (that one only) on another, both on the maps copy's maps
+ * (bpf_map__reuse_fd). All programs see the same maps and the same frozen
+ * .rodata, so the verifier's view is what one load gives. A map whose name
+ * the kernel shortens (over 15 characters: libbpf's USDT maps) keeps its
+ * own per copy, as libbpf finds those by their full name; no program of
+ * the heavy copy uses them. */
+
+/* the program of the active syscall pair loaded on its own */
+static struct bpf_program *heavy_prog(struct trace_bpf *skel, int syscalls)
+{
+	return syscalls == SYSCALLS_CHEAP ? skel->progs.syscall_exit : skel->progs.sys_exit;
+}
+
+static int reuse_maps(struct trace_bpf *into, struct trace_bpf *from)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map (m, into->obj) {
+		struct bpf_map *f = bpf_object__find_map_by_name(from->obj, bpf_map__name(m));
+		int err;
+
+		if (strlen(bpf_map__name(m)) >= 16 /* BPF_OBJ_NAME_LEN */)
+			continue;
+		if (!f || bpf_map__fd(f) < 0)
+			return -ENOENT;
+		if ((err = bpf_map__reuse_fd(m, bpf_map__fd(f))))
+			return err;
+	}
+	return 0;
+}
+
+/* a thread's part: open the two copies, or load one */
+struct load_job {
+	const struct load_cfg *lc;
+	struct trace_bpf *skel[2];
+	int err;
+};
+
+static void *open_copies(void *arg)
+{
+	struct load_job *j = arg;
+
+	j->skel[0] = open_configured(j->lc);
+	j->skel[1] = open_configured(j->lc);
+	return NULL;
+}
+
+static void *load_copy(void *arg)
+{
+	struct load_job *j = arg;
+
+	j->err = trace_bpf__load(j->skel[0]);
+	return NULL;
+}
+
+/* The three copies; 0 with *main and *heavy loaded, else a negative errno
+ * and nothing loaded. The main and heavy copies are opened on another
+ * thread while this one creates the maps. */
+static int load_split(const struct load_cfg *lc, struct load_stats *st, struct trace_bpf **main,
+		      struct trace_bpf **heavy)
+{
+	struct trace_bpf *maps = open_configured(lc), *m, *h;
+	struct load_job opened = {lc, {NULL, NULL}, 0}, hl = {lc, {NULL, NULL}, 0};
+	struct bpf_program *p;
+	pthread_t th;
+	int err = -ENOMEM;
+
+	if (!maps)
+		return -errno;
+	bpf_object__for_each_program (p, maps->obj)
+		bpf_program__set_autoload(p, false);
+	if ((err = -pthread_create(&th, NULL, open_copies, &opened))) {
+		trace_bpf__destroy(maps);
+		return err;
+	}
+	err = trace_bpf__load(maps);
+	pthread_join(th, NULL);
+	m = opened.skel[0];
+	h = opened.skel[1];
+	if (!err && (!m || !h))
+		err = -ENOMEM;
+	if (err)
+		goto fail;
+	bpf_object__for_each_program (p, h->obj)
+		bpf_program__set_autoload(p, p == heavy_prog(h, lc->syscalls) &&
+						 bpf_program__autoload(p));
+	bpf_program__set_autoload(heavy_prog(m, lc->syscalls), false);
+	if ((err = reuse_maps(m, maps)) || (err = reuse_maps(h, maps)))
+		goto fail;
+	if (st) {
+		stats_arm(m, st);
+		stats_arm_more(h, st);
+	}
+	hl.skel[0] = h;
+	if ((err = -pthread_create(&th, NULL, load_copy, &hl)))
+		goto fail;
+	err = trace_bpf__load(m);
+	pthread_join(th, NULL);
+	if (!err)
+		err = hl.err;
+	if (err)
+		goto fail;
+	trace_bpf__destroy(maps);
+	*main = m;
+	*heavy = h;
+	return 0;
+fail:
+	trace_bpf__destroy(maps);
+	trace_bpf__destroy(m);
+	trace_bpf__destroy(h);
+	return err ? err : -EINVAL;
+}
+
+struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *heavy,
+				     const char *name)
+{
+	struct trace_bpf *in[2] = {skel, heavy};
+
+	for (int i = 0; i < 2; i++) {
+		struct bpf_program *p =
+		    in[i] ? bpf_object__find_program_by_name(in[i]->obj, name) : NULL;
+
+		if (p && bpf_program__fd(p) >= 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* first with the build kernel's minimal BTF when this is that kernel, else
+ * (or when that fails) with the full one; in two threads (load_split) when
+ * one syscall pair is loaded, one after another when that fails or both
+ * are (the doctor). */
+struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
+				   const struct pyframes_target *py, bool stats,
+				   struct trace_bpf **heavy, char *why, size_t whylen)
+{
+	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL};
 	struct trace_bpf *skel = NULL;
+	struct load_stats *st = stats ? malloc(sizeof(*st)) : NULL;
+	uint64_t val[TRACE_MODEL_SUFFIXES], mask[TRACE_MODEL_SUFFIXES];
 	int err;
 
+	*heavy = NULL;
+	/* more suffixes than the kernel holds would be model files to the
+	 * launcher only: a build-time limit, said at once */
+	if (classify_model_keys(val, mask, TRACE_MODEL_SUFFIXES) > TRACE_MODEL_SUFFIXES)
+		fprintf(stderr, "tts-launch: warning: classify.c has more model suffixes "
+				"than TRACE_MODEL_SUFFIXES (bpf/trace.h): raise it\n");
 	for (int attempt = min_btf_matches() ? 0 : 1; attempt < 2; attempt++) {
-		LIBBPF_OPTS(bpf_object_open_opts, oo);
 		char btfpath[64];
 		int bfd = attempt == 0 ? min_btf_fd() : -1;
 
+		lc.btfpath = NULL;
 		if (bfd >= 0) {
 			snprintf(btfpath, sizeof(btfpath), "/proc/self/fd/%d", bfd);
-			oo.btf_custom_path = btfpath;
+			lc.btfpath = btfpath;
 		}
-		trace_bpf__destroy(skel);
-		skel = trace_bpf__open_opts(&oo);
+		if (syscalls >= 0) {
+			err = load_split(&lc, st, &skel, heavy);
+			if (!err) {
+				if (bfd >= 0)
+					close(bfd);
+				if (st)
+					stats_print(st);
+				free(st);
+				return skel;
+			}
+			if (-err == EPERM || (attempt == 1 && -err == EACCES)) {
+				if (bfd >= 0)
+					close(bfd);
+				load_failure(why, whylen, -err);
+				break;
+			}
+		}
+		skel = open_configured(&lc);
 		if (!skel) {
 			err = errno;
 			if (bfd >= 0)
 				close(bfd);
 			snprintf(why, whylen, "failed to open BPF object: %s", strerror(err));
+			free(st);
 			return NULL;
 		}
-		if (syscalls == SYSCALLS_CHEAP) {
-			bpf_program__set_autoload(skel->progs.sys_enter, false);
-			bpf_program__set_autoload(skel->progs.sys_exit, false);
-		} else if (syscalls == SYSCALLS_EXACT) {
-			bpf_program__set_autoload(skel->progs.syscall_enter, false);
-			bpf_program__set_autoload(skel->progs.syscall_exit, false);
-			bpf_program__set_autoload(skel->progs.libc_io, false);
-		}
-		skel->rodata->targ_cheap = syscalls == SYSCALLS_CHEAP;
-		if (!usdt) {
-			bpf_program__set_autoload(skel->progs.py_import_start, false);
-			bpf_program__set_autoload(skel->progs.py_import_done, false);
-		}
-		/* the CUDA probes need the attach cookie (5.15) and a stopping
-		 * signal (5.5): without them the rest still loads */
-		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie,
-					    NULL) <= 0 ||
-		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread,
-					    NULL) <= 0) {
-			bpf_program__set_autoload(skel->progs.gpu_enter, false);
-			bpf_program__set_autoload(skel->progs.gpu_exit, false);
-			bpf_program__set_autoload(skel->progs.gpu_mmap, false);
-		} else {
-			/* a child forked without exec from a process with CUDA
-			 * probes: held for its own (gpu.c attaches them) */
-			bpf_program__set_autoload(skel->progs.gpu_fork, true);
-			bpf_program__set_autoload(skel->progs.gpu_fork3, true);
-		}
-		skel->rodata->targ_t0_ns = clock_t0_ns();
-		skel->rodata->targ_ready_port = ready_port;
-		if (py) /* attribution: the interpreter whose frames are read */
-			pyframes_configure(skel, py);
-		/* more suffixes than the kernel holds would be model files to the
-		 * launcher only: a build-time limit, said at once */
-		if (classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
-					(uint64_t *)skel->rodata->targ_model_mask,
-					TRACE_MODEL_SUFFIXES) > TRACE_MODEL_SUFFIXES)
-			fprintf(stderr, "tts-launch: warning: classify.c has more model suffixes "
-					"than TRACE_MODEL_SUFFIXES (bpf/trace.h): raise it\n");
+		if (st)
+			stats_arm(skel, st);
 		err = trace_bpf__load(skel);
 		if (bfd >= 0)
 			close(bfd);
-		if (!err)
+		if (!err) {
+			if (st)
+				stats_print(st);
+			free(st);
 			return skel;
+		}
+		trace_bpf__destroy(skel);
+		skel = NULL;
 		if (attempt == 1 || -err == EPERM || -err == EACCES) {
 			load_failure(why, whylen, -err);
 			break;
 		}
 	}
-	trace_bpf__destroy(skel);
+	free(st);
 	return NULL;
 }

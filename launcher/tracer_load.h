@@ -14,9 +14,18 @@ struct pyframes_target;
  * programs are not loaded; syscalls: which syscall pair is (SYSCALLS_EXACT:
  * raw sys_enter/sys_exit, SYSCALLS_CHEAP: the per-syscall tracepoints'
  * pair, -1: both, for the doctor); py: the interpreter whose frames the
- * attribution reads, or NULL. NULL with the reason in why. */
+ * attribution reads, or NULL; stats: print each program's verification time
+ * on stderr (-v). With one pair, the pair's exit program is verified on
+ * another thread meanwhile, in a copy of the object on the same maps:
+ * *heavy (else NULL; tracer_load_prog finds a program in either). NULL
+ * with the reason in why. */
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
-				   const struct pyframes_target *py, char *why, size_t whylen);
+				   const struct pyframes_target *py, bool stats,
+				   struct trace_bpf **heavy, char *why, size_t whylen);
+
+/* The loaded program named name, in skel or heavy (NULL: none loaded) */
+struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *heavy,
+				     const char *name);
 
 /* A warning libbpf printed (its print callback hands each to this): a
  * program the kernel's verifier rejected is noted with the log's last line,

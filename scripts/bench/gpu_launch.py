@@ -5,7 +5,11 @@ baseline build, in interleaved pairs; medians and ranges (docs/gpu.md, "What
 it costs": issue 17's CUDA pre-attach). With --strace, also the uprobe and
 tracepoint perf_event_open calls each run makes, and their time.
 
-    scripts/bench/gpu_launch.py [--runs N] [--strace] BASELINE_BIN [BIN]
+    scripts/bench/gpu_launch.py [--runs N] [--gap S] [--strace] BASELINE_BIN [BIN]
+
+--gap S waits S seconds before each run, so that the last run's uprobe
+keeper (which lingers 10 s, then detaches) is gone: a single start as a
+user makes it; without it the runs follow each other (a loop of runs).
 
 A baseline is another build, e.g. the commit before a change:
     git archive 69bdd19 | tar -x -m -C /tmp/base && make -C /tmp/base -j2
@@ -20,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +58,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--strace", action="store_true")
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="seconds to wait before each run (11: the last keeper is gone)")
     ap.add_argument("baseline")
     ap.add_argument("binary", nargs="?", default=str(ROOT / "build" / "tts-launch"))
     a = ap.parse_args()
@@ -62,6 +69,7 @@ def main():
         for i in range(a.runs):
             order = list(bins) if i % 2 == 0 else list(reversed(list(bins)))
             for k in order:
+                time.sleep(a.gap)
                 tmp = Path(d) / k
                 tmp.mkdir(exist_ok=True)
                 res[k].append(one(bins[k], tmp, a.strace))

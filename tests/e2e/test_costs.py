@@ -51,8 +51,8 @@ def work(tmp_path, tracing_ok):
     return tmp_path
 
 
-def prog_names(pid):
-    """The programs behind the BPF links process pid holds, by name."""
+def link_prog_ids(pid):
+    """The ids of the programs behind the BPF links process pid holds."""
     ids = []
     for fd in os.listdir("/proc/%d/fdinfo" % pid):
         try:
@@ -62,12 +62,18 @@ def prog_names(pid):
         fields = dict(l.split(":", 1) for l in info.splitlines() if ":" in l)
         if "link_type" in fields and "prog_id" in fields:
             ids.append(int(fields["prog_id"]))
-    names = []
-    for i in ids:
-        out = subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
-                             capture_output=True, text=True, check=True).stdout
-        names.append(json.loads(out)["name"])
-    return names
+    return ids
+
+
+def bpftool_show(kind, i):
+    out = subprocess.run(["bpftool", "-j", kind, "show", "id", str(i)],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def prog_names(pid):
+    """The programs behind the BPF links process pid holds, by name."""
+    return [bpftool_show("prog", i)["name"] for i in link_prog_ids(pid)]
 
 
 def launch(work, *app_args):
@@ -174,3 +180,53 @@ def test_no_host_wide_probe_after_the_window(work):
     finally:
         tl = finish(p, work)
     assert {"page_fault_user", "python_imports"} <= set(tl["tracing"]["light"]["detached"])
+
+
+def prog_info(pid):
+    """bpftool's view of the programs behind the links process pid holds: {name: info}."""
+    return {j["name"]: j for j in (bpftool_show("prog", i) for i in link_prog_ids(pid))}
+
+
+def map_names(ids):
+    return {bpftool_show("map", i)["name"]: i for i in ids}
+
+
+@pytest.mark.parametrize("mode,heavy,other", [("cheap", "syscall_exit", "syscall_enter"),
+                                              ("exact", "sys_exit", "sys_enter")])
+def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heavy, other):
+    """Launch -> exec: the syscall pair's exit program (about half of the
+    verifier's time) is loaded in a copy of the object of its own, on another
+    thread, beside the rest (tracer_load.c): its BTF is another load's, and
+    every map it shares a name with is the very map the other programs use
+    (the ring buffer, the tree), or the traced events would go nowhere. -v
+    names each program's verification time."""
+    (work / "go").unlink(missing_ok=True)
+    p = subprocess.Popen([str(TTS), "run", "-v", "--timeline", str(work / "t.json"), "--set",
+                          "trace.syscalls=%s" % mode, "--", "sh", "-c",
+                          "touch started; while [ ! -e go ]; do sleep 0.05; done"],
+                         cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (work / "started").exists(), timeout=120, what="the service")
+        progs = prog_info(p.pid)
+        assert heavy in progs and other in progs, sorted(progs)
+        assert progs[heavy]["btf_id"] != progs[other]["btf_id"], (progs[heavy], progs[other])
+        mh = map_names(progs[heavy]["map_ids"])
+        mo = {}  # the other programs' maps: {name: {ids}}
+        for name, info in progs.items():
+            if name != heavy:
+                for n, i in map_names(info.get("map_ids", [])).items():
+                    mo.setdefault(n, set()).add(i)
+        common = set(mh) & set(mo)
+        assert {"events", "procs", "files"} <= common, (mh, mo)
+        assert all(mo[n] == {mh[n]} for n in common), (mh, mo)
+    finally:
+        (work / "go").touch()
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    line = [l for l in err.splitlines() if "programs verified in" in l]
+    assert len(line) == 1 and (" %s " % heavy) in line[0], err
+    t = json.loads((work / "t.json").read_text())
+    assert t["tracing"]["syscalls"] == mode
+    # the exit program's events reached the launcher: the open of "started"
+    assert [f for f in t["files"] if f["path"] == str(work / "started") and f["opens"] >= 1], \
+        [f["path"] for f in t["files"]]
