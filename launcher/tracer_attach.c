@@ -1,0 +1,223 @@
+/* tracer_attach: the attach of each kind of probe the probe table
+ * (tracer.c) names beyond a program's own section: software perf events per
+ * CPU, the fault tick on the tree, the per-syscall tracepoints, libc's
+ * sites bound to the tree (tracer_libcio.c) and getaddrinfo. */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace.h"
+#include "trace.skel.h"
+#include "tracer_internal.h"
+#include "tracer_libcio.h"
+#include "tracer_load.h"
+#include "ukeeper.h"
+#include "util.h"
+
+static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog);
+
+static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog);
+
+/* getaddrinfo in the libc the service runs with: the launcher's own (the
+ * ld.so cache's libc.so.6, which a dynamically linked interpreter loads
+ * too); a uprobe is per inode, so every traced process that calls it is
+ * seen. Host names of peers (names.bpf.c); without it, the TLS server name
+ * and DNS answers still name most peers. */
+void tr_attach_names(struct tracer *t, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "getaddrinfo");
+	char libc[PATH_MAX], why[PATH_MAX + 128];
+	struct bpf_link *le, *lx;
+	Dl_info di;
+	int err;
+
+	if (!dladdr((void *)getaddrinfo, &di) || !di.dli_fname || !realpath(di.dli_fname, libc)) {
+		tr_fallback(t, "getaddrinfo", "libc not found; peer names from TLS and DNS only");
+		return;
+	}
+	/* bound to the tree, as the libc sites of cheap: no breakpoint in any
+	 * other process (a uprobe of every process is a trap in each
+	 * neighbour's getaddrinfo, and installing it took ~15 ms), and a
+	 * shared definition the next run finds up (ukeeper.c) */
+	if (tracer_libcio_bind(t->skel->progs.gai_enter, t->skel->progs.gai_exit, pid, libc,
+			       "getaddrinfo", libcio_add, t, why, sizeof(why)) == 0) {
+		t->st.names = true;
+		tr_probe_add(t, "getaddrinfo");
+		return;
+	}
+	if (t->verbose)
+		fprintf(stderr, "tts-launch: getaddrinfo for every process (%s)\n", why);
+	le = bpf_program__attach_uprobe_opts(t->skel->progs.gai_enter, -1, libc, 0, &uo);
+	err = le ? 0 : errno;
+	uo.retprobe = true;
+	lx = le ? bpf_program__attach_uprobe_opts(t->skel->progs.gai_exit, -1, libc, 0, &uo) : NULL;
+	if (!lx) {
+		err = err ? err : errno;
+		bpf_link__destroy(le);
+		tr_fallback(t, "getaddrinfo",
+			    "failed to attach a uprobe to %s: %s; peer names from TLS "
+			    "and DNS only",
+			    libc, strerror(err));
+		return;
+	}
+	tr_add_ulink(t, le, t->skel->progs.gai_enter);
+	tr_add_ulink(t, lx, t->skel->progs.gai_exit);
+	t->st.names = true;
+	tr_probe_add(t, "getaddrinfo");
+}
+
+/* prog on a new software perf event attr of pid (-1: all) on cpu (-1:
+ * any): the link, kept with the tracer's, or NULL with errno set. */
+static struct bpf_link *perf_link(struct tracer *t, struct bpf_program *prog,
+				  struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC), err;
+	struct bpf_link *l;
+
+	if (fd < 0)
+		return NULL;
+	l = bpf_program__attach_perf_event(prog, fd);
+	if (!l) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	tr_add_link(&t->links, &t->n_links, l);
+	return l;
+}
+
+static struct perf_event_attr sw_event(__u64 config, __u64 period, bool user_only)
+{
+	struct perf_event_attr attr = {
+	    .type = PERF_TYPE_SOFTWARE,
+	    .size = sizeof(attr),
+	    .config = config,
+	    .sample_period = period,
+	    .exclude_kernel = user_only,
+	};
+
+	return attr;
+}
+
+/* A BPF program on a software perf event, one event per CPU (user_only:
+ * samples that interrupt kernel code are skipped): listed under name in the
+ * probes, or switched off with a fallback naming the event. */
+void tr_attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
+		       bool user_only, const char *name, const char *event)
+{
+	struct perf_event_attr attr = sw_event(config, period, user_only);
+	int ncpu = libbpf_num_possible_cpus(), attached = 0, err = 0;
+
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		if (perf_link(t, prog, &attr, -1, cpu))
+			attached++;
+		else if (errno != ENODEV) /* a possible CPU that is offline has no events */
+			err = errno;
+	}
+	if (attached && !err)
+		tr_probe_add(t, name);
+	else
+		tr_fallback(t, name, "software perf event %s: %s", event,
+			    strerror(err ? err : ENODEV));
+}
+
+/* 99 Hz (issue 15: the attribution's CPU samples; off the beat of 100 Hz
+ * timers), about 10.1 ms */
+#define FAULT_TICK_NS (1000 * 1000 * 1000 / 99)
+
+/* fault_tick: every ~10 ms of the tree's own user-mode run time (task-clock
+ * counts ns; inherited by every thread and process the root starts, so an
+ * idle machine is never woken for it): the fault-rate series of threads
+ * that do not leave the CPU. A kernel that cannot inherit the event gets
+ * the per-CPU cpu-clock instead, which ticks whether the tree runs or not. */
+void tr_attach_fault_tick(struct tracer *t, pid_t root)
+{
+	struct perf_event_attr attr = sw_event(PERF_COUNT_SW_TASK_CLOCK, FAULT_TICK_NS, true);
+
+	attr.inherit = 1;
+	if (perf_link(t, t->skel->progs.fault_tick, &attr, root, -1)) {
+		tr_probe_add(t, "fault_tick");
+		return;
+	}
+	tr_fallback(t, "fault_tick",
+		    "task-clock on the tree: %s; a per-CPU cpu-clock event instead",
+		    strerror(errno));
+	tr_attach_per_cpu(t, t->skel->progs.fault_tick, PERF_COUNT_SW_CPU_CLOCK, FAULT_TICK_NS,
+			  true, "fault_tick", "cpu-clock");
+}
+
+static void syscall_fail(void *ctx, const char *tp, int err)
+{
+	tr_fallback(ctx, tp, "failed to attach the tracepoint syscalls/%s: %s", tp, strerror(err));
+}
+
+/* [trace] syscalls = cheap: the pair on the rare calls' tracepoints
+ * (tracer_syscalls.c); without any exit there is no tree to follow. */
+int tr_attach_syscalls(struct tracer *t, char *why, size_t whylen)
+{
+	if (!tracer_syscalls_attach(t->skel->progs.syscall_enter,
+				    tracer_load_prog(t->skel, t->heavy, "syscall_exit"), &t->links,
+				    &t->n_links, syscall_fail, t)) {
+		snprintf(why, whylen, "failed to attach syscall_exit to any syscall tracepoint");
+		return -1;
+	}
+	tr_probe_add(t, "syscall_enter"); /* a call whose entry failed: a fallback */
+	tr_probe_add(t, "syscall_exit");
+	return 0;
+}
+
+static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog)
+{
+	struct tracer *t = ctx;
+	struct follower *nf = realloc(t->followers, (t->n_followers + 1) * sizeof(*nf));
+
+	tr_add_ulink(t, l, prog);
+	if (!nf) {
+		close(follower); /* its children are not followed: their figures from close */
+		return;
+	}
+	t->followers = nf;
+	nf[t->n_followers].fd = follower;
+	nf[t->n_followers++].prog = prog;
+}
+
+/* The followers of prog (NULL: all), this process's copies */
+void tr_followers_close(struct tracer *t, const struct bpf_program *prog)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < t->n_followers; i++)
+		if (!prog || t->followers[i].prog == prog)
+			close(t->followers[i].fd);
+		else
+			t->followers[kept++] = t->followers[i];
+	t->n_followers = kept;
+}
+
+/* cheap: libc's read/write family for the tree of pid (tracer_libcio.c):
+ * every function probed, its figures are exact, else approximate */
+void tr_attach_libcio(struct tracer *t, pid_t pid)
+{
+	char probe[PATH_MAX + 16], why[PATH_MAX + 192];
+
+	t->libcio = tracer_libcio_start(t->skel->progs.libc_io, pid, libcio_add, t, probe,
+					sizeof(probe), why, sizeof(why));
+	if (*why)
+		tr_fallback(t, "libc_io", "%s", why);
+	if (*probe)
+		tr_probe_add(t, probe);
+	if (t->libcio) {
+		t->st.approximate = tracer_libcio_approximate;
+		t->skel->bss->libcio_on = 1;
+	}
+}
