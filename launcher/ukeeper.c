@@ -15,6 +15,7 @@
  * libc sites' followers ([trace] syscalls = cheap), UKEEPER_LINGER_S
  * (keeper_close). */
 
+#include <bpf/bpf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -299,28 +300,33 @@ int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max)
 {
 	struct dirent *d;
 	int n = 0;
-	DIR *dir = opendir("/proc/self/fdinfo");
+	DIR *dir = opendir("/proc/self/fd");
 
+	/* one readlink per fd, and the link's info for the links only (an
+	 * fdinfo read of each of ~330 fds took ~10 ms at the release) */
 	while (dir && (d = readdir(dir)) && n < max) {
-		char path[300], line[128];
-		bool link = false;
-		unsigned int prog = 0;
-		FILE *f;
+		char path[300], target[64];
+		struct bpf_link_info li;
+		__u32 len = sizeof(li);
+		ssize_t tl;
+		int fd;
 
 		if (d->d_name[0] < '0' || d->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
-		f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f)) {
-			link |= !strncmp(line, "link_type:", 10); /* a link, not a program's fd */
-			if (!strncmp(line, "prog_id:", 8))
-				prog = (unsigned int)strtoul(line + 8, NULL, 10);
-		}
-		if (f)
-			fclose(f);
-		for (int i = 0; link && prog && i < n_ids; i++)
-			if (prog == ids[i]) {
-				fds[n++] = atoi(d->d_name);
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		tl = readlink(path, target, sizeof(target) - 1);
+		if (tl <= 0)
+			continue;
+		target[tl] = '\0';
+		if (strcmp(target, "anon_inode:bpf_link"))
+			continue; /* a link, not a program's or a map's fd */
+		fd = atoi(d->d_name);
+		memset(&li, 0, sizeof(li));
+		if (bpf_obj_get_info_by_fd(fd, &li, &len) || !li.prog_id)
+			continue;
+		for (int i = 0; i < n_ids; i++)
+			if (li.prog_id == ids[i]) {
+				fds[n++] = fd;
 				break;
 			}
 	}
