@@ -182,8 +182,11 @@ def test_network_connect_listen_bytes(work):
         (1, 1, "ECONNREFUSED")
     out = [n for n in tl["network"] if n["bytes_out"] == 100000]
     inn = [n for n in tl["network"] if n["bytes_in"] == 100000]
-    assert len(out) == 1 and out[0]["connects"] == 1 and out[0]["failures"] == 0
-    assert len(inn) == 1
+    # what a failure needs to be understood (seen once under make check's two
+    # workers, not reproduced): every peer, and what the tracing fell back from
+    why = (tl["network"], tl["tracing"]["fallbacks"], tl["tracing"].get("approximate"))
+    assert len(out) == 1 and out[0]["connects"] == 1 and out[0]["failures"] == 0, why
+    assert len(inn) == 1, why
     # two listens (echo's listener, then listen:0); with no port the first is ready
     assert len(tl["listens"]) == 2
     assert tl["marks"]["ready"] == tl["listens"][0]["ms"]
