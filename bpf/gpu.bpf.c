@@ -8,7 +8,8 @@
  *   no breakpoint); the attach cookie says which function (enum
  *   trace_gpu_fn). Entry saves the arguments per thread and function, the
  *   return sends one EV_GPU_CALL with the result and the out-pointer's value.
- *   gpu_depth counts each thread's probed calls in progress: a call made
+ *   gpu_depth counts each thread's probed calls in progress (per thread
+ *   start time: an id reused is another thread): a call made
  *   inside another (the runtime's cudaMalloc calling the driver's
  *   cuMemAlloc_v2) carries the outermost one's function in `within`, so the
  *   launcher counts the memory, copies and init time once.
@@ -46,19 +47,29 @@ struct gpu_call {
 	__u32 pad;
 };
 
-/* a thread's probed calls in progress: how many, and the outermost one */
+/* a thread's probed calls in progress: how many, the outermost one, and
+ * the thread's start time (a thread that died inside a call left its
+ * entry: its id reused by a new thread is another start time). LRU: such
+ * entries never fill the map. */
 struct gpu_nest {
 	__u32 depth;
 	__u32 outer;
+	__u64 start;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
 	__type(value, struct gpu_nest);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 } gpu_depth SEC(".maps");
+
+static __always_inline __u64 thread_start(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, start_time);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -97,7 +108,8 @@ int BPF_KPROBE(gpu_enter, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 		return 0;
 	k.fn = (__u32)bpf_get_attach_cookie(ctx);
 	n = bpf_map_lookup_elem(&gpu_depth, &k.tid);
-	if (n && n->depth) {
+	first.start = thread_start();
+	if (n && n->depth && n->start == first.start) {
 		c.within = n->outer;
 		n->depth++;
 	} else {
@@ -163,7 +175,7 @@ int BPF_KRETPROBE(gpu_exit, long ret)
 
 	/* the thread leaves a call: the depth it entered with (an entry not
 	 * seen, because the map was full, leaves it as it was) */
-	if (n && n->depth > 1)
+	if (n && n->depth > 1 && n->start == thread_start())
 		n->depth--;
 	else if (n)
 		bpf_map_delete_elem(&gpu_depth, &k.tid);

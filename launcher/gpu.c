@@ -436,6 +436,15 @@ static bool is_init(const struct tl_gpu_event *e)
 	       e->fn == GPU_CU_CTX_CREATE || e->fn == GPU_CU_PRIMARY_CTX_RETAIN;
 }
 
+/* fn is a call that initialises the device (cudaFree counted so: as an
+ * outer call only its fn is known, and cudaFree(0) is the init idiom) */
+static bool init_fn(__u32 fn)
+{
+	return fn == GPU_CUDA_GET_DEVICE_COUNT || fn == GPU_CUDA_SET_DEVICE ||
+	       fn == GPU_CUDA_FREE || fn == GPU_CU_INIT || fn == GPU_CU_CTX_CREATE ||
+	       fn == GPU_CU_PRIMARY_CTX_RETAIN;
+}
+
 /* Device memory is paired by (process, pointer) for the allocators that
  * return a pointer, by (process, handle) for cuMemCreate's physical
  * memory: two spaces of values that could meet. */
@@ -622,7 +631,10 @@ static void on_call(struct gpu_trace *g, const struct tl_gpu_event *e, size_t si
 		p->ready_seen = true;
 		p->mem_ready = p->mem;
 	}
-	if (outer && is_init(e))
+	/* init time once: an init call's own (cudaFree(0)'s cuInit is in it),
+	 * or a driver's init made lazily inside another call (a first
+	 * cudaMalloc's cuDevicePrimaryCtxRetain) */
+	if (is_init(e) && (outer || !init_fn(e->within)))
 		p->init_ms += dur;
 	/* a call inside another is answered for by the outer one: what the
 	 * service saw (the runtime may recover from its driver's error) */

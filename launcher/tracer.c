@@ -332,6 +332,7 @@ int tracer_test_load(char *why, size_t whylen)
 	bpf_object__for_each_program (prog, skel->obj)
 		n += bpf_program__fd(prog) >= 0;
 	snprintf(why, whylen, "the tracing object loads (%d programs)", n);
+	trace_bpf__destroy(heavy);
 	trace_bpf__destroy(skel);
 	return 0;
 }

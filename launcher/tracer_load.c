@@ -382,7 +382,7 @@ struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *h
  * (or when that fails) with the full one; in two threads (load_split) when
  * one syscall pair is loaded, one after another when that fails or both
  * are (the doctor). */
-struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
+static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
 				   struct trace_bpf **heavy, char *why, size_t whylen)
 {
@@ -453,4 +453,19 @@ struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 	}
 	free(st);
 	return NULL;
+}
+
+struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
+				   const struct pyframes_target *py, bool stats,
+				   struct trace_bpf **heavy, char *why, size_t whylen)
+{
+	struct trace_bpf *skel =
+	    open_load(usdt, syscalls, ready_port, py, stats, heavy, why, whylen);
+
+	/* a program given its own log (the stats) gets no verdict logged by
+	 * libbpf, and a long log overflows the stats' buffer: a failed load
+	 * with the stats is made again without, for the reason */
+	if (!skel && stats)
+		skel = open_load(usdt, syscalls, ready_port, py, false, heavy, why, whylen);
+	return skel;
 }
