@@ -429,13 +429,6 @@ static struct gpu_proc *proc_of(struct gpu_trace *g, pid_t pid)
 	return &g->procs[g->n_procs++];
 }
 
-static bool is_init(const struct tl_gpu_event *e)
-{
-	return e->fn == GPU_CUDA_GET_DEVICE_COUNT || e->fn == GPU_CUDA_SET_DEVICE ||
-	       (e->fn == GPU_CUDA_FREE && !e->args[0]) || e->fn == GPU_CU_INIT ||
-	       e->fn == GPU_CU_CTX_CREATE || e->fn == GPU_CU_PRIMARY_CTX_RETAIN;
-}
-
 /* fn is a call that initialises the device (cudaFree counted so: as an
  * outer call only its fn is known, and cudaFree(0) is the init idiom) */
 static bool init_fn(__u32 fn)
@@ -443,6 +436,25 @@ static bool init_fn(__u32 fn)
 	return fn == GPU_CUDA_GET_DEVICE_COUNT || fn == GPU_CUDA_SET_DEVICE ||
 	       fn == GPU_CUDA_FREE || fn == GPU_CU_INIT || fn == GPU_CU_CTX_CREATE ||
 	       fn == GPU_CU_PRIMARY_CTX_RETAIN;
+}
+
+static bool is_init(const struct tl_gpu_event *e)
+{
+	return init_fn(e->fn) && (e->fn != GPU_CUDA_FREE || !e->args[0]);
+}
+
+/* the allocators (a1: bytes, out: the pointer or cuMemCreate's handle) and
+ * their frees (a0: the pointer or handle) */
+static bool is_alloc(__u32 fn)
+{
+	return fn == GPU_CUDA_MALLOC || fn == GPU_CU_MEM_ALLOC || fn == GPU_CUDA_MALLOC_ASYNC ||
+	       fn == GPU_CU_MEM_ALLOC_ASYNC || fn == GPU_CU_MEM_CREATE;
+}
+
+static bool is_free(__u32 fn)
+{
+	return fn == GPU_CUDA_FREE || fn == GPU_CU_MEM_FREE || fn == GPU_CUDA_FREE_ASYNC ||
+	       fn == GPU_CU_MEM_FREE_ASYNC || fn == GPU_CU_MEM_RELEASE;
 }
 
 /* Device memory is paired by (process, pointer) for the allocators that
@@ -556,30 +568,17 @@ static void on_release(struct gpu_trace *g, struct gpu_proc *p, bool handle, __u
 	p->mem -= bytes < p->mem ? bytes : p->mem;
 }
 
-/* the bytes a call allocates or copies to the device, 0: neither */
-static __u64 call_bytes(const struct tl_gpu_event *e)
-{
-	switch (e->fn) {
-	case GPU_CUDA_MALLOC:
-	case GPU_CU_MEM_ALLOC:
-	case GPU_CUDA_MALLOC_ASYNC:
-	case GPU_CU_MEM_ALLOC_ASYNC:
-	case GPU_CU_MEM_CREATE:
-		return e->args[1];
-	case GPU_CUDA_MEMCPY:
-	case GPU_CUDA_MEMCPY_ASYNC:
-		return e->args[3] == 1 /* cudaMemcpyHostToDevice */ ? e->args[2] : 0;
-	case GPU_CU_MEMCPY_HTOD:
-	case GPU_CU_MEMCPY_HTOD_ASYNC:
-		return e->args[2];
-	}
-	return 0;
-}
-
 static bool is_h2d(const struct tl_gpu_event *e)
 {
 	return e->fn == GPU_CU_MEMCPY_HTOD || e->fn == GPU_CU_MEMCPY_HTOD_ASYNC ||
-	       ((e->fn == GPU_CUDA_MEMCPY || e->fn == GPU_CUDA_MEMCPY_ASYNC) && e->args[3] == 1);
+	       ((e->fn == GPU_CUDA_MEMCPY || e->fn == GPU_CUDA_MEMCPY_ASYNC) &&
+		e->args[3] == 1 /* cudaMemcpyHostToDevice */);
+}
+
+/* the bytes a call allocates or copies to the device, 0: neither */
+static __u64 call_bytes(const struct tl_gpu_event *e)
+{
+	return is_alloc(e->fn) ? e->args[1] : is_h2d(e) ? e->args[2] : 0;
 }
 
 /* What an outermost call says of its process's memory and copies (a
@@ -590,24 +589,10 @@ static void on_outer_call(struct gpu_trace *g, struct gpu_proc *p, const struct 
 {
 	bool ok = !e->ret;
 
-	switch (e->fn) {
-	case GPU_CUDA_MALLOC:
-	case GPU_CU_MEM_ALLOC:
-	case GPU_CUDA_MALLOC_ASYNC:
-	case GPU_CU_MEM_ALLOC_ASYNC:
-	case GPU_CU_MEM_CREATE:
-		if (ok)
-			on_alloc(g, p, e->fn == GPU_CU_MEM_CREATE, e->out, e->args[1]);
-		break;
-	case GPU_CUDA_FREE:
-	case GPU_CU_MEM_FREE:
-	case GPU_CUDA_FREE_ASYNC:
-	case GPU_CU_MEM_FREE_ASYNC:
-	case GPU_CU_MEM_RELEASE:
-		if (ok && e->args[0])
-			on_release(g, p, e->fn == GPU_CU_MEM_RELEASE, e->args[0]);
-		break;
-	}
+	if (ok && is_alloc(e->fn))
+		on_alloc(g, p, e->fn == GPU_CU_MEM_CREATE, e->out, e->args[1]);
+	else if (ok && is_free(e->fn) && e->args[0])
+		on_release(g, p, e->fn == GPU_CU_MEM_RELEASE, e->args[0]);
 	if (ok && is_h2d(e)) {
 		p->h2d_bytes += call_bytes(e);
 		p->h2d_copies++;

@@ -100,6 +100,7 @@ void paths_dir_add_cwd(struct path_dirs *t, pid_t pid, __u64 want_dev, __u64 wan
 	char link[64], path[PATH_MAX], rel[PATH_MAX];
 	const struct path_cwd *c;
 	const char *base;
+	bool moved;
 	__u64 dev = 0, ino = 0;
 	ssize_t n;
 
@@ -109,10 +110,12 @@ void paths_dir_add_cwd(struct path_dirs *t, pid_t pid, __u64 want_dev, __u64 wan
 		path[n] = 0;
 		paths_dir_add_path(t, path, &dev, &ino);
 	}
-	if (want_ino && (dev != want_dev || ino != want_ino) && arg && arg[0] == '/') {
+	/* /proc says another directory than the chdir made */
+	moved = want_ino && (dev != want_dev || ino != want_ino) && arg && arg[0];
+	if (moved && arg[0] == '/') {
 		paths_dir_add(t, want_dev, want_ino, arg);
-	} else if (want_ino && (dev != want_dev || ino != want_ino) && arg && arg[0] &&
-		   (c = cwd_of(t, pid, false)) && (base = paths_dir_find(t, c->dev, c->ino))) {
+	} else if (moved && (c = cwd_of(t, pid, false)) &&
+		   (base = paths_dir_find(t, c->dev, c->ino))) {
 		/* gone (or moved on) before we read /proc: a relative chdir
 		 * from the cwd it had */
 		path_resolve(base, arg, rel, sizeof(rel));

@@ -197,6 +197,8 @@ struct load_cfg {
 	__u32 ready_port;
 	const struct pyframes_target *py;
 	const char *btfpath; /* the minimal BTF, or NULL */
+	bool cuda;	     /* the kernel has what the CUDA probes need */
+	uint64_t model_val[TRACE_MODEL_SUFFIXES], model_mask[TRACE_MODEL_SUFFIXES];
 };
 
 /* open -> configure (autoload, rodata): the same for each copy */
@@ -220,11 +222,7 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
 		bpf_program__set_autoload(skel->progs.py_import_start, false);
 		bpf_program__set_autoload(skel->progs.py_import_done, false);
 	}
-	/* the CUDA probes need the attach cookie (5.15) and a stopping
-	 * signal (5.5): without them the rest still loads */
-	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) <= 0 ||
-	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread, NULL) <=
-		0) {
+	if (!lc->cuda) {
 		bpf_program__set_autoload(skel->progs.gpu_enter, false);
 		bpf_program__set_autoload(skel->progs.gpu_exit, false);
 		bpf_program__set_autoload(skel->progs.gpu_mmap, false);
@@ -238,8 +236,8 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
 	skel->rodata->targ_ready_port = lc->ready_port;
 	if (lc->py) /* attribution: the interpreter whose frames are read */
 		pyframes_configure(skel, lc->py);
-	classify_model_keys((uint64_t *)skel->rodata->targ_model_suf,
-			    (uint64_t *)skel->rodata->targ_model_mask, TRACE_MODEL_SUFFIXES);
+	memcpy((void *)skel->rodata->targ_model_suf, lc->model_val, sizeof(lc->model_val));
+	memcpy((void *)skel->rodata->targ_model_mask, lc->model_mask, sizeof(lc->model_mask));
 	return skel;
 }
 
@@ -386,16 +384,23 @@ static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
 				   struct trace_bpf **heavy, char *why, size_t whylen)
 {
-	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL};
+	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL, false, {0}, {0}};
 	struct trace_bpf *skel = NULL;
 	struct load_stats *st = stats ? malloc(sizeof(*st)) : NULL;
-	uint64_t val[TRACE_MODEL_SUFFIXES], mask[TRACE_MODEL_SUFFIXES];
 	int err;
 
 	*heavy = NULL;
+	/* the CUDA probes need the attach cookie (5.15) and a stopping
+	 * signal (5.5): without them the rest still loads. Asked once for
+	 * every copy of the object. */
+	lc.cuda =
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) > 0 &&
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread, NULL) >
+		0;
 	/* more suffixes than the kernel holds would be model files to the
 	 * launcher only: a build-time limit, said at once */
-	if (classify_model_keys(val, mask, TRACE_MODEL_SUFFIXES) > TRACE_MODEL_SUFFIXES)
+	if (classify_model_keys(lc.model_val, lc.model_mask, TRACE_MODEL_SUFFIXES) >
+	    TRACE_MODEL_SUFFIXES)
 		fprintf(stderr, "tts-launch: warning: classify.c has more model suffixes "
 				"than TRACE_MODEL_SUFFIXES (bpf/trace.h): raise it\n");
 	for (int attempt = min_btf_matches() ? 0 : 1; attempt < 2; attempt++) {

@@ -146,9 +146,10 @@ static long tp_id(const char *tp)
 	return -1;
 }
 
-/* A host-wide perf event on tracepoint id, for a program (the link owns
- * it); -1 with errno */
-static int tp_event(long id)
+/* A perf event on tracepoint id: host-wide, for a program (the link owns
+ * it), or (hold) this process's, disabled, program-less: it keeps the
+ * tracepoint registered and counts nothing; -1 with errno */
+static int tp_open(long id, bool hold)
 {
 	struct perf_event_attr a;
 
@@ -156,7 +157,9 @@ static int tp_event(long id)
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_TRACEPOINT;
 	a.config = (__u64)id;
-	return (int)syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	a.disabled = hold;
+	return (int)syscall(SYS_perf_event_open, &a, hold ? 0 : -1, hold ? -1 : 0, -1,
+			    PERF_FLAG_FD_CLOEXEC);
 }
 
 /* The name of entry i of calls at at, into tp */
@@ -185,7 +188,7 @@ int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
 				continue;
 			/* the id read once (bpf_program__attach_tracepoint reads
 			 * it again): ~45 opens fewer before the release */
-			if ((pfd = tp_event(id)) < 0) {
+			if ((pfd = tp_open(id, false)) < 0) {
 				fail(ctx, tp, errno);
 				continue;
 			}
@@ -209,7 +212,6 @@ int tracer_syscalls_hold(int *fds, int max)
 
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
 		for (int at = AT_ENTER; at <= AT_EXIT && n < max; at++) {
-			struct perf_event_attr a;
 			char tp[64];
 			long id;
 			int fd;
@@ -219,12 +221,7 @@ int tracer_syscalls_hold(int *fds, int max)
 			tp_name(tp, sizeof(tp), i, at);
 			if ((id = tp_id(tp)) < 0)
 				continue;
-			memset(&a, 0, sizeof(a));
-			a.size = sizeof(a);
-			a.type = PERF_TYPE_TRACEPOINT;
-			a.config = (__u64)id;
-			a.disabled = 1; /* never scheduled: it counts nothing */
-			fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+			fd = tp_open(id, true);
 			if (fd >= 0)
 				fds[n++] = fd;
 		}
