@@ -157,19 +157,35 @@ static __always_inline void req_bytes(struct sock *sk, long n, bool out, __u64 n
  * file; EAGAIN and EINTR are not failures. msgs: messages moved (sockets);
  * uaddr/indirect: the address argument, for unconnected sockets; buf: the
  * (first) buffer, buflen of its bytes moved, 0 when not known. */
-static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, __u64 msgs,
-					 __u64 uaddr, bool indirect, __u64 buf, __u64 buflen)
+struct fd_io {
+	long fd, n;
+	__u64 now, msgs, uaddr, buf, buflen;
+	bool out, indirect;
+};
+
+/* A global function: sx_bytes' switch fills io for each kind of call, and
+ * the verifier checks what follows once, for any values, not once for each
+ * kind's constants (that was half of sys_exit's verification). */
+__attribute__((noinline)) int fd_bytes(struct fd_io *io)
 {
 	struct file *f;
 	struct file_key k;
 	struct file_val *v;
+	__u64 now;
 	__u32 mode;
+	bool out;
+	long n;
 
+	if (!io)
+		return 0;
+	n = io->n;
+	out = io->out;
+	now = io->now;
 	if (!n || n == -EAGAIN_ || n == -EINTR_)
-		return;
-	f = fd_file(fd);
+		return 0;
+	f = fd_file(io->fd);
 	if (!f)
-		return;
+		return 0;
 	file_id(f, &k, &mode);
 	if ((mode & S_IFMT_) == S_IFSOCK_) {
 		struct sock *sk = file_sock(f);
@@ -178,32 +194,33 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 		 * unless libc's calls are seen (libcio.bpf.c) */
 		if (sk && targ_cheap && BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP &&
 		    !libcio_seen())
-			return;
+			return 0;
 		if (sk) {
 			struct peer_key pk;
-			bool have = peer_bytes(sk, n, out, now, msgs, uaddr, indirect, &pk);
+			bool have =
+			    peer_bytes(sk, n, out, now, io->msgs, io->uaddr, io->indirect, &pk);
 
 			if (n > 0) {
 				req_bytes(sk, n, out, now);
-				conn_bytes(sk, n, out, have ? &pk : NULL, buf, buflen);
+				conn_bytes(sk, n, out, have ? &pk : NULL, io->buf, io->buflen);
 				/* a DNS answer names the addresses it gives */
 				if (have && !out && pk.port == 53 && pk.proto == IPPROTO_UDP)
-					names_payload(&pk, (__u64)sk, buf, buflen,
+					names_payload(&pk, (__u64)sk, io->buf, io->buflen,
 						      PAYLOAD_DNS_ANSWER);
 			}
 		}
-		return;
+		return 0;
 	}
 	if ((mode & S_IFMT_) != S_IFREG_ || (n < 0 && !out))
-		return;
+		return 0;
 	v = file_entry(f, &k, now);
 	if (!v)
-		return;
+		return 0;
 	if (n < 0) {
 		/* ENOSPC, EDQUOT, EIO, EFBIG...: the write failed */
 		__sync_fetch_and_add(&v->write_errors, 1);
 		v->write_errno = -n;
-		return;
+		return 0;
 	}
 	v->last_ns = now;
 	if (out) {
@@ -217,6 +234,7 @@ static __always_inline void fd_bytes_msg(long fd, long n, bool out, __u64 now, _
 		__sync_fetch_and_add(&v->bytes_read, n);
 		__sync_fetch_and_add(&v->reads, 1);
 	}
+	return 0;
 }
 
 /* sendmmsg/recvmmsg: ret messages; their lengths (msg_len, set by the
@@ -385,66 +403,66 @@ static __always_inline void first_iov(__u64 vec, long n, __u64 *buf, __u64 *len)
 
 SYS_HANDLER(sx_bytes)
 {
-	__u64 msgs = 1, uaddr = 0, buf = 0, buflen = 0;
-	bool out = false, indirect = false;
-	long nr, n;
+	struct fd_io io = {.msgs = 1};
+	long n;
 
 	if (!c)
 		return 0;
-	nr = c->in.nr;
 	n = c->ret;
-	switch (nr) {
+	io.fd = c->in.a0;
+	io.now = c->now;
+	switch (c->in.nr) {
 	case __NR_sendto:
-		out = true;
+		io.out = true;
 		/* fallthrough */
 	case __NR_recvfrom:
-		uaddr = c->in.a1;
-		buf = c->in.a2;
-		buflen = n > 0 ? n : 0;
+		io.uaddr = c->in.a1;
+		io.buf = c->in.a2;
+		io.buflen = n > 0 ? n : 0;
 		break;
 	case __NR_sendmsg:
-		out = true;
+		io.out = true;
 		/* fallthrough */
 	case __NR_recvmsg:
-		uaddr = c->in.a1;
-		indirect = true;
+		io.uaddr = c->in.a1;
+		io.indirect = true;
 		/* struct msghdr: msg_iov at 16 */
 		if (n > 0 && c->in.a1) {
 			__u64 vec = 0;
 
 			bpf_probe_read_user(&vec, sizeof(vec), (void *)(c->in.a1 + 16));
-			first_iov(vec, n, &buf, &buflen);
+			first_iov(vec, n, &io.buf, &io.buflen);
 		}
 		break;
 	case __NR_sendmmsg:
-		out = true;
+		io.out = true;
 		/* fallthrough */
 	case __NR_recvmmsg:
 		if (n > 0) {
-			msgs = n;
+			io.msgs = n;
 			n = mmsg_bytes(n, c->in.a1);
-			uaddr = c->in.a1;
-			indirect = true;
+			io.uaddr = c->in.a1;
+			io.indirect = true;
 		} else {
-			msgs = 0;
+			io.msgs = 0;
 		}
 		break;
 	case __NR_write:
 	case __NR_pwrite64:
-		out = true;
-		buf = c->in.a1;
-		buflen = n > 0 ? n : 0;
+		io.out = true;
+		io.buf = c->in.a1;
+		io.buflen = n > 0 ? n : 0;
 		break;
 	case __NR_writev:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-		out = true;
+		io.out = true;
 		if (n > 0)
-			first_iov(c->in.a1, n, &buf, &buflen);
+			first_iov(c->in.a1, n, &io.buf, &io.buflen);
 		break;
 	}
-	fd_bytes_msg(c->in.a0, n, out, c->now, msgs, uaddr, indirect, buf, buflen);
-	return 0;
+	io.n = n;
+	return fd_bytes(&io);
 }
 
 /* connections: accept, connect, listen */

@@ -459,17 +459,29 @@ HUB_SNAPSHOT = "hub/models--IndexTeam--IndexTTS-2/snapshots/%s/gpt.pth" % ("c" *
 
 
 @pytest.mark.parametrize("name, model", [("bpe.model", True), ("weights.dat", False),
-                                         (HUB_SNAPSHOT, True)])
+                                         (HUB_SNAPSHOT, True), ("weights -> gpt.pth", True),
+                                         ("weights -> tokenizer.model", True),
+                                         ("weights -> w.dat", False)])
 def test_request_model_faults_follow_the_suffix_table(work, name, model):
     """A request's faults in a mapped file count as model faults when the
     file's name ends like model weights: the kernel gets the launcher's one
     suffix table (classify.c), .model included (bpe.model). In a Hugging
     Face cache the name opened is the snapshot's (gpt.pth), a link to the
-    blob (blobs/<sha256>, no suffix) that is mapped: the opened name counts."""
+    blob (blobs/<sha256>, no suffix) that is mapped: the opened name counts.
+    Opened through a link without a suffix ("weights -> gpt.pth"), the file's
+    own name (its dentry, read once when the file is first seen) counts:
+    names shorter and longer than the 8 bytes compared."""
     n, size, pages = 3, 100, 4
+    link = None
+    if " -> " in name:
+        link, name = name.split(" -> ")
     mapped = work / name
     mapped.parent.mkdir(parents=True, exist_ok=True)
-    if name == HUB_SNAPSHOT:
+    if link:
+        mapped.write_bytes(os.urandom(256 * 1024))
+        (work / link).symlink_to(name)
+        mapped = work / link
+    elif name == HUB_SNAPSHOT:
         blob = work / "hub/models--IndexTeam--IndexTTS-2/blobs" / ("b" * 64)
         blob.parent.mkdir(parents=True)
         blob.write_bytes(os.urandom(256 * 1024))
