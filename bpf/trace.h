@@ -225,6 +225,17 @@ struct tl_conn_event {
 _Static_assert(sizeof(struct tl_conn_event) == 72, "tl_conn_event layout changed");
 TL_HEAD_ASSERT(tl_conn_event);
 
+/* Where a USDT probe's argument lies, as the launcher read it from the
+ * probe's note ("8@%rax", "-4@-20(%rbp)"; launcher/usdtarg.c): 32 bits of
+ * the uprobe link's cookie per argument (the first in the low half), read
+ * by python.bpf.c. */
+#define USDT_LOC_OFF_MASK   0xffffu /* a dereference's offset, signed 16 bits */
+#define USDT_LOC_REG_SHIFT  16	    /* bits 16-23: the register's offset in struct pt_regs */
+#define USDT_LOC_SIZE_SHIFT 24	    /* bits 24-25: log2 of the size in bytes */
+#define USDT_LOC_SIGNED	    (1u << 26)
+#define USDT_LOC_DEREF	    (1u << 27) /* the value is at register + offset */
+#define USDT_LOC_VALID	    (1u << 28)
+
 /* EV_IMPORT_START / EV_IMPORT_DONE: a Python module import began or ended
  * in thread tid. Imports nest per thread, so the launcher pairs a done with
  * the innermost open start: only the start carries the name (each probe hit

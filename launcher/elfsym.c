@@ -179,3 +179,106 @@ uint64_t elfsym_base_vaddr(struct elfsym *e)
 	}
 	return 0;
 }
+
+/* vaddr's file offset, in the PT_LOAD whose file bytes hold it; 0: none */
+static uint64_t vaddr_offset(Elf *elf, uint64_t vaddr)
+{
+	size_t n = 0;
+
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+		    vaddr - ph.p_vaddr < ph.p_filesz)
+			return ph.p_offset + (vaddr - ph.p_vaddr);
+	}
+	return 0;
+}
+
+/* the sh_addr of the section named name (0: none) */
+static uint64_t section_addr(Elf *elf, const char *name)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(n, name))
+			return sh.sh_addr;
+	}
+	return 0;
+}
+
+/* One stapsdt note's descriptor: three addresses (the probe, the link-time
+ * .stapsdt.base, the semaphore), then provider, name and arguments, each
+ * NUL-terminated. True when it is provider:name, with out filled. */
+static bool usdt_note(Elf *elf, const char *d, size_t len, const char *provider, const char *name,
+		      uint64_t base, struct elfsym_usdt *out)
+{
+	size_t asz = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8, at = 3 * asz;
+	uint64_t a[3] = {0};
+	const char *prov, *nm, *args;
+
+	if (len <= at)
+		return false;
+	for (int i = 0; i < 3; i++) {
+		if (asz == 4) {
+			uint32_t v;
+
+			memcpy(&v, d + i * asz, 4);
+			a[i] = v;
+		} else {
+			memcpy(&a[i], d + i * asz, 8);
+		}
+	}
+	prov = d + at;
+	/* each string ends inside the descriptor */
+	if (!(nm = memchr(prov, 0, len - at)) || (size_t)(++nm - d) >= len ||
+	    !(args = memchr(nm, 0, len - (size_t)(nm - d))) || (size_t)(++args - d) >= len ||
+	    !memchr(args, 0, len - (size_t)(args - d)))
+		return false;
+	if (strcmp(prov, provider) || strcmp(nm, name))
+		return false;
+	/* prelinked: the probe moved as .stapsdt.base did */
+	if (base && a[1])
+		a[0] += base - a[1];
+	out->offset = vaddr_offset(elf, a[0]);
+	out->sema_offset = a[2] ? vaddr_offset(elf, a[2]) : 0;
+	snprintf(out->args, sizeof(out->args), "%s", args);
+	return out->offset && (!a[2] || out->sema_offset);
+}
+
+bool elfsym_usdt(struct elfsym *e, const char *provider, const char *name, struct elfsym_usdt *out)
+{
+	uint64_t base = section_addr(e->elf, ".stapsdt.base");
+	Elf_Scn *scn = NULL;
+
+	memset(out, 0, sizeof(*out));
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type != 3 /* NT_STAPSDT */ || nh.n_namesz != sizeof("stapsdt") ||
+			    memcmp((const char *)data->d_buf + noff, "stapsdt", sizeof("stapsdt")))
+				continue;
+			if (usdt_note(e->elf, (const char *)data->d_buf + doff, nh.n_descsz,
+				      provider, name, base, out))
+				return true;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	return false;
+}

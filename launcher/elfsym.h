@@ -52,4 +52,16 @@ bool elfsym_needed(struct elfsym *e, const char *prefix, char *lib, size_t lible
 /* The p_vaddr of the PT_LOAD at file offset 0 (0 when none). */
 uint64_t elfsym_base_vaddr(struct elfsym *e);
 
+/* A SystemTap USDT probe (a note of .note.stapsdt), as a uprobe needs it */
+struct elfsym_usdt {
+	uint64_t offset;      /* file offset of the probe's instruction */
+	uint64_t sema_offset; /* file offset of its semaphore (the uprobe's
+				 ref_ctr_offset); 0: none */
+	char args[128];	      /* its argument string ("8@%rax -4@%edx") */
+};
+
+/* The first note of provider:name; false when there is none, or its
+ * addresses lie in no loaded segment of the file. */
+bool elfsym_usdt(struct elfsym *e, const char *provider, const char *name, struct elfsym_usdt *out);
+
 #endif

@@ -201,18 +201,6 @@ static int python_candidates(const struct config *cfg, char out[][PATH_MAX], int
 	return n;
 }
 
-/* Does path start with the ELF magic? */
-static bool is_elf(const char *path)
-{
-	char m[4] = {0};
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
-
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
 void tr_add_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 {
 	struct bpf_link **nl = realloc(*links, (*n + 1) * sizeof(*nl));
@@ -504,40 +492,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 			    "no CUDA calls traced");
 	t->col.gpu = gpu_trace_new(t->skel, (pid_t)o->root_pid, o->cfg, gpu_note, t);
 	t_attach = clock_ms();
-	for (int i = 0; i < n_py; i++) {
-		struct bpf_link *ls, *ld;
-		char pname[PATH_MAX + 32];
-
-		ls = bpf_program__attach_usdt(t->skel->progs.py_import_start, -1, pys[i], "python",
-					      "import__find__load__start", NULL);
-		err = ls ? 0 : errno;
-		ld = ls ? bpf_program__attach_usdt(t->skel->progs.py_import_done, -1, pys[i],
-						   "python", "import__find__load__done", NULL)
-			: NULL;
-		if (!ls || !ld) {
-			err = err ? err : errno;
-			bpf_link__destroy(ls);
-			if (!is_elf(pys[i]))
-				tr_fallback(t, "python_imports",
-					    "%s is not an ELF binary (a wrapper script such as a "
-					    "pyenv shim: the interpreter it starts is not probed)",
-					    pys[i]);
-			else if (err == ENOENT)
-				tr_fallback(t, "python_imports",
-					    "%s has no USDT probes (a CPython built without "
-					    "--with-dtrace)",
-					    pys[i]);
-			else
-				tr_fallback(t, "python_imports", "failed to attach USDT to %s: %s",
-					    pys[i], strerror(err));
-			continue;
-		}
-		tr_add_ulink(t, ls, t->skel->progs.py_import_start);
-		tr_add_ulink(t, ld, t->skel->progs.py_import_done);
-		t->st.usdt = true;
-		snprintf(pname, sizeof(pname), "python_imports:%.*s", PATH_MAX - 1, pys[i]);
-		tr_probe_add(t, pname);
-	}
+	tr_attach_imports(t, (pid_t)o->root_pid, pys, n_py);
 
 	t_usdt = clock_ms();
 

@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <netdb.h>
@@ -15,12 +16,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "elfsym.h"
 #include "trace.h"
 #include "trace.skel.h"
 #include "tracer_internal.h"
 #include "tracer_libcio.h"
 #include "tracer_load.h"
 #include "ukeeper.h"
+#include "usdtarg.h"
 #include "util.h"
 
 static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog);
@@ -73,6 +76,123 @@ void tr_attach_names(struct tracer *t, pid_t pid)
 	tr_add_ulink(t, lx, t->skel->progs.gai_exit);
 	t->st.names = true;
 	tr_probe_add(t, "getaddrinfo");
+}
+
+/* Does path start with the ELF magic? */
+static bool is_elf(const char *path)
+{
+	char m[4] = {0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Python's import probes (python.bpf.c) in the interpreter binary py: the
+ * USDT notes read here, each probe a uprobe at its address with its
+ * semaphore (ref_ctr_offset) and its arguments' places in the cookie, bound
+ * to the tree like the libc sites (no other python of the host traps, nor
+ * takes the probe's branch: the kernel counts the semaphore up in the tree's
+ * processes only); for every process of the host when tracefs is not
+ * there, as libbpf's USDT attach did. 0, or an errno with why said. */
+static int import_probes(struct tracer *t, pid_t pid, const char *py, char *why, size_t whylen)
+{
+	static const struct {
+		const char *probe, *tag;
+		int nargs;
+	} probes[2] = {{"import__find__load__start", "pyimport", 1},
+		       {"import__find__load__done", "pyimport_done", 2}};
+	struct bpf_program *progs[2] = {t->skel->progs.py_import_start,
+					t->skel->progs.py_import_done};
+	struct elfsym_usdt u[2];
+	uint64_t cookie[2] = {0, 0};
+	bool bound[2] = {false, false};
+	struct elfsym *e = elfsym_open(py, why, whylen);
+
+	if (!e)
+		return ENOEXEC;
+	for (int i = 0; i < 2; i++) {
+		if (!elfsym_usdt(e, "python", probes[i].probe, &u[i])) {
+			elfsym_close(e);
+			snprintf(why, whylen,
+				 "%s has no USDT probes (a CPython built without --with-dtrace)",
+				 py);
+			return ENOENT;
+		}
+		for (int a = 0; a < probes[i].nargs; a++) {
+			const char *bad = NULL;
+			uint32_t loc;
+
+			if (usdtarg_loc(u[i].args, a, &loc, &bad)) {
+				elfsym_close(e);
+				snprintf(why, whylen, "%s: USDT probe %s, argument %d (\"%s\"): %s",
+					 py, probes[i].probe, a + 1, u[i].args, bad);
+				return EINVAL;
+			}
+			cookie[i] |= (uint64_t)loc << (32 * a);
+		}
+	}
+	elfsym_close(e);
+	for (int i = 0; i < 2 && (!i || bound[i - 1]); i++)
+		bound[i] =
+		    !tracer_libcio_bind_at(progs[i], pid, py, probes[i].tag, u[i].offset,
+					   u[i].sema_offset, cookie[i], libcio_add, t, why, whylen);
+	if (bound[1])
+		return 0;
+	/* each probe bound so far stays; the rest for every process */
+	if (t->verbose)
+		fprintf(stderr, "tts-launch: Python's import probes for every process (%s)\n", why);
+	for (int i = 0; i < 2; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .ref_ctr_offset = u[i].sema_offset,
+			    .bpf_cookie = cookie[i]);
+
+		struct bpf_link *l;
+
+		if (bound[i])
+			continue;
+		l = bpf_program__attach_uprobe_opts(progs[i], -1, py, u[i].offset, &uo);
+		if (!l) {
+			int err = errno;
+
+			snprintf(why, whylen, "failed to attach a uprobe to %s: %s", py,
+				 strerror(err));
+			return err;
+		}
+		tr_add_ulink(t, l, progs[i]);
+	}
+	return 0;
+}
+
+void tr_attach_imports(struct tracer *t, pid_t pid, char (*pys)[PATH_MAX], int n_py)
+{
+	for (int i = 0; i < n_py; i++) {
+		char pname[PATH_MAX + 32], why[PATH_MAX + 256];
+
+		if (!bpf_program__autoload(t->skel->progs.py_import_start)) {
+			tr_fallback(
+			    t, "python_imports",
+			    "the kernel lacks bpf_get_attach_cookie (5.15): imports derived "
+			    "from module files");
+			return;
+		}
+		if (!is_elf(pys[i])) {
+			tr_fallback(
+			    t, "python_imports",
+			    "%s is not an ELF binary (a wrapper script such as a pyenv shim: "
+			    "the interpreter it starts is not probed)",
+			    pys[i]);
+			continue;
+		}
+		if (import_probes(t, pid, pys[i], why, sizeof(why))) {
+			tr_fallback(t, "python_imports", "%s", why);
+			continue;
+		}
+		t->st.usdt = true;
+		snprintf(pname, sizeof(pname), "python_imports:%.*s", PATH_MAX - 1, pys[i]);
+		tr_probe_add(t, pname);
+	}
 }
 
 /* prog on a new software perf event attr of pid (-1: all) on cpu (-1:

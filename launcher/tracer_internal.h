@@ -4,6 +4,7 @@
 #ifndef TTS_TRACER_INTERNAL_H
 #define TTS_TRACER_INTERNAL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -85,6 +86,9 @@ void tr_followers_close(struct tracer *t, const struct bpf_program *prog);
 
 /* tracer_attach.c */
 void tr_attach_names(struct tracer *t, pid_t pid);
+/* Python's import probes in each interpreter pys[0..n_py), bound to the
+ * tree of pid (tracer_attach.c) */
+void tr_attach_imports(struct tracer *t, pid_t pid, char (*pys)[PATH_MAX], int n_py);
 void tr_attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
 		       bool user_only, const char *probe, const char *event);
 void tr_attach_fault_tick(struct tracer *t, pid_t root);

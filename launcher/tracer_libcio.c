@@ -160,13 +160,18 @@ static void stale_groups(void)
  * tracepoint id, or -errno. Defined already (EEXIST: "the exact same probe
  * event", by a run before or beside this one) is as good: the name says
  * the file and the offset, so a definition of that name is this one. */
-static long probe_define(const char *name, const char *libc, uint64_t off, bool ret)
+static long probe_define(const char *name, const char *libc, uint64_t off, uint64_t ref_ctr,
+			 bool ret)
 {
-	char cmd[PATH_MAX + 128], path[PATH_MAX], idbuf[32];
+	char cmd[PATH_MAX + 160], path[PATH_MAX], idbuf[32], rc[32] = "";
 	int fd, err, n;
 
-	snprintf(cmd, sizeof(cmd), "%c:" GROUP "/%s %s:0x%llx\n", ret ? 'r' : 'p', name, libc,
-		 (unsigned long long)off);
+	/* a USDT probe's semaphore: the kernel counts it up in each process
+	 * the probe is installed in (CPython tests it before it calls the probe) */
+	if (ref_ctr)
+		snprintf(rc, sizeof(rc), "(0x%llx)", (unsigned long long)ref_ctr);
+	snprintf(cmd, sizeof(cmd), "%c:" GROUP "/%s %s:0x%llx%s\n", ret ? 'r' : 'p', name, libc,
+		 (unsigned long long)off, rc);
 	err = write_str(TRACEFS "/uprobe_events", cmd);
 	if (err && err != EEXIST)
 		return -err;
@@ -248,8 +253,9 @@ static int syscall_sites(int fd, const struct elfsym_sym *sym, unsigned int nr, 
  * made or found, the anchor opened and prog attached to it, the follower
  * opened; *follow its fd. The link, or NULL with -errno in *err. */
 static struct bpf_link *bind_site(struct bpf_program *prog, pid_t pid, const char *libc,
-				  const struct stat *st, const char *fn, uint64_t off, bool ret,
-				  uint64_t cookie, int *follow, int *err)
+				  const struct stat *st, const char *fn, uint64_t off,
+				  uint64_t ref_ctr, bool ret, uint64_t cookie, int *follow,
+				  int *err)
 {
 	char name[64];
 	struct bpf_link *l;
@@ -264,7 +270,7 @@ static struct bpf_link *bind_site(struct bpf_program *prog, pid_t pid, const cha
 		 (unsigned long long)off);
 	*follow = -1;
 	for (int try = 0; try < DEFINE_TRIES; try++) {
-		id = probe_define(name, libc, off, ret);
+		id = probe_define(name, libc, off, ref_ctr, ret);
 		pfd = id < 0 ? (int)id : probe_open(id, pid, false);
 		if (pfd >= 0 && (*follow = probe_open(id, pid, true)) < 0) {
 			close(pfd);
@@ -320,7 +326,7 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 		for (int j = 0; j < n_sites[i]; j++) {
 			int follow, err;
 			struct bpf_link *l =
-			    bind_site(prog, pid, libc, &st, fns[i].name, sites[i][j], false,
+			    bind_site(prog, pid, libc, &st, fns[i].name, sites[i][j], 0, false,
 				      fns[i].nr, &follow, &err);
 
 			if (!l) {
@@ -361,9 +367,9 @@ int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_
 	}
 	elfsym_close(e);
 	stale_groups();
-	le = bind_site(enter, pid, libc, &st, fn, sym.offset, false, 0, &fe, &err);
+	le = bind_site(enter, pid, libc, &st, fn, sym.offset, 0, false, 0, &fe, &err);
 	if (le)
-		lx = bind_site(exit, pid, libc, &st, fn, sym.offset, true, 0, &fx, &err);
+		lx = bind_site(exit, pid, libc, &st, fn, sym.offset, 0, true, 0, &fx, &err);
 	if (!lx) {
 		if (le) {
 			bpf_link__destroy(le);
@@ -374,6 +380,29 @@ int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_
 	}
 	add(ctx, le, fe, enter);
 	add(ctx, lx, fx, exit);
+	return 0;
+}
+
+int tracer_libcio_bind_at(struct bpf_program *prog, pid_t pid, const char *file, const char *tag,
+			  uint64_t off, uint64_t ref_ctr, uint64_t cookie, tracer_libcio_add add,
+			  void *ctx, char *why, size_t whylen)
+{
+	struct bpf_link *l;
+	struct stat st;
+	int follow = -1, err = 0;
+
+	if (stat(file, &st)) {
+		snprintf(why, whylen, "%s: %s", file, strerror(errno));
+		return -1;
+	}
+	stale_groups();
+	l = bind_site(prog, pid, file, &st, tag, off, ref_ctr, false, cookie, &follow, &err);
+	if (!l) {
+		snprintf(why, whylen, "uprobe at 0x%llx in %s: %s", (unsigned long long)off, file,
+			 strerror(-err));
+		return -1;
+	}
+	add(ctx, l, follow, prog);
 	return 0;
 }
 

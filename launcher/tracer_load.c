@@ -198,6 +198,7 @@ struct load_cfg {
 	const struct pyframes_target *py;
 	const char *btfpath; /* the minimal BTF, or NULL */
 	bool cuda;	     /* the kernel has what the CUDA probes need */
+	bool cookie;	     /* bpf_get_attach_cookie: the import probes' arguments */
 	uint64_t model_val[TRACE_MODEL_SUFFIXES], model_mask[TRACE_MODEL_SUFFIXES];
 };
 
@@ -218,7 +219,7 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
 		bpf_program__set_autoload(skel->progs.libc_io, false);
 	}
 	skel->rodata->targ_cheap = lc->syscalls == SYSCALLS_CHEAP;
-	if (!lc->usdt) {
+	if (!lc->usdt || !lc->cookie) {
 		bpf_program__set_autoload(skel->progs.py_import_start, false);
 		bpf_program__set_autoload(skel->progs.py_import_done, false);
 	}
@@ -251,9 +252,15 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
  * the heavy copy (that one only) on another, both on the maps copy's maps
  * (bpf_map__reuse_fd). All programs see the same maps and the same frozen
  * .rodata, so the verifier's view is what one load gives. A map whose name
- * the kernel shortens (over 15 characters: libbpf's USDT maps) keeps its
- * own per copy, as libbpf finds those by their full name; no program of
- * the heavy copy uses them. */
+ * the kernel shortens (over 15 characters; libbpf's USDT maps were) would
+ * keep its own per copy, as libbpf finds those by their full name.
+ *
+ * Creating the maps is ~12 ms of the maps copy's ~18 (each preallocated
+ * element of an LRU hash, each per-CPU slot, is allocated there), while
+ * opening the two copies takes the other thread ~5 ms. So that thread then
+ * creates the preallocated maps itself (side_map: from the heavy copy's
+ * definitions, without their BTF types, which no program needs), and the
+ * maps copy creates the rest. */
 
 /* the program of the active syscall pair loaded on its own */
 static struct bpf_program *heavy_prog(struct trace_bpf *skel, int syscalls)
@@ -261,30 +268,94 @@ static struct bpf_program *heavy_prog(struct trace_bpf *skel, int syscalls)
 	return syscalls == SYSCALLS_CHEAP ? skel->progs.syscall_exit : skel->progs.sys_exit;
 }
 
-static int reuse_maps(struct trace_bpf *into, struct trace_bpf *from)
+/* a map every copy shares (the kernel keeps 15 characters of a name) */
+static bool shared_map(const struct bpf_map *m)
+{
+	return strlen(bpf_map__name(m)) < 16 /* BPF_OBJ_NAME_LEN */;
+}
+
+/* a map whose creation allocates all of it: made on the other thread */
+static bool side_map(const struct bpf_map *m)
+{
+	enum bpf_map_type t = bpf_map__type(m);
+
+	return shared_map(m) && !bpf_map__is_internal(m) &&
+	       (t == BPF_MAP_TYPE_LRU_HASH || t == BPF_MAP_TYPE_LRU_PERCPU_HASH ||
+		(t == BPF_MAP_TYPE_PERCPU_ARRAY && bpf_map__max_entries(m) > 1));
+}
+
+#define SIDE_MAPS_MAX 16
+
+/* a thread's part: open the two copies and create the side maps, or load
+ * one copy */
+struct load_job {
+	const struct load_cfg *lc;
+	struct trace_bpf *skel[2];
+	int err;
+	int nside;
+	struct side_fd {
+		const char *name; /* the heavy copy's map's */
+		int fd;
+	} side[SIDE_MAPS_MAX];
+};
+
+static int side_fd(const struct load_job *j, const char *name)
+{
+	for (int i = 0; i < j->nside; i++)
+		if (!strcmp(j->side[i].name, name))
+			return j->side[i].fd;
+	return -1;
+}
+
+static void side_close(struct load_job *j)
+{
+	for (int i = 0; i < j->nside; i++)
+		close(j->side[i].fd);
+	j->nside = 0;
+}
+
+static int side_create(struct load_job *j, const struct bpf_object *obj)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map (m, obj) {
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = bpf_map__map_flags(m),
+			    .numa_node = bpf_map__numa_node(m), .map_extra = bpf_map__map_extra(m));
+		int fd;
+
+		if (!side_map(m))
+			continue;
+		if (j->nside == SIDE_MAPS_MAX)
+			return -E2BIG;
+		fd = bpf_map_create(bpf_map__type(m), bpf_map__name(m), bpf_map__key_size(m),
+				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
+		if (fd < 0)
+			return -errno;
+		j->side[j->nside].name = bpf_map__name(m);
+		j->side[j->nside++].fd = fd;
+	}
+	return 0;
+}
+
+/* every shared map of into on the side map of that name or from's */
+static int reuse_maps(struct trace_bpf *into, struct trace_bpf *from, const struct load_job *side)
 {
 	struct bpf_map *m;
 
 	bpf_object__for_each_map (m, into->obj) {
 		struct bpf_map *f = bpf_object__find_map_by_name(from->obj, bpf_map__name(m));
-		int err;
+		int fd, err;
 
-		if (strlen(bpf_map__name(m)) >= 16 /* BPF_OBJ_NAME_LEN */)
+		if (!shared_map(m))
 			continue;
-		if (!f || bpf_map__fd(f) < 0)
+		fd = side_map(m) ? side_fd(side, bpf_map__name(m)) : f ? bpf_map__fd(f) : -1;
+		if (fd < 0)
 			return -ENOENT;
-		if ((err = bpf_map__reuse_fd(m, bpf_map__fd(f))))
+		if ((err = bpf_map__reuse_fd(m, fd)))
 			return err;
 	}
 	return 0;
 }
-
-/* a thread's part: open the two copies, or load one */
-struct load_job {
-	const struct load_cfg *lc;
-	struct trace_bpf *skel[2];
-	int err;
-};
 
 static void *open_copies(void *arg)
 {
@@ -292,6 +363,7 @@ static void *open_copies(void *arg)
 
 	j->skel[0] = open_configured(j->lc);
 	j->skel[1] = open_configured(j->lc);
+	j->err = j->skel[1] ? side_create(j, j->skel[1]->obj) : -ENOMEM;
 	return NULL;
 }
 
@@ -310,8 +382,10 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 		      struct trace_bpf **heavy)
 {
 	struct trace_bpf *maps = open_configured(lc), *m, *h;
-	struct load_job opened = {lc, {NULL, NULL}, 0}, hl = {lc, {NULL, NULL}, 0};
+	struct load_job opened = {lc, {NULL, NULL}, 0, 0, {{0}}},
+			hl = {lc, {NULL, NULL}, 0, 0, {{0}}};
 	struct bpf_program *p;
+	struct bpf_map *map;
 	pthread_t th;
 	int err = -ENOMEM;
 
@@ -319,6 +393,9 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 		return -errno;
 	bpf_object__for_each_program (p, maps->obj)
 		bpf_program__set_autoload(p, false);
+	bpf_object__for_each_map (map, maps->obj)
+		if (side_map(map))
+			bpf_map__set_autocreate(map, false);
 	if ((err = -pthread_create(&th, NULL, open_copies, &opened))) {
 		trace_bpf__destroy(maps);
 		return err;
@@ -327,6 +404,8 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 	pthread_join(th, NULL);
 	m = opened.skel[0];
 	h = opened.skel[1];
+	if (!err)
+		err = opened.err;
 	if (!err && (!m || !h))
 		err = -ENOMEM;
 	if (err)
@@ -335,8 +414,9 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 		bpf_program__set_autoload(p, p == heavy_prog(h, lc->syscalls) &&
 						 bpf_program__autoload(p));
 	bpf_program__set_autoload(heavy_prog(m, lc->syscalls), false);
-	if ((err = reuse_maps(m, maps)) || (err = reuse_maps(h, maps)))
+	if ((err = reuse_maps(m, maps, &opened)) || (err = reuse_maps(h, maps, &opened)))
 		goto fail;
+	side_close(&opened); /* each copy holds its own */
 	if (st) {
 		stats_arm(m, st);
 		stats_arm_more(h, st);
@@ -355,6 +435,7 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 	*heavy = h;
 	return 0;
 fail:
+	side_close(&opened);
 	trace_bpf__destroy(maps);
 	trace_bpf__destroy(m);
 	trace_bpf__destroy(h);
@@ -384,19 +465,19 @@ static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
 				   struct trace_bpf **heavy, char *why, size_t whylen)
 {
-	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL, false, {0}, {0}};
+	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL, false, false, {0}, {0}};
 	struct trace_bpf *skel = NULL;
 	struct load_stats *st = stats ? malloc(sizeof(*st)) : NULL;
 	int err;
 
 	*heavy = NULL;
-	/* the CUDA probes need the attach cookie (5.15) and a stopping
+	/* the import and CUDA probes need the attach cookie (5.15), CUDA a stopping
 	 * signal (5.5): without them the rest still loads. Asked once for
 	 * every copy of the object. */
-	lc.cuda =
-	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) > 0 &&
-	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_send_signal_thread, NULL) >
-		0;
+	lc.cookie =
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) > 0;
+	lc.cuda = lc.cookie && libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT,
+						       BPF_FUNC_send_signal_thread, NULL) > 0;
 	/* more suffixes than the kernel holds would be model files to the
 	 * launcher only: a build-time limit, said at once */
 	if (classify_model_keys(lc.model_val, lc.model_mask, TRACE_MODEL_SUFFIXES) >

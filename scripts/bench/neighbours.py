@@ -3,9 +3,11 @@
 traced tree, timed while a tracer traces something else.
 
 Neighbours: a syscall-bound one, `dd if=/dev/zero of=/dev/null bs=1
-count=2000000` (two syscalls per byte), and a context-switch-heavy one,
+count=2000000` (two syscalls per byte), a context-switch-heavy one,
 pingpong.c (two processes passing a byte over two pipes, 100000 round
-trips: two writes, two reads, two switches each).
+trips: two writes, two reads, two switches each), and (--neighbour
+pyimport) another python of the host importing a module again and again
+(--pyimports N imports: each passes CPython's import probes).
 
 Tracers, each started before the neighbour runs and stopped after it:
 - tts-launch syscalls=exact, during start-up: `tts-launch run --set
@@ -18,6 +20,9 @@ Tracers, each started before the neighbour runs and stopped after it:
 - tts-launch, after the window: a service (it listens, then sleeps) with
   `[trace] requests_window = 1s`, measured once the timeline says the
   probes were lightened (tracing.light) and nothing is left draining;
+- tts-launch tracing a python (`-- python3 -c 'time.sleep()'`: Python's
+  import probes attached), this build and with --baseline BIN another
+  build (the one before a change);
 - strace -f of /bin/sleep (ptrace is per process: a neighbour pays nothing);
 - bpftrace scripts/bench/bpftrace-equivalent.bt -c /bin/sleep (tracepoints
   filtered in the program, like tts-launch).
@@ -34,9 +39,11 @@ run_time_ns of the tracer's program fds in /proc/PID/fdinfo, before and
 after). With --rss, tts-launch's own peak RSS (VmHWM) during simulator
 start-ups (trace_overhead.py's warm-cache simulator, to ready).
 
-    scripts/bench/neighbours.py [--runs N] [--neighbour dd|pingpong|all] [--dd-count N]
-                                [--pingpong N] [--rss N] [--json OUT]
-                                [--variants startup,cheap,light,strace,bpftrace]
+    scripts/bench/neighbours.py [--runs N] [--neighbour dd|pingpong|pyimport|all]
+                                [--dd-count N] [--pingpong N] [--pyimports N] [--rss N]
+                                [--json OUT] [--baseline BIN]
+                                [--variants startup,cheap,light,python,python-baseline,
+                                            strace,bpftrace]
 
 Needs root (BPF), strace, bpftrace, cc, and a built build/tts-launch.
 """
@@ -60,9 +67,15 @@ from trace_overhead import (BT, PY, ROOT, SETTLE_S, TTS, free_port, paired, pair
 STARTUP = "tts-launch syscalls=exact, during start-up"
 CHEAP = "tts-launch syscalls=cheap, during start-up"
 LIGHT = "tts-launch, after the window"
-VARIANTS = ["untraced", STARTUP, CHEAP, LIGHT, "strace -f", "bpftrace"]
-SHORT = {"startup": STARTUP, "cheap": CHEAP, "light": LIGHT, "strace": "strace -f",
-         "bpftrace": "bpftrace"}  # --variants
+PYTHON = "tts-launch tracing a python, during start-up"
+PYBASE = "baseline tts-launch tracing a python, during start-up"
+VARIANTS = ["untraced", STARTUP, CHEAP, LIGHT, PYTHON, "strace -f", "bpftrace"]
+SHORT = {"startup": STARTUP, "cheap": CHEAP, "light": LIGHT, "python": PYTHON,
+         "python-baseline": PYBASE, "strace": "strace -f", "bpftrace": "bpftrace"}  # --variants
+BASELINE = [None]  # --baseline
+PYSLEEP = [PY, "-c", "import time\ntime.sleep(100000)"]
+PYIMPORT = ("import importlib, sys\nfor i in range(%d):\n    sys.modules.pop('colorsys', None)\n"
+            "    importlib.import_module('colorsys')\n")
 SLEEP = ["/bin/sleep", "100000"]
 # the service of the LIGHT variant: listens on --port, then sleeps
 SERVICE = r'''
@@ -100,10 +113,10 @@ def comm(pid):
         return ""
 
 
-def has_sleep_child(p):
+def has_sleep_child(p, names=("sleep",)):
     if p.poll() is not None:
         raise RuntimeError("the tracer exited (%s): %s" % (p.returncode, p.stderr.read()[-2000:]))
-    return any(comm(k) == "sleep" for k in children(p.pid))
+    return any(comm(k) in names for k in children(p.pid))
 
 
 def bpf_run_ns(pid):
@@ -137,6 +150,10 @@ def start_tracer(variant, tmp):
         argv = common + ["--set", "trace.syscalls=exact", "--"] + SLEEP
     elif variant == CHEAP:
         argv = common + ["--set", "trace.syscalls=cheap", "--"] + SLEEP
+    elif variant in (PYTHON, PYBASE):
+        if variant == PYBASE:
+            common[0] = BASELINE[0]
+        argv = common + ["--"] + PYSLEEP
     elif variant == LIGHT:
         (tmp / "service.py").write_text(SERVICE)
         argv = common + ["--set", "app.python=%s" % PY, "--set", "app.script=%s" %
@@ -160,6 +177,9 @@ def start_tracer(variant, tmp):
             return light is not None and bool({"sys_exit", "syscall_exit"} &
                                                set(light["detached"]))
         wait_until(lightened, "the requests window's end")
+    elif variant in (PYTHON, PYBASE):
+        wait_until(lambda: has_sleep_child(p, ("python3", "python3.11")),
+                   "%s to start its command" % variant)
     else:
         wait_until(lambda: has_sleep_child(p), "%s to start its command" % variant)
     return p
@@ -172,7 +192,7 @@ def stop_tracer(p, variant, tmp):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-    if variant in (STARTUP, CHEAP, LIGHT):
+    if variant in (STARTUP, CHEAP, LIGHT, PYTHON, PYBASE):
         t = json.loads((tmp / "t.json").read_text())["tracing"]
         if not t["enabled"]:
             raise RuntimeError("tts-launch ran untraced: %s" % t["reason"])
@@ -221,7 +241,11 @@ def peak_rss(runs, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--neighbour", choices=["dd", "pingpong", "all"], default="all")
+    ap.add_argument("--neighbour", choices=["dd", "pingpong", "pyimport", "all"], default="all")
+    ap.add_argument("--pyimports", type=int, default=20000, help="imports of the pyimport "
+                    "neighbour")
+    ap.add_argument("--baseline", help="another tts-launch build for the python-baseline "
+                    "variant")
     ap.add_argument("--dd-count", type=int, default=2000000)
     ap.add_argument("--pingpong", type=int, default=100000, help="round trips")
     ap.add_argument("--rss", type=int, default=3, help="simulator start-ups for the peak RSS "
@@ -243,6 +267,9 @@ def main():
         if bad:
             sys.exit("neighbours: unknown variant(s): %s" % ", ".join(bad))
         VARIANTS[1:] = [SHORT[v] for v in SHORT if v in want]
+    if PYBASE in VARIANTS and not a.baseline:
+        sys.exit("neighbours: the python-baseline variant needs --baseline BIN")
+    BASELINE[0] = a.baseline
     if os.geteuid() != 0:
         sys.exit("neighbours: run as root (tts-launch needs BPF)")
     for tool in ("strace", "bpftrace", "cc"):
@@ -263,10 +290,11 @@ def main():
                        check=True)
         neighbours = {"dd": ["dd", "if=/dev/zero", "of=/dev/null", "bs=1",
                              "count=%d" % a.dd_count],
-                      "pingpong": [str(pp), str(a.pingpong)]}
+                      "pingpong": [str(pp), str(a.pingpong)],
+                      "pyimport": [PY, "-c", PYIMPORT % a.pyimports]}
         if a.pin is not None:
             neighbours = {k: ["taskset", "-c", str(a.pin)] + v for k, v in neighbours.items()}
-        names = ["dd", "pingpong"] if a.neighbour == "all" else [a.neighbour]
+        names = ["dd", "pingpong", "pyimport"] if a.neighbour == "all" else [a.neighbour]
         if not a.no_bpf_stats:
             stats.write_text("1\n")
         try:
@@ -297,7 +325,9 @@ def main():
                 r["base_cpu_ms"]["untraced"] = r["cpu_ms"]["untraced"]
                 if a.no_bpf_stats:
                     r["bpf_ms"] = {v: [None] * len(r["bpf_ms"][v]) for v in r["bpf_ms"]}
-                results[" ".join(argv).replace(str(pp), "pingpong")] = r
+                label = "python3 -c (%d imports of colorsys)" % a.pyimports \
+                    if nb == "pyimport" else " ".join(argv).replace(str(pp), "pingpong")
+                results[label] = r
         finally:
             stats.write_text(stats_was + "\n")
         rss = peak_rss(a.rss, tmp) if a.rss else []

@@ -372,6 +372,82 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
     assert not definitions()
 
 
+OUTSIDE_IMPORTS = r'''
+import importlib, os, sys, time
+print(os.getpid(), flush=True)
+while not os.path.exists(sys.argv[1]):
+    sys.modules.pop("colorsys", None)
+    importlib.import_module("colorsys")  # the import probes' code, again and again
+    time.sleep(0.005)
+'''
+
+
+def import_definitions():
+    """The import probes' shared definitions: [(file, offset, semaphore offset)]"""
+    out = []
+    for line in open("/sys/kernel/tracing/uprobe_events").read().splitlines():
+        f = line.split()
+        if f[0].startswith("p:ttsio/pyimport"):
+            path, at = f[1].rsplit(":", 1)
+            off, sema = at.rstrip(")").split("(")
+            out.append((path, int(off, 16), int(sema, 16)))
+    return out
+
+
+def file_addr(pid, path, off):
+    """The address file offset off of path has in process pid, or None."""
+    for line in open("/proc/%d/maps" % pid):
+        f = line.split()
+        if len(f) >= 6 and f[5] == path:
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            base = int(f[2], 16)
+            if base <= off < base + hi - lo:
+                return lo + off - base
+    return None
+
+
+def semaphore(pid, path, off):
+    """A USDT semaphore's value (unsigned short) in process pid."""
+    with open("/proc/%d/mem" % pid, "rb") as m:
+        m.seek(file_addr(pid, path, off))
+        return struct.unpack("<H", m.read(2))[0]
+
+
+@pytest.mark.serial
+def test_import_probes_only_in_the_tree(work):
+    """Python's import probes (USDT import__find__load__start/done) are
+    uprobes bound to the tree with their semaphores (ref_ctr_offset): the
+    tree's python has the breakpoints and the semaphores counted up, so it
+    calls the probes; a python outside the tree, the same binary importing
+    all along, has neither (libbpf's USDT attach, before 2026-12, trapped
+    every python of the host)."""
+    stop = work / "stop-outside"
+    (work / "outside.py").write_text(OUTSIDE_IMPORTS)
+    out = subprocess.Popen([sys.executable, str(work / "outside.py"), str(stop)],
+                           stdout=subprocess.PIPE, text=True)
+    assert int(out.stdout.readline()) == out.pid
+    p, tl_path = launch_cheap(work)
+    try:
+        wait_for(lambda: tl_path.exists() or None, timeout=60, what="the first timeline")
+        svc = wait_for(lambda: tree_python(p.pid), timeout=30, what="the service")
+        defs = import_definitions()
+        assert len(defs) == 2, defs
+        for path, off, sema in defs:
+            assert path == os.path.realpath(sys.executable) == os.path.realpath("/usr/bin/python3")
+            assert page_is_file(out.pid, file_addr(out.pid, path, off)) is True
+            assert page_is_file(svc, file_addr(svc, path, off)) is False
+            assert semaphore(out.pid, path, sema) == 0
+            assert semaphore(svc, path, sema) >= 1
+    finally:
+        stop.touch()
+        out.wait(30)
+        tl = finish(p, work)
+    py = tl["python"]
+    assert py["usdt"] is True and py["imports_from"] == "usdt"
+    assert [i for i in py["imports"] if i["name"] == "socket" and i["found"]], py["imports"][:5]
+    assert not [pr for pr in tl["processes"] if pr["pid"] == out.pid]
+
+
 def definitions():
     """The shared libc definitions in tracefs: {name: tracepoint id}"""
     names = [l.split()[0].split("/", 1)[1]

@@ -59,10 +59,42 @@ static Elf64_Sym *sym(unsigned char *b, int i)
 	return (Elf64_Sym *)(b + DYNSYM_OFF + i * sizeof(Elf64_Sym));
 }
 
-static void build(unsigned char *b)
+/* b's ELF header (x86-64, type) and its one PT_LOAD, all of size bytes at
+ * vaddr; the section headers at shoff (shnum of them, names in shstrndx) */
+static void header(unsigned char *b, int type, uint64_t vaddr, size_t size, uint64_t shoff,
+		   int shnum, int shstrndx)
 {
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)b;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(b + sizeof(*eh));
+
+	memset(b, 0, size);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = (Elf64_Half)type;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_shoff = shoff;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = (Elf64_Half)shnum;
+	eh->e_shstrndx = (Elf64_Half)shstrndx;
+	*ph = (Elf64_Phdr){.p_type = PT_LOAD,
+			   .p_flags = PF_R | PF_X,
+			   .p_offset = 0,
+			   .p_vaddr = vaddr,
+			   .p_paddr = vaddr,
+			   .p_filesz = size,
+			   .p_memsz = size,
+			   .p_align = 0x1000};
+}
+
+static void build(unsigned char *b)
+{
 	Elf64_Dyn *dyn = (Elf64_Dyn *)(b + DYNAMIC_OFF);
 	static const struct {
 		int name;
@@ -92,30 +124,7 @@ static void build(unsigned char *b)
 					  {DT_RUNPATH, STR_RUNPATH},
 					  {DT_NULL, 0}};
 
-	memset(b, 0, FILE_SIZE);
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_phoff = sizeof(*eh);
-	eh->e_shoff = SHDR_OFF;
-	eh->e_ehsize = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
-	eh->e_shentsize = sizeof(Elf64_Shdr);
-	eh->e_shnum = N_SECTIONS;
-	eh->e_shstrndx = S_SHSTR;
-	*ph = (Elf64_Phdr){.p_type = PT_LOAD,
-			   .p_flags = PF_R | PF_X,
-			   .p_offset = 0,
-			   .p_vaddr = BASE,
-			   .p_paddr = BASE,
-			   .p_filesz = FILE_SIZE,
-			   .p_memsz = FILE_SIZE,
-			   .p_align = 0x1000};
+	header(b, ET_DYN, BASE, FILE_SIZE, SHDR_OFF, N_SECTIONS, S_SHSTR);
 	for (int i = 0; i < 32; i++)
 		b[TEXT_OFF + i] = (unsigned char)(0xa0 + i);
 	memcpy(b + DYNSTR_OFF, dynstr, sizeof(dynstr));
@@ -423,6 +432,117 @@ static void test_random_bytes_after_a_header(void **state)
 	}
 }
 
+/* ---- USDT notes: a second object, an executable with .note.stapsdt ---- */
+
+#define N_BASE	   0x400000ULL
+#define N_NOTE_OFF 0x100
+#define N_SBASE	   0x300 /* .stapsdt.base: where it is; the notes say 0x10 lower */
+#define N_SHSTR	   0x310
+#define N_SHDR	   0x380
+#define N_SIZE	   (N_SHDR + 4 * sizeof(Elf64_Shdr))
+
+static const char n_shstr[] = "\0.note.stapsdt\0.stapsdt.base\0.shstrtab";
+
+/* one note at b: its length */
+static size_t note(unsigned char *b, const char *prov, const char *name, const char *args,
+		   uint64_t pc, uint64_t sema)
+{
+	size_t pl = strlen(prov) + 1, nl = strlen(name) + 1, al = strlen(args) + 1;
+	size_t desc = 24 + pl + nl + al;
+	Elf64_Nhdr nh = {8, (Elf64_Word)desc, 3};
+	uint64_t base = N_BASE + N_SBASE - 0x10;
+	unsigned char *d = b + sizeof(nh) + 8;
+
+	memcpy(b, &nh, sizeof(nh));
+	memcpy(b + sizeof(nh), "stapsdt", 8);
+	memcpy(d, &pc, 8);
+	memcpy(d + 8, &base, 8);
+	memcpy(d + 16, &sema, 8);
+	memcpy(d + 24, prov, pl);
+	memcpy(d + 24 + pl, name, nl);
+	memcpy(d + 24 + pl + nl, args, al);
+	return sizeof(nh) + 8 + ((desc + 3) & ~(size_t)3);
+}
+
+static void build_notes(unsigned char *b)
+{
+	size_t n = 0;
+
+	header(b, ET_EXEC, N_BASE, N_SIZE, N_SHDR, 4, 3);
+	/* another provider's probe of the same name first; the probe's
+	 * address as linked (0x10 below where .stapsdt.base says it is) */
+	n += note(b + N_NOTE_OFF + n, "other", "import__find__load__done", "4@%eax",
+		  N_BASE + 0x70 - 0x10, 0);
+	n += note(b + N_NOTE_OFF + n, "python", "import__find__load__done", "8@%rax -4@%edx",
+		  N_BASE + 0x50 - 0x10, N_BASE + 0x60);
+	memcpy(b + N_SHSTR, n_shstr, sizeof(n_shstr));
+	*(Elf64_Shdr *)(b + N_SHDR + sizeof(Elf64_Shdr)) = (Elf64_Shdr){.sh_name = 1,
+									.sh_type = SHT_NOTE,
+									.sh_offset = N_NOTE_OFF,
+									.sh_size = n,
+									.sh_addralign = 4};
+	*(Elf64_Shdr *)(b + N_SHDR + 2 * sizeof(Elf64_Shdr)) =
+	    (Elf64_Shdr){.sh_name = 15,
+			 .sh_type = SHT_PROGBITS,
+			 .sh_flags = SHF_ALLOC,
+			 .sh_addr = N_BASE + N_SBASE,
+			 .sh_offset = N_SBASE,
+			 .sh_size = 1,
+			 .sh_addralign = 1};
+	*(Elf64_Shdr *)(b + N_SHDR + 3 * sizeof(Elf64_Shdr)) =
+	    (Elf64_Shdr){.sh_name = 29,
+			 .sh_type = SHT_STRTAB,
+			 .sh_offset = N_SHSTR,
+			 .sh_size = sizeof(n_shstr),
+			 .sh_addralign = 1};
+}
+
+static void test_usdt_note_offsets_and_arguments(void **state)
+{
+	unsigned char b[N_SIZE];
+	struct elfsym_usdt u;
+	char why[512];
+	struct elfsym *e;
+
+	(void)state;
+	build_notes(b);
+	e = elfsym_open(put("sdt", b, sizeof(b)), why, sizeof(why));
+	assert_non_null(e);
+	/* the python provider's, not the other's; the probe moved with
+	 * .stapsdt.base; file offsets through the segment */
+	assert_true(elfsym_usdt(e, "python", "import__find__load__done", &u));
+	assert_int_equal(u.offset, 0x50);
+	assert_int_equal(u.sema_offset, 0x60);
+	assert_string_equal(u.args, "8@%rax -4@%edx");
+	assert_true(elfsym_usdt(e, "other", "import__find__load__done", &u));
+	assert_int_equal(u.offset, 0x70);
+	assert_int_equal(u.sema_offset, 0);
+	assert_false(elfsym_usdt(e, "python", "import__find__load__start", &u));
+	assert_int_equal(u.offset, 0);
+	elfsym_close(e);
+	/* an address in no segment: no probe, not a wrong offset */
+	((Elf64_Phdr *)(b + sizeof(Elf64_Ehdr)))->p_vaddr = 0x800000;
+	e = elfsym_open(put("sdt-far", b, sizeof(b)), why, sizeof(why));
+	assert_non_null(e);
+	assert_false(elfsym_usdt(e, "python", "import__find__load__done", &u));
+	elfsym_close(e);
+	/* cut anywhere: the section headers are the end, so nothing is found */
+	build_notes(b);
+	for (size_t len = 0; len < sizeof(b); len++) {
+		e = elfsym_open(put("sdt-cut", b, len), why, sizeof(why));
+		if (e)
+			assert_false(elfsym_usdt(e, "python", "import__find__load__done", &u));
+		elfsym_close(e);
+	}
+	/* a note whose strings run past its end */
+	build_notes(b);
+	((Elf64_Nhdr *)(b + N_NOTE_OFF))->n_descsz = 26; /* the first note: "other" cut to "ot" */
+	e = elfsym_open(put("sdt-short", b, sizeof(b)), why, sizeof(why));
+	assert_non_null(e);
+	assert_false(elfsym_usdt(e, "other", "import__find__load__done", &u));
+	elfsym_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +553,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated_at_every_length),
 	    cmocka_unit_test(test_tables_pointing_outside),
 	    cmocka_unit_test(test_random_bytes_after_a_header),
+	    cmocka_unit_test(test_usdt_note_offsets_and_arguments),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
