@@ -317,8 +317,8 @@ static __always_inline __u32 model_path(const char *path, long len)
 
 /* A file first seen: its entry added under k (files.bpf.c), as a global
  * function, so that the verifier checks the name's reads once, not at every
- * place a file is first seen, and the entry's 192 bytes of stack are this
- * leaf's only. f: the struct file *, as a number. */
+ * place a file is first seen; the entry is built in place, not on the
+ * stack (192 bytes). f: the struct file *, as a number. */
 int file_add(__u64 f, struct file_key *k, __u64 now);
 
 /* The entry of file f (k: its key), added when missing; NULL when the map

@@ -9,33 +9,38 @@
  * (sx_close) instead of read/write. */
 #include "common.bpf.h"
 
-/* A new entry starts as zeros from here (read-only data, not the stack:
- * file_add is the leaf of call chains that use most of the 512 bytes). */
-static const struct file_val file_zero;
+/* A new entry starts as one of these (read-only data, not the stack:
+ * file_add is the leaf of call chains that use most of the 512 bytes) */
+static const struct file_val file_zero, file_zero_model = {.model = 1};
 
 __attribute__((noinline)) int file_add(__u64 f, struct file_key *k, __u64 now)
 {
 	struct file *file = (struct file *)f;
+	char name[TRACE_NAME_MAX] = {};
 	struct file_val *v;
 	long len, err;
 
 	if (!k)
 		return 0;
-	err = bpf_map_update_elem(&files, k, &file_zero, BPF_NOEXIST);
+	len = bpf_probe_read_kernel_str(name, sizeof(name),
+					BPF_CORE_READ(file, f_path.dentry, d_name.name));
+	/* the model flag, which other CPUs act on at once (fd_mmap) and may
+	 * set themselves (a hub cache's blob), is in the entry from its
+	 * insertion and never written here again; the rest is filled in place
+	 * (a reader may see it zero a moment) */
+	err = bpf_map_update_elem(&files, k, model_name(name, len) ? &file_zero_model : &file_zero,
+				  BPF_NOEXIST);
 	if (err) {
 		if (err != -EEXIST_)
 			count(CNT_FILES_FULL, 1);
 		return 0;
 	}
-	/* added here: filled in place (a reader may see it zero a moment) */
 	v = bpf_map_lookup_elem(&files, k);
 	if (!v)
 		return 0;
 	v->first_ns = now;
 	v->size = BPF_CORE_READ(file, f_inode, i_size);
-	len = bpf_probe_read_kernel_str(v->name, sizeof(v->name),
-					BPF_CORE_READ(file, f_path.dentry, d_name.name));
-	v->model = model_name(v->name, len);
+	__builtin_memcpy(v->name, name, sizeof(name));
 	return 0;
 }
 

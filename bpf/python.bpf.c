@@ -2,7 +2,7 @@
 /* python: Python imports, from the USDT probes in CPython's import machinery
  * (import__find__load__start(name), import__find__load__done(name, found)).
  * The launcher attaches these as plain uprobes at the probes' addresses, bound
- * to the traced tree with the probes' semaphores (launcher/tracer_usdt.c):
+ * to the traced tree with the probes' semaphores (launcher/tracer_attach.c):
  * each link's cookie says where the arguments are (USDT_LOC_* in trace.h),
  * as read from the probe's note. */
 #include "common.bpf.h"

@@ -99,69 +99,64 @@ static bool is_elf(const char *path)
  * there, as libbpf's USDT attach did. 0, or an errno with why said. */
 static int import_probes(struct tracer *t, pid_t pid, const char *py, char *why, size_t whylen)
 {
-	static const struct {
-		const char *probe, *tag;
-		int nargs;
-	} probes[2] = {{"import__find__load__start", "pyimport", 1},
-		       {"import__find__load__done", "pyimport_done", 2}};
+	/* each probe, and the one argument its program reads (cookie half) */
+	static const char *const probe[2] = {"import__find__load__start",
+					     "import__find__load__done"};
+	static const char *const tag[2] = {"pyimport", "pyimport_done"};
+	static const int arg[2] = {0, 1}; /* the name; found */
 	struct bpf_program *progs[2] = {t->skel->progs.py_import_start,
 					t->skel->progs.py_import_done};
-	struct elfsym_usdt u[2];
-	uint64_t cookie[2] = {0, 0};
-	bool bound[2] = {false, false};
+	uint64_t cookie[2], off[2], sema[2];
+	struct bpf_link *l[2] = {NULL, NULL};
 	struct elfsym *e = elfsym_open(py, why, whylen);
 
 	if (!e)
 		return ENOEXEC;
 	for (int i = 0; i < 2; i++) {
-		if (!elfsym_usdt(e, "python", probes[i].probe, &u[i])) {
+		struct elfsym_usdt u;
+		const char *bad = NULL;
+		uint32_t loc;
+
+		/* the first note of each (CPython has one per probe) */
+		if (!elfsym_usdt(e, "python", probe[i], &u)) {
 			elfsym_close(e);
 			snprintf(why, whylen,
 				 "%s has no USDT probes (a CPython built without --with-dtrace)",
 				 py);
 			return ENOENT;
 		}
-		for (int a = 0; a < probes[i].nargs; a++) {
-			const char *bad = NULL;
-			uint32_t loc;
-
-			if (usdtarg_loc(u[i].args, a, &loc, &bad)) {
-				elfsym_close(e);
-				snprintf(why, whylen, "%s: USDT probe %s, argument %d (\"%s\"): %s",
-					 py, probes[i].probe, a + 1, u[i].args, bad);
-				return EINVAL;
-			}
-			cookie[i] |= (uint64_t)loc << (32 * a);
+		if (usdtarg_loc(u.args, arg[i], &loc, &bad)) {
+			elfsym_close(e);
+			snprintf(why, whylen, "%s: USDT probe %s, argument %d (\"%s\"): %s", py,
+				 probe[i], arg[i] + 1, u.args, bad);
+			return EINVAL;
 		}
+		cookie[i] = (uint64_t)loc << (32 * arg[i]);
+		off[i] = u.offset;
+		sema[i] = u.sema_offset;
 	}
 	elfsym_close(e);
-	for (int i = 0; i < 2 && (!i || bound[i - 1]); i++)
-		bound[i] =
-		    !tracer_libcio_bind_at(progs[i], pid, py, probes[i].tag, u[i].offset,
-					   u[i].sema_offset, cookie[i], libcio_add, t, why, whylen);
-	if (bound[1])
+	if (!tracer_libcio_bind_at(progs, 2, pid, py, tag, off, sema, cookie, libcio_add, t, why,
+				   whylen))
 		return 0;
-	/* each probe bound so far stays; the rest for every process */
 	if (t->verbose)
 		fprintf(stderr, "tts-launch: Python's import probes for every process (%s)\n", why);
 	for (int i = 0; i < 2; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .ref_ctr_offset = u[i].sema_offset,
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .ref_ctr_offset = sema[i],
 			    .bpf_cookie = cookie[i]);
 
-		struct bpf_link *l;
-
-		if (bound[i])
-			continue;
-		l = bpf_program__attach_uprobe_opts(progs[i], -1, py, u[i].offset, &uo);
-		if (!l) {
+		l[i] = bpf_program__attach_uprobe_opts(progs[i], -1, py, off[i], &uo);
+		if (!l[i]) {
 			int err = errno;
 
+			bpf_link__destroy(l[0]);
 			snprintf(why, whylen, "failed to attach a uprobe to %s: %s", py,
 				 strerror(err));
 			return err;
 		}
-		tr_add_ulink(t, l, progs[i]);
 	}
+	for (int i = 0; i < 2; i++)
+		tr_add_ulink(t, l[i], progs[i]);
 	return 0;
 }
 

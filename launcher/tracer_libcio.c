@@ -383,26 +383,39 @@ int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_
 	return 0;
 }
 
-int tracer_libcio_bind_at(struct bpf_program *prog, pid_t pid, const char *file, const char *tag,
-			  uint64_t off, uint64_t ref_ctr, uint64_t cookie, tracer_libcio_add add,
-			  void *ctx, char *why, size_t whylen)
+int tracer_libcio_bind_at(struct bpf_program *const *progs, int n, pid_t pid, const char *file,
+			  const char *const *tags, const uint64_t *off, const uint64_t *ref_ctr,
+			  const uint64_t *cookie, tracer_libcio_add add, void *ctx, char *why,
+			  size_t whylen)
 {
-	struct bpf_link *l;
+	struct bpf_link *l[2] = {NULL, NULL};
+	int follow[2] = {-1, -1}, err = 0, i;
 	struct stat st;
-	int follow = -1, err = 0;
 
+	if (n < 1 || n > 2) {
+		snprintf(why, whylen, "%d uprobes asked for at once (1 or 2)", n);
+		return -1;
+	}
 	if (stat(file, &st)) {
 		snprintf(why, whylen, "%s: %s", file, strerror(errno));
 		return -1;
 	}
 	stale_groups();
-	l = bind_site(prog, pid, file, &st, tag, off, ref_ctr, false, cookie, &follow, &err);
-	if (!l) {
-		snprintf(why, whylen, "uprobe at 0x%llx in %s: %s", (unsigned long long)off, file,
-			 strerror(-err));
+	for (i = 0; i < n; i++)
+		if (!(l[i] = bind_site(progs[i], pid, file, &st, tags[i], off[i], ref_ctr[i], false,
+				       cookie[i], &follow[i], &err)))
+			break;
+	if (i < n) {
+		snprintf(why, whylen, "uprobe at 0x%llx in %s: %s", (unsigned long long)off[i],
+			 file, strerror(-err));
+		while (i-- > 0) {
+			bpf_link__destroy(l[i]);
+			close(follow[i]);
+		}
 		return -1;
 	}
-	add(ctx, l, follow, prog);
+	for (i = 0; i < n; i++)
+		add(ctx, l[i], follow[i], progs[i]);
 	return 0;
 }
 

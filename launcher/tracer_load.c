@@ -294,7 +294,7 @@ struct load_job {
 	int err;
 	int nside;
 	struct side_fd {
-		const char *name; /* the heavy copy's map's */
+		char name[16]; /* a copy: bpf_map__reuse_fd frees the map's own */
 		int fd;
 	} side[SIDE_MAPS_MAX];
 };
@@ -331,7 +331,8 @@ static int side_create(struct load_job *j, const struct bpf_object *obj)
 				    bpf_map__value_size(m), bpf_map__max_entries(m), &o);
 		if (fd < 0)
 			return -errno;
-		j->side[j->nside].name = bpf_map__name(m);
+		snprintf(j->side[j->nside].name, sizeof(j->side[j->nside].name), "%s",
+			 bpf_map__name(m));
 		j->side[j->nside++].fd = fd;
 	}
 	return 0;
@@ -382,8 +383,7 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 		      struct trace_bpf **heavy)
 {
 	struct trace_bpf *maps = open_configured(lc), *m, *h;
-	struct load_job opened = {lc, {NULL, NULL}, 0, 0, {{0}}},
-			hl = {lc, {NULL, NULL}, 0, 0, {{0}}};
+	struct load_job opened = {.lc = lc}, hl = {.lc = lc};
 	struct bpf_program *p;
 	struct bpf_map *map;
 	pthread_t th;

@@ -70,6 +70,8 @@ int usdtarg_loc(const char *args, int i, uint32_t *loc, const char **why)
 	size = strtol(p, &e, 10);
 	if (e == p || *e != '@' || e >= end)
 		return fail(why, "no SIZE@ before the operand");
+	if (size < -8 || size > 8)
+		return fail(why, "a size other than 1, 2, 4 or 8 bytes");
 	at = e + 1;
 	switch (labs(size)) {
 	case 1:

@@ -74,8 +74,10 @@ SHORT = {"startup": STARTUP, "cheap": CHEAP, "light": LIGHT, "python": PYTHON,
          "python-baseline": PYBASE, "strace": "strace -f", "bpftrace": "bpftrace"}  # --variants
 BASELINE = [None]  # --baseline
 PYSLEEP = [PY, "-c", "import time\ntime.sleep(100000)"]
-PYIMPORT = ("import importlib, sys\nfor i in range(%d):\n    sys.modules.pop('colorsys', None)\n"
-            "    importlib.import_module('colorsys')\n")
+# the import statement (importlib.import_module would not pass CPython's C
+# import_find_and_load, where the probes are)
+PYIMPORT = ("import sys\nfor i in range(%d):\n    sys.modules.pop('colorsys', None)\n"
+            "    import colorsys\n")
 SLEEP = ["/bin/sleep", "100000"]
 # the service of the LIGHT variant: listens on --port, then sleeps
 SERVICE = r'''
