@@ -74,9 +74,10 @@ bool hostprobe_tracefs(void)
 	return statfs(HOSTPROBE_TRACEFS, &sf) == 0 && sf.f_type == TRACEFS_MAGIC_;
 }
 
-/* The raw tracepoints need no tracefs, but libbpf falls back to tracefs
- * (uprobe_events) for the Python USDT probes on a kernel without the
- * uprobe PMU, and perf and bpftrace want it: mount it when it is missing,
+/* The raw tracepoints need no tracefs, but the probes bound to the tree
+ * (libc's sites, getaddrinfo, Python's import probes: tracer_libcio.c)
+ * are tracefs uprobe definitions, and perf and bpftrace want it: mount it
+ * when it is missing,
  * as a fresh boot leaves it. Never fatal. */
 void hostprobe_tracefs_ensure(char *out, size_t len)
 {
