@@ -57,44 +57,10 @@ __attribute__((noinline)) int libcio_estimate(void)
 	return 0;
 }
 
-/* The number of the syscall the task just returned from, from the
- * instructions before it: rcx holds the address after the `syscall` (the
- * CPU put it there, and a return through iret restores it), and glibc's
- * wrappers set eax right before it, `mov $nr,%eax` (b8 imm32) or `xor
- * %eax,%eax` (31 c0): the pattern tracer_libcio.c found each site by. -1:
- * not that pattern. */
-static __always_inline long site_nr(struct pt_regs *ctx)
-{
-	unsigned char b[7];
-	__u32 nr;
-
-#if defined(__TARGET_ARCH_x86)
-	if (bpf_probe_read_user(b, sizeof(b), (void *)(ctx->cx - sizeof(b))))
-		return -1;
-#else
-	return -1;
-#endif
-	if (b[5] != 0x0f || b[6] != 0x05)
-		return -1;
-	if (b[0] == 0xb8) {
-		__builtin_memcpy(&nr, b + 1, sizeof(nr));
-		return nr;
-	}
-	return b[3] == 0x31 && b[4] == 0xc0 ? 0 : -1;
-}
-
-static __always_inline bool io_nr(long nr)
-{
-	return nr == __NR_read || nr == __NR_write || nr == __NR_pread64 || nr == __NR_pwrite64 ||
-	       nr == __NR_readv || nr == __NR_writev || nr == __NR_preadv || nr == __NR_pwritev ||
-	       nr == __NR_preadv2 || nr == __NR_pwritev2;
-}
-
 /* On the jump that tests one of the function's syscall results: the
  * kernel's result in rax (-errno), the arguments still in rdi, rsi, rdx, r10 (a
- * syscall keeps every register but rax, rcx and r11); the syscall's number
- * from its site (every site is one tracefs event: one link, one inherited
- * follower for the tree). One trap per call. */
+ * syscall keeps every register but rax, rcx and r11); the cookie is the
+ * syscall number. One trap per call. */
 SEC("uprobe")
 int libc_io(struct pt_regs *ctx)
 {
@@ -110,9 +76,7 @@ int libc_io(struct pt_regs *ctx)
 	if (ret == -ENOSYS_) /* preadv2/pwritev2 fall back to preadv/pwritev */
 		return 0;
 	c.ret = ret;
-	c.in.nr = site_nr(ctx);
-	if (!io_nr(c.in.nr))
-		return 0;
+	c.in.nr = (__u32)bpf_get_attach_cookie(ctx);
 #if defined(__TARGET_ARCH_x86)
 	c.in.a0 = ctx->di;
 	c.in.a1 = ctx->si;

@@ -4,10 +4,9 @@
  * Each function gets a uprobe on the jump that tests each of its syscalls'
  * result (the kernel's result in rax, the arguments still in their
  * registers: one emulated trap per call, where an entry uprobe and a
- * uretprobe take two), defined in tracefs (uprobe_events, group ttsio:
- * every site of one libc is one event, libcio_DEV_INO_OFFSET, its probes
- * appended to it, the program telling the syscall by its site; shared by
- * every run, see below) and opened as a
+ * uretprobe take two), defined in tracefs (uprobe_events, group ttsio, events
+ * NAME_DEV_INO_OFFSET: one per file and site, shared by every run, see
+ * below) and opened as a
  * tracepoint perf event with pid = the root child, cpu = -1 and inherit:
  * the kernel installs the breakpoints only in the memory of the tasks such
  * an event follows (the uprobe's perf filter), the root and, inherited at
@@ -26,14 +25,11 @@
  * 1 MB file the root read after `subprocess.run(["true"])`). That removal
  * also waits for a tasks-trace grace period per event (perf_event_detach_
  * bpf_prog; ~50 ms each, ~1 s per exiting child, in the child's exit). So
- * each event gets two perf events on the root: the anchor, not inherited, that
+ * each site gets two events on the root: the anchor, not inherited, that
  * the program is attached to (the definition's array runs it for every
  * process the definition's filter lets in), and the follower, inherited,
  * without a program: its copies only extend the filter to the tree's
- * children, and a child's exit takes nothing out. Each follower is copied
- * at every clone of the tree and freed at every exit (~13 us a thread
- * here): one event for all of libc's sites, not one per site, is one
- * follower instead of ~20 (scripts/bench/spawn_cost.py).
+ * children, and a child's exit takes nothing out.
  *
  * The perf events of a uprobe wait for a grace period when their last
  * reference goes: their links (the anchors) are the tracer's uprobe links
@@ -252,35 +248,29 @@ static int syscall_sites(int fd, const struct elfsym_sym *sym, unsigned int nr, 
 	return n;
 }
 
-/* prog on uprobes (ret: uretprobes) at libc:off[0..n) bound to the tree of
- * pid: the shared definition NAME_DEV_INO_OFF (prefix name, ret: NAME_r,
- * OFF the first offset) made or found, with every other offset appended to
- * it (one event of n probes: one anchor and one follower for all of them),
- * the anchor opened and prog attached to it, the follower opened; *follow
- * its fd. The link, or NULL with -errno in *err. */
-static struct bpf_link *bind_sites(struct bpf_program *prog, pid_t pid, const char *libc,
-				   const struct stat *st, const char *fn, const uint64_t *off,
-				   int n, uint64_t ref_ctr, bool ret, uint64_t cookie, int *follow,
-				   int *err)
+/* prog on a uprobe (ret: a uretprobe) at libc:off bound to the tree of
+ * pid: the shared definition NAME_DEV_INO_OFF (prefix name, ret: NAME_r)
+ * made or found, the anchor opened and prog attached to it, the follower
+ * opened; *follow its fd. The link, or NULL with -errno in *err. */
+static struct bpf_link *bind_site(struct bpf_program *prog, pid_t pid, const char *libc,
+				  const struct stat *st, const char *fn, uint64_t off,
+				  uint64_t ref_ctr, bool ret, uint64_t cookie, int *follow,
+				  int *err)
 {
 	char name[64];
 	struct bpf_link *l;
 	long id = -EINVAL;
 	int pfd = -EINVAL;
 
-	/* one definition per file and set of sites, shared by every run (the
-	 * file's device and inode, the first site's offset: a definition of
-	 * this name is these sites') */
+	/* one definition per file and site, shared by every run (the file's
+	 * device and inode, the site's offset: a definition of this name is
+	 * this site's) */
 	snprintf(name, sizeof(name), "%s%s_%llx_%llx_%llx", fn, ret ? "_r" : "",
 		 (unsigned long long)st->st_dev, (unsigned long long)st->st_ino,
-		 (unsigned long long)off[0]);
+		 (unsigned long long)off);
 	*follow = -1;
 	for (int try = 0; try < DEFINE_TRIES; try++) {
-		for (int i = 0; i < n; i++) {
-			id = probe_define(name, libc, off[i], ref_ctr, ret);
-			if (id < 0)
-				break;
-		}
+		id = probe_define(name, libc, off, ref_ctr, ret);
 		pfd = id < 0 ? (int)id : probe_open(id, pid, false);
 		if (pfd >= 0 && (*follow = probe_open(id, pid, true)) < 0) {
 			close(pfd);
@@ -300,21 +290,13 @@ static struct bpf_link *bind_sites(struct bpf_program *prog, pid_t pid, const ch
 	return l;
 }
 
-static struct bpf_link *bind_site(struct bpf_program *prog, pid_t pid, const char *libc,
-				  const struct stat *st, const char *fn, uint64_t off,
-				  uint64_t ref_ctr, bool ret, uint64_t cookie, int *follow,
-				  int *err)
-{
-	return bind_sites(prog, pid, libc, st, fn, &off, 1, ref_ctr, ret, cookie, follow, err);
-}
-
 int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 			 tracer_libcio_add add, void *ctx, char *why, size_t whylen)
 {
 	const char *names[N_FNS];
 	struct elfsym_sym syms[N_FNS];
-	uint64_t sites[N_FNS][MAX_SITES], all[N_FNS * MAX_SITES];
-	int n_sites[N_FNS] = {0}, done = 0, n_all = 0;
+	uint64_t sites[N_FNS][MAX_SITES];
+	int n_sites[N_FNS] = {0}, done = 0;
 	struct stat st;
 	struct elfsym *e;
 
@@ -336,28 +318,27 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 	elfsym_close(e);
 	stale_groups();
 	for (size_t i = 0; i < N_FNS; i++) {
+		int ok = 0;
+
 		if (!n_sites[i] && !*why)
 			snprintf(why, whylen, "%s: no syscall site recognised in %s", libc,
 				 fns[i].name);
-		for (int j = 0; j < n_sites[i]; j++)
-			all[n_all++] = sites[i][j];
-	}
-	/* every site one event: the program tells the syscall by its site
-	 * (libcio.bpf.c), and the tree carries one follower, copied at each
-	 * clone, not one per site */
-	if (n_all) {
-		int follow, err;
-		struct bpf_link *l = bind_sites(prog, pid, libc, &st, "libcio", all, n_all, 0,
-						false, 0, &follow, &err);
+		for (int j = 0; j < n_sites[i]; j++) {
+			int follow, err;
+			struct bpf_link *l =
+			    bind_site(prog, pid, libc, &st, fns[i].name, sites[i][j], 0, false,
+				      fns[i].nr, &follow, &err);
 
-		if (!l) {
-			snprintf(why, whylen, "uprobes on libc's read/write family: %s",
-				 strerror(-err));
-			return 0;
+			if (!l) {
+				if (!*why)
+					snprintf(why, whylen, "uprobe on %s: %s", fns[i].name,
+						 strerror(-err));
+				continue;
+			}
+			add(ctx, l, follow, prog);
+			ok++;
 		}
-		add(ctx, l, follow, prog);
-		for (size_t i = 0; i < N_FNS; i++)
-			done += n_sites[i] > 0;
+		done += n_sites[i] && ok == n_sites[i];
 	}
 	return done;
 }

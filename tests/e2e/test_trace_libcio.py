@@ -339,7 +339,7 @@ def test_cheap_libc_breakpoints_only_in_the_tree(work):
         assert PAIR <= set(prog_names(p.pid))
         keeper = keeper_of(p.pid)
         assert keeper and PAIR <= set(prog_names(keeper))  # the last references: its
-        assert perf_fds(keeper) >= 1  # and the followers, one an event
+        assert perf_fds(keeper) >= 10  # and the followers, one a site at least
         svc = wait_for(lambda: tree_python(p.pid), timeout=30, what="the service")
         off = write_at - libc_base(out.pid)
         assert page_is_file(out.pid, write_at) is True  # present, no breakpoint
@@ -448,13 +448,6 @@ def test_import_probes_only_in_the_tree(work):
     assert not [pr for pr in tl["processes"] if pr["pid"] == out.pid]
 
 
-def probe_lines(prefix):
-    """How many probes the shared definitions named prefix* hold (an event
-    holds one probe per line of uprobe_events)."""
-    return len([l for l in open("/sys/kernel/tracing/uprobe_events").read().splitlines()
-                if l.startswith("p:ttsio/" + prefix)])
-
-
 def definitions():
     """The shared libc definitions in tracefs: {name: tracepoint id}"""
     names = [l.split()[0].split("/", 1)[1]
@@ -491,11 +484,8 @@ def test_cheap_definitions_outlive_a_run_for_the_next(work):
     out, err = a.communicate(timeout=120)
     assert a.returncode == 0, err
     defs = definitions()
-    # every libc site one event (its probes appended: a site of each
-    # function at least), so the tree carries one follower for them all
-    assert len([d for d in defs if d.startswith("libcio_")]) == 1, defs
-    assert probe_lines("libcio_") >= 10
-    # tts-launch gone: its keeper holds the followers (one an event) and the
+    assert len(defs) >= 10, defs  # a site of each function at least
+    # tts-launch gone: its keeper holds the followers (one a site) and the
     # holders (a disabled event, no program, on each syscall tracepoint of
     # cheap: 40 at least), not the links
     wait_for(lambda: fd_count(keeper, "link_type:") == 0 or None, what="the links closed")
