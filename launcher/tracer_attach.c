@@ -136,7 +136,7 @@ static int import_probes(struct tracer *t, pid_t pid, const char *py, char *why,
 		sema[i] = u.sema_offset;
 	}
 	elfsym_close(e);
-	if (!tracer_libcio_bind_at(progs, 2, pid, py, tag, off, sema, cookie, libcio_add, t, why,
+	if (!tracer_libcio_bind_at(progs, pid, py, tag, off, sema, cookie, libcio_add, t, why,
 				   whylen))
 		return 0;
 	if (t->verbose)

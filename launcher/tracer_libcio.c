@@ -343,15 +343,47 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 	return done;
 }
 
+/* The two probes of a pair (an entry and its return, a USDT pair) bound
+ * as bind_site binds one, both or neither: 0 with both added, or -errno
+ * with nothing attached. */
+static int bind_pair(struct bpf_program *const *progs, pid_t pid, const char *file,
+		     const struct stat *st, const char *const *tags, const uint64_t *off,
+		     const uint64_t *ref_ctr, const bool *ret, const uint64_t *cookie,
+		     tracer_libcio_add add, void *ctx)
+{
+	struct bpf_link *l[2] = {NULL, NULL};
+	int follow[2] = {-1, -1}, err = 0;
+
+	stale_groups();
+	for (int i = 0; i < 2; i++) {
+		l[i] = bind_site(progs[i], pid, file, st, tags[i], off[i], ref_ctr[i], ret[i],
+				 cookie[i], &follow[i], &err);
+		if (!l[i]) {
+			while (i-- > 0) {
+				bpf_link__destroy(l[i]);
+				close(follow[i]);
+			}
+			return err;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		add(ctx, l[i], follow[i], progs[i]);
+	return 0;
+}
+
 int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
 		       const char *libc, const char *fn, tracer_libcio_add add, void *ctx,
 		       char *why, size_t whylen)
 {
-	struct bpf_link *le = NULL, *lx = NULL;
+	struct bpf_program *progs[2] = {enter, exit};
+	const char *tags[2] = {fn, fn};
+	const bool ret[2] = {false, true};
+	const uint64_t none[2] = {0, 0};
 	struct elfsym_sym sym = {0};
-	int fe = -1, fx = -1, err = 0;
+	uint64_t off[2];
 	struct stat st;
 	struct elfsym *e;
+	int err;
 
 	if (stat(libc, &st)) {
 		snprintf(why, whylen, "%s: %s", libc, strerror(errno));
@@ -366,56 +398,33 @@ int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_
 		return -1;
 	}
 	elfsym_close(e);
-	stale_groups();
-	le = bind_site(enter, pid, libc, &st, fn, sym.offset, 0, false, 0, &fe, &err);
-	if (le)
-		lx = bind_site(exit, pid, libc, &st, fn, sym.offset, 0, true, 0, &fx, &err);
-	if (!lx) {
-		if (le) {
-			bpf_link__destroy(le);
-			close(fe);
-		}
+	off[0] = off[1] = sym.offset;
+	if ((err = bind_pair(progs, pid, libc, &st, tags, off, none, ret, none, add, ctx))) {
 		snprintf(why, whylen, "uprobe on %s in %s: %s", fn, libc, strerror(-err));
 		return -1;
 	}
-	add(ctx, le, fe, enter);
-	add(ctx, lx, fx, exit);
 	return 0;
 }
 
-int tracer_libcio_bind_at(struct bpf_program *const *progs, int n, pid_t pid, const char *file,
+int tracer_libcio_bind_at(struct bpf_program *const *progs, pid_t pid, const char *file,
 			  const char *const *tags, const uint64_t *off, const uint64_t *ref_ctr,
 			  const uint64_t *cookie, tracer_libcio_add add, void *ctx, char *why,
 			  size_t whylen)
 {
-	struct bpf_link *l[2] = {NULL, NULL};
-	int follow[2] = {-1, -1}, err = 0, i;
+	const bool ret[2] = {false, false};
 	struct stat st;
+	int err;
 
-	if (n < 1 || n > 2) {
-		snprintf(why, whylen, "%d uprobes asked for at once (1 or 2)", n);
-		return -1;
-	}
 	if (stat(file, &st)) {
 		snprintf(why, whylen, "%s: %s", file, strerror(errno));
 		return -1;
 	}
-	stale_groups();
-	for (i = 0; i < n; i++)
-		if (!(l[i] = bind_site(progs[i], pid, file, &st, tags[i], off[i], ref_ctr[i], false,
-				       cookie[i], &follow[i], &err)))
-			break;
-	if (i < n) {
-		snprintf(why, whylen, "uprobe at 0x%llx in %s: %s", (unsigned long long)off[i],
-			 file, strerror(-err));
-		while (i-- > 0) {
-			bpf_link__destroy(l[i]);
-			close(follow[i]);
-		}
+	if ((err = bind_pair(progs, pid, file, &st, tags, off, ref_ctr, ret, cookie, add, ctx))) {
+		snprintf(why, whylen, "uprobes at 0x%llx and 0x%llx in %s: %s",
+			 (unsigned long long)off[0], (unsigned long long)off[1], file,
+			 strerror(-err));
 		return -1;
 	}
-	for (i = 0; i < n; i++)
-		add(ctx, l[i], follow[i], progs[i]);
 	return 0;
 }
 

@@ -35,12 +35,12 @@ int tracer_libcio_attach(struct bpf_program *prog, pid_t pid, const char *libc,
 int tracer_libcio_bind(struct bpf_program *enter, struct bpf_program *exit, pid_t pid,
 		       const char *libc, const char *fn, tracer_libcio_add add, void *ctx,
 		       char *why, size_t whylen);
-/* Each of progs[0..n) (n: 1 or 2) on a uprobe at file offset off[i] of file
+/* progs[0] and progs[1] each on a uprobe at file offset off[i] of file
  * (ref_ctr[i]: the file offset of a USDT probe's semaphore, 0: none), with
  * cookie[i], bound to the tree of pid like the sites above; tags[i] starts
- * its shared definition's name. All or none: 0, or -1 with why said and
- * nothing attached. */
-int tracer_libcio_bind_at(struct bpf_program *const *progs, int n, pid_t pid, const char *file,
+ * its shared definition's name. Both or neither: 0, or -1 with why said
+ * and nothing attached. */
+int tracer_libcio_bind_at(struct bpf_program *const *progs, pid_t pid, const char *file,
 			  const char *const *tags, const uint64_t *off, const uint64_t *ref_ctr,
 			  const uint64_t *cookie, tracer_libcio_add add, void *ctx, char *why,
 			  size_t whylen);
