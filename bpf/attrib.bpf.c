@@ -97,12 +97,15 @@ struct pycode_key {
 	__u32 pad;
 };
 
-/* code objects whose names were sent */
+/* code objects whose names were sent. Not an LRU map: one of this size took
+ * ~2 ms to create, before the service's exec. Full, a code object not in it
+ * has its name sent again at each of its samples. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct pycode_key);
 	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } pyseen SEC(".maps");
 #include <bpf/bpf_endian.h>
 
@@ -232,16 +235,13 @@ static __always_inline void fault_file(__u32 tgid, __u64 addr, struct tl_off_eve
 {
 	struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
 
-	if (!r)
+	int i;
+
+	if (!r || (i = mrange_find(r, addr)) < 0)
 		return;
-	for (int i = 0; i < MODEL_RANGES; i++) {
-		if (i < r->n && addr >= r->start[i] && addr < r->end[i]) {
-			o->obj = OFFOBJ_FILE;
-			o->dev = r->key[i].dev;
-			o->ino = r->key[i].ino;
-			return;
-		}
-	}
+	o->obj = OFFOBJ_FILE;
+	o->dev = r->key[i & (MODEL_RANGES - 1)].dev;
+	o->ino = r->key[i & (MODEL_RANGES - 1)].ino;
 }
 
 static __always_inline __u64 rd_user(__u64 addr)

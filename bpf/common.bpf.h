@@ -99,6 +99,22 @@ static __always_inline bool traced_now(__u32 *tgid)
 /* The tree's process tgid, counted on: its procstat entry (made with its
  * procs entry, at fork or by the launcher for the root). An entry left by
  * an exited process is not counted on again. */
+/* The slot of tgid's model-file mapping that holds addr, or -1. One
+ * unsigned compare per slot (start <= addr < end), the slot count bounded
+ * once: the verifier walks a short body per slot, not three branches. */
+static __always_inline int mrange_find(const struct model_ranges *r, __u64 addr)
+{
+	__u32 n = r->n < MODEL_RANGES ? r->n : MODEL_RANGES;
+
+	for (__u32 i = 0; i < MODEL_RANGES; i++) {
+		if (i >= n)
+			break;
+		if (addr - r->start[i] < r->end[i] - r->start[i])
+			return (int)i;
+	}
+	return -1;
+}
+
 static __always_inline struct proc_stat *fault_proc(__u32 tgid)
 {
 	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);

@@ -16,9 +16,10 @@ __attribute__((noinline)) int flt_count(__u64 task, __u32 tgid, __u64 now, bool 
 {
 	struct task_struct *t = (struct task_struct *)task;
 	__u64 cur = BPF_CORE_READ(t, min_flt) + BPF_CORE_READ(t, maj_flt), zero = 0;
-	__u64 key = task, d, *last, *b;
+	__u64 key = task, d, *last;
+	struct fault_row *b;
 	struct proc_stat *s;
-	__u32 bucket;
+	__u32 bucket, row;
 
 	last = bpf_map_lookup_elem(&fltseen, &key);
 	if (!last) {
@@ -41,9 +42,10 @@ __attribute__((noinline)) int flt_count(__u64 task, __u32 tgid, __u64 now, bool 
 	if (bucket >= TRACE_BUCKETS)
 		bucket = TRACE_BUCKETS - 1;
 	/* per CPU: no cache line bouncing between threads counted at once */
-	b = bpf_map_lookup_elem(&faultrate, &bucket);
+	row = bucket / TRACE_BUCKET_ROW;
+	b = bpf_map_lookup_elem(&faultrate, &row);
 	if (b)
-		__sync_fetch_and_add(b, d);
+		__sync_fetch_and_add(&b->n[bucket % TRACE_BUCKET_ROW], d);
 	return 0;
 }
 
@@ -83,17 +85,13 @@ struct fault_ctx {
 static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx *fc)
 {
 	struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
-	struct file_val *v = NULL;
+	struct file_val *v;
 	__u64 now;
+	int i;
 
-	if (!r)
+	if (!r || (i = mrange_find(r, addr)) < 0)
 		return;
-	for (int i = 0; i < MODEL_RANGES; i++) {
-		if (i < r->n && addr >= r->start[i] && addr < r->end[i]) {
-			v = bpf_map_lookup_elem(&files, &r->key[i]);
-			break;
-		}
-	}
+	v = bpf_map_lookup_elem(&files, &r->key[i & (MODEL_RANGES - 1)]);
 	if (!v || !v->model)
 		return;
 	fc->model = 1;

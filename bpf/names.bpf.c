@@ -12,11 +12,18 @@
 
 #define IPPROTO_TCP_ 6
 
-/* getaddrinfo in flight, per thread: its node name and result pointer */
+/* getaddrinfo in flight, per thread: its node name and result pointer;
+ * at the return, the walk of its result list is kept here too (map memory:
+ * the verifier tracks none of its values, so bpf_loop's step is checked a
+ * few times, not once per address count as with the walk on the stack) */
 struct gai_call {
 	__u64 ts;
 	__u64 node; /* const char * */
 	__u64 res;  /* struct addrinfo ** */
+	__u64 ai;   /* the walk: the entry to read next; 0: the end */
+	__u32 n;    /* addresses seen (may exceed TRACE_NAME_ADDRS) */
+	__u32 pad;
+	struct tl_name_addr addrs[TRACE_NAME_ADDRS];
 };
 
 struct {
@@ -31,7 +38,7 @@ SEC("uprobe")
 int BPF_KPROBE(gai_enter, const char *node, const char *service, const void *hints, void **res)
 {
 	__u32 tgid, tid = (__u32)bpf_get_current_pid_tgid();
-	struct gai_call g;
+	struct gai_call g = {};
 
 	if (!traced_now(&tgid) || !node)
 		return 0;
@@ -47,24 +54,21 @@ int BPF_KPROBE(gai_enter, const char *node, const char *service, const void *hin
 #define AI_ADDR	  24
 #define AI_NEXT	  40
 
-/* The walk of a result list, one entry per bpf_loop step: verified once,
- * not once per entry of an unrolled loop (gai_exit took ~5 ms of the load) */
+/* bpf_loop's context: the call whose result list is walked (a pointer to
+ * map memory, one entry per bpf_loop step) */
 struct gai_walk {
-	__u64 ai; /* the entry to read next; 0: the end */
-	__u32 n;  /* addresses seen (may exceed TRACE_NAME_ADDRS) */
-	__u32 pad;
-	struct tl_name_addr addrs[TRACE_NAME_ADDRS];
+	struct gai_call *g;
 };
 
 static long gai_step(__u64 i, void *ctx)
 {
-	struct gai_walk *w = ctx;
+	struct gai_call *w = ((struct gai_walk *)ctx)->g;
 	__u32 fam = 0;
-	__u64 sa = 0, ai = w->ai;
+	__u64 sa = 0, ai;
 	__u16 sfam = 0;
 
 	(void)i;
-	if (!ai)
+	if (!w || !(ai = w->ai))
 		return 1;
 	bpf_probe_read_user(&fam, sizeof(fam), (void *)(ai + AI_FAMILY));
 	bpf_probe_read_user(&sa, sizeof(sa), (void *)(ai + AI_ADDR));
@@ -93,7 +97,7 @@ int BPF_KRETPROBE(gai_exit, int ret)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, tid = (__u32)bpf_get_current_pid_tgid();
 	struct gai_call *g = bpf_map_lookup_elem(&gai_calls, &tid);
-	struct gai_walk w = {};
+	struct gai_walk w = {.g = g};
 	struct tl_name_event *e;
 
 	if (!g)
@@ -109,12 +113,16 @@ int BPF_KRETPROBE(gai_exit, int ret)
 	e->pad = 0;
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)g->node) < 0)
 		e->name[0] = 0;
+	g->ai = 0;
+	g->n = 0;
+	__builtin_memset(g->addrs, 0, sizeof(g->addrs));
 	if (ret == 0 && g->res)
-		bpf_probe_read_user(&w.ai, sizeof(w.ai), (void *)g->res);
-	bpf_map_delete_elem(&gai_calls, &tid);
+		bpf_probe_read_user(&g->ai, sizeof(g->ai), (void *)g->res);
 	bpf_loop(2 * TRACE_NAME_ADDRS, gai_step, &w, 0);
-	e->n_addrs = w.n;
-	__builtin_memcpy(e->addrs, w.addrs, sizeof(e->addrs));
+	e->n_addrs = g->n;
+	__builtin_memcpy(e->addrs, g->addrs, sizeof(e->addrs));
+	/* the entry's memory may be reused at once once deleted: last */
+	bpf_map_delete_elem(&gai_calls, &tid);
 	ev_submit_lazy(e);
 	return 0;
 }
