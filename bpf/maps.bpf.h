@@ -169,9 +169,9 @@ TL_MAP struct {
 
 TL_MAP struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TRACE_BUCKETS);
-	__type(key, __u32);
-	__type(value, __u64);
+	__uint(max_entries, TRACE_BUCKET_ROWS);
+	__type(key, __u32); /* bucket / TRACE_BUCKET_ROW */
+	__type(value, struct fault_row);
 } faultrate SEC(".maps");
 
 TL_MAP struct {

@@ -28,7 +28,15 @@
 #define TRACE_COMM_MAX	     16
 #define TRACE_BUCKET_NS	     100000000ull /* fault-rate series: 100 ms buckets */
 #define TRACE_BUCKETS	     6000	  /* 10 minutes of series; later faults land in the last */
-#define TRACE_HIST_SLOTS     32		  /* block latency: log2(us) slots */
+/* faultrate (per CPU) holds the series in rows of TRACE_BUCKET_ROW buckets:
+ * 47 per-CPU values of 1 KiB are made in a few microseconds where 6000 of
+ * 8 bytes took 1-3.5 ms of the start (one per-CPU allocation each) */
+#define TRACE_BUCKET_ROW  128
+#define TRACE_BUCKET_ROWS ((TRACE_BUCKETS + TRACE_BUCKET_ROW - 1) / TRACE_BUCKET_ROW)
+struct fault_row {
+	__u64 n[TRACE_BUCKET_ROW];
+};
+#define TRACE_HIST_SLOTS 32 /* block latency: log2(us) slots */
 
 enum trace_event_type {
 	EV_EXEC = 1,

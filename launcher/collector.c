@@ -588,38 +588,30 @@ void collector_counters(struct collector *t, __u64 out[CNT_MAX])
 	free(vals);
 }
 
-#define FAULT_CHUNK 512
-
 int collector_fault_series(struct collector *t, __u64 *counts)
 {
 	int fd = bpf_map__fd(t->skel->maps.faultrate), ncpu = libbpf_num_possible_cpus();
-	__u32 keys[FAULT_CHUNK], next = 0, n;
-	__u64 *vals;
-	bool more = true;
-	int err = 0;
+	struct fault_row *rows;
+	__u32 keys[TRACE_BUCKET_ROWS], next = 0, n = TRACE_BUCKET_ROWS;
 
 	if (ncpu <= 0)
 		return -1;
-	vals = calloc((size_t)FAULT_CHUNK * ncpu, sizeof(*vals));
-	if (!vals)
+	rows = calloc((size_t)TRACE_BUCKET_ROWS * ncpu, sizeof(*rows));
+	if (!rows)
 		return -1;
-	for (__u32 first = 0; more; first = next) {
-		n = FAULT_CHUNK;
-		/* the batch token: what the kernel returned, passed back as is */
-		if (bpf_map_lookup_batch(fd, first ? &first : NULL, &next, keys, vals, &n, NULL)) {
-			if (errno != ENOENT) {
-				err = -1;
-				break;
-			}
-			more = false;
-		}
-		for (__u32 i = 0; i < n; i++)
-			for (int c = 0; c < ncpu; c++)
-				if (keys[i] < TRACE_BUCKETS)
-					counts[keys[i]] += vals[(size_t)i * ncpu + c];
-		if (!n)
-			break;
+	/* every row of every CPU at once (ENOENT: no more after these) */
+	if (bpf_map_lookup_batch(fd, NULL, &next, keys, rows, &n, NULL) && errno != ENOENT) {
+		free(rows);
+		return -1;
 	}
-	free(vals);
-	return err;
+	for (__u32 i = 0; i < n; i++)
+		for (int c = 0; c < ncpu; c++)
+			for (__u32 j = 0; j < TRACE_BUCKET_ROW; j++) {
+				__u64 bucket = (__u64)keys[i] * TRACE_BUCKET_ROW + j;
+
+				if (bucket < TRACE_BUCKETS)
+					counts[bucket] += rows[(size_t)i * ncpu + c].n[j];
+			}
+	free(rows);
+	return 0;
 }
