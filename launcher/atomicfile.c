@@ -168,7 +168,7 @@ int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char
 			 strerror(errno));
 		goto out;
 	}
-	if (fsync(a->fd) < 0 || close(a->fd) < 0) {
+	if ((!a->no_sync && fsync(a->fd) < 0) || close(a->fd) < 0) {
 		a->fd = -1;
 		snprintf(err, errlen, "failed to write %s: %s", a->path, strerror(errno));
 		goto out;
@@ -180,8 +180,9 @@ int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char
 		goto out;
 	}
 	free(a->tmp);
-	a->tmp = NULL;	 /* renamed: nothing to remove */
-	fsync(a->dirfd); /* the rename is durable once the directory is */
+	a->tmp = NULL; /* renamed: nothing to remove */
+	if (!a->no_sync)
+		fsync(a->dirfd); /* the rename is durable once the directory is */
 	rc = 0;
 out:
 	atomic_abort(a);
@@ -198,8 +199,8 @@ FILE *atomic_stream(struct atomic_file *a)
 	return f;
 }
 
-int atomic_write(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid, gid_t gid,
-		 char *err, size_t errlen)
+static int write_commit(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid,
+			gid_t gid, bool no_sync, char *err, size_t errlen)
 {
 	struct atomic_file a;
 	const char *p = buf;
@@ -220,5 +221,18 @@ int atomic_write(const char *path, const void *buf, size_t len, mode_t mode, uid
 		p += n;
 		len -= (size_t)n;
 	}
+	a.no_sync = no_sync;
 	return atomic_commit(&a, mode, uid, gid, err, errlen);
+}
+
+int atomic_write(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid, gid_t gid,
+		 char *err, size_t errlen)
+{
+	return write_commit(path, buf, len, mode, uid, gid, false, err, errlen);
+}
+
+int atomic_write_volatile(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid,
+			  gid_t gid, char *err, size_t errlen)
+{
+	return write_commit(path, buf, len, mode, uid, gid, true, err, errlen);
 }

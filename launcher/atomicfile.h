@@ -21,6 +21,7 @@ struct atomic_file {
 	char *base;
 	char *path; /* as given, for messages */
 	bool in_place;
+	bool no_sync; /* atomic_commit renames without the fsyncs (atomic_write_volatile) */
 };
 #define ATOMIC_FILE_INIT                                                                           \
 	{                                                                                          \
@@ -43,5 +44,10 @@ void atomic_abort(struct atomic_file *a);
 /* Write a whole buffer to path atomically (begin + write + commit). */
 int atomic_write(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid, gid_t gid,
 		 char *err, size_t errlen);
+/* The same without the fsyncs, for a file that means nothing after a
+ * reboot (the pidfile): its readers need the rename's atomicity only, and
+ * where /run is on a disk the two fsyncs took 1-4 ms before the exec. */
+int atomic_write_volatile(const char *path, const void *buf, size_t len, mode_t mode, uid_t uid,
+			  gid_t gid, char *err, size_t errlen);
 
 #endif

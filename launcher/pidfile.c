@@ -17,7 +17,8 @@ int pidfile_write(const char *path, const struct pidfile_info *pi, char *err, si
 
 	n = snprintf(body, sizeof(body), "%d %llu\n%d %llu\n", pi->service_pid, pi->service_start,
 		     pi->supervisor_pid, pi->supervisor_start);
-	return atomic_write(path, body, (size_t)n, 0644, (uid_t)-1, (gid_t)-1, err, errlen);
+	return atomic_write_volatile(path, body, (size_t)n, 0644, (uid_t)-1, (gid_t)-1, err,
+				     errlen);
 }
 
 /* The pidfile's directory and the file itself, opened without following a

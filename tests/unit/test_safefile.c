@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -19,6 +20,16 @@
 #include "safefile.h"
 
 static char top[] = "/tmp/tts-safe-XXXXXX";
+
+/* fsync counted: this definition is the one atomicfile.o, linked in here,
+ * calls (the test's own, before libc's) */
+static int fsyncs;
+
+int fsync(int fd)
+{
+	fsyncs++;
+	return (int)syscall(SYS_fsync, fd);
+}
 
 static int setup(void **state)
 {
@@ -180,6 +191,45 @@ static void test_atomic_write_replaces_whole_and_leaves_no_temp(void **state)
 	}
 }
 
+/* The pidfile's write: the same whole file, mode and clean directory,
+ * durable or not (no fsync: it means nothing after a reboot, and where
+ * /run is on a disk the fsyncs delayed the service's exec) */
+static void test_atomic_write_volatile_is_whole_without_fsync(void **state)
+{
+	char p[300], victim[300], err[512];
+	struct stat st;
+
+	(void)state;
+	path_of(p, sizeof(p), "v.pid");
+	write_text(p, "1 2\n3 4\n");
+	fsyncs = 0;
+	assert_int_equal(atomic_write(p, "5 6\n", 4, 0644, (uid_t)-1, (gid_t)-1, err, sizeof(err)),
+			 0);
+	assert_int_equal(fsyncs, 2); /* the file, then its directory */
+	fsyncs = 0;
+	assert_int_equal(atomic_write_volatile(p, "7 8\n9 10\n", 9, 0644, (uid_t)-1, (gid_t)-1, err,
+					       sizeof(err)),
+			 0);
+	assert_int_equal(fsyncs, 0);
+	assert_string_equal(read_text(p), "7 8\n9 10\n");
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "ls -A %s | grep -q '^\\.v\\.pid\\.'", top);
+		assert_int_not_equal(system(cmd), 0);
+	}
+	/* the same refusals as atomic_write */
+	path_of(victim, sizeof(victim), "victim3");
+	write_text(victim, "precious\n");
+	path_of(p, sizeof(p), "link.pid");
+	plant(victim, p);
+	assert_int_equal(
+	    atomic_write_volatile(p, "x", 1, 0644, (uid_t)-1, (gid_t)-1, err, sizeof(err)), -1);
+	assert_string_equal(read_text(victim), "precious\n");
+}
+
 static void test_atomic_refuses_links_and_directories(void **state)
 {
 	char victim[300], p[300], err[512];
@@ -239,6 +289,7 @@ int main(void)
 	    cmocka_unit_test(test_append_refuses_link_hardlink_fifo_and_strangers),
 	    cmocka_unit_test(test_atomic_write_replaces_whole_and_leaves_no_temp),
 	    cmocka_unit_test(test_atomic_refuses_links_and_directories),
+	    cmocka_unit_test(test_atomic_write_volatile_is_whole_without_fsync),
 	    cmocka_unit_test(test_atomic_writes_a_device_in_place),
 	    cmocka_unit_test(test_owners_for_a_run),
 	};
