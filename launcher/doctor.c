@@ -138,6 +138,22 @@ static void check_memlock(void)
 		     (unsigned long long)r.rlim_cur / 1024, (unsigned long long)r.rlim_max / 1024);
 }
 
+static void check_nofile(void)
+{
+	struct rlimit r;
+
+	if (hostprobe_nofile_raise(HOSTPROBE_TRACE_FDS, &r) == 0)
+		line("OK", "RLIMIT_NOFILE", "ulimit -n allows the ~%d descriptors tracing holds",
+		     HOSTPROBE_TRACE_FDS);
+	else
+		line("FAIL", "RLIMIT_NOFILE",
+		     "ulimit -n is %llu (hard %llu): tracing holds ~%d descriptors; raise it "
+		     "(ulimit -n 1024, or LimitNOFILE=1024 in a systemd unit), else the service "
+		     "starts untraced",
+		     (unsigned long long)r.rlim_cur, (unsigned long long)r.rlim_max,
+		     HOSTPROBE_TRACE_FDS);
+}
+
 static void check_bpf_load(void)
 {
 	char why[512];
@@ -362,6 +378,7 @@ int doctor_run(const struct config *c)
 	check_unpriv();
 	check_lockdown();
 	check_memlock();
+	check_nofile();
 	check_bpf_load();
 	check_app(c);
 	check_port(c);

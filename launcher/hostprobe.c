@@ -113,6 +113,24 @@ int hostprobe_unpriv_bpf(char *buf, size_t len)
 
 int hostprobe_memlock(struct rlimit *r) { return getrlimit(RLIMIT_MEMLOCK, r); }
 
+int hostprobe_nofile_raise(rlim_t want, struct rlimit *r)
+{
+	if (getrlimit(RLIMIT_NOFILE, r))
+		return -1;
+	if (r->rlim_cur == RLIM_INFINITY || r->rlim_cur >= want)
+		return 0;
+	{
+		struct rlimit up = {.rlim_cur = r->rlim_max == RLIM_INFINITY || r->rlim_max > want
+						    ? want
+						    : r->rlim_max,
+				    .rlim_max = r->rlim_max};
+
+		if (up.rlim_cur > r->rlim_cur && setrlimit(RLIMIT_NOFILE, &up) == 0)
+			r->rlim_cur = up.rlim_cur;
+	}
+	return r->rlim_cur >= want ? 0 : -1;
+}
+
 /* statfs(2) f_type values (linux/magic.h) and whether what is written
  * there survives a reboot or the container */
 static const struct {

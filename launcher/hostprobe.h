@@ -38,6 +38,14 @@ bool hostprobe_has_cap(int cap);
 int hostprobe_unpriv_bpf(char *buf, size_t len);
 /* RLIMIT_MEMLOCK; 0, or -1. */
 int hostprobe_memlock(struct rlimit *r);
+/* Descriptors a traced run holds at once (BPF maps, programs, links, perf
+ * events: ~320 for a Python service in `cheap`, more with CUDA libraries),
+ * with room for the launcher's own (log, pidfile, timeline, /proc). */
+#define HOSTPROBE_TRACE_FDS 512
+/* RLIMIT_NOFILE's soft limit raised towards want (never past the hard
+ * limit; this process only: a child forked before keeps its own). 0 when
+ * it is at least want now; -1 with the limits in *r when it cannot be. */
+int hostprobe_nofile_raise(rlim_t want, struct rlimit *r);
 
 /* The filesystem a directory is (or, not created yet, will be) on: what
  * the model's cache_fs records (statfs + statvfs of the nearest existing

@@ -336,6 +336,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	__u32 root, root_word, flags = 0;
 	__u64 root_bits;
 	struct proc_stat root_stat = {0};
+	struct rlimit nofile;
 	double t_open, t_load, t_attach, t_usdt;
 
 	snprintf(why, whylen, "unknown error");
@@ -345,6 +346,20 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	err = hostprobe_btf();
 	if (err) {
 		snprintf(why, whylen, "kernel has no BTF (" HOSTPROBE_BTF ": %s)", strerror(err));
+		goto fail;
+	}
+	/* Room for every descriptor tracing holds, checked before the first:
+	 * a limit hit half-way left the service's start waiting seconds for
+	 * the probes' removal, and no descriptor for the pidfile or the
+	 * timeline. The soft limit is raised for this process only (the
+	 * service, forked already, keeps its own). */
+	if (hostprobe_nofile_raise(HOSTPROBE_TRACE_FDS, &nofile)) {
+		snprintf(why, whylen,
+			 "the limit of open files (ulimit -n) is %llu, hard limit %llu: tracing "
+			 "holds about %d descriptors (BPF maps, programs, probes); raise the "
+			 "limit (ulimit -n 1024, or LimitNOFILE=1024 in a systemd unit)",
+			 (unsigned long long)nofile.rlim_cur, (unsigned long long)nofile.rlim_max,
+			 HOSTPROBE_TRACE_FDS);
 		goto fail;
 	}
 	t = calloc(1, sizeof(*t));

@@ -4,6 +4,7 @@ forwarding, log rotation, daemon/status/stop, --print-env, user switch."""
 import json
 import re
 import os
+import resource
 import pwd
 import signal
 import socket
@@ -289,7 +290,7 @@ def test_doctor(app):
     lines = r.stdout.splitlines()
     checks = {l.split()[1]: l.split()[0] for l in lines[1:-1]}
     for name in ("kernel", "BTF", "tracefs", "BPF", "unprivileged", "lockdown", "RLIMIT_MEMLOCK",
-                 "interpreter", "script", "port"):
+                 "RLIMIT_NOFILE", "interpreter", "script", "port"):
         assert name in checks, r.stdout
     assert checks["script"] == "OK" and checks["interpreter"] == "OK" and checks["port"] == "OK"
     assert r.returncode == (1 if "FAIL" in checks.values() else 0)
@@ -298,6 +299,16 @@ def test_doctor(app):
     assert r.returncode == 1
     assert any(l.startswith("FAIL") and "nope.py" in l and "set [app] dir to the IndexTTS2 "
                "directory, or [app] script" in l for l in r.stdout.splitlines())
+    # An open-files limit too low for tracing, with no room to raise it: a
+    # FAIL that says how to raise it; room to raise it: OK.
+    def nofile(soft, hard):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    r = app.run("doctor", "-c", str(app.ini), preexec_fn=nofile(200, 200))
+    fail = [l for l in r.stdout.splitlines() if l.split()[1:2] == ["RLIMIT_NOFILE"]]
+    assert fail and fail[0].startswith("FAIL") and "ulimit -n is 200" in fail[0], r.stdout
+    assert "LimitNOFILE=1024" in fail[0] and r.returncode == 1
+    r = app.run("doctor", "-c", str(app.ini), preexec_fn=nofile(200, 4096))
+    assert [l for l in r.stdout.splitlines() if l.startswith("OK") and "RLIMIT_NOFILE" in l]
     # A held port is named.
     holder = app.spawn([PY, "webui.py", "--port", str(app.port)])
     wait_for(lambda: port_open(app.port), what="listener")

@@ -5,6 +5,7 @@ skipped, or fail when CI is set. Every timeline is checked against
 tests/schema/timeline.schema.json."""
 import json
 import os
+import resource
 import subprocess
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def validate(tl):
     return tl
 
 
-def run_traced(tmp, *cmd, user=None, check_rc=True):
+def run_traced(tmp, *cmd, user=None, check_rc=True, preexec_fn=None):
     """Run COMMAND under tts-launch with no port; return (process, timeline)."""
     tl_path = tmp / "timeline.json"
     argv = [str(TTS), "run", "--timeline", str(tl_path), "--set", "app.port=0",
@@ -30,7 +31,8 @@ def run_traced(tmp, *cmd, user=None, check_rc=True):
     if user:
         argv = ["setpriv", "--reuid=%d" % user, "--regid=%d" % user, "--clear-groups",
                 "--inh-caps=-all", *argv]
-    p = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=120,
+                       preexec_fn=preexec_fn)
     if check_rc:
         assert p.returncode == 0, p.stderr
     assert tl_path.exists(), p.stderr
@@ -345,6 +347,37 @@ def test_untraced_fallback_as_unprivileged_user():
     assert tl["tracing"]["enabled"] is False
     assert tl["tracing"]["reason"]
     assert tl["marks"]["exec"] >= 0
+    assert tl["process"]["exit"]["code"] == 0
+
+
+def nofile(soft, hard):
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+LIMITS = "import resource; print('nofile', *resource.getrlimit(resource.RLIMIT_NOFILE))"
+
+
+def test_a_low_open_files_limit_is_raised_for_tracing_not_for_the_service(work):
+    # ~320 descriptors held while tracing a python: 200 is too few, but the
+    # hard limit lets tts-launch raise its own; the service keeps 200
+    p, tl = run_traced(work, "/usr/bin/python3", "-c", LIMITS, preexec_fn=nofile(200, 4096))
+    assert tl["tracing"]["enabled"], tl["tracing"].get("reason")
+    assert "nofile 200 4096" in tl["process"]["output_tail"]
+    assert "warning" not in p.stderr, p.stderr
+    assert tl["marks"]["exec"] >= 0
+
+
+def test_an_open_files_limit_too_low_for_tracing_is_named_and_the_run_completes(work):
+    # no room to raise it: said before anything is loaded (half-way, the
+    # probes' removal held the exec for seconds and the pidfile and the
+    # timeline found no descriptor left)
+    p, tl = run_traced(work, "/usr/bin/python3", "-c", LIMITS, preexec_fn=nofile(200, 200))
+    assert tl["tracing"]["enabled"] is False
+    why = tl["tracing"]["reason"]
+    assert "ulimit -n" in why and "is 200, hard limit 200" in why and "LimitNOFILE" in why, why
+    assert p.stderr.count("tracing disabled") == 1
+    assert "pidfile" not in p.stderr and "NOT written" not in p.stderr, p.stderr
+    assert "nofile 200 200" in tl["process"]["output_tail"]
     assert tl["process"]["exit"]["code"] == 0
 
 
