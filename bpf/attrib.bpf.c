@@ -97,15 +97,16 @@ struct pycode_key {
 	__u32 pad;
 };
 
-/* code objects whose names were sent. Not an LRU map: one of this size took
- * ~2 ms to create, before the service's exec. Full, a code object not in it
- * has its name sent again at each of its samples. */
+/* code objects whose names were sent. An LRU map: nothing deletes a
+ * process's codes when it exits, and a full plain hash would send a name
+ * again at every sample of a new code. 8192: a start-up's samples name a
+ * few thousand codes at most, and creating one of 16384 took ~2 ms of the
+ * side thread's part before the exec (scripts/bench/map_create.py). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
 	__type(key, struct pycode_key);
 	__type(value, __u8);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 } pyseen SEC(".maps");
 #include <bpf/bpf_endian.h>
 

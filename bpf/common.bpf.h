@@ -84,6 +84,28 @@ static __always_inline void *map_add(void *map, const void *key, const void *ini
 	return v;
 }
 
+/* One load or store of a u64 another CPU may be touching, as written */
+#define READ_ONCE_U64(x)     (*(volatile __u64 *)&(x))
+#define WRITE_ONCE_U64(x, v) (*(volatile __u64 *)&(x) = (v))
+
+/* The slot of a model-file mapping of r that holds addr, or -1. The slot
+ * count bounded once, one unsigned compare per slot (start <= addr <
+ * start + len): the verifier walks a short body per slot. A slot being
+ * rewritten has len 0 (fd_mmap) and holds nothing. */
+_Static_assert((MODEL_RANGES & (MODEL_RANGES - 1)) == 0, "MODEL_RANGES: a power of two (masks)");
+static __always_inline int mrange_find(const struct model_ranges *r, __u64 addr)
+{
+	__u32 n = r->n < MODEL_RANGES ? r->n : MODEL_RANGES;
+
+	for (__u32 i = 0; i < MODEL_RANGES; i++) {
+		if (i >= n)
+			break;
+		if (addr - r->start[i] < READ_ONCE_U64(r->len[i]))
+			return (int)i;
+	}
+	return -1;
+}
+
 /* The tgid of current when it is in the traced tree and has exec'd. */
 static __always_inline bool traced_now(__u32 *tgid)
 {
@@ -99,22 +121,6 @@ static __always_inline bool traced_now(__u32 *tgid)
 /* The tree's process tgid, counted on: its procstat entry (made with its
  * procs entry, at fork or by the launcher for the root). An entry left by
  * an exited process is not counted on again. */
-/* The slot of tgid's model-file mapping that holds addr, or -1. One
- * unsigned compare per slot (start <= addr < end), the slot count bounded
- * once: the verifier walks a short body per slot, not three branches. */
-static __always_inline int mrange_find(const struct model_ranges *r, __u64 addr)
-{
-	__u32 n = r->n < MODEL_RANGES ? r->n : MODEL_RANGES;
-
-	for (__u32 i = 0; i < MODEL_RANGES; i++) {
-		if (i >= n)
-			break;
-		if (addr - r->start[i] < r->end[i] - r->start[i])
-			return (int)i;
-	}
-	return -1;
-}
-
 static __always_inline struct proc_stat *fault_proc(__u32 tgid)
 {
 	struct proc_stat *s = bpf_map_lookup_elem(&procstat, &tgid);

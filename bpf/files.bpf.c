@@ -73,9 +73,14 @@ static __always_inline void fd_mmap(long fd, __u64 len, __u64 addr, __u32 tgid, 
 				return;
 		}
 		slot = r->n % MODEL_RANGES;
+		/* a fault read between these stores finds the slot empty (len 0),
+		 * not a range made of the old and the new halves */
+		WRITE_ONCE_U64(r->len[slot], 0);
+		barrier();
 		r->start[slot] = addr;
-		r->end[slot] = addr + len;
 		r->key[slot] = k;
+		barrier();
+		WRITE_ONCE_U64(r->len[slot], len);
 		r->n++;
 		if (!model_mapped)
 			model_mapped = 1;

@@ -482,13 +482,13 @@ struct file_key {
 };
 _Static_assert(sizeof(struct file_key) == 16, "file_key layout changed");
 
-/* Model-file mappings of one process (kernel side: mranges): [start, end)
+/* Model-file mappings of one process (kernel side: mranges): [start, start + len)
  * and the file, up to MODEL_RANGES, the oldest overwritten. Shared because a
  * zeroed instance lives in the skeleton's .bss. */
 #define MODEL_RANGES 16
 struct model_ranges {
 	__u64 start[MODEL_RANGES];
-	__u64 end[MODEL_RANGES];
+	__u64 len[MODEL_RANGES]; /* 0 while the slot is rewritten: it holds nothing */
 	struct file_key key[MODEL_RANGES];
 	__u32 n; /* ranges recorded; the slot is n % MODEL_RANGES */
 	__u32 pad;

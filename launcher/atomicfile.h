@@ -30,8 +30,8 @@ struct atomic_file {
 
 int atomic_begin(struct atomic_file *a, const char *path, char *err, size_t errlen);
 /* fchmod(mode), fchown(uid, gid) unless uid == (uid_t)-1, fsync, renameat,
- * fsync of the directory. Closes everything; on failure removes the temp
- * file and says why. */
+ * fsync of the directory (neither fsync with no_sync). Closes everything;
+ * on failure removes the temp file and says why. */
 int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char *err,
 		  size_t errlen);
 /* A stdio stream over a dup of a->fd (fclose it, checking for errors,

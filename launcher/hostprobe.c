@@ -113,22 +113,28 @@ int hostprobe_unpriv_bpf(char *buf, size_t len)
 
 int hostprobe_memlock(struct rlimit *r) { return getrlimit(RLIMIT_MEMLOCK, r); }
 
-int hostprobe_nofile_raise(rlim_t want, struct rlimit *r)
+int hostprobe_nofile(bool raise, struct rlimit *r)
 {
-	if (getrlimit(RLIMIT_NOFILE, r))
-		return -1;
-	if (r->rlim_cur == RLIM_INFINITY || r->rlim_cur >= want)
-		return 0;
-	{
-		struct rlimit up = {.rlim_cur = r->rlim_max == RLIM_INFINITY || r->rlim_max > want
-						    ? want
-						    : r->rlim_max,
-				    .rlim_max = r->rlim_max};
+	struct rlimit up;
 
-		if (up.rlim_cur > r->rlim_cur && setrlimit(RLIMIT_NOFILE, &up) == 0)
-			r->rlim_cur = up.rlim_cur;
+	if (getrlimit(RLIMIT_NOFILE, r)) {
+		r->rlim_cur = r->rlim_max = RLIM_INFINITY;
+		return 0;
 	}
-	return r->rlim_cur >= want ? 0 : -1;
+	if (r->rlim_cur == RLIM_INFINITY || r->rlim_cur >= HOSTPROBE_TRACE_FDS)
+		return 0;
+	if (r->rlim_max != RLIM_INFINITY && r->rlim_max < HOSTPROBE_TRACE_FDS)
+		return -1;
+	if (!raise)
+		return 0;
+	up.rlim_max = r->rlim_max;
+	up.rlim_cur = r->rlim_max == RLIM_INFINITY || r->rlim_max > HOSTPROBE_NOFILE_RAISE
+			  ? HOSTPROBE_NOFILE_RAISE
+			  : r->rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &up))
+		return -1;
+	r->rlim_cur = up.rlim_cur;
+	return 0;
 }
 
 /* statfs(2) f_type values (linux/magic.h) and whether what is written

@@ -40,12 +40,16 @@ int hostprobe_unpriv_bpf(char *buf, size_t len);
 int hostprobe_memlock(struct rlimit *r);
 /* Descriptors a traced run holds at once (BPF maps, programs, links, perf
  * events: ~320 for a Python service in `cheap`, more with CUDA libraries),
- * with room for the launcher's own (log, pidfile, timeline, /proc). */
-#define HOSTPROBE_TRACE_FDS 512
-/* RLIMIT_NOFILE's soft limit raised towards want (never past the hard
- * limit; this process only: a child forked before keeps its own). 0 when
- * it is at least want now; -1 with the limits in *r when it cannot be. */
-int hostprobe_nofile_raise(rlim_t want, struct rlimit *r);
+ * with room for the launcher's own (log, pidfile, timeline, /proc); and the
+ * soft limit tracing raises itself to when below that (within the hard). */
+#define HOSTPROBE_TRACE_FDS    512
+#define HOSTPROBE_NOFILE_RAISE 4096
+/* RLIMIT_NOFILE: 0 when HOSTPROBE_TRACE_FDS fit under the soft limit, or
+ * under the hard one (raise: the soft limit is raised to
+ * HOSTPROBE_NOFILE_RAISE within it, for this process only: a child forked
+ * before keeps its own); -1 with the limits in *r when they cannot. An
+ * unreadable limit is 0: not a reason to give up. */
+int hostprobe_nofile(bool raise, struct rlimit *r);
 
 /* The filesystem a directory is (or, not created yet, will be) on: what
  * the model's cache_fs records (statfs + statvfs of the nearest existing

@@ -50,6 +50,10 @@ static int parse(int fd, struct pidfile_info *pi)
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return -2;
+	if (st.st_size == 0) {
+		errno = ENOENT; /* names nothing: as if missing */
+		return -1;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	if (n <= 0)
 		return -2;

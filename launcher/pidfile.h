@@ -18,9 +18,11 @@ struct pidfile_info {
  * mode 0644. -1 with the reason in err. */
 int pidfile_write(const char *path, const struct pidfile_info *pi, char *err, size_t errlen);
 
-/* 0, -1 when missing or unreadable (errno), -2 when it is not a pidfile
- * (malformed, not a regular file, a link that is not root's). Read without
- * following a link another user planted and without blocking on a FIFO. */
+/* 0, -1 when missing or unreadable (errno) or an empty regular file (written
+ * without fsync: what a crash before it reached the disk leaves; it names
+ * nothing), -2 when it is not a pidfile (malformed, not a regular file, a
+ * link that is not root's). Read without following a link another user
+ * planted and without blocking on a FIFO. */
 int pidfile_read(const char *path, struct pidfile_info *pi);
 
 /* Remove path only if it still names supervisor_pid (a newer run may own

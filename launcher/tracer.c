@@ -353,7 +353,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	 * the probes' removal, and no descriptor for the pidfile or the
 	 * timeline. The soft limit is raised for this process only (the
 	 * service, forked already, keeps its own). */
-	if (hostprobe_nofile_raise(HOSTPROBE_TRACE_FDS, &nofile)) {
+	if (hostprobe_nofile(true, &nofile)) {
 		snprintf(why, whylen,
 			 "the limit of open files (ulimit -n) is %llu, hard limit %llu: tracing "
 			 "holds about %d descriptors (BPF maps, programs, probes); raise the "

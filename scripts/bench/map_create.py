@@ -29,7 +29,7 @@ SHAPES = [
     ("hash 16384, preallocated", HASH, 16, 192, 16384, 0),
     ("LRU hash 4096 (blockstart)", LRU_HASH, 8, 8, 4096, 0),
     ("LRU hash 16384 (pyseen before)", LRU_HASH, 16, 1, 16384, 0),
-    ("hash 16384 (pyseen now)", HASH, 16, 1, 16384, NO_PREALLOC),
+    ("LRU hash 8192 (pyseen now)", LRU_HASH, 16, 1, 8192, 0),
     ("per-CPU array 6000 x 8 B (faultrate before)", PERCPU_ARRAY, 4, 8, 6000, 0),
     ("per-CPU array 47 x 1 KiB (faultrate now)", PERCPU_ARRAY, 4, 1024, 47, 0),
     ("array 65536 x 8 B (treebits)", ARRAY, 4, 8, 65536, 0),

@@ -302,7 +302,10 @@ def test_doctor(app):
     # An open-files limit too low for tracing, with no room to raise it: a
     # FAIL that says how to raise it; room to raise it: OK.
     def nofile(soft, hard):
-        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        # never above the hard limit this runner has (a user's cannot be raised)
+        top = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        top = hard if top == resource.RLIM_INFINITY else min(hard, top)
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, top), top))
     r = app.run("doctor", "-c", str(app.ini), preexec_fn=nofile(200, 200))
     fail = [l for l in r.stdout.splitlines() if l.split()[1:2] == ["RLIMIT_NOFILE"]]
     assert fail and fail[0].startswith("FAIL") and "ulimit -n is 200" in fail[0], r.stdout

@@ -69,6 +69,11 @@ static void test_missing_malformed_link_fifo(void **state)
 	fclose(f);
 	assert_int_equal(pidfile_read(path, &pi), -2);
 	assert_int_equal(pi.service_pid, 0);
+	/* empty (written without fsync, then a crash): names nothing, as if missing */
+	path_of(path, sizeof(path), "empty.pid");
+	f = fopen(path, "w");
+	fclose(f);
+	assert_int_equal(pidfile_read(path, &pi), -1);
 	/* a link at the name is not followed, even to a good pidfile */
 	path_of(target, sizeof(target), "a.pid");
 	path_of(path, sizeof(path), "link.pid");
