@@ -235,14 +235,13 @@ static __always_inline void fd_object(long fd, struct tl_off_event *o)
 static __always_inline void fault_file(__u32 tgid, __u64 addr, struct tl_off_event *o)
 {
 	struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
+	const struct file_key *k = r ? mrange_key(r, addr) : NULL;
 
-	int i;
-
-	if (!r || (i = mrange_find(r, addr)) < 0)
+	if (!k)
 		return;
 	o->obj = OFFOBJ_FILE;
-	o->dev = r->key[i & (MODEL_RANGES - 1)].dev;
-	o->ino = r->key[i & (MODEL_RANGES - 1)].ino;
+	o->dev = k->dev;
+	o->ino = k->ino;
 }
 
 static __always_inline __u64 rd_user(__u64 addr)

@@ -88,12 +88,11 @@ static __always_inline void *map_add(void *map, const void *key, const void *ini
 #define READ_ONCE_U64(x)     (*(volatile __u64 *)&(x))
 #define WRITE_ONCE_U64(x, v) (*(volatile __u64 *)&(x) = (v))
 
-/* The slot of a model-file mapping of r that holds addr, or -1. The slot
- * count bounded once, one unsigned compare per slot (start <= addr <
+/* The file of the model-file mapping of r that holds addr, or NULL. The
+ * slot count bounded once, one unsigned compare per slot (start <= addr <
  * start + len): the verifier walks a short body per slot. A slot being
  * rewritten has len 0 (fd_mmap) and holds nothing. */
-_Static_assert((MODEL_RANGES & (MODEL_RANGES - 1)) == 0, "MODEL_RANGES: a power of two (masks)");
-static __always_inline int mrange_find(const struct model_ranges *r, __u64 addr)
+static __always_inline const struct file_key *mrange_key(const struct model_ranges *r, __u64 addr)
 {
 	__u32 n = r->n < MODEL_RANGES ? r->n : MODEL_RANGES;
 
@@ -101,9 +100,9 @@ static __always_inline int mrange_find(const struct model_ranges *r, __u64 addr)
 		if (i >= n)
 			break;
 		if (addr - r->start[i] < READ_ONCE_U64(r->len[i]))
-			return (int)i;
+			return &r->key[i];
 	}
-	return -1;
+	return NULL;
 }
 
 /* The tgid of current when it is in the traced tree and has exec'd. */

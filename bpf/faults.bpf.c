@@ -85,13 +85,13 @@ struct fault_ctx {
 static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx *fc)
 {
 	struct model_ranges *r = bpf_map_lookup_elem(&mranges, &tgid);
+	const struct file_key *k = r ? mrange_key(r, addr) : NULL;
 	struct file_val *v;
 	__u64 now;
-	int i;
 
-	if (!r || (i = mrange_find(r, addr)) < 0)
+	if (!k)
 		return;
-	v = bpf_map_lookup_elem(&files, &r->key[i & (MODEL_RANGES - 1)]);
+	v = bpf_map_lookup_elem(&files, k);
 	if (!v || !v->model)
 		return;
 	fc->model = 1;

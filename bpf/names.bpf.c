@@ -113,9 +113,7 @@ int BPF_KRETPROBE(gai_exit, int ret)
 	e->pad = 0;
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)g->node) < 0)
 		e->name[0] = 0;
-	g->ai = 0;
-	g->n = 0;
-	__builtin_memset(g->addrs, 0, sizeof(g->addrs));
+	/* the walk's fields: zero since gai_enter made the entry */
 	if (ret == 0 && g->res)
 		bpf_probe_read_user(&g->ai, sizeof(g->ai), (void *)g->res);
 	bpf_loop(2 * TRACE_NAME_ADDRS, gai_step, &w, 0);

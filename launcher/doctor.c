@@ -141,15 +141,12 @@ static void check_memlock(void)
 static void check_nofile(void)
 {
 	struct rlimit r;
+	char why[256];
 
-	if (hostprobe_nofile(false, &r))
-		line("FAIL", "RLIMIT_NOFILE",
-		     "ulimit -n is %llu (hard %llu): tracing holds ~%d descriptors; raise it "
-		     "(ulimit -n 1024, or LimitNOFILE=1024 in a systemd unit), else the service "
-		     "starts untraced",
-		     (unsigned long long)r.rlim_cur, (unsigned long long)r.rlim_max,
-		     HOSTPROBE_TRACE_FDS);
-	else if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < HOSTPROBE_TRACE_FDS)
+	if (hostprobe_nofile(false, &r)) {
+		hostprobe_nofile_why(&r, why, sizeof(why));
+		line("FAIL", "RLIMIT_NOFILE", "%s; the service would start untraced", why);
+	} else if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < HOSTPROBE_TRACE_FDS)
 		line("OK", "RLIMIT_NOFILE",
 		     "ulimit -n is %llu, below the ~%d descriptors tracing holds: run raises its "
 		     "own within the hard limit (%llu), the service keeps this one",

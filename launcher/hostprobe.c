@@ -137,6 +137,16 @@ int hostprobe_nofile(bool raise, struct rlimit *r)
 	return 0;
 }
 
+void hostprobe_nofile_why(const struct rlimit *r, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "ulimit -n is %llu, hard limit %llu: tracing holds about %d descriptors (BPF "
+		 "maps, programs, probes); raise the limit (ulimit -n 1024, or LimitNOFILE=1024 "
+		 "in a systemd unit)",
+		 (unsigned long long)r->rlim_cur, (unsigned long long)r->rlim_max,
+		 HOSTPROBE_TRACE_FDS);
+}
+
 /* statfs(2) f_type values (linux/magic.h) and whether what is written
  * there survives a reboot or the container */
 static const struct {

@@ -50,6 +50,9 @@ int hostprobe_memlock(struct rlimit *r);
  * before keeps its own); -1 with the limits in *r when they cannot. An
  * unreadable limit is 0: not a reason to give up. */
 int hostprobe_nofile(bool raise, struct rlimit *r);
+/* Why the limits r (hostprobe_nofile's -1) cannot hold tracing, with the
+ * fix: the one wording of run's warning and doctor's line. */
+void hostprobe_nofile_why(const struct rlimit *r, char *buf, size_t len);
 
 /* The filesystem a directory is (or, not created yet, will be) on: what
  * the model's cache_fs records (statfs + statvfs of the nearest existing

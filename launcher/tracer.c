@@ -354,12 +354,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	 * timeline. The soft limit is raised for this process only (the
 	 * service, forked already, keeps its own). */
 	if (hostprobe_nofile(true, &nofile)) {
-		snprintf(why, whylen,
-			 "the limit of open files (ulimit -n) is %llu, hard limit %llu: tracing "
-			 "holds about %d descriptors (BPF maps, programs, probes); raise the "
-			 "limit (ulimit -n 1024, or LimitNOFILE=1024 in a systemd unit)",
-			 (unsigned long long)nofile.rlim_cur, (unsigned long long)nofile.rlim_max,
-			 HOSTPROBE_TRACE_FDS);
+		hostprobe_nofile_why(&nofile, why, whylen);
 		goto fail;
 	}
 	t = calloc(1, sizeof(*t));

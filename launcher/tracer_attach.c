@@ -30,6 +30,28 @@ static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct
 
 static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct bpf_program *prog);
 
+/* A pair of uprobes on file for every process of the host (no tracefs to
+ * bind them to the tree): progs[i] at off[i] with uo[i]. Both or neither:
+ * 0 with both kept, or the errno. */
+static int pair_host_wide(struct tracer *t, struct bpf_program *const *progs, const char *file,
+			  const uint64_t *off, const struct bpf_uprobe_opts *uo)
+{
+	struct bpf_link *l[2] = {NULL, NULL};
+
+	for (int i = 0; i < 2; i++) {
+		l[i] = bpf_program__attach_uprobe_opts(progs[i], -1, file, (size_t)off[i], &uo[i]);
+		if (!l[i]) {
+			int err = errno;
+
+			bpf_link__destroy(l[0]);
+			return err;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		tr_add_ulink(t, l[i], progs[i]);
+	return 0;
+}
+
 /* getaddrinfo in the libc the service runs with: the launcher's own (the
  * ld.so cache's libc.so.6, which a dynamically linked interpreter loads
  * too); a uprobe is per inode, so every traced process that calls it is
@@ -37,9 +59,12 @@ static void libcio_add(void *ctx, struct bpf_link *l, int follower, const struct
  * and DNS answers still name most peers. */
 void tr_attach_names(struct tracer *t, pid_t pid)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "getaddrinfo");
+	struct bpf_program *progs[2] = {t->skel->progs.gai_enter, t->skel->progs.gai_exit};
+	const struct bpf_uprobe_opts uo[2] = {
+	    {.sz = sizeof(uo[0]), .func_name = "getaddrinfo"},
+	    {.sz = sizeof(uo[1]), .func_name = "getaddrinfo", .retprobe = true}};
+	const uint64_t off[2] = {0, 0};
 	char libc[PATH_MAX], why[PATH_MAX + 128];
-	struct bpf_link *le, *lx;
 	Dl_info di;
 	int err;
 
@@ -59,21 +84,13 @@ void tr_attach_names(struct tracer *t, pid_t pid)
 	}
 	if (t->verbose)
 		fprintf(stderr, "tts-launch: getaddrinfo for every process (%s)\n", why);
-	le = bpf_program__attach_uprobe_opts(t->skel->progs.gai_enter, -1, libc, 0, &uo);
-	err = le ? 0 : errno;
-	uo.retprobe = true;
-	lx = le ? bpf_program__attach_uprobe_opts(t->skel->progs.gai_exit, -1, libc, 0, &uo) : NULL;
-	if (!lx) {
-		err = err ? err : errno;
-		bpf_link__destroy(le);
+	if ((err = pair_host_wide(t, progs, libc, off, uo))) {
 		tr_fallback(t, "getaddrinfo",
 			    "failed to attach a uprobe to %s: %s; peer names from TLS "
 			    "and DNS only",
 			    libc, strerror(err));
 		return;
 	}
-	tr_add_ulink(t, le, t->skel->progs.gai_enter);
-	tr_add_ulink(t, lx, t->skel->progs.gai_exit);
 	t->st.names = true;
 	tr_probe_add(t, "getaddrinfo");
 }
@@ -107,8 +124,8 @@ static int import_probes(struct tracer *t, pid_t pid, const char *py, char *why,
 	struct bpf_program *progs[2] = {t->skel->progs.py_import_start,
 					t->skel->progs.py_import_done};
 	uint64_t cookie[2], off[2], sema[2];
-	struct bpf_link *l[2] = {NULL, NULL};
 	struct elfsym *e = elfsym_open(py, why, whylen);
+	int err;
 
 	if (!e)
 		return ENOEXEC;
@@ -141,23 +158,16 @@ static int import_probes(struct tracer *t, pid_t pid, const char *py, char *why,
 		return 0;
 	if (t->verbose)
 		fprintf(stderr, "tts-launch: Python's import probes for every process (%s)\n", why);
-	for (int i = 0; i < 2; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .ref_ctr_offset = sema[i],
-			    .bpf_cookie = cookie[i]);
+	{
+		const struct bpf_uprobe_opts uo[2] = {
+		    {.sz = sizeof(uo[0]), .ref_ctr_offset = sema[0], .bpf_cookie = cookie[0]},
+		    {.sz = sizeof(uo[1]), .ref_ctr_offset = sema[1], .bpf_cookie = cookie[1]}};
 
-		l[i] = bpf_program__attach_uprobe_opts(progs[i], -1, py, off[i], &uo);
-		if (!l[i]) {
-			int err = errno;
-
-			bpf_link__destroy(l[0]);
+		if ((err = pair_host_wide(t, progs, py, off, uo)))
 			snprintf(why, whylen, "failed to attach a uprobe to %s: %s", py,
 				 strerror(err));
-			return err;
-		}
+		return err;
 	}
-	for (int i = 0; i < 2; i++)
-		tr_add_ulink(t, l[i], progs[i]);
-	return 0;
 }
 
 void tr_attach_imports(struct tracer *t, pid_t pid, char (*pys)[PATH_MAX], int n_py)
