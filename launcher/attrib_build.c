@@ -176,13 +176,13 @@ static double num(json_t *o, const char *key, double dflt)
 	return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-/* the process whose listen made it ready */
-static int ready_pid(struct collector *c)
+/* the listen that made it ready */
+static const struct coll_listen *ready_listen(struct collector *c)
 {
-	for (size_t i = 0; i < c->n_listens; i++)
+	for (size_t i = 0; c->ready_ms >= 0 && i < c->n_listens; i++)
 		if (fabs(c->listens[i].ms - c->ready_ms) < 0.0005)
-			return c->listens[i].pid;
-	return 0;
+			return &c->listens[i];
+	return NULL;
 }
 
 static int gpu_call_cmp(const void *pa, const void *pb)
@@ -258,63 +258,27 @@ static json_t *section_json(const struct attr_result *r, double start, double en
 			 r->segs_cut);
 }
 
-/* The thread that listened when it is not its process's main thread:
- * the main thread of rp is in a wait at ready (the one the window ends
- * in), and of its other threads the one running at ready (no wait of it
- * covers ready) that came back on a CPU last; followed from its first
- * interval or sample on (in->listen_*). */
-struct thr {
-	int tid;
-	bool covered;	    /* in a wait at ready */
-	double back, first; /* last back on a CPU before ready; first seen */
-};
-
-#define LISTEN_THREADS_MAX 1024
-
-static void find_listener(struct attr_input *in, int rp)
+/* The thread that listened when it is not its process's main thread (the
+ * listen event names it): followed from its first interval or sample on
+ * (in->listen_*). A guess from who was waiting at ready is not enough: a
+ * main thread polling with short sleeps (gradio's launch()) is as often
+ * on a CPU at that instant as in its sleep. */
+static void find_listener(struct attr_input *in, const struct coll_listen *l)
 {
-	struct thr *t = calloc(LISTEN_THREADS_MAX, sizeof(*t));
-	bool main_waits = false;
-	size_t n = 0, k = 0;
-	const struct thr *best = NULL;
+	double first = in->end;
 
-	for (size_t i = 0; t && rp && i < in->n_offs; i++) {
-		const struct attr_off *o = &in->offs[i];
-
-		if (o->pid != rp || o->start >= in->end)
-			continue;
-		if (o->tid == rp) {
-			main_waits |= o->end >= in->end;
-			continue;
-		}
-		if (!(k < n && t[k].tid == o->tid))
-			for (k = 0; k < n && t[k].tid != o->tid; k++)
-				;
-		if (k == n) {
-			if (n == LISTEN_THREADS_MAX)
-				continue;
-			t[n++] = (struct thr){o->tid, false, -1, o->start};
-		}
-		t[k].covered |= o->end >= in->end;
-		if (o->end < in->end && o->end > t[k].back)
-			t[k].back = o->end;
-		if (o->start < t[k].first)
-			t[k].first = o->start;
-	}
-	for (k = 0; main_waits && k < n; k++)
-		if (!t[k].covered && t[k].back >= 0 && (!best || t[k].back > best->back))
-			best = &t[k];
-	if (best) {
-		double first = best->first;
-
-		for (size_t i = 0; i < in->n_samples; i++)
-			if (in->samples[i].tid == best->tid && in->samples[i].t < first)
-				first = in->samples[i].t;
-		in->listen_pid = rp;
-		in->listen_tid = best->tid;
-		in->listen_from = first;
-	}
-	free(t);
+	if (!l || !l->tid || l->tid == l->pid)
+		return;
+	for (size_t i = 0; i < in->n_offs; i++)
+		if (in->offs[i].tid == l->tid && in->offs[i].pid == l->pid &&
+		    in->offs[i].start < first)
+			first = in->offs[i].start;
+	for (size_t i = 0; i < in->n_samples; i++)
+		if (in->samples[i].tid == l->tid && in->samples[i].t < first)
+			first = in->samples[i].t;
+	in->listen_pid = l->pid;
+	in->listen_tid = l->tid;
+	in->listen_from = first;
 }
 
 void attribution_build(struct timeline *tl, struct collector *c)
@@ -334,6 +298,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	size_t n_holds;
 	char(*funcs)[96] = NULL;
 	const struct attr_store *st;
+	const struct coll_listen *rl;
 	__u64 cnt[CNT_MAX];
 	bool complete = true;
 	int rp;
@@ -341,6 +306,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 
 	if (!root || !c || c->exec_ms < 0)
 		return;
+	rl = ready_listen(c);
 	st = &c->off;
 	nm.network = json_object_get(root, "network");
 	in.start = c->exec_ms;
@@ -371,7 +337,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 		a->end = p->exit_ms;
 		a->comm = proc_comm(p);
 	}
-	rp = c->ready_ms >= 0 ? ready_pid(c) : 0;
+	rp = rl ? rl->pid : 0;
 	for (int hops = 0; rp && rp != c->root && hops < 64; hops++) {
 		struct attr_proc *a = NULL;
 
@@ -463,8 +429,7 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	in.imports = imps;
 	gpu = gpu_calls(c, &in, &in.n_gpu);
 	in.gpu = gpu;
-	if (c->ready_ms >= 0)
-		find_listener(&in, ready_pid(c));
+	find_listener(&in, rl);
 	if (attr_breakdown(&in, &r) == 0) {
 		collector_counters(c, cnt);
 		json_object_set_new(root, "attribution",

@@ -539,8 +539,8 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		break;
 	case EV_LISTEN:
 		if (ROOM(t, t->listens, t->n_listens, t->cap_listens))
-			t->listens[t->n_listens++] =
-			    (struct coll_listen){(int)e->pid, (int)e->arg, coll_ms(ms)};
+			t->listens[t->n_listens++] = (struct coll_listen){(int)e->pid, (int)e->tid,
+									  (int)e->arg, coll_ms(ms)};
 		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true))
 			t->ready_ms = ms;
 		break;

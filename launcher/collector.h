@@ -82,9 +82,9 @@ struct coll_proc {
 	long long execs;  /* 0: the key is absent */
 };
 
-/* A listen(2) (EV_LISTEN), ms coll_ms. */
+/* A listen(2) (EV_LISTEN) by thread tid of pid, ms coll_ms. */
 struct coll_listen {
-	int pid, port;
+	int pid, tid, port;
 	double ms;
 };
 

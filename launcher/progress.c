@@ -554,8 +554,12 @@ static void sample_copies(struct progress *p, const struct tl_view *v, bool fina
 		if (!path || json_object_get(p->copies, path))
 			continue;
 		/* a copy that began while the snapshot was read may not have its
-		 * source's path yet ("[fd] NAME"): said from a later snapshot */
-		if (!final && (!src || !strncmp(src, "[fd] ", 5)))
+		 * paths yet: the destination's open not in it ("[fd] NAME", which
+		 * a later snapshot names again, resolved), nor the source's, which
+		 * is then "[fd] NAME" or the name its inode had before a rename
+		 * (the hub's .incomplete): said from a later snapshot, which has
+		 * the destination's open and so the source's, made before it */
+		if (!final && (!src || !strncmp(src, "[fd] ", 5) || !strncmp(path, "[fd] ", 5)))
 			continue;
 		json_object_set_new(p->copies, path, json_real(tl_or0(c->bytes)));
 		fmt_bytes(sz, sizeof(sz), tl_or0(c->size) > 0 ? c->size : tl_or0(c->bytes));

@@ -422,13 +422,21 @@ def test_native_library_names_cpu_at_99_hz(tracing_ok, tmp_path):
 
 
 LISTENER = r'''
-import socket, sys, threading, time
+import hashlib, os, socket, sys, threading, time
 started = False
+answered = threading.Event()
+cpus = sorted(os.sched_getaffinity(0))
+def pin(i):
+    if len(cpus) > 1:
+        os.sched_setaffinity(threading.get_native_id(), {cpus[i]})
 def serve():
     global started
+    pin(1)
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
     s.sendall(b"1.0")
     s.recv(10)
+    answered.set()
+    time.sleep(0.02)
     l = socket.socket()
     l.bind(("127.0.0.1", 0))
     l.listen(1)
@@ -436,16 +444,22 @@ def serve():
     time.sleep(0.3)
 t = threading.Thread(target=serve)
 t.start()
+pin(0)
+while not answered.is_set():
+    time.sleep(0.001)
+block = bytes(1 << 20)
 while not started:
-    time.sleep(0.05)
+    hashlib.sha256(block).digest()
 t.join()
 '''
 
 
 def test_the_listening_thread_is_followed(tracing_ok, tmp_path):
-    """The main thread polls with short sleeps while a thread of its own
-    waits 1 s on a peer, then listens (gradio's launch()): the wait on the
-    peer is the start-up's, not the main thread's sleeps."""
+    """The main thread polls each ms (gradio's launch()) while a thread of
+    its own waits 1 s on a peer, then listens: the wait on the peer is the
+    start-up's, not the main thread's sleeps. At the listen the main thread
+    hashes on a CPU of its own (the GIL let go), in no wait: the listen
+    itself names its thread."""
     peer = SlowPeer()
     prog = tmp_path / "listener.py"
     prog.write_text(LISTENER)

@@ -137,12 +137,52 @@ static void test_percent_and_time_left(void **state)
 	json_decref(root);
 }
 
+/* A copy seen while its destination's open was not yet in the snapshot
+ * ("[fd] NAME", the source then named by the hub's temp file it was
+ * renamed from) is said once, from the snapshot that has both paths. */
+static void test_copy_said_once_with_its_paths(void **state)
+{
+	struct progress_opts o = {
+	    .mode = PROGRESS_LOG, .stall_s = 0, .log_every_s = 5, .emit = collect};
+	struct progress *p;
+	json_t *root, *c;
+	const char *tmp = "/app/checkpoints/hf_cache/.cache/huggingface/download/semantic_codec/"
+			  "Q=.e3.incomplete";
+
+	(void)state;
+	said[0] = '\0';
+	root = json_pack("{s:{s:{s:{s:s, s:s}}}, s:[{s:s, s:s, s:s, s:s, s:f, s:f, s:b}]}",
+			 "launcher", "config", "app", "dir", "/app", "model_dir", "./checkpoints",
+			 "copies", "path", "[fd] semantic_codec_model.safetensors", "name",
+			 "[fd] semantic_codec_model.safetensors", "source", tmp, "kind", "copy",
+			 "bytes", 4096.0, "size", 5347738.0, "from_cache", 0);
+	assert_non_null(root);
+	p = progress_new(&o);
+	assert_non_null(p);
+	progress_sample(p, root, 1000);
+	assert_string_equal(said, "");
+	c = json_array_get(json_object_get(root, "copies"), 0);
+	json_object_set_new(
+	    c, "path", json_string("/app/checkpoints/hf_cache/semantic_codec_model.safetensors"));
+	json_object_set_new(c, "name", json_string("hf_cache/semantic_codec_model.safetensors"));
+	json_object_set_new(
+	    c, "source", json_string("/app/checkpoints/hf_cache/semantic_codec/model.safetensors"));
+	progress_sample(p, root, 2000);
+	progress_timeline(p, root);
+	assert_string_equal(said, "tts-launch: copying hf_cache/semantic_codec_model.safetensors "
+				  "(5.1 MiB) from "
+				  "/app/checkpoints/hf_cache/semantic_codec/model.safetensors\n");
+	progress_free(p);
+	json_decref(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names_from_the_trace_are_escaped),
 	    cmocka_unit_test(test_frozen_download_says_stalled),
 	    cmocka_unit_test(test_percent_and_time_left),
+	    cmocka_unit_test(test_copy_said_once_with_its_paths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
