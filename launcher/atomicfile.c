@@ -196,6 +196,9 @@ FILE *atomic_stream(struct atomic_file *a)
 
 	if (!f && fd >= 0)
 		close(fd);
+	/* whole files of up to a few MiB: written 64 KiB a call, not 4 */
+	if (f)
+		setvbuf(f, NULL, _IOFBF, 1 << 16);
 	return f;
 }
 

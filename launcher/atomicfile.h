@@ -34,8 +34,8 @@ int atomic_begin(struct atomic_file *a, const char *path, char *err, size_t errl
  * on failure removes the temp file and says why. */
 int atomic_commit(struct atomic_file *a, mode_t mode, uid_t uid, gid_t gid, char *err,
 		  size_t errlen);
-/* A stdio stream over a dup of a->fd (fclose it, checking for errors,
- * before atomic_commit); NULL on failure. */
+/* A stdio stream over a dup of a->fd, with a 64 KiB buffer (fclose it,
+ * checking for errors, before atomic_commit); NULL on failure. */
 FILE *atomic_stream(struct atomic_file *a);
 /* Remove the temp file and close (safe on ATOMIC_FILE_INIT, a failed
  * atomic_begin or a finished struct). */

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "gpu.h"
+#include "mapwalk.h"
 #include "timeline_internal.h"
 #include "trace.skel.h"
 #include "util.h"
@@ -34,18 +35,15 @@ struct names {
 static void file_names(struct names *n)
 {
 	struct bpf_map *m = n->c->skel->maps.paths;
-	struct path_key k, next;
+	struct path_key k;
 	struct path_val v;
+	struct map_walk mw;
 	size_t left = 0;
-	int more;
 
 	for (size_t i = 0; i < n->nf; i++)
 		left += !n->f[i].path;
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); left && !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
-			continue;
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(v), false);
+	while (left && map_walk_next(&mw, &k, &v)) {
 		for (size_t i = 0; i < n->nf; i++) {
 			if (n->f[i].path || n->f[i].dev != v.dev || n->f[i].ino != v.ino)
 				continue;
@@ -54,6 +52,7 @@ static void file_names(struct names *n)
 			left--;
 		}
 	}
+	map_walk_end(&mw);
 	/* never opened by path (an inherited or passed fd): its dentry name */
 	for (size_t i = 0; i < n->nf; i++) {
 		struct file_key fk = {n->f[i].dev, n->f[i].ino};
@@ -580,18 +579,18 @@ static bool live_thread(struct collector *c, const struct attr_names *an, int pi
 {
 	struct bpf_map *m = c->skel->maps.attroff;
 	struct tl_off_event e, best;
-	__u32 k, next;
-	int rank = 0, more;
+	struct map_walk mw;
+	__u32 k;
+	int rank = 0;
 	double since = 0;
 
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(e), false);
+	while (map_walk_next(&mw, &k, &e)) {
 		struct attr_off o;
 		int r;
 
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) || (int)e.pid != pid ||
-		    (int)e.tid == pid || e.reason == OFF_RUNQ || (e.flags & OFFF_WOKEN))
+		if ((int)e.pid != pid || (int)e.tid == pid || e.reason == OFF_RUNQ ||
+		    (e.flags & OFFF_WOKEN))
 			continue;
 		attr_classify(&e, clock_ns_to_ms(e.ts_ns), now, -1, an, &o);
 		r = wait_rank(o.kind);
@@ -601,6 +600,7 @@ static bool live_thread(struct collector *c, const struct attr_names *an, int pi
 			best = e;
 		}
 	}
+	map_walk_end(&mw);
 	if (!rank)
 		return false;
 	live_hop(c, an, pid, (int)best.tid, collector_proc_find(c, pid), now, h, &rank, &best);

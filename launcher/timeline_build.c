@@ -13,6 +13,7 @@
 
 #include "gpu.h"
 #include "imports.h"
+#include "mapwalk.h"
 #include "procfs.h"
 #include "redact.h"
 #include "timeline_files.h"
@@ -79,18 +80,15 @@ static void snap_procs(struct collector *t, json_t *root)
 	json_t *procs = json_array();
 	const struct coll_proc *p;
 	__u64 faults = 0, maj = 0, minr = 0, io = 0, sl = 0, rq = 0;
-	__u32 k, next;
+	struct map_walk mw;
+	__u32 k;
 	struct proc_stat s;
-	int more;
 
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(s), false);
+	while (map_walk_next(&mw, &k, &s)) {
 		unsigned long long mi = 0, ma = 0;
 		json_t *cmd;
 
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &s, sizeof(s), 0))
-			continue;
 		p = collector_proc(t, (pid_t)k);
 		cmd = p && p->command ? json_text(p->command) : json_null();
 		if (s.exited || !proc_faults((pid_t)k, &mi, &ma)) {
@@ -115,6 +113,7 @@ static void snap_procs(struct collector *t, json_t *root)
 				     ms_json(s.runq_ns / 1e6), "switches", (json_int_t)s.switches));
 		json_decref(cmd);
 	}
+	map_walk_end(&mw);
 	json_object_set_new(mem, "page_faults", json_integer((json_int_t)faults));
 	json_object_set_new(mem, "major_faults", json_integer((json_int_t)maj));
 	json_object_set_new(mem, "minor_faults", json_integer((json_int_t)minr));

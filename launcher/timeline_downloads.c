@@ -14,6 +14,7 @@
 #include "dlsize.h"
 #include "hfcache.h"
 #include "hostprobe.h"
+#include "mapwalk.h"
 #include "timeline_files.h"
 #include "timeline_files_int.h"
 #include "timeline_internal.h"
@@ -80,20 +81,17 @@ static int wr_cmp(const void *a, const void *b)
 void dl_ctx_init(struct dl_ctx *dx, struct collector *t)
 {
 	struct bpf_map *m = t->skel->maps.wranges;
-	struct wr_key k, next;
+	struct wr_key k;
 	struct wr_val v;
+	struct map_walk mw;
 	size_t cap = 0;
-	int more;
 
 	memset(dx, 0, sizeof(*dx));
 	dx->app_dir = t->cfg && t->cfg->app_dir ? t->cfg->app_dir : "/";
 	if (t->cfg && t->cfg->model_dir && *t->cfg->model_dir)
 		path_resolve(dx->app_dir, t->cfg->model_dir, dx->model_dir, sizeof(dx->model_dir));
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
-			continue;
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(v), false);
+	while (map_walk_next(&mw, &k, &v)) {
 		if (dx->n_wr == cap) {
 			struct wr_ent *n = realloc(dx->wr, (cap = cap ? cap * 2 : 64) * sizeof(*n));
 
@@ -104,6 +102,7 @@ void dl_ctx_init(struct dl_ctx *dx, struct collector *t)
 		dx->wr[dx->n_wr].k = k;
 		dx->wr[dx->n_wr++].v = v;
 	}
+	map_walk_end(&mw);
 	if (dx->n_wr)
 		qsort(dx->wr, dx->n_wr, sizeof(*dx->wr), wr_cmp);
 }
@@ -386,19 +385,16 @@ void snap_copies(const struct dl_ctx *dx, struct collector *t, const struct pent
 {
 	struct bpf_map *m = t->skel->maps.copies;
 	json_t *list = json_array();
-	struct file_key k, next;
+	struct file_key k;
 	struct copy_val v;
-	int more;
+	struct map_walk mw;
 
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(v), false);
+	while (map_walk_next(&mw, &k, &v)) {
 		char dn[TRACE_NAME_MAX + 8], sn[TRACE_NAME_MAX + 8], name[PATH_MAX];
 		const char *dst, *src;
 		double a, b;
 
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
-			continue;
 		v.src_name[TRACE_NAME_MAX - 1] = v.dst_name[TRACE_NAME_MAX - 1] = 0;
 		snprintf(dn, sizeof(dn), "[fd] %s", v.dst_name);
 		snprintf(sn, sizeof(sn), "[fd] %s", v.src_name);
@@ -416,6 +412,7 @@ void snap_copies(const struct dl_ctx *dx, struct collector *t, const struct pent
 				    ms_json(b), "dur_ms", ms_json(b - a), "from_cache",
 				    src && hf_repo_folder(src, NULL) != NULL, "pid", (int)v.pid));
 	}
+	map_walk_end(&mw);
 	timeline_sort_by(list, "first_ms");
 	json_object_set_new(root, "copies", list);
 }

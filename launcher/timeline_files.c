@@ -27,6 +27,7 @@
 #include "classify.h"
 #include "clock.h"
 #include "hfcache.h"
+#include "mapwalk.h"
 #include "paths.h"
 #include "timeline_internal.h"
 #include "timeline_sections.h"
@@ -250,18 +251,15 @@ static void snap_failops(struct collector *t, const struct path_dirs *dt,
 	static const char *ops[] = {"?", "mkdir", "unlink", "rmdir"};
 	struct bpf_map *m = t->skel->maps.failops;
 	json_t *list = json_array(), *f;
-	struct failop_key k, next;
+	struct failop_key k;
 	struct failop_val v;
+	struct map_walk mw;
 	size_t i;
-	int more;
 
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(v), false);
+	while (map_walk_next(&mw, &k, &v)) {
 		char abs[PATH_MAX];
 
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
-			continue;
 		k.p.path[sizeof(k.p.path) - 1] = 0;
 		paths_abs(dt, k.p.path, k.p.base_dev, k.p.base_ino, abs, sizeof(abs));
 		json_array_append_new(
@@ -271,6 +269,7 @@ static void snap_failops(struct collector *t, const struct path_dirs *dt,
 			      errno_json(v.err), "first_ms", ms_json(clock_ns_to_ms(v.first_ns)),
 			      "last_ms", ms_json(clock_ns_to_ms(v.last_ns)), "pid", (int)v.pid));
 	}
+	map_walk_end(&mw);
 	/* writes: the kernel keeps no time for them, the file's span stands in */
 	for (i = 0; i < s->l[TLS_FILES].n; i++) {
 		const struct tl_file *w = &TLS_FILES_OF(s)[i];
@@ -407,23 +406,19 @@ static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, 
 {
 	struct bpf_map *m = t->skel->maps.locks, *im = t->skel->maps.inflight;
 	json_t *list = json_array(), *l;
-	struct file_key k, next;
+	struct file_key k;
 	struct lock_val v;
-	__u32 tid, tnext;
+	__u32 tid;
 	struct inflight in;
+	struct map_walk mw, mw2;
 	double now = clock_ms();
-	__u32 walked;
-	int more;
 
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+	map_walk_begin(&mw, bpf_map__fd(m), sizeof(k), sizeof(v), false);
+	while (map_walk_next(&mw, &k, &v)) {
 		char name[TRACE_NAME_MAX + 16];
 		const char *path = NULL;
 		double ff, end;
 
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
-			continue;
 		for (size_t i = 0; i < n_pe && !path; i++)
 			if (pe[i].pv.opens && pe[i].pv.dev == k.dev && pe[i].pv.ino == k.ino)
 				path = pe[i].path;
@@ -461,19 +456,16 @@ static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, 
 		}
 		json_array_append_new(list, l);
 	}
+	map_walk_end(&mw);
 	/* blocking lock calls not returned yet: the file by /proc/TID/fd/FD.
-	 * The kernel deletes entries meanwhile, and a deleted key makes
-	 * get_next_key start over: the walk is capped at the map's size. */
-	for (more = bpf_map__get_next_key(im, NULL, &tnext, sizeof(tnext)), walked = 0;
-	     !more && walked++ < bpf_map__max_entries(im);
-	     more = bpf_map__get_next_key(im, &tid, &tnext, sizeof(tnext))) {
+	 * The kernel deletes entries meanwhile: seen or not (mapwalk.h). */
+	map_walk_begin(&mw2, bpf_map__fd(im), sizeof(tid), sizeof(in), false);
+	while (map_walk_next(&mw2, &tid, &in)) {
 		char path[PATH_MAX];
 		json_t *hit = NULL, *pj;
 		size_t i;
 
-		tid = tnext;
-		if (bpf_map__lookup_elem(im, &tid, sizeof(tid), &in, sizeof(in), 0) ||
-		    (in.nr != SYS_flock && in.nr != SYS_fcntl) || !in.a2)
+		if ((in.nr != SYS_flock && in.nr != SYS_fcntl) || !in.a2)
 			continue;
 		if (!inflight_fd_path(tid, (unsigned long long)in.a0, path, sizeof(path)))
 			continue;
@@ -492,6 +484,7 @@ static void snap_locks(struct collector *t, const struct pent *pe, size_t n_pe, 
 		json_object_set_new(hit, "waiting_ms", ms_json(now - clock_ns_to_ms(in.ts)));
 		json_object_set_new(hit, "waiting_pid", json_integer(tid));
 	}
+	map_walk_end(&mw2);
 	timeline_sort_by(list, "first_ms");
 	json_object_set_new(root, "locks", list);
 }
@@ -506,14 +499,15 @@ void timeline_snap_files(struct collector *t, json_t *root, struct tl_sections *
 	struct path_dirs dt = {0};
 	struct dl_ctx dx;
 	size_t n_io = 0, cap = 0, n_pe = 0, cap_pe = 0, m;
-	struct path_key pk, pnext;
-	struct file_key fk, fnext;
+	struct path_key pk;
+	struct file_key fk;
 	struct path_val pv;
 	struct file_val fv;
+	struct map_walk mw, mw2;
 	char dirs[HF_MAX_CACHE_DIRS + 1][PATH_MAX];
 	char(*r2)[2][PATH_MAX] = NULL; /* renames and symlinks, absolute */
 	const char *dp[HF_MAX_CACHE_DIRS + 2];
-	int nd, more;
+	int nd;
 
 	tl_list_clear(s, TLS_FILES);
 	tl_list_clear(s, TLS_MISSING);
@@ -524,11 +518,8 @@ void timeline_snap_files(struct collector *t, json_t *root, struct tl_sections *
 	dp[nd] = NULL;
 
 	/* bytes per inode, sorted for lookup by the paths that opened them */
-	for (more = bpf_map__get_next_key(fm, NULL, &fnext, sizeof(fnext)); !more;
-	     more = bpf_map__get_next_key(fm, &fk, &fnext, sizeof(fnext))) {
-		fk = fnext;
-		if (bpf_map__lookup_elem(fm, &fk, sizeof(fk), &fv, sizeof(fv), 0))
-			continue;
+	map_walk_begin(&mw, bpf_map__fd(fm), sizeof(fk), sizeof(fv), false);
+	while (map_walk_next(&mw, &fk, &fv)) {
 		if (n_io == cap) {
 			struct io_ent *n = realloc(io, (cap = cap ? cap * 2 : 256) * sizeof(*io));
 
@@ -542,16 +533,14 @@ void timeline_snap_files(struct collector *t, json_t *root, struct tl_sections *
 		io[n_io].wclaimed = false;
 		io[n_io++].claimed = false;
 	}
+	map_walk_end(&mw);
 	if (n_io)
 		qsort(io, n_io, sizeof(*io), io_cmp);
 
 	/* the paths map, relative paths last: they resolve against the table
 	 * the absolute ones build */
-	for (more = bpf_map__get_next_key(pm, NULL, &pnext, sizeof(pnext)); !more;
-	     more = bpf_map__get_next_key(pm, &pk, &pnext, sizeof(pnext))) {
-		pk = pnext;
-		if (bpf_map__lookup_elem(pm, &pk, sizeof(pk), &pv, sizeof(pv), 0))
-			continue;
+	map_walk_begin(&mw2, bpf_map__fd(pm), sizeof(pk), sizeof(pv), false);
+	while (map_walk_next(&mw2, &pk, &pv)) {
 		if (n_pe == cap_pe) {
 			struct pent *n =
 			    realloc(pe, (cap_pe = cap_pe ? cap_pe * 2 : 512) * sizeof(*pe));
@@ -569,6 +558,7 @@ void timeline_snap_files(struct collector *t, json_t *root, struct tl_sections *
 		pe[n_pe].base_ino = pk.base_ino;
 		n_pe++;
 	}
+	map_walk_end(&mw2);
 	resolve_paths(t, pe, n_pe, &dt);
 	if (n_pe)
 		qsort(pe, n_pe, sizeof(*pe), pent_cmp);

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "collector.h"
+#include "mapwalk.h"
 #include "peers.h"
 #include "timeline_internal.h"
 #include "timeline_parts.h"
@@ -161,27 +162,23 @@ void snap_network(struct collector *t, json_t *root)
 	const char *endpoint = config_env(t->cfg, "HF_ENDPOINT");
 	struct bpf_map *m = t->skel->maps.peers;
 	json_t *net = json_object(), *list = json_array(), *e;
-	struct peer_key k, next;
+	struct peer_key k;
 	struct peer_val v;
+	struct map_walk mw, mw2;
 	const char *key;
 	size_t i;
-	int more;
 
 	/* connections still open: what moved so far */
 	{
 		struct bpf_map *cm = t->skel->maps.conns;
-		__u64 ck, cnext;
+		__u64 ck;
 		struct conn_val pc;
 		double nowms = clock_ms();
-		__u32 walked;
 
-		/* capped: closed connections are deleted meanwhile (see snap_locks) */
-		for (more = bpf_map__get_next_key(cm, NULL, &cnext, sizeof(cnext)), walked = 0;
-		     !more && walked++ < bpf_map__max_entries(cm);
-		     more = bpf_map__get_next_key(cm, &ck, &cnext, sizeof(cnext))) {
-			ck = cnext;
-			if (bpf_map__lookup_elem(cm, &ck, sizeof(ck), &pc, sizeof(pc), 0) ||
-			    !pc.done || pc.closed || pc.ret)
+		/* closed connections are deleted meanwhile: seen or not */
+		map_walk_begin(&mw, bpf_map__fd(cm), sizeof(ck), sizeof(pc), false);
+		while (map_walk_next(&mw, &ck, &pc)) {
+			if (!pc.done || pc.closed || pc.ret)
 				continue;
 			struct coll_connect *c = collector_connect(t, ck);
 			/* the answer still being read counts (tl_conn_event) */
@@ -196,6 +193,7 @@ void snap_network(struct collector *t, json_t *root)
 			c->reply_max = pc.writes >= 2 && run > pc.reply_max ? run : pc.reply_max;
 			c->open_ms = coll_ms(nowms - clock_ns_to_ms(pc.done_ns));
 		}
+		map_walk_end(&mw);
 	}
 	/* connect attempts, by peer */
 	for (i = 0; i < t->n_connects; i++) {
@@ -240,14 +238,11 @@ void snap_network(struct collector *t, json_t *root)
 		}
 	}
 	/* bytes, by peer */
-	for (more = bpf_map__get_next_key(m, NULL, &next, sizeof(next)); !more;
-	     more = bpf_map__get_next_key(m, &k, &next, sizeof(next))) {
+	map_walk_begin(&mw2, bpf_map__fd(m), sizeof(k), sizeof(v), false);
+	while (map_walk_next(&mw2, &k, &v)) {
 		char peer[160];
 		double f, l;
 
-		k = next;
-		if (bpf_map__lookup_elem(m, &k, sizeof(k), &v, sizeof(v), 0))
-			continue;
 		collector_peer_string(k.family, k.addr, k.port, peer, sizeof(peer));
 		f = clock_ns_to_ms(v.first_ns);
 		l = clock_ns_to_ms(v.last_ns);
@@ -284,6 +279,7 @@ void snap_network(struct collector *t, json_t *root)
 		if (l > json_real_value(json_object_get(e, "last_ms")))
 			json_object_set_new(e, "last_ms", ms_json(l));
 	}
+	map_walk_end(&mw2);
 	json_object_foreach (net, key, e) {
 		if (!json_object_get(e, "bytes_in")) {
 			/* connected, but nothing moved (or not over an inet socket) */

@@ -61,7 +61,10 @@ def variants(baseline, want):
 
 def run_once(tts, sets, argv, tmp):
     """Fork to exit of the whole command: (wall ms, CPU ms of it and its
-    waited-for descendants)."""
+    waited-for descendants, and for tts-launch the ms from the service's
+    exit, as its timeline marks it, to the command's: the wall less the
+    exit mark, which counts from tts-launch's start, so this includes its
+    own exec and dynamic linking, ~2 ms)."""
     if tts == STRACE:
         argv = ["strace", "-f", "-qq", "-o", "/dev/null"] + argv
     elif tts == BPFTRACE:
@@ -80,9 +83,13 @@ def run_once(tts, sets, argv, tmp):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise RuntimeError("%s exited %d" % (" ".join(argv), p.returncode))
-    if isinstance(tts, Path) and not json.loads((tmp / "t.json").read_text())["tracing"]["enabled"]:
-        raise RuntimeError("%s ran untraced" % tts)
-    return wall, (ru.ru_utime + ru.ru_stime) * 1000
+    tail = None
+    if isinstance(tts, Path):
+        tl = json.loads((tmp / "t.json").read_text())
+        if not tl["tracing"]["enabled"]:
+            raise RuntimeError("%s ran untraced" % tts)
+        tail = wall - tl["marks"]["exit"]
+    return wall, (ru.ru_utime + ru.ru_stime) * 1000, tail
 
 
 def main():
@@ -114,6 +121,7 @@ def main():
             run_once(None, [], argv, tmp)  # warm the page cache
             walls = {v[0]: [] for v in vs}
             cpus = {v[0]: [] for v in vs}
+            tails = {v[0]: [] for v in vs}
             base = {v[0]: [] for v in vs}
             for i in range(a.runs):
                 others = vs[1:]
@@ -124,31 +132,37 @@ def main():
                 cpus["untraced"].append(before[1])
                 for name, tts, sets in others:
                     time.sleep(SETTLE_S)
-                    w, c = run_once(tts, sets, argv, tmp)
+                    w, c, tail = run_once(tts, sets, argv, tmp)
                     time.sleep(SETTLE_S)
                     after = run_once(None, [], argv, tmp)
                     walls[name].append(w)
                     cpus[name].append(c)
+                    if tail is not None:
+                        tails[name].append(tail)
                     base[name].append((before[0] + after[0]) / 2)
                     before = after
                 print("%s: round %d/%d: %s" % (wl, i + 1, a.runs, ", ".join(
                     "%s %.0f ms" % (v[0], walls[v[0]][-1]) for v in vs)), file=sys.stderr)
             base["untraced"] = walls["untraced"]
-            results[" ".join(argv)] = {"walls_ms": walls, "cpu_ms": cpus, "base_walls_ms": base}
+            results[" ".join(argv)] = {"walls_ms": walls, "cpu_ms": cpus, "base_walls_ms": base,
+                                       "exit_to_end_ms": tails}
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     print("| command | variant | median wall (ms) | paired ratio | its 95% interval | min-max (ms) "
-          "| median CPU (ms) |")
-    print("| --- | --- | ---: | ---: | --- | --- | ---: |")
+          "| median CPU (ms) | service exit -> end (median ms) |")
+    print("| --- | --- | ---: | ---: | --- | --- | ---: | ---: |")
     for cmd, r in results.items():
         for name, _, _ in vs:
             w, b = r["walls_ms"][name], r["base_walls_ms"][name]
-            print("| `%s` | %s | %.0f | %.3fx | %.3f-%.3f | %.0f-%.0f | %.0f |" % (
+            t = r["exit_to_end_ms"][name]
+            print("| `%s` | %s | %.0f | %.3fx | %.3f-%.3f | %.0f-%.0f | %.0f | %s |" % (
                 cmd, name, statistics.median(w), paired(w, b), *paired_ci(w, b), min(w), max(w),
-                statistics.median(r["cpu_ms"][name])))
+                statistics.median(r["cpu_ms"][name]),
+                "%.1f" % statistics.median(t) if t else "-"))
     print("\n(%d interleaved rounds per command, each in a rotated order, an untraced run\n"
-          "between any two others; fork to exit of the whole command, as a user times it.)"
-          % a.runs)
+          "between any two others; fork to exit of the whole command, as a user times it;\n"
+          "service exit -> end: the wall less the timeline's exit mark, tts-launch's own\n"
+          "exec and linking included.)" % a.runs)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ static const char *const strs[] = {"",
 static json_t *doc(void)
 {
 	json_t *o = json_object(), *a = json_array(), *r = json_array(), *s = json_array();
+	json_t *d = json_pack("[s]", "x\xc3\xa9\"y");
 
 	for (size_t i = 0; i < sizeof(reals) / sizeof(*reals); i++)
 		json_array_append_new(r, json_real(reals[i]));
@@ -49,6 +50,10 @@ static json_t *doc(void)
 	json_object_set_new(o, "strings", s);
 	json_object_set_new(o, "empty", json_object());
 	json_object_set_new(o, "nested", json_pack("{s:{s:[i]}}", "a", "b", 1));
+	/* deeper than one run of the writer's spaces (32) */
+	for (int i = 0; i < 12; i++)
+		d = json_pack("[o]", d);
+	json_object_set_new(o, "deep", d);
 	return o;
 }
 
@@ -91,6 +96,12 @@ static void write_doc(struct jsonw *w)
 	jw_arr_end(w);
 	jw_obj_end(w);
 	jw_obj_end(w);
+	jw_key(w, "deep");
+	for (int i = 0; i < 13; i++)
+		jw_arr(w);
+	jw_str(w, "x\xc3\xa9\"y");
+	for (int i = 0; i < 13; i++)
+		jw_arr_end(w);
 	jw_obj_end(w);
 }
 
@@ -145,12 +156,13 @@ static void test_not_utf8_and_nan(void **state)
 	jw_arr(&w);
 	jw_str(&w, "a\xff"
 		   "b\xc3");
+	jw_str(&w, "a\xc3\xa9\xff");
 	jw_real(&w, NAN);
 	jw_num(&w, INFINITY);
 	jw_num(&w, 2.5);
 	jw_arr_end(&w);
 	fclose(f);
-	assert_string_equal(got, "[\"a\\\\xffb\\\\xc3\",null,null,2.5]");
+	assert_string_equal(got, "[\"a\\\\xffb\\\\xc3\",\"a\xc3\xa9\\\\xff\",null,null,2.5]");
 	free(got);
 }
 
