@@ -178,10 +178,9 @@ static double num(json_t *o, const char *key, double dflt)
 /* the listen that made it ready */
 static const struct coll_listen *ready_listen(struct collector *c)
 {
-	for (size_t i = 0; c->ready_ms >= 0 && i < c->n_listens; i++)
-		if (fabs(c->listens[i].ms - c->ready_ms) < 0.0005)
-			return &c->listens[i];
-	return NULL;
+	if (c->ready_ms < 0 || c->ready_listen < 0 || (size_t)c->ready_listen >= c->n_listens)
+		return NULL;
+	return &c->listens[c->ready_listen];
 }
 
 static int gpu_call_cmp(const void *pa, const void *pb)

@@ -29,6 +29,7 @@ int collector_init(struct collector *c, pid_t root, int listen_port, const struc
 	c->cfg = cfg;
 	c->exec_ms = -1;
 	c->ready_ms = -1;
+	c->ready_listen = -1;
 	c->req_window_ms = req_window_ms;
 	/* the service starts in [app] dir: its relative paths start there */
 	if (cfg && cfg->app_dir) {
@@ -537,13 +538,18 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case EV_CONNECT_DONE:
 		on_connect_done(t, e, ms, end_ms);
 		break;
-	case EV_LISTEN:
-		if (ROOM(t, t->listens, t->n_listens, t->cap_listens))
+	case EV_LISTEN: {
+		bool kept = ROOM(t, t->listens, t->n_listens, t->cap_listens);
+
+		if (kept)
 			t->listens[t->n_listens++] = (struct coll_listen){(int)e->pid, (int)e->tid,
 									  (int)e->arg, coll_ms(ms)};
-		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true))
+		if (t->ready_ms < 0 && (t->listen_port ? (int)e->arg == t->listen_port : true)) {
 			t->ready_ms = ms;
+			t->ready_listen = kept ? (long)t->n_listens - 1 : -1;
+		}
 		break;
+	}
 	case EV_MLOCK: {
 		static const char *calls[] = {"?", "mlock", "mlock2", "mlockall"};
 

@@ -147,6 +147,7 @@ struct collector {
 	size_t n_open, cap_open;
 	double exec_ms;		      /* root's first exec, -1 */
 	double ready_ms;	      /* first matching listen, -1 */
+	long ready_listen;	      /* its index in listens[], -1 */
 	unsigned long long user_lost; /* records user space could not keep */
 
 	/* directories relative paths start from: kernel dev/ino -> path */

@@ -12,8 +12,19 @@ int map_walk_begin(struct map_walk *w, int fd, size_t key_sz, size_t val_sz, boo
 	/* the kernel's batch position is a bucket index for hash maps; room
 	 * for a key in case a map type keeps a key there */
 	size_t pos = key_sz > 8 ? key_sz : 8;
+	struct bpf_map_info info = {0};
+	__u32 len = sizeof(info);
 
 	memset(w, 0, sizeof(*w));
+	/* the kernel writes the map's own sizes: buffers of other sizes
+	 * would overflow (libbpf's per-entry calls checked this) */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.key_size != key_sz ||
+	    info.value_size != val_sz) {
+		w->failed = true;
+		errno = EINVAL;
+		return -1;
+	}
+	w->max = info.max_entries;
 	w->fd = fd;
 	w->key_sz = key_sz;
 	w->val_sz = val_sz;
@@ -48,26 +59,25 @@ static bool read_batch(struct map_walk *w)
 			/* one bucket holds more entries than the buffers:
 			 * twice the room, the same position again */
 			unsigned cap = w->cap * 2;
-			char *k = realloc(w->keys, w->key_sz * cap), *v;
+			char *k = cap <= w->max ? realloc(w->keys, w->key_sz * cap) : NULL, *v;
 
 			if (k)
 				w->keys = k;
 			v = k ? realloc(w->vals, w->val_sz * cap) : NULL;
 			if (v)
 				w->vals = v;
-			if (!k || !v || cap > (1u << 20)) {
+			if (!k || !v) {
 				w->failed = true;
 				return false;
 			}
 			w->cap = cap;
 			continue;
 		} else if (err) {
-			/* no batch read here: the walk goes on entry by entry,
-			 * from the start (nothing was given yet) */
-			if (err == EINVAL || err == ENOTSUP || err == 524 /* ENOTSUPP */)
-				w->by_entry = true;
-			else
-				w->failed = true;
+			/* no batch read here (EINVAL, ENOTSUPP on a kernel or map
+			 * type without it; a security module refusing the
+			 * command): entry by entry, which map_walk_next allows
+			 * only while nothing was given */
+			w->by_entry = true;
 			return false;
 		}
 		w->n = n;
@@ -90,17 +100,11 @@ static void give(const struct map_walk *w, unsigned i, void *key, void *val)
 static bool next_entry(struct map_walk *w, void *key, void *val)
 {
 	/* a deleted key makes get_next_key start over: at most the map's
-	 * size of entries, so a map emptied and refilled meanwhile ends */
-	if (!w->max) {
-		struct bpf_map_info info = {0};
-		__u32 len = sizeof(info);
-
-		w->max = bpf_obj_get_info_by_fd(w->fd, &info, &len) ? 1u << 20 : info.max_entries;
-	}
-	if (w->given >= w->max)
-		return false;
+	 * size of steps, so a walk of a map emptied and refilled meanwhile
+	 * ends */
 	for (;;) {
-		if (bpf_map_get_next_key(w->fd, w->started ? w->prev : NULL, w->keys))
+		if (w->steps++ >= w->max ||
+		    bpf_map_get_next_key(w->fd, w->started ? w->prev : NULL, w->keys))
 			return false;
 		w->started = true;
 		memcpy(w->prev, w->keys, w->key_sz);

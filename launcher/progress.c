@@ -53,6 +53,7 @@ struct progress {
 	json_t *conns;	/* the same by connection (stall_conn_key) */
 	json_t *stalls; /* reported stalls, for the timeline */
 	json_t *copies; /* copies said: {path: bytes} */
+	json_t *held;	/* copies not said yet for want of their paths: {path: samples} */
 	double sig;	/* progress signature: changes when anything moves */
 	double faults;
 	double last_progress;
@@ -84,6 +85,7 @@ struct progress *progress_new(const struct progress_opts *o)
 	p->conns = json_object();
 	p->stalls = json_array();
 	p->copies = json_object();
+	p->held = json_object();
 	p->last_progress = -1;
 	return p;
 }
@@ -99,6 +101,7 @@ void progress_free(struct progress *p)
 	json_decref(p->conns);
 	json_decref(p->stalls);
 	json_decref(p->copies);
+	json_decref(p->held);
 	free(p);
 }
 
@@ -542,6 +545,9 @@ static double sample_files(struct progress *p, const json_t *root, const struct 
 	return total;
 }
 
+/* samples a copy without its paths waits for them (one every 1-3 s) */
+#define COPY_HOLD_SAMPLES 3
+
 /* Copies (copies[]: shutil.copy2/copytree through sendfile): one line per
  * file when first seen, "migrating" when it comes from a hub cache. */
 static void sample_copies(struct progress *p, const struct tl_view *v, bool final)
@@ -558,9 +564,17 @@ static void sample_copies(struct progress *p, const struct tl_view *v, bool fina
 		 * a later snapshot names again, resolved), nor the source's, which
 		 * is then "[fd] NAME" or the name its inode had before a rename
 		 * (the hub's .incomplete): said from a later snapshot, which has
-		 * the destination's open and so the source's, made before it */
-		if (!final && (!src || !strncmp(src, "[fd] ", 5) || !strncmp(path, "[fd] ", 5)))
-			continue;
+		 * the destination's open and so the source's, made before it.
+		 * One that stays unresolved (opened before tracing, the paths
+		 * map full) is said as it is after COPY_HOLD_SAMPLES samples. */
+		if (!final && (!src || !strncmp(src, "[fd] ", 5) || !strncmp(path, "[fd] ", 5))) {
+			json_int_t n = json_integer_value(json_object_get(p->held, path)) + 1;
+
+			if (n <= COPY_HOLD_SAMPLES) {
+				json_object_set_new(p->held, path, json_integer(n));
+				continue;
+			}
+		}
 		json_object_set_new(p->copies, path, json_real(tl_or0(c->bytes)));
 		fmt_bytes(sz, sizeof(sz), tl_or0(c->size) > 0 ? c->size : tl_or0(c->bytes));
 		if (p->o.mode != PROGRESS_OFF)

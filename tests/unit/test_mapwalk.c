@@ -143,12 +143,33 @@ static void test_empty_map(void **state)
 	close(fd);
 }
 
+/* sizes other than the map's: refused, not a kernel write past a buffer */
+static void test_other_sizes_refused(void **state)
+{
+	int fd = make_map(BPF_MAP_TYPE_HASH, 16);
+	struct map_walk w;
+	char k[sizeof(struct key)], v[sizeof(struct val)];
+
+	(void)state;
+	assert_int_equal(map_walk_begin(&w, fd, sizeof(struct key) - 8, sizeof(struct val), false),
+			 -1);
+	assert_false(map_walk_next(&w, k, v));
+	assert_true(w.failed);
+	map_walk_end(&w);
+	assert_int_equal(map_walk_begin(&w, fd, sizeof(struct key), sizeof(struct val) - 8, true),
+			 -1);
+	assert_false(map_walk_next(&w, k, v));
+	map_walk_end(&w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_batches_give_every_entry_once),
 	    cmocka_unit_test(test_a_bucket_bigger_than_the_buffer),
 	    cmocka_unit_test(test_empty_map),
+	    cmocka_unit_test(test_other_sizes_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

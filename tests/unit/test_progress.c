@@ -176,6 +176,41 @@ static void test_copy_said_once_with_its_paths(void **state)
 	json_decref(root);
 }
 
+/* A copy whose destination never resolves (opened before tracing, the
+ * paths map full) is said as it is after a few samples, not only at the
+ * end. */
+static void test_unresolved_copy_said_after_a_while(void **state)
+{
+	struct progress_opts o = {
+	    .mode = PROGRESS_LOG, .stall_s = 0, .log_every_s = 5, .emit = collect};
+	struct progress *p;
+	json_t *root;
+	int n;
+
+	(void)state;
+	said[0] = '\0';
+	root =
+	    json_pack("{s:{s:{s:{s:s, s:s}}}, s:[{s:s, s:s, s:s, s:s, s:f, s:f, s:b}]}", "launcher",
+		      "config", "app", "dir", "/app", "model_dir", "./checkpoints", "copies",
+		      "path", "[fd] big.bin", "name", "[fd] big.bin", "source", "/app/old/big.bin",
+		      "kind", "copy", "bytes", 4096.0, "size", 2048.0, "from_cache", 0);
+	assert_non_null(root);
+	p = progress_new(&o);
+	assert_non_null(p);
+	for (n = 1; n <= 10 && !said[0]; n++)
+		progress_sample(p, root, 1000.0 * n);
+	assert_int_equal(n - 1, 4);
+	assert_string_equal(said,
+			    "tts-launch: copying [fd] big.bin (2.0 KiB) from /app/old/big.bin\n");
+	progress_sample(p, root, 20000);
+	progress_timeline(p, root);
+	assert_int_equal(
+	    strlen(said),
+	    strlen("tts-launch: copying [fd] big.bin (2.0 KiB) from /app/old/big.bin\n"));
+	progress_free(p);
+	json_decref(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +218,7 @@ int main(void)
 	    cmocka_unit_test(test_frozen_download_says_stalled),
 	    cmocka_unit_test(test_percent_and_time_left),
 	    cmocka_unit_test(test_copy_said_once_with_its_paths),
+	    cmocka_unit_test(test_unresolved_copy_said_after_a_while),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,41 @@
+#!/bin/bash
+# What each of tts-launch's BPF programs costs the traced workload itself
+# (issue 17): `tts-launch run -- python3 -c 'import torch'` with
+# kernel.bpf_stats_enabled on; when the import is done (the workload says so
+# and then sleeps, so the programs are still loaded) each program's runs,
+# total run time and ns per run are read from tts-launch's descriptors. The
+# figures include the stats' own clock reads (~20-40 ns a run), and the
+# runs of the host-wide programs for other processes (a few hundred here).
+#   scripts/bench/workload_prog_cost.sh [--set KEY=VALUE ...]   (as root)
+set -eu
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "workload_prog_cost: run as root" >&2; exit 1; }
+[ -x build/tts-launch ] || { echo "workload_prog_cost: build first (make)" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/tts-wl-cost.XXXXXX)
+stats=/proc/sys/kernel/bpf_stats_enabled
+was=$(cat $stats)
+tts=
+trap 'echo "$was" > $stats; [ -z "$tts" ] || kill "$tts" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+/usr/bin/python3 -c 'import torch' # the page cache warm, as a second start finds it
+echo 1 > $stats
+build/tts-launch run "$@" --set app.dir="$tmp" --set log.file= --set service.pidfile= \
+	--timeline "$tmp/t.json" -- /usr/bin/python3 -c \
+	'import sys, time, torch; print("imported", flush=True); time.sleep(3)' > "$tmp/out" 2>&1 &
+tts=$!
+for _ in $(seq 300); do
+	grep -q imported "$tmp/out" 2>/dev/null && break
+	sleep 0.05
+done
+grep -q imported "$tmp/out" || { echo "workload_prog_cost: the import did not finish" >&2; exit 1; }
+printf '%-22s %9s %10s %8s\n' program runs "total ms" "ns/run"
+for fd in /proc/"$tts"/fdinfo/*; do
+	grep -q '^prog_type' "$fd" 2>/dev/null || continue
+	awk '/^prog_id/{i=$2} /^run_time_ns/{t=$2} /^run_cnt/{c=$2} END{print i, t, c}' "$fd"
+done | sort -u | while read -r id t c; do
+	[ "$c" -gt 0 ] || continue
+	name=$(bpftool prog show id "$id" | head -1 | awk '{print $4}')
+	[ -n "$name" ] || continue
+	awk -v n="$name" -v c="$c" -v t="$t" 'BEGIN{printf "%-22s %9d %10.2f %8d\n", n, c, t / 1e6, t / c}'
+done | sort -k3 -n -r
+wait "$tts"
+tts=
