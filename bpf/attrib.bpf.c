@@ -128,7 +128,8 @@ struct {
 /* The last user page fault on this CPU: a thread that blocks inside it
  * blocks on this CPU before anything else faults here, so attr_leave finds
  * its fault here (same thread, same user ip). A per-CPU slot, written
- * without a lookup of the tree: cheaper than the tree check itself. */
+ * without a lookup of the tree: cheaper than the tree check itself (which
+ * page_fault_user, the one program on the fault tracepoint, makes). */
 struct fault_slot {
 	__u64 ip;
 	__u64 addr;
@@ -143,18 +144,19 @@ struct {
 	__type(value, struct fault_slot);
 } attrflt SEC(".maps");
 
-SEC("raw_tp/page_fault_user")
-int BPF_PROG(attr_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+/* A user page fault of thread tid of the tree at user ip, at addr
+ * (page_fault_user, faults.bpf.c, once the tree check passed): noted in
+ * this CPU's slot. */
+__attribute__((noinline)) int attr_fault(__u32 tid, __u64 ip, __u64 addr)
 {
-	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid();
-	struct fault_slot *s;
+	__u32 zero = 0;
+	struct fault_slot *s = bpf_map_lookup_elem(&attrflt, &zero);
 
-	/* every user page fault of the host */
-	if (!tree_tid(tid) || !(s = bpf_map_lookup_elem(&attrflt, &zero)))
+	if (!s)
 		return 0;
 	s->tid = tid;
-	s->ip = BPF_CORE_READ(regs, ip);
-	s->addr = address;
+	s->ip = ip;
+	s->addr = addr;
 	return 0;
 }
 

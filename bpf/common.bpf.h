@@ -410,5 +410,7 @@ int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __u64 now);
 int attr_arrive(__u32 tid, __u32 tgid, __u64 now);
 /* the fault tick interrupted a thread of the tree in user mode (attrib.bpf.c) */
 int attr_tick(__u32 tgid, __u32 tid);
+/* a thread of the tree faulted at user ip, at addr (attrib.bpf.c) */
+int attr_fault(__u32 tid, __u64 ip, __u64 addr);
 
 #endif

@@ -108,13 +108,21 @@ static __always_inline void fault_model(__u32 tgid, __u64 addr, struct fault_ctx
 		__sync_fetch_and_add(&v->faults_after_ready, 1);
 }
 
+/* Every user page fault of the host: the one program on this tracepoint
+ * (a second one cost every fault of the import of torch a second run,
+ * ~80k, BENCHMARKS.md) */
 SEC("raw_tp/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct fault_ctx fc = {};
 	struct proc_stat *s;
 
+	if (!tree_tid(tid))
+		return 0;
+	/* the attribution's note of the fault in progress */
+	attr_fault(tid, BPF_CORE_READ(regs, ip), address);
 	/* faults are counted from the threads' counters (flt_count): a fault
 	 * matters here only when it falls in a mapping of a model file */
 	if (!model_mapped)

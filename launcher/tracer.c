@@ -67,7 +67,6 @@ static const struct probe probe_table[] = {
     {"block_rq_complete", PROBE_SECTION, false, true, false, NULL},
     {"inet_sock_set_state", PROBE_SECTION, false, true, false, NULL},
     {"attr_waking", PROBE_SECTION, false, true, false, NULL}, /* attribution: who woke a thread */
-    {"attr_fault", PROBE_SECTION, false, true, false, NULL},  /* attribution: a fault in progress */
     /* uprobes are per inode: every process of the host that runs the file traps */
     {"py_import_start", PROBE_USDT, false, true, false, "python_imports"}, /* one name */
     {"py_import_done", PROBE_USDT, false, true, false, NULL},

@@ -7,10 +7,12 @@
 # figures include the stats' own clock reads (~20-40 ns a run), and the
 # runs of the host-wide programs for other processes (a few hundred here).
 #   scripts/bench/workload_prog_cost.sh [--set KEY=VALUE ...]   (as root)
+# TTS_LAUNCH=BIN: another build (the one before a change) instead of build/tts-launch.
 set -eu
 cd "$(dirname "$0")/../.."
 [ "$(id -u)" = 0 ] || { echo "workload_prog_cost: run as root" >&2; exit 1; }
-[ -x build/tts-launch ] || { echo "workload_prog_cost: build first (make)" >&2; exit 1; }
+bin=${TTS_LAUNCH:-build/tts-launch}
+[ -x "$bin" ] || { echo "workload_prog_cost: $bin missing: build first (make)" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/tts-wl-cost.XXXXXX)
 stats=/proc/sys/kernel/bpf_stats_enabled
 was=$(cat $stats)
@@ -18,7 +20,7 @@ tts=
 trap 'echo "$was" > $stats; [ -z "$tts" ] || kill "$tts" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 /usr/bin/python3 -c 'import torch' # the page cache warm, as a second start finds it
 echo 1 > $stats
-build/tts-launch run "$@" --set app.dir="$tmp" --set log.file= --set service.pidfile= \
+"$bin" run "$@" --set app.dir="$tmp" --set log.file= --set service.pidfile= \
 	--timeline "$tmp/t.json" -- /usr/bin/python3 -c \
 	'import sys, time, torch; print("imported", flush=True); time.sleep(3)' > "$tmp/out" 2>&1 &
 tts=$!
