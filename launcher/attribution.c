@@ -276,6 +276,7 @@ struct walk {
 	struct attr_seg *segs;
 	size_t n_segs;
 	bool segs_cut;
+	double seg_min; /* the strip's shortest run once it was compacted (ms) */
 	bool oom;
 	/* naming: emit only says what [a, b) would be (named), adds nothing */
 	bool naming;
@@ -330,6 +331,40 @@ static struct slot *slot_of(struct walk *w, enum attr_kind k, const char *what)
 
 static long long us_of(double ms) { return llround(ms * 1000); }
 
+/* The strip is full (ATTR_MAX_SEGS runs: a busy machine cuts a start-up
+ * into thousands of runs of cpu and runqueue): a run shorter than
+ * seg_min, doubled each time from the window's length / ATTR_MAX_SEGS,
+ * joins the run before it (which keeps its kind and name), and runs of
+ * one kind that then touch are one; until a quarter of the strip is free.
+ * The strip stays whole, the window tiled; the causes stay exact. */
+static void strip_compact(struct walk *w)
+{
+	double span = w->in->end - w->in->start;
+
+	if (!(w->seg_min > 0))
+		w->seg_min = span / ATTR_MAX_SEGS;
+	while (w->n_segs > ATTR_MAX_SEGS * 3 / 4 && w->seg_min < span) {
+		size_t n = 0;
+
+		w->seg_min *= 2;
+		for (size_t i = 0; i < w->n_segs; i++) {
+			struct attr_seg *g = &w->segs[i], *last = n ? &w->segs[n - 1] : NULL;
+			bool tiny = g->end - g->start < w->seg_min && i + 1 < w->n_segs;
+
+			if (last && (tiny || last->kind == g->kind)) {
+				last->end = g->end;
+				if (last->kind == g->kind && g->longest > last->longest) {
+					last->longest = g->longest;
+					memcpy(last->what, g->what, sizeof(last->what));
+				}
+				continue;
+			}
+			w->segs[n++] = *g;
+		}
+		w->n_segs = n;
+	}
+}
+
 /* [a, b) belongs to (k, what). Pieces tile the window with shared
  * boundaries, so their rounded lengths add up to the window's exactly. */
 static void emit(struct walk *w, enum attr_kind k, const char *what, double a, double b)
@@ -349,6 +384,8 @@ static void emit(struct walk *w, enum attr_kind k, const char *what, double a, d
 	s->us += us_of(b) - us_of(a);
 	s->pieces++;
 	/* the strip: pieces come in time order */
+	if (w->segs && w->n_segs == ATTR_MAX_SEGS)
+		strip_compact(w);
 	if (w->n_segs && w->segs[w->n_segs - 1].kind == k && w->segs[w->n_segs - 1].end == a) {
 		struct attr_seg *g = &w->segs[w->n_segs - 1];
 

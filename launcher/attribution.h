@@ -168,7 +168,7 @@ struct attr_cause {
 
 #define ATTR_MAX_CAUSES 40   /* kept by size; the rest summed per kind */
 #define ATTR_HOPS	3    /* waits on threads of a process followed this deep */
-#define ATTR_MAX_SEGS	2000 /* the strip: later runs are not kept (strip_cut) */
+#define ATTR_MAX_SEGS	2000 /* the strip's runs: past that, short ones join their neighbour */
 
 /* A run of one kind along the critical path, in time order (the strip):
  * what its longest piece was (a run of cpu over several functions is named

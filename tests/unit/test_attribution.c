@@ -232,6 +232,37 @@ static void test_many_causes_are_capped_keeping_the_sum(void **st)
 	attr_result_free(&r);
 }
 
+/* A busy machine: thousands of short cpu and runqueue runs, then a long
+ * disk wait. The strip keeps at most ATTR_MAX_SEGS runs, still tiles the
+ * whole window in order and ends with the disk wait (it was cut there). */
+static void test_strip_of_thousands_of_runs_keeps_its_end(void **st)
+{
+	enum { N = 8000 };
+	struct attr_off *o = calloc(N + 1, sizeof(*o));
+	struct attr_input in = {0, 1000, 10, o, N + 1, procs1, 1,    NULL,
+				0, NULL, 0,  0, 0,     0,      NULL, 0};
+	struct attr_result r;
+
+	(void)st;
+	assert_non_null(o);
+	for (int i = 0; i < N; i++)
+		o[i] = off(10, 10, i * 0.1, i * 0.1 + 0.05, -1, AK_RUNQ, "cpu contention");
+	o[N] = off(10, 10, 900, 1000, -1, AK_DISK, "/cold.bin");
+	assert_int_equal(attr_breakdown(&in, &r), 0);
+	assert_tiles(&r, 1000000);
+	assert_int_equal(us_of(&r, AK_DISK, "/cold.bin"), 100000);
+	assert_false(r.segs_cut);
+	assert_true(r.n_segs > 1 && r.n_segs <= ATTR_MAX_SEGS);
+	assert_true(r.segs[0].start == 0);
+	for (size_t i = 1; i < r.n_segs; i++)
+		assert_true(r.segs[i].start == r.segs[i - 1].end);
+	assert_int_equal(r.segs[r.n_segs - 1].kind, AK_DISK);
+	assert_string_equal(r.segs[r.n_segs - 1].what, "/cold.bin");
+	assert_true(r.segs[r.n_segs - 1].start == 900 && r.segs[r.n_segs - 1].end == 1000);
+	attr_result_free(&r);
+	free(o);
+}
+
 static void test_samples_name_the_cpu(void **st)
 {
 	/* samples of burn at 20 and 40, of load at 70; preempted at 50-55 in
@@ -703,6 +734,7 @@ int main(void)
 	    cmocka_unit_test(test_child_and_followed_process),
 	    cmocka_unit_test(test_cpu_inside_an_import_and_exit),
 	    cmocka_unit_test(test_many_causes_are_capped_keeping_the_sum),
+	    cmocka_unit_test(test_strip_of_thousands_of_runs_keeps_its_end),
 	    cmocka_unit_test(test_samples_name_the_cpu),
 	    cmocka_unit_test(test_sample_during_a_syscall_keeps_the_wait),
 	    cmocka_unit_test(test_time_in_a_cuda_call_is_gpu),
