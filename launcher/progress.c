@@ -575,6 +575,7 @@ static void sample_copies(struct progress *p, const struct tl_view *v, bool fina
 				continue;
 			}
 		}
+		json_object_del(p->held, path); /* said: no longer waited for */
 		json_object_set_new(p->copies, path, json_real(tl_or0(c->bytes)));
 		fmt_bytes(sz, sizeof(sz), tl_or0(c->size) > 0 ? c->size : tl_or0(c->bytes));
 		if (p->o.mode != PROGRESS_OFF)

@@ -100,9 +100,9 @@ static void progress_tick(struct session *s, double now)
 	refresh_model(s, PIPE_TRACE, NULL, 0);
 	t = clock_ms() - t;
 	progress_snapshot_cost(s->progress, t);
-	/* a snapshot walks every BPF map (tens of ms with thousands of
-	 * paths): keep it under 5% of the supervisor's time, but sample at
-	 * least every 3 s while a download moves */
+	/* a snapshot reads every BPF map (in batches, mapwalk.h: a few ms
+	 * with thousands of paths): keep it under 5% of the supervisor's
+	 * time, but sample at least every 3 s while a download moves */
 	s->next_progress = now + (t * 20 < 1000 ? 1000 : t * 20 > 3000 ? 3000 : t * 20);
 	if (!s->ready) {
 		session_notify_phase(s);
