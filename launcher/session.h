@@ -50,6 +50,7 @@ struct session {
 	int notify_fd; /* daemon: tells the waiting parent how the start went */
 	bool foreground;
 	bool ready;
+	bool heap_reserved; /* heapreserve.h: once, while the service starts */
 	double ready_ms;
 	bool warned_timeout;
 	bool settled;

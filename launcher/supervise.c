@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "diagnose.h"
+#include "heapreserve.h"
 #include "instance.h"
 #include "interp.h"
 #include "lasttl.h"
@@ -289,6 +290,16 @@ static void on_tick(struct session *s)
 		}
 		check_group(s, now);
 		return;
+	}
+	if (s->tracer && !s->heap_reserved) {
+		/* on the first tick, while the service starts: the heap the
+		 * timeline at its exit will need, faulted in now (heapreserve.h) */
+		size_t pages = heap_reserve(HEAP_RESERVE_BYTES);
+
+		s->heap_reserved = true;
+		if (s->cfg->verbose)
+			fprintf(stderr, "tts-launch: heap reserve: %zu KiB in %.1f ms\n",
+				pages * (size_t)sysconf(_SC_PAGESIZE) / 1024, clock_ms() - now);
 	}
 	if (!s->ready) {
 		if (s->tracer && tracer_ready(s->tracer, &ms)) {
