@@ -90,6 +90,11 @@ int spawn_orphans(pid_t pgid, pid_t exclude, pid_t *pids, int max);
  * process, whose status is collected with waitid, and the guard). */
 void spawn_reap_orphans(pid_t keep1, pid_t keep2);
 
+/* spawn_orphans and spawn_reap_orphans read our children from the
+ * children files of our threads, a walk of /proc where the kernel has none
+ * (CONFIG_PROC_CHILDREN); true: always the walk (tests/unit/test_spawn_scan.c) */
+extern bool spawn_scan_walk_proc;
+
 /* The service's environment: base (our environ) + PYTHONPATH = app dir,
  * configured additions, inherited; then the [env] variables. NULL-terminated,
  * malloc'd; free with spawn_env_free. */
