@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fmtg.h"
 #include "jsonw.h"
 /* util.h names jansson's type in prototypes this file does not use; it is
  * compiled without jansson (the Makefile's NO_JANSSON) */
@@ -168,7 +169,8 @@ void jw_real(struct jsonw *w, double v)
 		return;
 	}
 	value_begin(w);
-	len = (size_t)snprintf(buf, sizeof(buf) - 3, "%.*g", w->precision ? w->precision : 17, v);
+	/* %.*g without printf's multi-precision conversion (fmtg.h) */
+	len = (size_t)fmt_g(buf, sizeof(buf) - 3, w->precision ? w->precision : 17, v);
 	if (!strchr(buf, '.') && !strchr(buf, 'e'))
 		strcpy(buf + len, ".0");
 	/* 1e+20 -> 1e20, 1e-05 -> 1e-5 */
