@@ -33,9 +33,18 @@ size_t heap_reserve(size_t bytes)
 	start = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
 	end = ((uintptr_t)p + bytes) & ~((uintptr_t)pg - 1);
 	if (end > start) {
-		/* one call instead of a fault a page (fails harmlessly on a
-		 * kernel without it); the write after it maps each page for
-		 * the CPU, where a hypervisor shadows the page tables */
+		uintptr_t huge = 2u << 20, hs = (start + huge - 1) & ~(huge - 1),
+			  he = end & ~(huge - 1);
+
+		/* the 2 MiB-aligned part in huge pages where transparent huge
+		 * pages are on (or on madvise, as Debian's default): one fault
+		 * for 512 pages, here and in the hypervisor */
+		if (he > hs)
+			madvise((void *)hs, he - hs, MADV_HUGEPAGE);
+		/* the rest in one call instead of a fault a page (fails
+		 * harmlessly on a kernel without it); the write after it maps
+		 * each page for the CPU, where a hypervisor shadows the page
+		 * tables */
 		madvise((void *)start, end - start, MADV_POPULATE_WRITE);
 		for (uintptr_t q = start; q < end; q += (uintptr_t)pg, pages++)
 			*(volatile char *)q = 0;

@@ -8,7 +8,8 @@
  * madvise(MADV_POPULATE_WRITE), then 5 us for the first touch of it), ~500
  * faults, 8 ms of the 40 ms between the service's exit and tts-launch's.
  * heap_reserve touches that much heap early, while the launcher waits
- * anyway, and tells glibc's malloc to keep it: freed memory stays in the
+ * anyway (in transparent huge pages where it can: 2 MiB a fault), and
+ * tells glibc's malloc to keep it: freed memory stays in the
  * heap (M_TRIM_THRESHOLD) and buffers up to the reserve's size come from
  * the heap, not from fresh mmaps (M_MMAP_THRESHOLD). The price: the
  * launcher's RSS keeps the reserve from then on (BENCHMARKS.md). */
