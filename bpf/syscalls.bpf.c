@@ -117,63 +117,78 @@ static __always_inline bool entry_call(long id)
 	return false;
 }
 
+/* Which calls an exit program handles (a constant: the others' code is
+ * left out of it). The raw_tp sys_exit ([trace] syscalls = exact) handles
+ * every call; in cheap, syscall_exit_paths the path lookups (open, stat,
+ * access, readlink, failed directory operations) and syscall_exit the
+ * other calls it is attached to; read and write there come from libc's
+ * functions (libc_io). Verified apart, the two cost less than one: the
+ * verifier's time grows faster than a program's size (BENCHMARKS.md). */
+#define EXIT_PATHS  1
+#define EXIT_OTHERS 2
+#define EXIT_RW	    4 /* the read/write family: sys_exit only */
+#define EXIT_ALL    (EXIT_PATHS | EXIT_OTHERS | EXIT_RW)
+
 /* The other calls followed, from the registers at exit (the same argument
  * layout in struct inflight). ret lets the cheap rejections go first: a
  * successful stat is not recorded, nor is an anonymous mapping. */
-static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, struct inflight *in)
+static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, struct inflight *in,
+				      int fam)
 {
+	bool paths = fam & EXIT_PATHS, others = fam & EXIT_OTHERS, rw = fam & EXIT_RW;
+
 	switch (id) {
 		/* paths: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_open
 	case __NR_open:
-		return set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, 0);
+		return paths && set_args(in, P1(regs), P2(regs), (__u64)AT_FDCWD_, 0);
 #endif
 	case __NR_openat:
 	case __NR_openat2:
 		/* openat2: a1 is struct open_how *, its flags read by the caller */
-		return set_args(in, P2(regs), P3(regs), P1(regs), 0);
+		return paths && set_args(in, P2(regs), P3(regs), P1(regs), 0);
 #ifdef __NR_stat
 	case __NR_stat:
 	case __NR_lstat:
 	case __NR_access:
 	case __NR_readlink:
 		/* only failures matter: a missing path probed again and again */
-		return ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
+		return paths && ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
 #endif
 	case __NR_newfstatat:
 	case __NR_statx:
 	case __NR_faccessat:
 	case __NR_faccessat2:
 	case __NR_readlinkat:
-		return ret < 0 && set_args(in, P2(regs), 0, P1(regs), 0);
+		return paths && ret < 0 && set_args(in, P2(regs), 0, P1(regs), 0);
 	case __NR_chdir:
-		return ret >= 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
+		return others && ret >= 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
 		/* failed directory operations: a0 path, a1 flags, a2 dirfd */
 #ifdef __NR_mkdir
 	case __NR_mkdir:
 	case __NR_rmdir:
 	case __NR_unlink:
-		return ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
+		return paths && ret < 0 && set_args(in, P1(regs), 0, (__u64)AT_FDCWD_, 0);
 #endif
 	case __NR_mkdirat:
 	case __NR_unlinkat:
-		return ret < 0 && set_args(in, P2(regs), P3(regs), P1(regs), 0);
+		return paths && ret < 0 && set_args(in, P2(regs), P3(regs), P1(regs), 0);
 	/* datagrams: a1 the address (sendto, recvfrom), the msghdr (sendmsg,
 	 * recvmsg) or the mmsghdr vector (sendmmsg, recvmmsg) */
 	case __NR_sendto:
 	case __NR_recvfrom:
 		/* a2: the buffer (names.bpf.c reads a DNS answer from it) */
-		return set_args(in, P1(regs), P5(regs), P2(regs), 0);
+		return others && set_args(in, P1(regs), P5(regs), P2(regs), 0);
 	case __NR_sendmsg:
 	case __NR_recvmsg:
 	case __NR_sendmmsg:
 	case __NR_recvmmsg:
-		return set_args(in, P1(regs), P2(regs), 0, 0);
+		return others && set_args(in, P1(regs), P2(regs), 0, 0);
 	case __NR_fchdir:
 	case __NR_accept:
 	case __NR_accept4:
 	case __NR_listen:
-		return ret >= 0 && set_args(in, P1(regs), 0, 0, 0);
+		return others && ret >= 0 && set_args(in, P1(regs), 0, 0, 0);
 	case __NR_read:
 	case __NR_pread64:
 	case __NR_readv:
@@ -182,21 +197,21 @@ static __always_inline bool exit_args(long id, long ret, struct pt_regs *regs, s
 	case __NR_write:
 	case __NR_writev:
 		/* a1: the buffer or iovec (names.bpf.c: a TLS hello) */
-		return set_args(in, P1(regs), P2(regs), 0, 0);
+		return rw && set_args(in, P1(regs), P2(regs), 0, 0);
 	/* a3: the offset (pwritev2: -1 is the file position) */
 	case __NR_pwrite64:
 	case __NR_pwritev:
 	case __NR_pwritev2:
-		return set_args(in, P1(regs), P2(regs), 0, P4(regs));
+		return rw && set_args(in, P1(regs), P2(regs), 0, P4(regs));
 	/* copies: a0 the destination fd, a1 the source fd */
 	case __NR_sendfile:
-		return ret > 0 && set_args(in, P1(regs), P2(regs), 0, 0);
+		return others && ret > 0 && set_args(in, P1(regs), P2(regs), 0, 0);
 	case __NR_copy_file_range:
-		return ret > 0 && set_args(in, P3(regs), P1(regs), 0, 0);
+		return others && ret > 0 && set_args(in, P3(regs), P1(regs), 0, 0);
 	case __NR_mmap: {
 		long fd = P5(regs);
 
-		if (fd < 0 || (P4(regs) & MAP_ANONYMOUS_))
+		if (!others || fd < 0 || (P4(regs) & MAP_ANONYMOUS_))
 			return false;
 		return set_args(in, fd, P2(regs), 0, 0);
 	}
@@ -243,7 +258,7 @@ static __always_inline int call_enter(struct pt_regs *regs, long id)
 	return 0;
 }
 
-static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
+static __always_inline int call_exit(struct pt_regs *regs, long id, long ret, int fam)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct sys_call c = {};
@@ -252,11 +267,11 @@ static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 
 	/* After the requests window (light) only the calls saved at entry are
 	 * finished: mlock, and those that began before (their entries must go). */
-	if (!light && exit_args(id, ret, regs, &c.in)) {
+	if (!light && exit_args(id, ret, regs, &c.in, fam)) {
 		if (!traced_now(&c.tgid))
 			return 0;
 		c.in.nr = id;
-	} else if (entry_call(id)) {
+	} else if ((fam & EXIT_OTHERS) && entry_call(id)) {
 		/* saved at sys_enter when traced */
 		in = bpf_map_lookup_elem(&inflight, &tid);
 		if (!in)
@@ -284,7 +299,8 @@ static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 	case __NR_faccessat:
 	case __NR_faccessat2:
 	case __NR_readlinkat:
-		sx_path(&c);
+		if (fam & EXIT_PATHS)
+			sx_path(&c);
 		break;
 #ifdef __NR_mkdir
 	case __NR_mkdir:
@@ -293,7 +309,8 @@ static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 #endif
 	case __NR_mkdirat:
 	case __NR_unlinkat:
-		sx_dirop(&c);
+		if (fam & EXIT_PATHS)
+			sx_dirop(&c);
 		break;
 	case __NR_write:
 	case __NR_pwrite64:
@@ -305,11 +322,13 @@ static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 	case __NR_readv:
 	case __NR_preadv:
 	case __NR_preadv2:
-		sx_io(&c);
+		if (fam & EXIT_RW)
+			sx_io(&c);
 		break;
 	case __NR_sendfile:
 	case __NR_copy_file_range:
-		sx_copy(&c);
+		if (fam & EXIT_OTHERS)
+			sx_copy(&c);
 		break;
 	case __NR_recvfrom:
 	case __NR_sendto:
@@ -317,24 +336,29 @@ static __always_inline int call_exit(struct pt_regs *regs, long id, long ret)
 	case __NR_sendmsg:
 	case __NR_recvmmsg:
 	case __NR_sendmmsg:
-		sx_bytes(&c);
+		if (fam & EXIT_OTHERS)
+			sx_bytes(&c);
 		break;
 	case __NR_mmap:
-		sx_mmap(&c);
+		if (fam & EXIT_OTHERS)
+			sx_mmap(&c);
 		break;
 	case __NR_accept:
 	case __NR_accept4:
 	case __NR_connect:
 	case __NR_listen:
-		sx_net(&c);
+		if (fam & EXIT_OTHERS)
+			sx_net(&c);
 		break;
 	case __NR_mlock:
 	case __NR_mlock2:
 	case __NR_mlockall:
-		sx_mlock(&c);
+		if (fam & EXIT_OTHERS)
+			sx_mlock(&c);
 		break;
 	default:
-		sx_other(&c);
+		if (fam & EXIT_OTHERS)
+			sx_other(&c);
 	}
 	if (saved)
 		bpf_map_delete_elem(&inflight, &tid);
@@ -347,7 +371,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id) { return call_enter(regs,
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
-	return call_exit(regs, SYSCALL_NR(regs), ret);
+	return call_exit(regs, SYSCALL_NR(regs), ret, EXIT_ALL);
 }
 
 /* [trace] syscalls = cheap: the same work from per-syscall tracepoints
@@ -398,5 +422,17 @@ int syscall_exit(struct syscall_trace_exit *ctx)
 	/* a call saved at entry is a traced thread's too */
 	if (!traced_now(&tgid))
 		return 0;
-	return call_exit(task_regs(), ctx->nr, ctx->ret);
+	return call_exit(task_regs(), ctx->nr, ctx->ret, EXIT_OTHERS);
+}
+
+/* the path lookups' exits (tracer_syscalls.c says which calls), on their
+ * own: see EXIT_PATHS */
+SEC("tp")
+int syscall_exit_paths(struct syscall_trace_exit *ctx)
+{
+	__u32 tgid;
+
+	if (!traced_now(&tgid))
+		return 0;
+	return call_exit(task_regs(), ctx->nr, ctx->ret, EXIT_PATHS);
 }

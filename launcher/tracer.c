@@ -55,6 +55,8 @@ static const struct probe probe_table[] = {
     /* one of the two pairs is loaded ([trace] syscalls) */
     {"syscall_enter", PROBE_SYSCALLS, true, true, false, NULL},
     {"syscall_exit", PROBE_SYSCALLS, true, true, true, DRAINING("syscall_exit")},
+    /* cheap: the path lookups' exits, verified apart (syscalls.bpf.c) */
+    {"syscall_exit_paths", PROBE_SYSCALLS, true, true, false, NULL},
     {"sched_process_fork", PROBE_SECTION, false, false, false, NULL},
     {"sched_process_exec", PROBE_SECTION, true, false, false, NULL},
     {"sched_process_exit", PROBE_SECTION, false, false, false, NULL},

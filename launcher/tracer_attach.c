@@ -291,13 +291,15 @@ static void syscall_fail(void *ctx, const char *tp, int err)
 int tr_attach_syscalls(struct tracer *t, char *why, size_t whylen)
 {
 	if (!tracer_syscalls_attach(t->skel->progs.syscall_enter,
-				    tracer_load_prog(t->skel, t->heavy, "syscall_exit"), &t->links,
-				    &t->n_links, syscall_fail, t)) {
+				    tracer_load_prog(t->skel, t->heavy, "syscall_exit"),
+				    tracer_load_prog(t->skel, t->heavy, "syscall_exit_paths"),
+				    &t->links, &t->n_links, syscall_fail, t)) {
 		snprintf(why, whylen, "failed to attach syscall_exit to any syscall tracepoint");
 		return -1;
 	}
 	tr_probe_add(t, "syscall_enter"); /* a call whose entry failed: a fallback */
 	tr_probe_add(t, "syscall_exit");
+	tr_probe_add(t, "syscall_exit_paths");
 	return 0;
 }
 

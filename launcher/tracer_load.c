@@ -216,6 +216,7 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
 	} else if (lc->syscalls == SYSCALLS_EXACT) {
 		bpf_program__set_autoload(skel->progs.syscall_enter, false);
 		bpf_program__set_autoload(skel->progs.syscall_exit, false);
+		bpf_program__set_autoload(skel->progs.syscall_exit_paths, false);
 		bpf_program__set_autoload(skel->progs.libc_io, false);
 	}
 	skel->rodata->targ_cheap = lc->syscalls == SYSCALLS_CHEAP;
@@ -262,10 +263,13 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
  * definitions, without their BTF types, which no program needs), and the
  * maps copy creates the rest. */
 
-/* the program of the active syscall pair loaded on its own */
-static struct bpf_program *heavy_prog(struct trace_bpf *skel, int syscalls)
+/* the exit programs of the active syscall pair, loaded on their own
+ * (cheap: the path lookups' apart from the other calls', syscalls.bpf.c) */
+static bool heavy_prog(struct trace_bpf *skel, int syscalls, const struct bpf_program *p)
 {
-	return syscalls == SYSCALLS_CHEAP ? skel->progs.syscall_exit : skel->progs.sys_exit;
+	return syscalls == SYSCALLS_CHEAP
+		   ? p == skel->progs.syscall_exit || p == skel->progs.syscall_exit_paths
+		   : p == skel->progs.sys_exit;
 }
 
 /* a map every copy shares (the kernel keeps 15 characters of a name) */
@@ -411,9 +415,11 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 	if (err)
 		goto fail;
 	bpf_object__for_each_program (p, h->obj)
-		bpf_program__set_autoload(p, p == heavy_prog(h, lc->syscalls) &&
+		bpf_program__set_autoload(p, heavy_prog(h, lc->syscalls, p) &&
 						 bpf_program__autoload(p));
-	bpf_program__set_autoload(heavy_prog(m, lc->syscalls), false);
+	bpf_object__for_each_program (p, m->obj)
+		if (heavy_prog(m, lc->syscalls, p))
+			bpf_program__set_autoload(p, false);
 	if ((err = reuse_maps(m, maps, &opened)) || (err = reuse_maps(h, maps, &opened)))
 		goto fail;
 	side_close(&opened); /* each copy holds its own */

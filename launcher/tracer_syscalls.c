@@ -25,36 +25,38 @@
 /* how long the exit program may wait for those calls (a lock wait) after the window */
 #define DRAIN_MAX_MS 10000.0
 
-enum { AT_ENTER = 1, AT_EXIT = 2 };
+enum { AT_ENTER = 1, AT_EXIT = 2, AT_PATHS = 4 };
 
 /* Which probe each call needs: its exit (arguments from the registers
  * there), and its entry too when its record needs its start (a duration,
  * the arguments as they were: syscalls.bpf.c's entry_args). close: at its
  * entry only, the file still open. The legacy calls x86-64 still has
- * (open, newstat...) are skipped where they do not exist. */
+ * (open, newstat...) are skipped where they do not exist. AT_PATHS: the
+ * exit goes to the path lookups' program (syscall_exit_paths), the others'
+ * to syscall_exit. */
 static const struct {
 	const char *name;
 	int at;
 } calls[] = {
-    {"open", AT_EXIT},
-    {"openat", AT_EXIT},
-    {"openat2", AT_EXIT},
-    {"newstat", AT_EXIT},
-    {"newlstat", AT_EXIT},
-    {"access", AT_EXIT},
-    {"readlink", AT_EXIT},
-    {"newfstatat", AT_EXIT},
-    {"statx", AT_EXIT},
-    {"faccessat", AT_EXIT},
-    {"faccessat2", AT_EXIT},
-    {"readlinkat", AT_EXIT},
+    {"open", AT_EXIT | AT_PATHS},
+    {"openat", AT_EXIT | AT_PATHS},
+    {"openat2", AT_EXIT | AT_PATHS},
+    {"newstat", AT_EXIT | AT_PATHS},
+    {"newlstat", AT_EXIT | AT_PATHS},
+    {"access", AT_EXIT | AT_PATHS},
+    {"readlink", AT_EXIT | AT_PATHS},
+    {"newfstatat", AT_EXIT | AT_PATHS},
+    {"statx", AT_EXIT | AT_PATHS},
+    {"faccessat", AT_EXIT | AT_PATHS},
+    {"faccessat2", AT_EXIT | AT_PATHS},
+    {"readlinkat", AT_EXIT | AT_PATHS},
     {"chdir", AT_EXIT},
     {"fchdir", AT_EXIT},
-    {"mkdir", AT_EXIT},
-    {"rmdir", AT_EXIT},
-    {"unlink", AT_EXIT},
-    {"mkdirat", AT_EXIT},
-    {"unlinkat", AT_EXIT},
+    {"mkdir", AT_EXIT | AT_PATHS},
+    {"rmdir", AT_EXIT | AT_PATHS},
+    {"unlink", AT_EXIT | AT_PATHS},
+    {"mkdirat", AT_EXIT | AT_PATHS},
+    {"unlinkat", AT_EXIT | AT_PATHS},
     {"sendto", AT_EXIT},
     {"recvfrom", AT_EXIT},
     {"sendmsg", AT_EXIT},
@@ -169,8 +171,8 @@ static void tp_name(char *tp, size_t len, size_t i, int at)
 }
 
 int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
-			   struct bpf_link ***links, size_t *n, tracer_syscalls_fail fail,
-			   void *ctx)
+			   struct bpf_program *exit_paths, struct bpf_link ***links, size_t *n,
+			   tracer_syscalls_fail fail, void *ctx)
 {
 	int exits = 0;
 
@@ -192,7 +194,10 @@ int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
 				fail(ctx, tp, errno);
 				continue;
 			}
-			l = bpf_program__attach_perf_event(at == AT_ENTER ? enter : exit, pfd);
+			l = bpf_program__attach_perf_event(at == AT_ENTER	    ? enter
+							   : calls[i].at & AT_PATHS ? exit_paths
+										    : exit,
+							   pfd);
 			if (!l) {
 				int err = errno;
 

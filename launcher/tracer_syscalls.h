@@ -24,11 +24,12 @@ typedef void (*tracer_syscalls_fail)(void *ctx, const char *tracepoint, int err)
 
 /* enter on syscalls/sys_enter_NAME, exit on syscalls/sys_exit_NAME for the
  * calls the timeline needs (a call this architecture lacks is skipped),
- * the links appended to (*links)[0..*n). The number of exit links
- * attached (0: the mode cannot work here). */
+ * the links appended to (*links)[0..*n); a path lookup's exit (open,
+ * stat...) on exit_paths. The number of exit links attached (0: the mode
+ * cannot work here). */
 int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
-			   struct bpf_link ***links, size_t *n, tracer_syscalls_fail fail,
-			   void *ctx);
+			   struct bpf_program *exit_paths, struct bpf_link ***links, size_t *n,
+			   tracer_syscalls_fail fail, void *ctx);
 
 /* The keeper's holders (ukeeper.c, keeper_close): a disabled perf event
  * without a program, of the calling process, on each of those tracepoints

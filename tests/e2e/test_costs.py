@@ -211,6 +211,14 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
         progs = prog_info(p.pid)
         assert heavy in progs and other in progs, sorted(progs)
         assert progs[heavy]["btf_id"] != progs[other]["btf_id"], (progs[heavy], progs[other])
+        if mode == "cheap":  # the path lookups' exits, verified apart in the same copy
+            paths = progs.pop("syscall_exit_paths")
+            assert paths["btf_id"] == progs[heavy]["btf_id"], (paths, progs[heavy])
+            mp, every = map_names(paths["map_ids"]), {}
+            for info in progs.values():
+                every.update(map_names(info.get("map_ids", [])))
+            assert {"procs", "files", "paths"} <= set(mp), mp
+            assert all(every.get(n, i) == i for n, i in mp.items()), (mp, every)
         mh = map_names(progs[heavy]["map_ids"])
         mo = {}  # the other programs' maps: {name: {ids}}
         for name, info in progs.items():

@@ -23,6 +23,7 @@ from test_trace import (FILEOPS, TTS, file_entry, missing_entry, serve_requests,
 CHEAP = ["--set", "trace.syscalls=cheap"]
 RAW = {"sys_enter", "sys_exit"}
 PAIR = {"syscall_enter", "syscall_exit"}
+PATHS = "syscall_exit_paths"  # the path lookups' exits, verified apart
 DRAINING = "syscall_exit (finishing the calls begun before the window ended)"
 
 
@@ -67,17 +68,19 @@ def test_no_raw_syscall_link_in_cheap_mode(work):
         wait_for(lambda: tl_path.exists() or None, timeout=60, what="the first timeline")
         before = prog_names(p.pid)
         assert not RAW & set(before), before
-        # one link per tracepoint: ~40 exits, the entries of the calls timed from their start
+        # one link per tracepoint: ~40 exits, the entries of the calls timed
+        # from their start; the path lookups' exits on their own program
         assert before.count("syscall_exit") >= 20 and before.count("syscall_enter") >= 5
+        assert before.count(PATHS) >= 12, before
         keeper = keeper_of(p.pid)
         assert keeper and PAIR <= set(prog_names(keeper))  # its copies (the detach is its)
         light = wait_for(lambda: light_of(tl_path), timeout=60, what="the window's timeline")
-        assert PAIR <= set(light["detached"]) and DRAINING not in light["kept"], light
+        assert PAIR | {PATHS} <= set(light["detached"]) and DRAINING not in light["kept"], light
         after = prog_names(p.pid)
-        assert not (PAIR | RAW) & set(after), after
+        assert not (PAIR | RAW | {PATHS}) & set(after), after
         assert {"sched_process_exec", "sched_process_exit"} <= set(after)
         # the keeper closed its copies when told
-        wait_for(lambda: not PAIR & set(prog_names(keeper)), timeout=60,
+        wait_for(lambda: not (PAIR | {PATHS}) & set(prog_names(keeper)), timeout=60,
                  what="the keeper's syscall links closed")
     finally:
         tl = finish(p, work)
