@@ -565,6 +565,12 @@ static int loop(struct session *s)
 	}
 }
 
+/* What the run holds, let go. The BPF objects and the model are left to
+ * the process's exit, which follows (main.c): their ~300 descriptors
+ * closed and mappings unmapped one call each, and the model's thousands of
+ * blocks freed, were ~3.6 ms of the command's end; the exit takes them
+ * back at once. No probe is detached by either: the uprobe keeper holds
+ * every link's last reference (tracer.c). */
 static void session_free(struct session *s)
 {
 	spawn_guard_release(&s->guard);
@@ -576,10 +582,6 @@ static void session_free(struct session *s)
 	metrics_stop(s->metrics);
 	json_decref(s->said);
 	progress_free(s->progress);
-	if (s->tracer)
-		tracer_free(s->tracer);
-	if (s->tl)
-		timeline_free(s->tl);
 	if (s->child.pidfd >= 0)
 		close(s->child.pidfd);
 	if (s->out_rd >= 0)
