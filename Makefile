@@ -92,7 +92,7 @@ FUZZ_SMOKE_TIME ?= 10
 # would be deleted after the first build, and the next make in a fresh clone
 # would rebuild BPF, the skeleton and (through -MMD) the tracer.
 .SECONDARY: $(BPF_PARTS) $(BPF_OBJS) $(SKELS) $(MINBTFS) $(MINBTF_RAW)
-.PHONY: all install check unit e2e demo bench setup clean format format-check unit-asan fuzzers \
+.PHONY: all install check unit e2e demo bench setup clean format format-check unit-asan fuzzers FORCE \
 	fuzz-build fuzz fuzz-smoke npm-hub
 
 all: $(BUILD)/tts-launch $(HOOKS)
@@ -137,6 +137,15 @@ $(BUILD)/%.minbtf.h: $(BUILD)/%.min.btf
 $(BUILD)/launcher/%.o: launcher/%.c | $(SKELS) $(MINBTFS) $(BUILD)/launcher
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# The two objects that say the version (--version, the timeline's
+# launcher.version) rebuild when it changes (a commit, a tree made dirty or
+# clean): the stamp is rewritten only then.
+VERSION_STAMP := $(BUILD)/version
+$(VERSION_STAMP): FORCE | $(BUILD)/launcher
+	$(Q)echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+$(BUILD)/launcher/main.o $(BUILD)/launcher/timeline.o: $(VERSION_STAMP)
+FORCE:
 
 $(BUILD)/tts-launch: $(OBJS)
 	$(call msg,LD,$@)

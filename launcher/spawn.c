@@ -447,7 +447,11 @@ static void scan_one(struct scan *sc, pid_t pid)
  * re-parented to any thread of the subreaper): a read per thread and a
  * stat per child, where a walk of /proc reads every process's stat (0.6 ms
  * for 76 processes here, three walks at the service's exit). false when
- * this kernel has no such file. */
+ * this kernel has no such file, or one could not be read. A thread that
+ * exits during the scan hands its children to another thread, whose file
+ * may have been read already: they are missed until the next scan (the
+ * supervisor's threads, the load's, are all joined before the service
+ * runs). */
 static bool scan_children(struct scan *sc)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -474,7 +478,11 @@ static bool scan_children(struct scan *sc)
 			continue;	    /* else a thread that ended meanwhile */
 		}
 		/* "pid pid ... ": a number may span two reads */
-		while ((len = read(fd, buf, sizeof(buf))) > 0)
+		while (ok && (len = read(fd, buf, sizeof(buf))) != 0) {
+			if (len < 0) {
+				ok = false; /* the rest unread: walk /proc */
+				break;
+			}
 			for (ssize_t i = 0; i < len; i++) {
 				if (isdigit((unsigned char)buf[i])) {
 					pid = pid * 10 + (buf[i] - '0');
@@ -485,7 +493,8 @@ static bool scan_children(struct scan *sc)
 					in = false;
 				}
 			}
-		if (in)
+		}
+		if (ok && in)
 			scan_one(sc, (pid_t)pid);
 		close(fd);
 	}
@@ -495,6 +504,7 @@ static bool scan_children(struct scan *sc)
 }
 
 bool spawn_scan_walk_proc;
+unsigned long spawn_scan_walks;
 
 static int scan_proc(enum scan_what what, pid_t pgid, pid_t ex1, pid_t ex2, pid_t *pids, int max)
 {
@@ -505,6 +515,7 @@ static int scan_proc(enum scan_what what, pid_t pgid, pid_t ex1, pid_t ex2, pid_
 	if (what != SCAN_GROUP && !spawn_scan_walk_proc && scan_children(&sc))
 		return sc.n;
 	sc.n = 0;
+	spawn_scan_walks++;
 	if (!(d = opendir("/proc")))
 		return -1;
 	while ((de = readdir(d)))

@@ -94,6 +94,8 @@ void spawn_reap_orphans(pid_t keep1, pid_t keep2);
  * children files of our threads, a walk of /proc where the kernel has none
  * (CONFIG_PROC_CHILDREN); true: always the walk (tests/unit/test_spawn_scan.c) */
 extern bool spawn_scan_walk_proc;
+/* how many walks of /proc the scans made (tests: the children files read) */
+extern unsigned long spawn_scan_walks;
 
 /* The service's environment: base (our environ) + PYTHONPATH = app dir,
  * configured additions, inherited; then the [env] variables. NULL-terminated,

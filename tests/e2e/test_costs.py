@@ -7,6 +7,7 @@ tracing.light says what went. sys_exit first finishes the calls sys_enter
 saved before the window ended (a blocking lock), then goes too. Skipped
 without BPF, failed when CI is set (test_trace.tracing_ok)."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -236,6 +237,9 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
     assert p.returncode == 0, err
     line = [l for l in err.splitlines() if "programs verified in" in l]
     assert len(line) == 1 and (" %s " % heavy) in line[0], err
+    # the heap the end's timeline needs, faulted in while the service ran
+    # (heapreserve.h): 4 MiB, less the page or two malloc's header takes
+    assert re.search(r"heap reserve: (40[89]\d|409[0-6]) KiB in ", err), err
     t = json.loads((work / "t.json").read_text())
     assert t["tracing"]["syscalls"] == mode
     # the exit program's events reached the launcher: the open of "started"

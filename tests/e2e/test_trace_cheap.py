@@ -71,9 +71,10 @@ def test_no_raw_syscall_link_in_cheap_mode(work):
         # one link per tracepoint: ~40 exits, the entries of the calls timed
         # from their start; the path lookups' exits on their own program
         assert before.count("syscall_exit") >= 20 and before.count("syscall_enter") >= 5
-        assert before.count(PATHS) >= 12, before
+        assert before.count(PATHS) >= 9, before  # arm64 has 9 of them, x86-64 17
         keeper = keeper_of(p.pid)
-        assert keeper and PAIR <= set(prog_names(keeper))  # its copies (the detach is its)
+        # its copies (the detach is its)
+        assert keeper and PAIR | {PATHS} <= set(prog_names(keeper))
         light = wait_for(lambda: light_of(tl_path), timeout=60, what="the window's timeline")
         assert PAIR | {PATHS} <= set(light["detached"]) and DRAINING not in light["kept"], light
         after = prog_names(p.pid)

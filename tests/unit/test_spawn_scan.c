@@ -83,6 +83,7 @@ static bool listed(const pid_t *pids, int n, pid_t p)
 
 static void scans(bool walk)
 {
+	unsigned long walks = spawn_scan_walks;
 	pid_t a, b, z, z2, pids[16];
 	struct forker f;
 	pthread_t th;
@@ -128,6 +129,12 @@ static void scans(bool walk)
 	assert_int_equal(waitpid(a, NULL, 0), a);
 	assert_int_equal(waitpid(b, NULL, 0), b);
 	assert_int_equal(spawn_orphans(getpid() + 100000, 0, pids, 16), 0);
+	/* the children files, where the kernel has them (this one does), no
+	 * walk of /proc; else a walk for each of the 5 scans */
+	if (!walk && access("/proc/thread-self/children", F_OK) == 0)
+		assert_int_equal(spawn_scan_walks, walks);
+	else
+		assert_int_equal(spawn_scan_walks, walks + 5);
 	spawn_scan_walk_proc = false;
 }
 
