@@ -414,25 +414,20 @@ int syscall_enter(struct syscall_trace_enter *ctx)
 	return call_enter(task_regs(), id);
 }
 
-SEC("tp")
-int syscall_exit(struct syscall_trace_exit *ctx)
+static __always_inline int tp_exit(struct syscall_trace_exit *ctx, int fam)
 {
 	__u32 tgid;
 
 	/* a call saved at entry is a traced thread's too */
 	if (!traced_now(&tgid))
 		return 0;
-	return call_exit(task_regs(), ctx->nr, ctx->ret, EXIT_OTHERS);
+	return call_exit(task_regs(), ctx->nr, ctx->ret, fam);
 }
 
-/* the path lookups' exits (tracer_syscalls.c says which calls), on their
- * own: see EXIT_PATHS */
 SEC("tp")
-int syscall_exit_paths(struct syscall_trace_exit *ctx)
-{
-	__u32 tgid;
+int syscall_exit(struct syscall_trace_exit *ctx) { return tp_exit(ctx, EXIT_OTHERS); }
 
-	if (!traced_now(&tgid))
-		return 0;
-	return call_exit(task_regs(), ctx->nr, ctx->ret, EXIT_PATHS);
-}
+/* the path lookups' exits (tracer_syscalls.c's AT_PATHS), on their own:
+ * see EXIT_PATHS */
+SEC("tp")
+int syscall_exit_paths(struct syscall_trace_exit *ctx) { return tp_exit(ctx, EXIT_PATHS); }

@@ -2,6 +2,7 @@
 #include "fmtg.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +30,7 @@ static const uint64_t pow10_u64[] = {1ULL,
 
 /* |v|'s prec significant digits, rounded half to even, into *digits, and
  * its decimal exponent into *e; false where the fast path does not apply */
-static int digits_of(double a, int prec, uint64_t *digits, int *e)
+static bool digits_of(double a, int prec, uint64_t *digits, int *e)
 {
 	uint64_t lo = pow10_u64[prec - 1], hi = pow10_u64[prec];
 	int ex, q, guess;
@@ -44,20 +45,20 @@ static int digits_of(double a, int prec, uint64_t *digits, int *e)
 
 		/* k in 0..prec+3 for 10^-4 <= a < 10^prec: 5^k < 2^48 */
 		if (guess < -5 || k < 0 || k > 21)
-			return 0;
+			return false;
 		x = (u128)m;
 		for (int i = 0; i < k; i++)
 			x *= 5;
 		t = q + k;
 		if (t >= 0) {
 			if (t > 60)
-				return 0;
+				return false;
 			integer = x << t;
 		} else {
 			int s = -t;
 
 			if (s >= 127)
-				return 0;
+				return false;
 			integer = x >> s;
 			rest = x & (((u128)1 << s) - 1);
 			half = (u128)1 << (s - 1);
@@ -78,14 +79,14 @@ static int digits_of(double a, int prec, uint64_t *digits, int *e)
 		}
 		*digits = (uint64_t)integer;
 		*e = guess;
-		return 1;
+		return true;
 	}
-	return 0;
+	return false;
 }
 
 int fmt_g(char *buf, size_t size, int prec, double v)
 {
-	char d[20], out[48];
+	char d[20];
 	uint64_t digits;
 	int e, n = 0, last;
 
@@ -98,25 +99,25 @@ int fmt_g(char *buf, size_t size, int prec, double v)
 	last = prec - 1;
 	while (last > (e >= 0 ? e : -1) && d[last] == '0')
 		last--;
+	/* at most a sign, "0.000", 17 digits and a point: under 32 bytes */
 	if (v < 0)
-		out[n++] = '-';
+		buf[n++] = '-';
 	if (e >= 0) {
-		memcpy(out + n, d, (size_t)e + 1);
+		memcpy(buf + n, d, (size_t)e + 1);
 		n += e + 1;
 		if (last > e) {
-			out[n++] = '.';
-			memcpy(out + n, d + e + 1, (size_t)(last - e));
+			buf[n++] = '.';
+			memcpy(buf + n, d + e + 1, (size_t)(last - e));
 			n += last - e;
 		}
 	} else {
-		out[n++] = '0';
-		out[n++] = '.';
+		buf[n++] = '0';
+		buf[n++] = '.';
 		for (int i = 0; i < -e - 1; i++)
-			out[n++] = '0';
-		memcpy(out + n, d, (size_t)last + 1);
+			buf[n++] = '0';
+		memcpy(buf + n, d, (size_t)last + 1);
 		n += last + 1;
 	}
-	out[n] = '\0';
-	memcpy(buf, out, (size_t)n + 1);
+	buf[n] = '\0';
 	return n;
 }

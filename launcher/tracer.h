@@ -65,8 +65,9 @@ const struct tracer_status *tracer_status(struct tracer *t);
 /* Bytes written to files and received from peers so far: changes while a
  * download moves. Read from mapped memory, so cheap enough for every tick. */
 unsigned long long tracer_activity(const struct tracer *t);
-/* For a caller that goes on after tracing; a run leaves its tracer to the
- * process's exit (supervise.c, session_free), which is faster. */
+/* tracer_new's failure path (the run goes on untraced); a run that traced
+ * leaves its tracer to the process's exit (supervise.c, session_free),
+ * which is faster. */
 void tracer_free(struct tracer *t);
 /* [trace] requests_window is over (ready + window): detach the heavy probes
  * and narrow the rest (tracing.light). The tracer's own decision, asked for

@@ -221,3 +221,54 @@ def test_cheap_simulator_cold_start(tmp_path, hub, models, tracing_ok):
         assert d["final_path"] == d["path"][:-len(".incomplete")]
         assert d["bytes"] == d["size"] == os.path.getsize(d["final_path"])
         assert d["first_ms"] <= d["last_ms"] <= d["rename_ms"]
+
+
+# Each path lookup and directory operation of tracer_syscalls.c's table, by
+# its x86-64 number (glibc's wrappers pick among them), failing on a path of
+# its own: NAME -> (number, args after the path's place).
+PATH_CALLS = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d, f = sys.argv[1], sys.argv[2]  # a directory without the missing names, a file
+buf = ctypes.create_string_buffer(512)
+how = ctypes.create_string_buffer(24)  # struct open_how, zeroed: O_RDONLY
+AT = -100  # AT_FDCWD
+def p(name):
+    return os.path.join(d, "missing", name).encode()
+calls = [("open", 2, lambda q: (q, 0)), ("openat", 257, lambda q: (AT, q, 0)),
+         ("openat2", 437, lambda q: (AT, q, how, 24)), ("stat", 4, lambda q: (q, buf)),
+         ("lstat", 6, lambda q: (q, buf)), ("access", 21, lambda q: (q, 0)),
+         ("readlink", 89, lambda q: (q, buf, 512)),
+         ("newfstatat", 262, lambda q: (AT, q, buf, 0)),
+         ("statx", 332, lambda q: (AT, q, 0, 0xfff, buf)),
+         ("faccessat", 269, lambda q: (AT, q, 0)), ("faccessat2", 439, lambda q: (AT, q, 0, 0)),
+         ("readlinkat", 267, lambda q: (AT, q, buf, 512)),
+         ("mkdir", 83, lambda q: (q + b"/sub", 0o755)),
+         ("mkdirat", 258, lambda q: (AT, q + b"/sub", 0o755))]
+for name, nr, args in calls:
+    assert libc.syscall(nr, *args(p(name))) == -1, name
+# refused for another reason than ENOENT (which is not kept): a file as a
+# directory, a directory as a file
+assert libc.syscall(84, f.encode()) == -1  # rmdir: ENOTDIR
+assert libc.syscall(87, d.encode()) == -1  # unlink: EISDIR
+assert libc.syscall(263, AT, f.encode(), 0x200) == -1  # unlinkat AT_REMOVEDIR: ENOTDIR
+'''
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the calls' x86-64 numbers")
+def test_every_path_call_reaches_its_exit_program(tmp_path, tracing_ok):
+    """cheap: syscall_exit_paths takes the path lookups' exits, syscall_exit
+    the others (tracer_syscalls.c's AT_PATHS and syscalls.bpf.c's families
+    must agree, or a call is dropped unseen): each lookup's failure is in
+    missing_paths, each refused directory operation in failed_ops."""
+    script, f = tmp_path / "calls.py", tmp_path / "afile"
+    script.write_text(PATH_CALLS)
+    f.write_bytes(b"x")
+    tl = run_cheap(tmp_path, "/usr/bin/python3", script, tmp_path, f)
+    for name in ("open", "openat", "openat2", "stat", "lstat", "access", "readlink",
+                 "newfstatat", "statx", "faccessat", "faccessat2", "readlinkat"):
+        assert missing_entry(tl, tmp_path / "missing" / name)["attempts"] == 1, name
+    ops = {(o["op"], o["path"]) for o in tl["failed_ops"]}
+    for name in ("mkdir", "mkdirat"):
+        assert ("mkdir", str(tmp_path / "missing" / name / "sub")) in ops, (name, ops)
+    assert ("rmdir", str(f)) in ops and ("unlink", str(tmp_path)) in ops, ops
