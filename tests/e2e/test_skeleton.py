@@ -100,7 +100,11 @@ def scenario(name, tmp):
         data.write_bytes(b"x" * 65536)
         return run(tmp, FILEOPS, "open:%s:3" % data, "stat:%s/missing.yaml:4" % tmp,
                    "read:%s:65536" % data, "dread:%s:65536" % data, "write:%s/out.bin:4096" % tmp, "mmap:%s" % data,
-                   "threads:2:100")
+                   "threads:2:100",
+                   # 60 ms on the CPU: the attribution's CPU samples (one per
+                   # ~10 ms of the tree's run time) always have elements, where
+                   # a run as short as the rest had them only on a slow machine
+                   "spin:60")
     if name == "net":
         return run(tmp, NETOPS, "refused", "silent:100:50", "mkdir:/proc/nope:2")
     if name == "untraced":
