@@ -315,7 +315,7 @@ int tracer_test_load(char *why, size_t whylen)
 		return -1;
 	}
 	libbpf_set_print(print_libbpf);
-	skel = tracer_open_load(true, -1, 0, NULL, verbose_level > 0, &heavy, why, whylen);
+	skel = tracer_open_load(true, -1, 0, NULL, verbose_level > 0, NULL, &heavy, why, whylen);
 	if (!skel)
 		return -1;
 	bpf_object__for_each_program (prog, skel->obj)
@@ -339,7 +339,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	struct proc_stat root_stat = {0};
 	struct rlimit nofile;
 	double t_open, t_load, t_attach, t_usdt;
+	struct early_syscalls early;
+	struct tracer_load_hook hook;
 
+	tr_early_syscalls_hook(&hook, &early);
 	snprintf(why, whylen, "unknown error");
 	verbose_level = o->verbose;
 	libbpf_set_print(print_libbpf);
@@ -418,9 +421,11 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	t->st.syscalls = t->cheap ? "cheap" : "exact";
 	if (t->cheap)
 		t->st.approximate = tracer_syscalls_approximate;
+	/* cheap: the syscall tracepoints attached as soon as their programs
+	 * have loaded, while the other programs still load */
 	t->skel = tracer_open_load(n_py > 0, t->cheap ? SYSCALLS_CHEAP : SYSCALLS_EXACT,
 				   (__u32)o->listen_port, have_pyt ? &pyt : NULL, o->verbose > 0,
-				   &t->heavy, why, whylen);
+				   t->cheap ? &hook : NULL, &t->heavy, why, whylen);
 	if (!t->skel && t->cheap) {
 		/* a kernel without bpf_task_pt_regs (5.15): the raw pair */
 		tr_fallback(t, "syscalls", "%s with [trace] syscalls = cheap: exact instead", why);
@@ -428,8 +433,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		t->st.syscalls = "exact";
 		t->st.approximate = NULL;
 		t->skel = tracer_open_load(n_py > 0, SYSCALLS_EXACT, (__u32)o->listen_port,
-					   have_pyt ? &pyt : NULL, o->verbose > 0, &t->heavy, why,
-					   whylen);
+					   have_pyt ? &pyt : NULL, o->verbose > 0, NULL, &t->heavy,
+					   why, whylen);
 	}
 	if (!t->skel)
 		goto fail;
@@ -487,7 +492,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		tr_add_link(&t->links, &t->n_links, l);
 		tr_probe_add(t, name);
 	}
-	if (t->cheap && tr_attach_syscalls(t, why, whylen))
+	if (t->cheap && tr_attach_syscalls(t, &early, why, whylen))
 		goto fail;
 	if (t->cheap)
 		tr_attach_libcio(t, (pid_t)o->root_pid);
@@ -522,6 +527,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	return t;
 
 fail:
+	tr_early_syscalls_free(&early);
 	tracer_free(t);
 	return NULL;
 }

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "elfsym.h"
 #include "trace.h"
 #include "trace.skel.h"
@@ -286,14 +287,75 @@ static void syscall_fail(void *ctx, const char *tp, int err)
 	tr_fallback(ctx, tp, "failed to attach the tracepoint syscalls/%s: %s", tp, strerror(err));
 }
 
+/* On the heavy copy's thread: nothing of the tracer is touched there, the
+ * failures are kept for tr_attach_syscalls to say */
+static void early_fail(void *ctx, const char *tp, int err)
+{
+	struct early_syscalls *e = ctx;
+
+	if (e->nfail == EARLY_FAILS_MAX)
+		return;
+	snprintf(e->fail[e->nfail].tp, sizeof(e->fail[e->nfail].tp), "%s", tp);
+	e->fail[e->nfail++].err = err;
+}
+
+static void early_attach(struct trace_bpf *heavy, void *arg)
+{
+	struct early_syscalls *e = arg;
+	double t0 = clock_ms();
+
+	e->exits = tracer_syscalls_attach(heavy->progs.syscall_enter, heavy->progs.syscall_exit,
+					  heavy->progs.syscall_exit_paths, &e->links, &e->n,
+					  early_fail, e);
+	e->ms = clock_ms() - t0;
+	e->ran = true;
+}
+
+void tr_early_syscalls_free(struct early_syscalls *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		bpf_link__destroy(e->links[i]);
+	free(e->links);
+	memset(e, 0, sizeof(*e));
+}
+
+static void early_undo(void *arg) { tr_early_syscalls_free(arg); }
+
+void tr_early_syscalls_hook(struct tracer_load_hook *h, struct early_syscalls *e)
+{
+	memset(e, 0, sizeof(*e));
+	h->heavy_loaded = early_attach;
+	h->undo = early_undo;
+	h->arg = e;
+}
+
 /* [trace] syscalls = cheap: the pair on the rare calls' tracepoints
  * (tracer_syscalls.c); without any exit there is no tree to follow. */
-int tr_attach_syscalls(struct tracer *t, char *why, size_t whylen)
+int tr_attach_syscalls(struct tracer *t, struct early_syscalls *e, char *why, size_t whylen)
 {
-	if (!tracer_syscalls_attach(t->skel->progs.syscall_enter,
-				    tracer_load_prog(t->skel, t->heavy, "syscall_exit"),
-				    tracer_load_prog(t->skel, t->heavy, "syscall_exit_paths"),
-				    &t->links, &t->n_links, syscall_fail, t)) {
+	int exits;
+
+	if (e && e->ran) {
+		if (t->verbose)
+			fprintf(stderr,
+				"tts-launch: tracer: %zu syscall tracepoints attached beside the "
+				"load in %.1f ms\n",
+				e->n, e->ms);
+		for (size_t i = 0; i < e->n; i++)
+			tr_add_link(&t->links, &t->n_links, e->links[i]);
+		for (int i = 0; i < e->nfail; i++)
+			syscall_fail(t, e->fail[i].tp, e->fail[i].err);
+		exits = e->exits;
+		free(e->links);
+		memset(e, 0, sizeof(*e));
+	} else {
+		exits = tracer_syscalls_attach(
+		    tracer_load_prog(t->skel, t->heavy, "syscall_enter"),
+		    tracer_load_prog(t->skel, t->heavy, "syscall_exit"),
+		    tracer_load_prog(t->skel, t->heavy, "syscall_exit_paths"), &t->links,
+		    &t->n_links, syscall_fail, t);
+	}
+	if (!exits) {
 		snprintf(why, whylen, "failed to attach syscall_exit to any syscall tracepoint");
 		return -1;
 	}

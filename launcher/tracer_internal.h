@@ -92,7 +92,29 @@ void tr_attach_imports(struct tracer *t, pid_t pid, char (*pys)[PATH_MAX], int n
 void tr_attach_per_cpu(struct tracer *t, struct bpf_program *prog, __u64 config, __u64 period,
 		       bool user_only, const char *probe, const char *event);
 void tr_attach_fault_tick(struct tracer *t, pid_t root);
-int tr_attach_syscalls(struct tracer *t, char *why, size_t whylen);
+/* cheap: the syscall tracepoints, attached on the heavy copy's thread
+ * while the rest loads (tr_early_syscalls_hook fills one for
+ * tracer_open_load), kept here until tr_attach_syscalls takes them */
+#define EARLY_FAILS_MAX 64
+struct early_syscalls {
+	bool ran;
+	int exits;
+	double ms; /* the attach's time there */
+	struct bpf_link **links;
+	size_t n;
+	int nfail;
+	struct {
+		char tp[48];
+		int err;
+	} fail[EARLY_FAILS_MAX];
+};
+struct tracer_load_hook;
+void tr_early_syscalls_hook(struct tracer_load_hook *h, struct early_syscalls *e);
+/* its links destroyed, if tr_attach_syscalls did not take them */
+void tr_early_syscalls_free(struct early_syscalls *e);
+/* The pair on the tracepoints: e's when its attach ran (e NULL, or not
+ * run: now, on this thread) */
+int tr_attach_syscalls(struct tracer *t, struct early_syscalls *e, char *why, size_t whylen);
 void tr_attach_libcio(struct tracer *t, pid_t pid);
 
 /* tracer_lighten.c */

@@ -249,8 +249,9 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
  * one program after another, and the syscall pair's exit program alone is
  * about half of it. So the object is loaded as three copies of itself: the
  * maps copy (no program: creates, fills and freezes every map), then, side
- * by side, the main copy (every program but that one) on this thread and
- * the heavy copy (that one only) on another, both on the maps copy's maps
+ * by side, the main copy (every program but the pair's: heavy_prog) on this
+ * thread and the heavy copy (those only; then the hook, which attaches
+ * them) on another, both on the maps copy's maps
  * (bpf_map__reuse_fd). All programs see the same maps and the same frozen
  * .rodata, so the verifier's view is what one load gives. A map whose name
  * the kernel shortens (over 15 characters; libbpf's USDT maps were) would
@@ -261,14 +262,18 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
  * opening the two copies takes the other thread ~5 ms. So that thread then
  * creates the preallocated maps itself (side_map: from the heavy copy's
  * definitions, without their BTF types, which no program needs), and the
- * maps copy creates the rest. */
+ * maps copy creates the rest. That thread starts first: the maps copy's
+ * open (~2 ms) is made meanwhile, not before it. */
 
 /* the exit programs of the active syscall pair, loaded on their own
- * (cheap: the path lookups' apart from the other calls', syscalls.bpf.c) */
+ * (cheap: the path lookups' apart from the other calls', syscalls.bpf.c;
+ * and its entry program, so that the heavy copy holds all three that its
+ * thread attaches to the syscall tracepoints: tracer_load_hook) */
 static bool heavy_prog(struct trace_bpf *skel, int syscalls, const struct bpf_program *p)
 {
 	return syscalls == SYSCALLS_CHEAP
-		   ? p == skel->progs.syscall_exit || p == skel->progs.syscall_exit_paths
+		   ? p == skel->progs.syscall_exit || p == skel->progs.syscall_exit_paths ||
+			 p == skel->progs.syscall_enter
 		   : p == skel->progs.sys_exit;
 }
 
@@ -295,6 +300,8 @@ static bool side_map(const struct bpf_map *m)
 struct load_job {
 	const struct load_cfg *lc;
 	struct trace_bpf *skel[2];
+	const struct tracer_load_hook *hook; /* run after skel[0]'s load */
+	bool hooked;
 	int err;
 	int nside;
 	struct side_fd {
@@ -377,34 +384,40 @@ static void *load_copy(void *arg)
 	struct load_job *j = arg;
 
 	j->err = trace_bpf__load(j->skel[0]);
+	if (!j->err && j->hook) {
+		j->hook->heavy_loaded(j->skel[0], j->hook->arg);
+		j->hooked = true;
+	}
 	return NULL;
 }
 
 /* The three copies; 0 with *main and *heavy loaded, else a negative errno
  * and nothing loaded. The main and heavy copies are opened on another
  * thread while this one creates the maps. */
-static int load_split(const struct load_cfg *lc, struct load_stats *st, struct trace_bpf **main,
+static int load_split(const struct load_cfg *lc, struct load_stats *st,
+		      const struct tracer_load_hook *hook, struct trace_bpf **main,
 		      struct trace_bpf **heavy)
 {
-	struct trace_bpf *maps = open_configured(lc), *m, *h;
-	struct load_job opened = {.lc = lc}, hl = {.lc = lc};
+	struct trace_bpf *maps, *m, *h;
+	struct load_job opened = {.lc = lc}, hl = {.lc = lc, .hook = hook};
 	struct bpf_program *p;
 	struct bpf_map *map;
 	pthread_t th;
 	int err = -ENOMEM;
 
-	if (!maps)
-		return -errno;
-	bpf_object__for_each_program (p, maps->obj)
-		bpf_program__set_autoload(p, false);
-	bpf_object__for_each_map (map, maps->obj)
-		if (side_map(map))
-			bpf_map__set_autocreate(map, false);
-	if ((err = -pthread_create(&th, NULL, open_copies, &opened))) {
-		trace_bpf__destroy(maps);
+	if ((err = -pthread_create(&th, NULL, open_copies, &opened)))
 		return err;
+	maps = open_configured(lc);
+	if (maps) {
+		bpf_object__for_each_program (p, maps->obj)
+			bpf_program__set_autoload(p, false);
+		bpf_object__for_each_map (map, maps->obj)
+			if (side_map(map))
+				bpf_map__set_autocreate(map, false);
+		err = trace_bpf__load(maps);
+	} else {
+		err = errno ? -errno : -ENOMEM;
 	}
-	err = trace_bpf__load(maps);
 	pthread_join(th, NULL);
 	m = opened.skel[0];
 	h = opened.skel[1];
@@ -441,6 +454,8 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st, struct t
 	*heavy = h;
 	return 0;
 fail:
+	if (hl.hooked)
+		hook->undo(hook->arg);
 	side_close(&opened);
 	trace_bpf__destroy(maps);
 	trace_bpf__destroy(m);
@@ -469,7 +484,8 @@ struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *h
  * are (the doctor). */
 static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
-				   struct trace_bpf **heavy, char *why, size_t whylen)
+				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
+				   char *why, size_t whylen)
 {
 	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL, false, false, {0}, {0}};
 	struct trace_bpf *skel = NULL;
@@ -500,7 +516,7 @@ static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 			lc.btfpath = btfpath;
 		}
 		if (syscalls >= 0) {
-			err = load_split(&lc, st, &skel, heavy);
+			err = load_split(&lc, st, hook, &skel, heavy);
 			if (!err) {
 				if (bfd >= 0)
 					close(bfd);
@@ -549,15 +565,16 @@ static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
-				   struct trace_bpf **heavy, char *why, size_t whylen)
+				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
+				   char *why, size_t whylen)
 {
 	struct trace_bpf *skel =
-	    open_load(usdt, syscalls, ready_port, py, stats, heavy, why, whylen);
+	    open_load(usdt, syscalls, ready_port, py, stats, hook, heavy, why, whylen);
 
 	/* a program given its own log (the stats) gets no verdict logged by
 	 * libbpf, and a long log overflows the stats' buffer: a failed load
 	 * with the stats is made again without, for the reason */
 	if (!skel && stats)
-		skel = open_load(usdt, syscalls, ready_port, py, false, heavy, why, whylen);
+		skel = open_load(usdt, syscalls, ready_port, py, false, hook, heavy, why, whylen);
 	return skel;
 }

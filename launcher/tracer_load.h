@@ -17,11 +17,23 @@ struct pyframes_target;
  * attribution reads, or NULL; stats: print each program's verification time
  * on stderr (-v). With one pair, the pair's exit program is verified on
  * another thread meanwhile, in a copy of the object on the same maps:
- * *heavy (else NULL; tracer_load_prog finds a program in either). NULL
- * with the reason in why. */
+ * *heavy (else NULL; tracer_load_prog finds a program in either); with
+ * cheap's pair, its entry program too. NULL with the reason in why. */
+/* hook (or NULL): heavy_loaded runs on the heavy copy's thread as soon as
+ * that copy has loaded, while this thread still loads the rest: the heavy
+ * programs' attach overlaps the other programs' verification (tracer.c:
+ * the syscall tracepoints). When the load fails after it ran, undo runs
+ * (on this thread) before the copies go; a load made without the split
+ * runs neither. */
+struct tracer_load_hook {
+	void (*heavy_loaded)(struct trace_bpf *heavy, void *arg);
+	void (*undo)(void *arg);
+	void *arg;
+};
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
-				   struct trace_bpf **heavy, char *why, size_t whylen);
+				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
+				   char *why, size_t whylen);
 
 /* The loaded program named name, in skel or heavy (NULL: none loaded) */
 struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *heavy,

@@ -192,7 +192,7 @@ def map_names(ids):
     return {bpftool_show("map", i)["name"]: i for i in ids}
 
 
-@pytest.mark.parametrize("mode,heavy,other", [("cheap", "syscall_exit", "syscall_enter"),
+@pytest.mark.parametrize("mode,heavy,other", [("cheap", "syscall_exit", "sched_process_exec"),
                                               ("exact", "sys_exit", "sys_enter")])
 def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heavy, other):
     """Launch -> exec: the syscall pair's exit program (about half of the
@@ -215,6 +215,10 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
         if mode == "cheap":  # the path lookups' exits, verified apart in the same copy
             paths = progs.pop("syscall_exit_paths")
             assert paths["btf_id"] == progs[heavy]["btf_id"], (paths, progs[heavy])
+            # and the entries: the heavy copy's thread attaches all three
+            # to the syscall tracepoints while the rest loads
+            enter = progs.pop("syscall_enter")
+            assert enter["btf_id"] == progs[heavy]["btf_id"], (enter, progs[heavy])
             mp, every = map_names(paths["map_ids"]), {}
             for info in progs.values():
                 every.update(map_names(info.get("map_ids", [])))
@@ -237,6 +241,11 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
     assert p.returncode == 0, err
     line = [l for l in err.splitlines() if "programs verified in" in l]
     assert len(line) == 1 and (" %s " % heavy) in line[0], err
+    beside = re.findall(r"(\d+) syscall tracepoints attached beside the load in ", err)
+    if mode == "cheap":  # ~54 on x86-64: the calls' enters and exits (tracer_syscalls.c)
+        assert len(beside) == 1 and int(beside[0]) >= 20, err
+    else:
+        assert not beside, err
     # the heap the end's timeline needs, faulted in while the service ran
     # (heapreserve.h): 4 MiB, less the page or two malloc's header takes
     assert re.search(r"heap reserve: (40[89]\d|409[0-6]) KiB in ", err), err
