@@ -324,6 +324,45 @@ grep ' /sys/kernel/tracing ' /proc/self/mountinfo | grep -q ' - tracefs '
     assert first["tracing"]["enabled"] and second["tracing"]["enabled"]
 
 
+def test_cheap_without_tracefs_traces_every_syscall_instead(work):
+    """[trace] syscalls = cheap needs tracefs (its per-syscall tracepoints,
+    libc's sites). Where it cannot be mounted (here: a mount namespace whose
+    /sys/kernel has no tracing directory, only the kernel's BTF), the run
+    falls back to the exact pair on every syscall: the timeline says exact,
+    names the fallback and why, and the figures are still exact."""
+    readf, missing = work / "read.dat", work / "no" / "such" / "file"
+    readf.write_bytes(os.urandom(30000))
+    script = """
+set -e
+mkdir -p "$D/btf"
+mount --bind /sys/kernel/btf "$D/btf"
+mount -t tmpfs -o size=64k tmpfs /sys/kernel
+mkdir /sys/kernel/btf
+mount --move "$D/btf" /sys/kernel/btf
+mount -o remount,ro /sys/kernel
+test ! -e /sys/kernel/tracing
+"$TTS" run --timeline "$D/t.json" --set app.port=0 --set trace.syscalls=cheap -- \
+    "$FILEOPS" "read:$D/read.dat:30000" "write:$D/written.dat:777" "stat:$D/no/such/file:3"
+"""
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                       cwd=work, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TTS": str(TTS), "D": str(work), "FILEOPS": str(FILEOPS)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    tl = validate(json.loads((work / "t.json").read_text()))
+    tr = tl["tracing"]
+    assert tr["enabled"] and tr["events_lost"] == 0, tr
+    assert tr["tracefs"].startswith("unavailable: mounting tracefs on /sys/kernel/tracing failed"), tr
+    assert tr["syscalls"] == "exact", tr
+    assert any(f["probe"] == "syscalls" and "needs tracefs" in f["reason"]
+               for f in tr["fallbacks"]), tr["fallbacks"]
+    assert not tr.get("approximate"), tr  # exact figures, none estimated
+    f = file_entry(tl, readf)
+    assert (f["opens"], f["reads"] > 0, f["bytes_read"]) == (1, True, 30000), f
+    f = file_entry(tl, work / "written.dat")
+    assert (f["opens"], f["bytes_written"]) == (1, 777), f
+    assert missing_entry(tl, missing)["attempts"] == 3
+
+
 def test_summary_printed(work):
     p, tl = run_traced(work, FILEOPS, "stat:/nonexistent/x:2")
     assert "phases (spans, overlapping; longest first)" in p.stderr

@@ -163,6 +163,48 @@ static void test_other_sizes_refused(void **state)
 	close(fd);
 }
 
+/* A map type without a batch read (a device hash map: the kernel answers
+ * the batch command with ENOTSUPP): the first read fails, nothing was
+ * given yet, so the walk goes entry by entry from the first, each entry
+ * once. The values: the loopback's ifindex. */
+static void test_no_batch_read_goes_entry_by_entry(void **state)
+{
+	unsigned char seen[300] = {0};
+	struct map_walk w;
+	uint32_t k, v = 1; /* lo */
+	int fd, n = 0;
+
+	(void)state;
+	fd = bpf_map_create(BPF_MAP_TYPE_DEVMAP_HASH, "mapwalk_dev", sizeof(k), sizeof(v), 300,
+			    NULL);
+	if (fd < 0) {
+		if (getenv("CI"))
+			fail_msg("no device hash map (%s): CI runs as root on a kernel with BPF",
+				 strerror(errno));
+		skip();
+	}
+	for (uint32_t i = 0; i < 300; i++) {
+		k = i * 40503u;
+		assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST), 0);
+	}
+	assert_int_equal(map_walk_begin(&w, fd, sizeof(k), sizeof(v), false), 0);
+	while (map_walk_next(&w, &k, &v)) {
+		uint32_t i = k / 40503u;
+
+		assert_int_equal(k % 40503u, 0);
+		assert_true(i < 300);
+		assert_int_equal(v, 1);
+		assert_int_equal(seen[i], 0);
+		seen[i] = 1;
+		n++;
+	}
+	assert_false(w.failed);
+	assert_true(w.by_entry); /* switched: not asked for (force_entry false) */
+	assert_int_equal(n, 300);
+	map_walk_end(&w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +212,7 @@ int main(void)
 	    cmocka_unit_test(test_a_bucket_bigger_than_the_buffer),
 	    cmocka_unit_test(test_empty_map),
 	    cmocka_unit_test(test_other_sizes_refused),
+	    cmocka_unit_test(test_no_batch_read_goes_entry_by_entry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
