@@ -7,6 +7,9 @@ tracepoint perf_event_open calls each run makes, and their time.
 
     scripts/bench/gpu_launch.py [--runs N] [--gap S] [--strace] BASELINE_BIN [BIN]
 
+Each field is also given paired: the median of this build's run minus the
+baseline's in the same round, with a 95% bootstrap interval.
+
 --gap S waits S seconds before each run, so that the last run's uprobe
 keeper (which lingers 10 s, then detaches) is gone: a single start as a
 user makes it; without it the runs follow each other (a loop of runs).
@@ -19,6 +22,7 @@ Needs root (BPF). Not a test: the figures depend on the machine's load (each
 uprobe or tracepoint registration can wait for an RCU grace period).
 """
 import argparse
+import random
 import re
 import statistics
 import subprocess
@@ -79,6 +83,22 @@ def main():
             v = [r[f] for r in res[k]]
             print("  %-13s median %9.3f  range %.3f-%.3f" % (f, statistics.median(v), min(v),
                                                             max(v)))
+    # each run of this build against the baseline's run of the same round:
+    # the rounds' drift (a neighbour, the last run's detach) cancels
+    print("paired (this - baseline, per round)")
+    for f in [f for f in res["this"][0] if f in res["baseline"][0]]:
+        d = [t[f] - b[f] for t, b in zip(res["this"], res["baseline"])]
+        lo, hi = diff_ci(d)
+        print("  %-13s median %+9.3f  95%% interval %+.3f..%+.3f  lower in %d of %d" % (
+            f, statistics.median(d), lo, hi, sum(x < 0 for x in d), len(d)))
+
+
+def diff_ci(d, resamples=2000):
+    """95% bootstrap interval of the median difference (rounds resampled
+    with replacement, fixed seed)"""
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(d, k=len(d))) for _ in range(resamples))
+    return meds[int(0.025 * resamples)], meds[int(0.975 * resamples) - 1]
 
 
 if __name__ == "__main__":

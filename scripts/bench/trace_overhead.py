@@ -60,14 +60,19 @@ baseline_tts = None  # --baseline
 
 def tracer_timings(stderr, who):
     """The `tts-launch run -v` timings on stderr, in ms: load_ms, attach_ms
-    (without the USDT and keeper steps), exec_ms; SystemExit naming who
+    (without the USDT and keeper steps), exec_ms, and cpu_before_exec_ms
+    where the build says it; SystemExit naming who
     when a run printed none (it failed)."""
     m = re.search(r"open\+load ([\d.]+) ms, attach ([\d.]+) ms", stderr)
     e = re.search(r"exec at ([\d.]+)(ms|s)", stderr)
     if not m or not e:
         raise SystemExit("no -v timing from %s:\n%s" % (who, stderr))
-    return {"load_ms": float(m.group(1)), "attach_ms": float(m.group(2)),
-            "exec_ms": float(e.group(1)) * (1 if e.group(2) == "ms" else 1000)}
+    out = {"load_ms": float(m.group(1)), "attach_ms": float(m.group(2)),
+           "exec_ms": float(e.group(1)) * (1 if e.group(2) == "ms" else 1000)}
+    c = re.search(r"CPU before the exec: ([\d.]+) ms", stderr)
+    if c:  # builds before 2026-12-05 evening do not say it
+        out["cpu_before_exec_ms"] = float(c.group(1))
+    return out
 
 
 def free_port():

@@ -241,6 +241,12 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
     assert p.returncode == 0, err
     line = [l for l in err.splitlines() if "programs verified in" in l]
     assert len(line) == 1 and (" %s " % heavy) in line[0], err
+    # every thread's CPU up to the release: the load's verification at least
+    cpu = re.search(r"CPU before the exec: ([\d.]+) ms \(user ([\d.]+), system ([\d.]+)\)", err)
+    assert cpu and float(cpu.group(3)) > 0, err
+    assert abs(float(cpu.group(1)) - float(cpu.group(2)) - float(cpu.group(3))) < 0.2, err
+    # the syscall tracepoints, attached on the heavy copy's thread while the
+    # rest loaded
     beside = re.findall(r"(\d+) syscall tracepoints attached beside the load in ", err)
     if mode == "cheap":  # ~54 on x86-64: the calls' enters and exits (tracer_syscalls.c)
         assert len(beside) == 1 and int(beside[0]) >= 20, err
