@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,8 +294,10 @@ static void early_fail(void *ctx, const char *tp, int err)
 {
 	struct early_syscalls *e = ctx;
 
-	if (e->nfail == EARLY_FAILS_MAX)
+	if (e->nfail == EARLY_FAILS_MAX) {
+		e->nfail_more++;
 		return;
+	}
 	snprintf(e->fail[e->nfail].tp, sizeof(e->fail[e->nfail].tp), "%s", tp);
 	e->fail[e->nfail++].err = err;
 }
@@ -311,8 +314,44 @@ static void early_attach(struct trace_bpf *heavy, void *arg)
 	e->ran = true;
 }
 
+struct doomed_links {
+	struct bpf_link **links;
+	size_t n;
+};
+
+static void *destroy_links(void *arg)
+{
+	struct doomed_links *d = arg;
+
+	for (size_t i = 0; i < d->n; i++)
+		bpf_link__destroy(d->links[i]);
+	free(d->links);
+	free(d);
+	return NULL;
+}
+
+/* The last close of a syscall tracepoint's perf event waits for grace
+ * periods (BENCHMARKS.md: up to ~200 ms each here): a failed load, a
+ * retry, then the untraced start would wait for ~54 of them. They are
+ * closed on a thread of their own; if it cannot start, here. */
 void tr_early_syscalls_free(struct early_syscalls *e)
 {
+	struct doomed_links *d = e->n ? malloc(sizeof(*d)) : NULL;
+	pthread_attr_t at;
+	pthread_t th;
+
+	if (d) {
+		*d = (struct doomed_links){e->links, e->n};
+		if (!pthread_attr_init(&at)) {
+			bool ok = !pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) &&
+				  !pthread_create(&th, &at, destroy_links, d);
+
+			pthread_attr_destroy(&at);
+			if (ok)
+				d = NULL, e->links = NULL, e->n = 0;
+		}
+		free(d);
+	}
 	for (size_t i = 0; i < e->n; i++)
 		bpf_link__destroy(e->links[i]);
 	free(e->links);
@@ -345,6 +384,9 @@ int tr_attach_syscalls(struct tracer *t, struct early_syscalls *e, char *why, si
 			tr_add_link(&t->links, &t->n_links, e->links[i]);
 		for (int i = 0; i < e->nfail; i++)
 			syscall_fail(t, e->fail[i].tp, e->fail[i].err);
+		if (e->nfail_more)
+			tr_fallback(t, "syscalls", "%d more syscall tracepoints failed to attach",
+				    e->nfail_more);
 		exits = e->exits;
 		free(e->links);
 		memset(e, 0, sizeof(*e));

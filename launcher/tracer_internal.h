@@ -102,7 +102,7 @@ struct early_syscalls {
 	double ms; /* the attach's time there */
 	struct bpf_link **links;
 	size_t n;
-	int nfail;
+	int nfail, nfail_more; /* nfail_more: beyond fail[] */
 	struct {
 		char tp[48];
 		int err;
@@ -110,7 +110,8 @@ struct early_syscalls {
 };
 struct tracer_load_hook;
 void tr_early_syscalls_hook(struct tracer_load_hook *h, struct early_syscalls *e);
-/* its links destroyed, if tr_attach_syscalls did not take them */
+/* its links destroyed (on a thread of their own), if tr_attach_syscalls
+ * did not take them */
 void tr_early_syscalls_free(struct early_syscalls *e);
 /* The pair on the tracepoints: e's when its attach ran (e NULL, or not
  * run: now, on this thread) */

@@ -265,10 +265,10 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
  * maps copy creates the rest. That thread starts first: the maps copy's
  * open (~2 ms) is made meanwhile, not before it. */
 
-/* the exit programs of the active syscall pair, loaded on their own
- * (cheap: the path lookups' apart from the other calls', syscalls.bpf.c;
- * and its entry program, so that the heavy copy holds all three that its
- * thread attaches to the syscall tracepoints: tracer_load_hook) */
+/* the heavy copy's programs: the active syscall pair's exit programs
+ * (cheap: the path lookups' apart from the other calls', syscalls.bpf.c)
+ * and, in cheap, its entry program, so that the heavy copy holds all three
+ * that its thread attaches to the syscall tracepoints (tracer_load_hook) */
 static bool heavy_prog(struct trace_bpf *skel, int syscalls, const struct bpf_program *p)
 {
 	return syscalls == SYSCALLS_CHEAP
@@ -302,6 +302,7 @@ struct load_job {
 	struct trace_bpf *skel[2];
 	const struct tracer_load_hook *hook; /* run after skel[0]'s load */
 	bool hooked;
+	int other_failed; /* the other copy's load failed: no hook (atomic) */
 	int err;
 	int nside;
 	struct side_fd {
@@ -384,7 +385,7 @@ static void *load_copy(void *arg)
 	struct load_job *j = arg;
 
 	j->err = trace_bpf__load(j->skel[0]);
-	if (!j->err && j->hook) {
+	if (!j->err && j->hook && !__atomic_load_n(&j->other_failed, __ATOMIC_ACQUIRE)) {
 		j->hook->heavy_loaded(j->skel[0], j->hook->arg);
 		j->hooked = true;
 	}
@@ -392,8 +393,9 @@ static void *load_copy(void *arg)
 }
 
 /* The three copies; 0 with *main and *heavy loaded, else a negative errno
- * and nothing loaded. The main and heavy copies are opened on another
- * thread while this one creates the maps. */
+ * and nothing loaded or attached (hook's undo run). The main and heavy
+ * copies are opened on another thread while this one opens the maps copy
+ * and creates the maps. */
 static int load_split(const struct load_cfg *lc, struct load_stats *st,
 		      const struct tracer_load_hook *hook, struct trace_bpf **main,
 		      struct trace_bpf **heavy)
@@ -444,6 +446,8 @@ static int load_split(const struct load_cfg *lc, struct load_stats *st,
 	if ((err = -pthread_create(&th, NULL, load_copy, &hl)))
 		goto fail;
 	err = trace_bpf__load(m);
+	if (err) /* nothing to attach for a load that fails */
+		__atomic_store_n(&hl.other_failed, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	if (!err)
 		err = hl.err;
