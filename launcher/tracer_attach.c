@@ -336,19 +336,15 @@ static void *destroy_links(void *arg)
  * closed on a thread of their own; if it cannot start, here. */
 void tr_early_syscalls_free(struct early_syscalls *e)
 {
-	struct doomed_links *d = e->n ? malloc(sizeof(*d)) : NULL;
-	pthread_attr_t at;
+	struct doomed_links *d;
 	pthread_t th;
 
-	if (d) {
+	if (e->n && (d = malloc(sizeof(*d)))) {
 		*d = (struct doomed_links){e->links, e->n};
-		if (!pthread_attr_init(&at)) {
-			bool ok = !pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) &&
-				  !pthread_create(&th, &at, destroy_links, d);
-
-			pthread_attr_destroy(&at);
-			if (ok)
-				d = NULL, e->links = NULL, e->n = 0;
+		if (!pthread_create(&th, NULL, destroy_links, d)) {
+			pthread_detach(th);
+			memset(e, 0, sizeof(*e));
+			return;
 		}
 		free(d);
 	}

@@ -10,6 +10,18 @@
 struct trace_bpf;
 struct pyframes_target;
 
+/* tracer_open_load's hook (or NULL): heavy_loaded runs on the heavy
+ * copy's thread as soon as that copy has loaded, while the calling thread
+ * still loads the rest: the heavy programs' attach overlaps the other
+ * programs' verification (tracer.c: the syscall tracepoints). When the
+ * load fails after it ran, undo runs (on the calling thread) before the
+ * copies go; a load made without the split runs neither. */
+struct tracer_load_hook {
+	void (*heavy_loaded)(struct trace_bpf *heavy, void *arg);
+	void (*undo)(void *arg);
+	void *arg;
+};
+
 /* open -> configure (rodata) -> load. usdt false: the Python import
  * programs are not loaded; syscalls: which syscall pair is (SYSCALLS_EXACT:
  * raw sys_enter/sys_exit, SYSCALLS_CHEAP: the per-syscall tracepoints'
@@ -18,18 +30,8 @@ struct pyframes_target;
  * on stderr (-v). With one pair, the pair's exit program is verified on
  * another thread meanwhile, in a copy of the object on the same maps:
  * *heavy (else NULL; tracer_load_prog finds a program in either); with
- * cheap's pair, its entry program too. NULL with the reason in why. */
-/* hook (or NULL): heavy_loaded runs on the heavy copy's thread as soon as
- * that copy has loaded, while this thread still loads the rest: the heavy
- * programs' attach overlaps the other programs' verification (tracer.c:
- * the syscall tracepoints). When the load fails after it ran, undo runs
- * (on this thread) before the copies go; a load made without the split
- * runs neither. */
-struct tracer_load_hook {
-	void (*heavy_loaded)(struct trace_bpf *heavy, void *arg);
-	void (*undo)(void *arg);
-	void *arg;
-};
+ * cheap's pair, its entry program too; hook: above. NULL with the reason
+ * in why. */
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
 				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
