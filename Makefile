@@ -124,12 +124,14 @@ $(BUILD)/%.min.btf: $(BUILD)/%.bpf.o
 	$(call msg,BTFGEN,$@)
 	$(Q)$(BPFTOOL) gen min_core_btf /sys/kernel/btf/vmlinux $@ $<
 
-$(BUILD)/%.minbtf.h: $(BUILD)/%.min.btf
+$(BUILD)/%.minbtf.h: $(BUILD)/%.min.btf $(BUILD)/%.bpf.o
 	$(call msg,GEN,$@)
 	$(Q){ printf 'static const unsigned char $*_min_btf[] = {\n'; \
 	  od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  printf '};\nstatic const char $*_min_btf_kernel[] = "%s|%s|%s";\n' \
-	    "$$(uname -r)" "$$(uname -v)" "$$(stat -c %s /sys/kernel/btf/vmlinux)"; } > $@
+	    "$$(uname -r)" "$$(uname -v)" "$$(stat -c %s /sys/kernel/btf/vmlinux)"; \
+	  printf 'static const char $*_obj_hash[] = "%s";\n' \
+	    "$$(sha256sum $(BUILD)/$*.bpf.o | cut -c1-32)"; } > $@
 
 # The skeleton and min-BTF header exist before any object compiles (order-only);
 # only the objects that include them (tracer's, as -MMD records) rebuild when

@@ -38,7 +38,7 @@ __attribute__((noinline)) int flt_count(__u64 task, __u32 tgid, __u64 now, bool 
 	__sync_fetch_and_add(&s->faults, d);
 	if (!now)
 		now = bpf_ktime_get_ns();
-	bucket = now > targ_t0_ns ? (now - targ_t0_ns) / TRACE_BUCKET_NS : 0;
+	bucket = now > t0_ns ? (now - t0_ns) / TRACE_BUCKET_NS : 0;
 	if (bucket >= TRACE_BUCKETS)
 		bucket = TRACE_BUCKETS - 1;
 	/* per CPU: no cache line bouncing between threads counted at once */

@@ -7,12 +7,12 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u64 targ_t0_ns = 0;
 const volatile __u32 targ_ready_port = 0;
 const volatile __u64 targ_model_suf[TRACE_MODEL_SUFFIXES] = {};
 const volatile __u64 targ_model_mask[TRACE_MODEL_SUFFIXES] = {};
 const volatile __u32 targ_cheap = 0;
 volatile __u32 libcio_on = 0;
+__u64 t0_ns = 0;
 __u64 ready_ns = 0;
 __u64 model_mapped = 0;
 __u64 dl_activity = 0;

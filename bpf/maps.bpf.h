@@ -16,7 +16,6 @@
 #endif
 
 /* set by the launcher between open and load */
-extern const volatile __u64 targ_t0_ns;	     /* launcher start: fault-rate series origin */
 extern const volatile __u32 targ_ready_port; /* the ready listen; 0: the first inet listen */
 /* model-weight suffixes (launcher/classify.c): a name's last 8 bytes t end
  * like suffix i when (t & targ_model_mask[i]) == targ_model_suf[i]; mask 0:
@@ -30,6 +29,10 @@ extern const volatile __u32 targ_cheap;
 /* cheap: libc's read/write family probed for the tree (libcio.bpf.c), */
 extern volatile __u32 libcio_on; /* set by the launcher once attached */
 
+/* set by the launcher after the load, before any attach: its start, the
+ * fault-rate series' origin (not read-only data: a load kept between runs,
+ * progcache.h, serves runs that start at other times) */
+extern __u64 t0_ns;
 /* set by the kernel side: when the ready listen happened (0: not yet) */
 extern __u64 ready_ns;
 /* Set once a model file is mapped: until then no fault can be in one, and

@@ -72,6 +72,7 @@ static const struct key_def keys[] = {
     {"trace", "settle", T_SECONDS, OFF(settle), 0, 3600, NULL},
     {"trace", "requests_window", T_SECONDS, OFF(requests_window), 0, 86400 * 7, NULL},
     {"trace", "python_usdt", T_BOOL, OFF(python_usdt), 0, 0, NULL},
+    {"trace", "keep_loaded", T_BOOL, OFF(keep_loaded), 0, 0, NULL},
     {"trace", "stall", T_SECONDS, OFF(stall), 0, 86400, NULL},
     {"trace", "progress", T_ENUM, OFF(progress), 0, 0, progress_names},
     {"trace", "syscalls", T_ENUM, OFF(syscalls), 0, 0, syscalls_names},
@@ -153,6 +154,7 @@ void config_defaults(struct config *c)
 	c->requests_window = 60;
 	c->syscalls = SYSCALLS_CHEAP; /* exact: docs/timeline.md, "Syscalls: exact or cheap" */
 	c->python_usdt = true;
+	c->keep_loaded = true;
 	c->stall = 30;
 	c->progress = PROGRESS_AUTO;
 	c->mlock = MLOCK_OFF;

@@ -70,7 +70,8 @@ struct config {
 	double settle;		/* seconds after ready before the timeline is written */
 	double requests_window; /* seconds after ready during which requests are recorded */
 	bool python_usdt;
-	double stall; /* seconds without progress before saying what it waits on; 0: off */
+	bool keep_loaded; /* [trace] keep_loaded: programs kept loaded between runs (progcache.h) */
+	double stall;	  /* seconds without progress before saying what it waits on; 0: off */
 	enum progress_mode progress; /* live download progress (progress.h) */
 	enum trace_syscalls syscalls;
 

@@ -278,6 +278,9 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	json_object_set_new(tr, "tracefs", json_string(st->tracefs));
 	/* [trace] syscalls (tracer_syscalls.h): which figures are approximate */
 	json_object_set_new(tr, "syscalls", json_string(st->syscalls ? st->syscalls : "exact"));
+	/* [trace] keep_loaded: verified in this run, or kept since an earlier one */
+	if (st->programs)
+		json_object_set_new(tr, "programs", json_string(st->programs));
 	json_object_set_new(tr, "approximate", json_array());
 	for (size_t i = 0; st->approximate && st->approximate[i]; i++)
 		json_array_append_new(json_object_get(tr, "approximate"),

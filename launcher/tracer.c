@@ -270,6 +270,8 @@ static void keep_uprobes(struct tracer *t)
 	 * closed with syscall_exit's links at the window's end */
 	struct ukeeper_hold hold = {
 	    tracer_syscalls_hold, tr_prog_id(tracer_load_prog(t->skel, t->heavy, "syscall_exit"))};
+	/* the kept programs' maps reset once the run's links are gone */
+	struct ukeeper_done done = {progcache_reset, {t->cache.rootfd, t->cache.dirfd}};
 
 	for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++) {
 		unsigned int id =
@@ -287,9 +289,36 @@ static void keep_uprobes(struct tracer *t)
 	}
 	/* with no link yet, still when CUDA may be attached later: the keeper
 	 * is what continues a process held at its mapping if we die */
-	if (n || bpf_program__fd(t->skel->progs.gpu_enter) >= 0)
+	if (n || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cache.dirfd >= 0) {
 		t->uprobes_kept =
-		    ukeeper_start(fds, of, n, t->cheap ? &hold : NULL, &t->keeper_sock);
+		    ukeeper_start(fds, of, n, t->cheap ? &hold : NULL,
+				  t->cache.dirfd >= 0 ? &done : NULL, &t->keeper_sock);
+		/* the keeper holds the entry now: ours closes (a keeper that
+		 * did not start leaves it not reset: the next run remakes it) */
+		if (t->cache.dirfd >= 0) {
+			close(t->cache.dirfd);
+			t->cache.dirfd = -1;
+		}
+	}
+}
+
+/* [trace] keep_loaded: a fresh load kept for the next run with these
+ * settings (off the path to exec: after the release) */
+static void keep_programs(struct tracer *t)
+{
+	struct bpf_object *objs[2] = {t->skel->obj, t->heavy ? t->heavy->obj : NULL};
+
+	if (t->cache.rootfd < 0 || t->cache.hit || !t->cache.key[0])
+		return;
+	if (progcache_store(&t->cache, objs, t->heavy ? 2 : 1)) {
+		if (t->verbose)
+			fprintf(stderr,
+				"tts-launch: tracer: programs kept loaded for the next run "
+				"(" PROGCACHE_ROOT "/%s)\n",
+				t->cache.key);
+	} else if (t->verbose) {
+		fprintf(stderr, "tts-launch: tracer: programs not kept: %s\n", t->cache.why);
+	}
 }
 
 /* gpu.c's attaches, as probes and fallbacks */
@@ -315,7 +344,8 @@ int tracer_test_load(char *why, size_t whylen)
 		return -1;
 	}
 	libbpf_set_print(print_libbpf);
-	skel = tracer_open_load(true, -1, 0, NULL, verbose_level > 0, NULL, &heavy, why, whylen);
+	skel =
+	    tracer_open_load(true, -1, 0, NULL, verbose_level > 0, NULL, NULL, &heavy, why, whylen);
 	if (!skel)
 		return -1;
 	bpf_object__for_each_program (prog, skel->obj)
@@ -367,6 +397,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		goto fail;
 	}
 	t->keeper_sock = -1;
+	t->cache.rootfd = t->cache.dirfd = -1;
 	t->verbose = o->verbose;
 	hostprobe_tracefs_ensure(t->st.tracefs, sizeof(t->st.tracefs));
 	/* requests: a window after ready for the service; as long as it runs for
@@ -421,11 +452,23 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	t->st.syscalls = t->cheap ? "cheap" : "exact";
 	if (t->cheap)
 		t->st.approximate = tracer_syscalls_approximate;
+	/* [trace] keep_loaded: the programs an earlier run kept, when its
+	 * settings were these (progcache.h) */
+	if (!o->cfg || o->cfg->keep_loaded) {
+		if (!progcache_init(&t->cache) && o->verbose)
+			fprintf(stderr, "tts-launch: tracer: programs not kept: %s\n",
+				t->cache.why);
+	} else {
+		progcache_forget();
+	}
 	/* cheap: the syscall tracepoints attached as soon as their programs
-	 * have loaded, while the other programs still load */
+	 * have loaded, while the other programs still load (a fresh load) */
 	t->skel = tracer_open_load(n_py > 0, t->cheap ? SYSCALLS_CHEAP : SYSCALLS_EXACT,
 				   (__u32)o->listen_port, have_pyt ? &pyt : NULL, o->verbose > 0,
-				   t->cheap ? &hook : NULL, &t->heavy, why, whylen);
+				   t->cheap ? &hook : NULL, &t->cache, &t->heavy, why, whylen);
+	if (o->verbose && t->cache.rootfd >= 0 && !t->cache.hit)
+		fprintf(stderr, "tts-launch: tracer: no programs kept from an earlier run: %s\n",
+			t->cache.why);
 	if (!t->skel && t->cheap) {
 		/* a kernel without bpf_task_pt_regs (5.15): the raw pair */
 		tr_fallback(t, "syscalls", "%s with [trace] syscalls = cheap: exact instead", why);
@@ -433,12 +476,16 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		t->st.syscalls = "exact";
 		t->st.approximate = NULL;
 		t->skel = tracer_open_load(n_py > 0, SYSCALLS_EXACT, (__u32)o->listen_port,
-					   have_pyt ? &pyt : NULL, o->verbose > 0, NULL, &t->heavy,
-					   why, whylen);
+					   have_pyt ? &pyt : NULL, o->verbose > 0, NULL, &t->cache,
+					   &t->heavy, why, whylen);
 	}
 	if (!t->skel)
 		goto fail;
 	t->col.skel = t->skel;
+	t->st.programs = t->cache.hit ? "kept" : "loaded";
+	/* the fault-rate series' origin (not read-only: a kept load serves
+	 * runs that start at other times) */
+	t->skel->bss->t0_ns = clock_t0_ns();
 	/* a _PyRuntime that moves per process: found by the launcher per process */
 	if (have_pyt && !pyt.runtime &&
 	    (t->col.off.note_ctx = pyframes_live_new(&pyt, bpf_map__fd(t->skel->maps.pyrt)))) {
@@ -463,6 +510,13 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	}
 
 	t_load = clock_ms();
+	/* a kept load has no heavy copy whose thread attached the syscall
+	 * tracepoints: they are attached below, on this thread. Not on a
+	 * thread of their own beside the rest: the perf events of the
+	 * tracepoints and the raw tracepoints' attach take the same kernel
+	 * mutexes, and the exec came later that way (+2.5 ms median, 24 pairs;
+	 * libc's sites moved there too: +1.6 ms; BENCHMARKS.md, "Programs
+	 * kept loaded") */
 	/* attach, each program on its own (in the copy it was loaded in) */
 	bpf_object__for_each_program (it, t->skel->obj) {
 		const char *name = bpf_program__name(it);
@@ -538,7 +592,9 @@ void tracer_released(struct tracer *t)
 
 	if (!t)
 		return;
-	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cheap)
+	keep_programs(t);
+	if (t->n_ulinks || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cheap ||
+	    t->cache.dirfd >= 0)
 		keep_uprobes(t);
 	gpu_trace_set_keeper(t->col.gpu, t->uprobes_kept ? t->keeper_sock : -1);
 	if (t->verbose)
@@ -630,6 +686,12 @@ void tracer_free(struct tracer *t)
 	free(t->drain.links);
 	trace_bpf__destroy(t->heavy);
 	trace_bpf__destroy(t->skel);
+	/* an entry taken and not handed to a keeper stays not reset: the
+	 * next run remakes it */
+	if (t->cache.dirfd >= 0)
+		close(t->cache.dirfd);
+	if (t->cache.rootfd >= 0)
+		close(t->cache.rootfd);
 	collector_free(&t->col);
 	strv_free(t->st.probes, t->st.n_probes);
 	free(t->st.fallbacks);

@@ -45,6 +45,7 @@ struct tracer_status {
 	char **detached, **kept;
 	size_t n_detached, n_kept;
 	const char *syscalls;		/* "exact" or "cheap" ([trace] syscalls, as it could be) */
+	const char *programs;		/* "kept" (since an earlier run: progcache.h) or "loaded" */
 	const char *const *approximate; /* cheap: the figures it gives approximately; NULL-ended */
 };
 

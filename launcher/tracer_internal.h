@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "collector.h"
+#include "progcache.h"
 #include "tracer.h"
 #include "tracer_syscalls.h"
 
@@ -44,6 +45,7 @@ struct tracer {
 	bool cheap;		   /* [trace] syscalls = cheap, and it can be */
 	bool libcio;		   /* cheap: libc's read/write family probed (tracer_libcio.c) */
 	bool libcio_missed;	   /* ... and a close was estimated all the same (libcio_check) */
+	struct progcache cache;	   /* [trace] keep_loaded: the programs' entry (progcache.h) */
 	struct tracer_status st;
 	struct collector col; /* what the ring buffer brings (the rb callback's ctx) */
 };

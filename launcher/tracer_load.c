@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "config.h"
 #include "hostprobe.h"
+#include "progcache.h"
 #include "pyframes.h"
 #include "trace.h"
 #include "trace.minbtf.h"
@@ -234,7 +235,6 @@ static struct trace_bpf *open_configured(const struct load_cfg *lc)
 		bpf_program__set_autoload(skel->progs.gpu_fork, true);
 		bpf_program__set_autoload(skel->progs.gpu_fork3, true);
 	}
-	skel->rodata->targ_t0_ns = clock_t0_ns();
 	skel->rodata->targ_ready_port = lc->ready_port;
 	if (lc->py) /* attribution: the interpreter whose frames are read */
 		pyframes_configure(skel, lc->py);
@@ -482,14 +482,50 @@ struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *h
 	return NULL;
 }
 
+/* The object with the programs and maps of the cache's entry for its
+ * settings (progcache.h), or NULL: load afresh (the entry's key is then in
+ * cache for progcache_store, and why not in cache->why). */
+static struct trace_bpf *open_kept(struct load_cfg *lc, struct progcache *cache, bool min_btf)
+{
+	char btfpath[64];
+	int bfd = min_btf ? min_btf_fd() : -1;
+	struct trace_bpf *skel;
+
+	lc->btfpath = NULL;
+	if (bfd >= 0) {
+		snprintf(btfpath, sizeof(btfpath), "/proc/self/fd/%d", bfd);
+		lc->btfpath = btfpath;
+	}
+	skel = open_configured(lc);
+	lc->btfpath = NULL;
+	if (!skel)
+		snprintf(cache->why, sizeof(cache->why), "the object did not open: %s",
+			 strerror(errno));
+	if (skel) {
+		progcache_key(cache, skel->obj, bfd >= 0);
+		if (progcache_take(cache, skel->obj)) {
+			if (!trace_bpf__load(skel) && progcache_loaded(cache)) {
+				if (bfd >= 0)
+					close(bfd);
+				return skel;
+			}
+			progcache_drop(cache);
+		}
+		trace_bpf__destroy(skel);
+	}
+	if (bfd >= 0)
+		close(bfd);
+	return NULL;
+}
+
 /* first with the build kernel's minimal BTF when this is that kernel, else
  * (or when that fails) with the full one; in two threads (load_split) when
  * one syscall pair is loaded, one after another when that fails or both
  * are (the doctor). */
 static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
-				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
-				   char *why, size_t whylen)
+				   const struct tracer_load_hook *hook, struct progcache *cache,
+				   struct trace_bpf **heavy, char *why, size_t whylen)
 {
 	struct load_cfg lc = {usdt, syscalls, ready_port, py, NULL, false, false, {0}, {0}};
 	struct trace_bpf *skel = NULL;
@@ -510,6 +546,16 @@ static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 	    TRACE_MODEL_SUFFIXES)
 		fprintf(stderr, "tts-launch: warning: classify.c has more model suffixes "
 				"than TRACE_MODEL_SUFFIXES (bpf/trace.h): raise it\n");
+	if (cache && cache->rootfd >= 0 && syscalls >= 0 &&
+	    (skel = open_kept(&lc, cache, min_btf_matches()))) {
+		if (st)
+			fprintf(stderr,
+				"tts-launch: tracer: programs kept loaded since an earlier run "
+				"(" PROGCACHE_ROOT "/%s): none verified\n",
+				cache->key);
+		free(st);
+		return skel;
+	}
 	for (int attempt = min_btf_matches() ? 0 : 1; attempt < 2; attempt++) {
 		char btfpath[64];
 		int bfd = attempt == 0 ? min_btf_fd() : -1;
@@ -569,16 +615,17 @@ static struct trace_bpf *open_load(bool usdt, int syscalls, __u32 ready_port,
 
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
-				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
-				   char *why, size_t whylen)
+				   const struct tracer_load_hook *hook, struct progcache *cache,
+				   struct trace_bpf **heavy, char *why, size_t whylen)
 {
 	struct trace_bpf *skel =
-	    open_load(usdt, syscalls, ready_port, py, stats, hook, heavy, why, whylen);
+	    open_load(usdt, syscalls, ready_port, py, stats, hook, cache, heavy, why, whylen);
 
 	/* a program given its own log (the stats) gets no verdict logged by
 	 * libbpf, and a long log overflows the stats' buffer: a failed load
 	 * with the stats is made again without, for the reason */
 	if (!skel && stats)
-		skel = open_load(usdt, syscalls, ready_port, py, false, hook, heavy, why, whylen);
+		skel = open_load(usdt, syscalls, ready_port, py, false, hook, NULL, heavy, why,
+				 whylen);
 	return skel;
 }

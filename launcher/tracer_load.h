@@ -9,6 +9,7 @@
 
 struct trace_bpf;
 struct pyframes_target;
+struct progcache;
 
 /* tracer_open_load's hook (or NULL): heavy_loaded runs on the heavy
  * copy's thread as soon as that copy has loaded, while the calling thread
@@ -30,12 +31,15 @@ struct tracer_load_hook {
  * on stderr (-v). With one pair, the pair's exit program is verified on
  * another thread meanwhile, in a copy of the object on the same maps:
  * *heavy (else NULL; tracer_load_prog finds a program in either); with
- * cheap's pair, its entry program too; hook: above. NULL with the reason
- * in why. */
+ * cheap's pair, its entry program too; hook: above. cache (or NULL;
+ * progcache_init'd): with one pair, the programs and maps kept by an
+ * earlier run of the same settings when they can be taken (then one copy,
+ * *heavy NULL and the hook not run), else its key set for
+ * progcache_store. NULL with the reason in why. */
 struct trace_bpf *tracer_open_load(bool usdt, int syscalls, __u32 ready_port,
 				   const struct pyframes_target *py, bool stats,
-				   const struct tracer_load_hook *hook, struct trace_bpf **heavy,
-				   char *why, size_t whylen);
+				   const struct tracer_load_hook *hook, struct progcache *cache,
+				   struct trace_bpf **heavy, char *why, size_t whylen);
 
 /* The loaded program named name, in skel or heavy (NULL: none loaded) */
 struct bpf_program *tracer_load_prog(struct trace_bpf *skel, struct trace_bpf *heavy,

@@ -10,15 +10,16 @@
  * nothing else; tts-launch disconnects its own links and lets its exit drop
  * references that are not the last. The keeper waits on a pidfd of
  * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
- * keeper closes the links (paying the grace periods where no caller waits)
- * and exits; its life is tts-launch's plus that detach, plus, when it holds
- * libc sites' followers ([trace] syscalls = cheap), UKEEPER_LINGER_S
+ * keeper closes the links (paying the grace periods where no caller waits),
+ * resets the run's kept maps (progcache.h: done) and exits; its life is tts-launch's plus that
+ * detach, plus, when it holds libc sites' followers ([trace] syscalls = cheap), UKEEPER_LINGER_S
  * (keeper_close). */
 
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,15 +174,62 @@ static int keeper_take(int sock, struct kept *k)
  * they let the next run of a loop come before the last close. By then the
  * followers' task (the tree's root) is gone: they follow no process, and
  * no breakpoint is left anywhere; no program runs on any of them. */
-static void keeper_close(struct kept *k)
+/* The links' closes, on CLOSERS threads: each last close waits for its
+ * own grace period (or two), and waits on several threads end in the same
+ * ones, so the run's links are gone in a fraction of the time one after
+ * another took (~1.5 s for ~80 links here), which is when a kept load's
+ * maps are reset and the next run may take them (progcache.h). */
+#define CLOSERS 8
+
+struct closer {
+	const struct kept *k;
+	int from;
+};
+
+static void *close_some(void *arg)
 {
-	bool held = false;
+	const struct closer *c = arg;
+
+	for (int i = c->from; i < c->k->n; i += CLOSERS)
+		if (!c->k->hold[i])
+			close(c->k->fd[i]);
+	return NULL;
+}
+
+static void keeper_close(struct kept *k, const struct ukeeper_done *done)
+{
+	struct closer c[CLOSERS];
+	pthread_t th[CLOSERS];
+	bool started[CLOSERS] = {false}, held = false;
 
 	for (int i = 0; i < k->n; i++)
-		if (!k->hold[i])
-			close(k->fd[i]);
-		else
-			held = true;
+		held |= k->hold[i];
+	for (int j = 0; j < CLOSERS; j++) {
+		c[j].k = k;
+		c[j].from = j;
+		if (j > 0)
+			started[j] = !pthread_create(&th[j], NULL, close_some, &c[j]);
+	}
+	for (int j = 0; j < CLOSERS; j++)
+		if (!started[j])
+			close_some(&c[j]);
+	for (int j = 1; j < CLOSERS; j++)
+		if (started[j])
+			pthread_join(th[j], NULL);
+	if (done && done->fn) {
+		/* tts-launch's own links went with its exit, the keeper's
+		 * copies just now; a program that started before still runs
+		 * under RCU: one grace period (MEMBARRIER_CMD_GLOBAL) and none
+		 * of the run's programs can run any more */
+		if (syscall(SYS_membarrier, 1 /* MEMBARRIER_CMD_GLOBAL */, 0, 0) == 0) {
+			done->fn(done->fd[0], done->fd[1]);
+		} else { /* no grace period to be had: not done (the entry
+			  * stays not reset, and the next run remakes it) */
+			for (int i = 0; i < 2; i++)
+				if (done->fd[i] >= 0)
+					close(done->fd[i]);
+		}
+	}
 	if (held) {
 		struct timespec ts = {.tv_sec = UKEEPER_LINGER_S};
 
@@ -196,12 +244,13 @@ static void keeper_close(struct kept *k)
 /* The keeper: only the link fds, the pidfd and sock stay open; out of the
  * terminal's process group (a Ctrl-C is tts-launch's to handle). */
 static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
-			const struct ukeeper_hold *hold) __attribute__((noreturn));
+			const struct ukeeper_hold *hold, const struct ukeeper_done *done)
+    __attribute__((noreturn));
 static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_of, int n,
-			const struct ukeeper_hold *hold)
+			const struct ukeeper_hold *hold, const struct ukeeper_done *done)
 {
 	struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
-	int keep[UKEEPER_MAX_FDS + 3], m = 0;
+	int keep[UKEEPER_MAX_FDS + 5], m = 0;
 	struct kept k = {0};
 	unsigned int from = 0;
 
@@ -210,6 +259,9 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	keep[m++] = pidfd;
 	if (sock >= 0)
 		keep[m++] = sock;
+	for (int i = 0; done && done->fn && i < 2; i++)
+		if (done->fd[i] >= 0)
+			keep[m++] = done->fd[i];
 	qsort(keep, (size_t)m, sizeof(keep[0]), int_cmp);
 	for (int i = 0; i < m; i++) {
 		if ((unsigned int)keep[i] > from)
@@ -249,14 +301,14 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 		;
 	if (held_map >= 0)
 		gpu_continue_held(held_map);
-	keeper_close(&k);
+	keeper_close(&k, done);
 	/* the tracefs definitions of libc probes no run holds now */
 	tracer_libcio_forget();
 	_exit(0);
 }
 
 bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, const struct ukeeper_hold *hold,
-		   int *sock)
+		   const struct ukeeper_done *done, int *sock)
 {
 	int pidfd, reaper = 0, st, sp[2] = {-1, -1};
 	bool kept;
@@ -278,7 +330,7 @@ bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, const struct uk
 		pid_t k = fork();
 
 		if (k == 0)
-			keeper_main(pidfd, sp[1], fds, prog_of, n, hold);
+			keeper_main(pidfd, sp[1], fds, prog_of, n, hold, done);
 		_exit(k > 0 ? 0 : 1);
 	}
 	while (p > 0 && waitpid(p, &st, 0) < 0 && errno == EINTR)

@@ -28,8 +28,16 @@ struct ukeeper_hold {
 	int (*open)(int *fds, int max);
 	unsigned int prog;
 };
+/* done (or NULL): run by the keeper once tts-launch has exited and every
+ * link it held is closed (no program of the run can run any more), before
+ * the linger; its fd[0..2) (-1: none) stay open in the keeper until then
+ * (progcache_reset: the run's kept maps emptied, its entry's lock let go). */
+struct ukeeper_done {
+	void (*fn)(int fd0, int fd1);
+	int fd[2];
+};
 bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, const struct ukeeper_hold *hold,
-		   int *sock);
+		   const struct ukeeper_done *done, int *sock);
 /* how long, after tts-launch's exit and the links' closes, the keeper
  * still holds the perf events given with a prog_of and those of hold
  * (ukeeper.c says why) */

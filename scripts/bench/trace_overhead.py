@@ -72,6 +72,9 @@ def tracer_timings(stderr, who):
     c = re.search(r"CPU before the exec: ([\d.]+) ms", stderr)
     if c:  # builds before 2026-12-05 evening do not say it
         out["cpu_before_exec_ms"] = float(c.group(1))
+    # [trace] keep_loaded: 1 when the programs came from an earlier run's
+    # entry (no verification), 0 when they were loaded; builds before it: 0
+    out["kept"] = 1 if "programs kept loaded since an earlier run" in stderr else 0
     return out
 
 

@@ -201,10 +201,12 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
     every map it shares a name with is the very map the other programs use
     (the ring buffer, the tree, the preallocated maps the other thread
     creates), or the traced events would go nowhere. -v names each program's
-    verification time."""
+    verification time. (A fresh load: keep_loaded off, so that no program
+    comes from an earlier run's entry, test_progcache.py.)"""
     (work / "go").unlink(missing_ok=True)
     p = subprocess.Popen([str(TTS), "run", "-v", "--timeline", str(work / "t.json"), "--set",
-                          "trace.syscalls=%s" % mode, "--", "sh", "-c",
+                          "trace.syscalls=%s" % mode, "--set", "trace.keep_loaded=false",
+                          "--", "sh", "-c",
                           "touch started; while [ ! -e go ]; do sleep 0.05; done"],
                          cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -1,0 +1,66 @@
+/* progcache: the tracer's BPF programs and maps kept loaded between runs
+ * ([trace] keep_loaded), pinned in a directory of the BPF filesystem that
+ * only tts-launch's user can open, so that a run whose object, kernel and
+ * settings are those of an earlier run skips the programs' verification
+ * and the maps' creation (most of launch -> exec, BENCHMARKS.md). Nothing
+ * kept is attached: between runs the programs cost no CPU, only the maps'
+ * kernel memory. progcache.c says how an entry is made, reused, reset and
+ * evicted. */
+#ifndef TTS_PROGCACHE_H
+#define TTS_PROGCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct bpf_object;
+
+/* where entries live: one directory per key */
+#define PROGCACHE_ROOT "/sys/fs/bpf/tts-launch"
+/* how many entries are kept (the least recently used go first) */
+#define PROGCACHE_KEEP 2
+
+struct progcache {
+	int rootfd;    /* PROGCACHE_ROOT, checked; -1: no cache */
+	int dirfd;     /* this run's entry, locked (flock LOCK_EX) until its reset; -1 */
+	bool hit;      /* the programs came from the entry */
+	char key[17];  /* the entry's name: what the programs are */
+	char why[200]; /* -v: why the entry was not reused (empty: it was, or none asked) */
+};
+
+/* Ready to ask (rootfd open and checked: a directory of a BPF filesystem,
+ * owned by this user, closed to others); false with why set. */
+bool progcache_init(struct progcache *c);
+
+/* The key of an opened, configured object (its bytes, its settings'
+ * read-only data, which programs load, the kernel, the BTF it relocates
+ * with, libbpf's version) into c->key. */
+void progcache_key(struct progcache *c, const struct bpf_object *obj, bool min_btf);
+
+/* The entry of c->key, taken for this run when it exists, is clean (reset
+ * after its last run) and no other run holds it; its maps then replace
+ * obj's (obj opened, not loaded), and its programs are what obj's load
+ * gets (progcache_loaded says whether each did). false: load afresh (why
+ * says why). */
+bool progcache_take(struct progcache *c, struct bpf_object *obj);
+/* After the object's load: true when every program came from the entry;
+ * the entry's writable globals (.bss, .data) are then back to the object's
+ * initial images. */
+bool progcache_loaded(struct progcache *c);
+/* The entry taken could not be used: removed (this run loads afresh). */
+void progcache_drop(struct progcache *c);
+
+/* After a fresh load: the programs of objs[0..n) (every copy of the
+ * object) and the maps of objs[0] pinned as c->key's entry, taken for this
+ * run. false (why set) when it could not be made. */
+bool progcache_store(struct progcache *c, struct bpf_object *const *objs, int n);
+
+/* The entry's maps emptied, the entry marked clean for the next run and
+ * its lock let go (dirfd closed), and entries beyond PROGCACHE_KEEP
+ * removed. Called by the uprobe keeper once every link of the run is
+ * closed (ukeeper.c). */
+void progcache_reset(int rootfd, int dirfd);
+
+/* [trace] keep_loaded = false: every entry not in use removed. */
+void progcache_forget(void);
+
+#endif

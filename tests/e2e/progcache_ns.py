@@ -1,0 +1,187 @@
+"""Runs one scenario of test_progcache.py inside a private mount namespace
+whose /sys/fs/bpf is a fresh BPF filesystem (the caller runs it under
+`unshare --mount --propagation private`), so the entries it makes and
+checks are its own: parallel tests keep theirs on the host's.
+
+    progcache_ns.py SCENARIO WORKDIR     (env: TTS, FILEOPS)
+
+Writes WORKDIR/result.json: each run's return code, stderr and timeline,
+and what the scenario saw of PROGCACHE_ROOT between runs."""
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = "/sys/fs/bpf/tts-launch"
+TTS, FILEOPS = os.environ["TTS"], os.environ["FILEOPS"]
+
+
+def entries():
+    try:
+        return sorted(e for e in os.listdir(ROOT) if not e.startswith("new-"))
+    except FileNotFoundError:
+        return []
+
+
+def lock_free(entry):
+    fd = os.open(os.path.join(ROOT, entry), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def wait_reset(timeout=60):
+    """Until no entry is locked (the keepers reset them) and no keeper of
+    ours lingers on one: the next run may take it."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if all(lock_free(e) for e in entries()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def keepers_of(pid):
+    found = []
+    for k in os.listdir("/proc"):
+        if not k.isdigit():
+            continue
+        try:
+            if open("/proc/%s/comm" % k).read().strip() != "tts-launch-upr":
+                continue
+            for fd in os.listdir("/proc/%s/fd" % k):
+                if os.readlink("/proc/%s/fd/%s" % (k, fd)) == "anon_inode:[pidfd]" and \
+                        "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (k, fd)).read():
+                    found.append(int(k))
+        except OSError:
+            continue
+    return found
+
+
+class Runs:
+    def __init__(self, work):
+        self.work, self.out = work, {"runs": [], "seen": {}}
+
+    def argv(self, name, ops, *sets):
+        argv = [TTS, "run", "-v", "--timeline", os.path.join(self.work, name + ".json"),
+                "--set", "app.port=0"]
+        for s in sets:
+            argv += ["--set", s]
+        return argv + ["--", FILEOPS] + list(ops)
+
+    def done(self, name, p, err):
+        tl = os.path.join(self.work, name + ".json")
+        self.out["runs"].append({
+            "name": name, "rc": p.returncode, "stderr": err,
+            "timeline": json.load(open(tl)) if os.path.exists(tl) else None})
+
+    def run(self, name, ops, *sets):
+        p = subprocess.run(self.argv(name, ops, *sets), capture_output=True, text=True,
+                           cwd=self.work, timeout=120)
+        self.done(name, p, p.stderr)
+
+    def saw(self, what, value):
+        self.out["seen"][what] = value
+
+    def write(self):
+        with open(os.path.join(self.work, "result.json"), "w") as f:
+            json.dump(self.out, f)
+
+
+def data(work, name, size):
+    path = os.path.join(work, name)
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+    return path
+
+
+def twice(r, w):
+    """A run, its reset, then a run of the same settings on other files."""
+    a, b = data(w, "a.dat", 30000), data(w, "b.dat", 20000)
+    r.run("first", ["read:%s:30000" % a, "stat:%s/no/such:3" % w, "echo:5000",
+                    "threads:2:64"])
+    r.saw("reset", wait_reset())
+    r.saw("entries", entries())
+    r.run("second", ["read:%s:20000" % b, "write:%s/w.dat:777" % w,
+                     "stat:%s/gone/else:2" % w])
+
+
+def keeper_killed(r, w):
+    """The keeper dies before it resets the entry it holds."""
+    r.run("first", ["sleep:1"])
+    r.saw("reset", wait_reset())
+    a = data(w, "a.dat", 4096)
+    p = subprocess.Popen(r.argv("killed", ["read:%s:4096" % a, "sleep:4000"]), cwd=w,
+                         stderr=subprocess.PIPE, text=True)
+    end, keepers = time.time() + 30, []
+    while time.time() < end and not keepers:
+        time.sleep(0.05)
+        keepers = keepers_of(p.pid)
+    for k in keepers:
+        os.kill(k, signal.SIGKILL)
+    r.saw("keepers_killed", len(keepers))
+    _, err = p.communicate(timeout=60)
+    r.done("killed", p, err)
+    r.saw("reset", wait_reset())
+    r.run("after", ["read:%s:4096" % a])
+
+
+def in_use(r, w):
+    """Another run holds the entry (its lock): this one loads afresh and
+    leaves the entry alone."""
+    r.run("first", ["sleep:1"])
+    r.saw("reset", wait_reset())
+    held = entries()
+    fd = os.open(os.path.join(ROOT, held[0]), os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    r.run("second", ["read:%s:1000" % data(w, "a.dat", 1000)])
+    os.close(fd)
+    r.saw("held", held)
+    r.saw("entries", entries())
+
+
+def hostile(r, w):
+    """The cache's directory made beforehand by another user."""
+    os.mkdir(ROOT, 0o700)
+    os.chown(ROOT, 65534, 65534)
+    r.run("first", ["read:%s:1000" % data(w, "a.dat", 1000)])
+    r.saw("reset", wait_reset())
+    r.saw("entries", entries())
+
+
+def forget(r, w):
+    """keep_loaded = false removes what earlier runs kept, and keeps nothing."""
+    r.run("first", ["sleep:1"])
+    r.saw("reset", wait_reset())
+    r.saw("before", entries())
+    r.run("second", ["sleep:1"], "trace.keep_loaded=false")
+    r.saw("reset2", wait_reset())
+    r.saw("entries", entries())
+
+
+def evict(r, w):
+    """Three settings, one after another: the least recently used goes."""
+    for port in (0, 1, 2):
+        r.run("port%d" % port, ["sleep:1"], "app.port=%d" % (40000 + port) if port else
+              "app.port=0")
+        r.saw("reset%d" % port, wait_reset())
+        r.saw("entries%d" % port, entries())
+
+
+SCENARIOS = {f.__name__: f for f in (twice, keeper_killed, in_use, hostile, forget, evict)}
+
+if __name__ == "__main__":
+    scenario, work = sys.argv[1], sys.argv[2]
+    subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True)
+    runs = Runs(work)
+    try:
+        SCENARIOS[scenario](runs, work)
+    finally:
+        runs.write()

@@ -1,0 +1,116 @@
+"""[trace] keep_loaded (issue 17): the tracer's programs and maps kept
+loaded between runs (launcher/progcache.c). Each scenario runs in a private
+mount namespace with a fresh BPF filesystem on /sys/fs/bpf
+(progcache_ns.py), so the entries are the test's own. What is checked is
+the mechanism and that nothing of one run reaches the next: a run of the
+same settings takes the entry (no verification), and its figures are its
+own and exact; a run that cannot take it (held, not reset, another user's
+directory) loads afresh; keep_loaded = false leaves nothing; at most
+PROGCACHE_KEEP entries stay. Skipped without BPF, failed when CI is set
+(test_trace.tracing_ok)."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_trace import FILEOPS, TTS, file_entry, missing_entry, tracing_ok, validate  # noqa: F401
+
+DRIVER = Path(__file__).with_name("progcache_ns.py")
+KEPT = "programs kept loaded since an earlier run"
+
+
+def scenario(work, name):
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private",
+                        "/usr/bin/python3", str(DRIVER), name, str(work)],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TTS": str(TTS), "FILEOPS": str(FILEOPS)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = json.loads((work / "result.json").read_text())
+    runs = {r["name"]: r for r in out["runs"]}
+    for r in runs.values():
+        assert r["rc"] == 0, r["stderr"]
+        validate(r["timeline"])
+        assert r["timeline"]["tracing"]["enabled"], r["timeline"]["tracing"]
+        assert r["timeline"]["tracing"]["events_lost"] == 0
+    return runs, out["seen"]
+
+
+def programs(run):
+    return run["timeline"]["tracing"]["programs"]
+
+
+def paths(tl):
+    return {f["path"] for f in tl["files"]} | {m["path"] for m in tl.get("missing", [])}
+
+
+def test_a_run_of_the_same_settings_takes_the_programs_and_sees_only_its_own(
+        tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "twice")
+    first, second = runs["first"], runs["second"]
+    assert programs(first) == "loaded" and KEPT not in first["stderr"]
+    assert "programs kept loaded for the next run" in first["stderr"], first["stderr"]
+    assert seen["reset"] and len(seen["entries"]) == 1, seen
+    # the second run verified nothing: every program came from the entry
+    assert programs(second) == "kept", second["stderr"]
+    assert KEPT in second["stderr"] and "programs verified" not in second["stderr"]
+    tl = second["timeline"]
+    # its own files, exact; nothing of the first run's (the maps were reset)
+    f = file_entry(tl, tmp_path / "b.dat")
+    assert (f["opens"], f["bytes_read"]) == (1, 20000), f
+    f = file_entry(tl, tmp_path / "w.dat")
+    assert (f["opens"], f["bytes_written"]) == (1, 777), f
+    assert missing_entry(tl, tmp_path / "gone" / "else")["attempts"] == 2
+    leaked = {str(tmp_path / "a.dat"), str(tmp_path / "no" / "such")} & paths(tl)
+    assert not leaked, leaked
+    assert not tl.get("peers"), tl.get("peers")  # the first run's echo
+    # and the first run's own figures were exact too
+    tl = first["timeline"]
+    assert file_entry(tl, tmp_path / "a.dat")["bytes_read"] == 30000
+    assert missing_entry(tl, tmp_path / "no" / "such")["attempts"] == 3
+
+
+def test_an_entry_its_keeper_never_reset_is_not_used(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "keeper_killed")
+    assert seen["keepers_killed"] >= 1, seen
+    assert programs(runs["killed"]) == "kept"
+    after = runs["after"]
+    assert programs(after) == "loaded", after["stderr"]
+    assert "not reset after its last run: removed, loaded afresh" in after["stderr"]
+    f = file_entry(after["timeline"], tmp_path / "a.dat")
+    assert (f["opens"], f["bytes_read"]) == (1, 4096), f
+
+
+def test_an_entry_in_use_is_left_alone(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "in_use")
+    second = runs["second"]
+    assert programs(second) == "loaded"
+    assert "in use by another run" in second["stderr"], second["stderr"]
+    assert "programs kept loaded for the next run" not in second["stderr"]
+    assert seen["entries"] == seen["held"], seen
+    assert file_entry(second["timeline"], tmp_path / "a.dat")["bytes_read"] == 1000
+
+
+def test_another_users_directory_is_never_used(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "hostile")
+    first = runs["first"]
+    assert programs(first) == "loaded"
+    assert "is owned by uid 65534 or open to others" in first["stderr"], first["stderr"]
+    assert seen["entries"] == [], seen  # nothing pinned in it
+    assert file_entry(first["timeline"], tmp_path / "a.dat")["bytes_read"] == 1000
+
+
+def test_keep_loaded_false_keeps_nothing(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "forget")
+    assert len(seen["before"]) == 1, seen
+    assert programs(runs["second"]) == "loaded"
+    assert seen["entries"] == [], seen
+
+
+def test_the_least_recently_used_entry_goes(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "evict")
+    assert all(seen["reset%d" % i] for i in range(3)), seen
+    assert [len(seen["entries%d" % i]) for i in range(3)] == [1, 2, 2], seen
+    first = seen["entries0"][0]
+    assert first in seen["entries1"] and first not in seen["entries2"], seen
