@@ -371,6 +371,7 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	double t_open, t_load, t_attach, t_usdt;
 	struct early_syscalls early;
 	struct tracer_load_hook hook;
+	int attach_lock = -1;
 
 	tr_early_syscalls_hook(&hook, &early);
 	snprintf(why, whylen, "unknown error");
@@ -452,6 +453,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	t->st.syscalls = t->cheap ? "cheap" : "exact";
 	if (t->cheap)
 		t->st.approximate = tracer_syscalls_approximate;
+	/* from the load (a fresh one attaches the syscall tracepoints on its
+	 * other thread) to the end of the attach: no keeper's slow detach
+	 * meanwhile (ukeeper.h) */
+	attach_lock = ukeeper_attach_lock();
 	/* [trace] keep_loaded: the programs an earlier run kept, when its
 	 * settings were these (progcache.h) */
 	if (!o->cfg || o->cfg->keep_loaded) {
@@ -565,6 +570,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	tr_attach_imports(t, (pid_t)o->root_pid, pys, n_py);
 
 	t_usdt = clock_ms();
+	if (attach_lock >= 0)
+		close(attach_lock);
+	attach_lock = -1;
 
 	/* ring buffer */
 	t->rb =
@@ -581,6 +589,8 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	return t;
 
 fail:
+	if (attach_lock >= 0)
+		close(attach_lock);
 	tr_early_syscalls_free(&early);
 	tracer_free(t);
 	return NULL;

@@ -18,20 +18,24 @@
 #include <bpf/bpf.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gpu.h"
+#include "instance.h"
 #include "tracer_libcio.h"
 #include "ukeeper.h"
 
@@ -183,6 +187,7 @@ static int keeper_take(int sock, struct kept *k)
 
 struct closer {
 	const struct kept *k;
+	bool held;
 	int from;
 };
 
@@ -191,21 +196,22 @@ static void *close_some(void *arg)
 	const struct closer *c = arg;
 
 	for (int i = c->from; i < c->k->n; i += CLOSERS)
-		if (!c->k->hold[i])
+		if (c->k->hold[i] == c->held)
 			close(c->k->fd[i]);
 	return NULL;
 }
 
-static void keeper_close(struct kept *k, const struct ukeeper_done *done)
+/* the links (held false) or the held perf events (true), on CLOSERS
+ * threads (one where no thread starts) */
+static void close_all(const struct kept *k, bool held)
 {
 	struct closer c[CLOSERS];
 	pthread_t th[CLOSERS];
-	bool started[CLOSERS] = {false}, held = false;
+	bool started[CLOSERS] = {false};
 
-	for (int i = 0; i < k->n; i++)
-		held |= k->hold[i];
 	for (int j = 0; j < CLOSERS; j++) {
 		c[j].k = k;
+		c[j].held = held;
 		c[j].from = j;
 		if (j > 0)
 			started[j] = !pthread_create(&th[j], NULL, close_some, &c[j]);
@@ -216,6 +222,57 @@ static void keeper_close(struct kept *k, const struct ukeeper_done *done)
 	for (int j = 1; j < CLOSERS; j++)
 		if (started[j])
 			pthread_join(th[j], NULL);
+}
+
+/* The attach lock (ukeeper.h): INSTANCE_RUN_DIR itself, when it is root's
+ * and closed to writers other than root (-1: none, and nothing waits) */
+static int attach_lock_open(void)
+{
+	int fd = open(INSTANCE_RUN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int ukeeper_attach_lock(void)
+{
+	int fd = geteuid() == 0 ? attach_lock_open() : -1;
+
+	while (fd >= 0 && flock(fd, LOCK_SH) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			fd = -1;
+		}
+	return fd;
+}
+
+/* the lock alone, for one slow detach: waited for up to 2 s (a run that
+ * hangs while it attaches does not keep the keeper forever) */
+static void detach_lock(int fd)
+{
+	struct timespec ts = {0, 5 * 1000 * 1000};
+
+	for (int i = 0; fd >= 0 && i < 400 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
+		nanosleep(&ts, NULL);
+}
+
+static void detach_unlock(int fd)
+{
+	if (fd >= 0)
+		flock(fd, LOCK_UN);
+}
+
+static void keeper_close(struct kept *k, const struct ukeeper_done *done)
+{
+	bool held = false;
+
+	for (int i = 0; i < k->n; i++)
+		held |= k->hold[i];
+	close_all(k, false);
 	if (done && done->fn) {
 		/* tts-launch's own links went with its exit, the keeper's
 		 * copies just now; a program that started before still runs
@@ -235,10 +292,22 @@ static void keeper_close(struct kept *k, const struct ukeeper_done *done)
 
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
+		/* one at a time, each under the attach lock alone: each
+		 * close holds the kernel's event_mutex through its grace
+		 * periods, and a run that attached meanwhile waited for them
+		 * all, 0.4-1.4 s (on eight threads, 1.0-1.4 s); now for one at
+		 * most (BENCHMARKS.md, "Programs kept loaded") */
+		int lk = attach_lock_open();
+
+		for (int i = 0; i < k->n; i++)
+			if (k->hold[i]) {
+				detach_lock(lk);
+				close(k->fd[i]);
+				detach_unlock(lk);
+			}
+		if (lk >= 0)
+			close(lk);
 	}
-	for (int i = 0; i < k->n; i++)
-		if (k->hold[i])
-			close(k->fd[i]);
 }
 
 /* The keeper: only the link fds, the pidfd and sock stay open; out of the
@@ -302,8 +371,16 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	if (held_map >= 0)
 		gpu_continue_held(held_map);
 	keeper_close(&k, done);
-	/* the tracefs definitions of libc probes no run holds now */
-	tracer_libcio_forget();
+	/* the tracefs definitions of libc probes no run holds now (their
+	 * removal takes event_mutex too: under the attach lock) */
+	{
+		int lk = attach_lock_open();
+
+		detach_lock(lk);
+		tracer_libcio_forget();
+		if (lk >= 0)
+			close(lk);
+	}
 	_exit(0);
 }
 

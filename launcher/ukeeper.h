@@ -50,6 +50,14 @@ int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max);
 /* Asks the keeper on sock to close its copies of the links of programs
  * ids[0..n) now (after this process closed its own: the detach, a grace
  * period per tracepoint or uprobe, is paid by the keeper). */
+/* A run's attach and the keepers' slow detaches (the held tracepoints'
+ * last closes, the libc definitions' removal: each holds the kernel's
+ * event_mutex through grace periods) take turns: the run holds the attach
+ * lock shared from its load to the end of its attach (ukeeper_attach_lock:
+ * the fd, closed to let go; -1: none to be had, not root), a keeper takes
+ * it alone for each detach, so a run waits for one detach at most, not
+ * for all of them. */
+int ukeeper_attach_lock(void);
 #define UKEEPER_RELEASE_MAX 16
 bool ukeeper_release(int sock, const unsigned int *ids, int n);
 

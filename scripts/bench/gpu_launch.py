@@ -11,8 +11,12 @@ Each field is also given paired: the median of this build's run minus the
 baseline's in the same round, with a 95% bootstrap interval.
 
 --gap S waits S seconds before each run, so that the last run's uprobe
-keeper (which lingers 10 s, then detaches) is gone: a single start as a
-user makes it; without it the runs follow each other (a loop of runs).
+keeper (which lingers 10 s, then detaches its held tracepoints one by one,
+~1-2 s more) is gone: a single start as a user makes it (14; at 11 a run
+can start during those detaches and wait for them, 0.4-1.4 s); a small gap
+(2) is a loop of runs: the held tracepoints still up, and a kept load's
+maps reset (~0.3 s after a run), so [trace] keep_loaded's entry is taken.
+The "kept" field says whether it was (1).
 
 A baseline is another build, e.g. the commit before a change:
     git archive 69bdd19 | tar -x -m -C /tmp/base && make -C /tmp/base -j2
@@ -63,7 +67,7 @@ def main():
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--strace", action="store_true")
     ap.add_argument("--gap", type=float, default=0.0,
-                    help="seconds to wait before each run (11: the last keeper is gone)")
+                    help="seconds to wait before each run (14: the last keeper is gone)")
     ap.add_argument("baseline")
     ap.add_argument("binary", nargs="?", default=str(ROOT / "build" / "tts-launch"))
     a = ap.parse_args()

@@ -6,11 +6,13 @@ show`) are listed while the service runs after the window, and the timeline's
 tracing.light says what went. sys_exit first finishes the calls sys_enter
 saved before the window ended (a blocking lock), then goes too. Skipped
 without BPF, failed when CI is set (test_trace.tracing_ok)."""
+import fcntl
 import json
 import re
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -262,3 +264,31 @@ def test_exit_program_verified_beside_the_rest_on_the_same_maps(work, mode, heav
     # the exit program's events reached the launcher: the open of "started"
     assert [f for f in t["files"] if f["path"] == str(work / "started") and f["opens"] >= 1], \
         [f["path"] for f in t["files"]]
+
+
+@pytest.mark.serial
+def test_a_run_attaches_only_while_no_keeper_detaches(work):
+    """A keeper's last detaches (the held tracepoints' closes, libc's
+    definitions' removal) hold the kernel's event_mutex through grace
+    periods; a run attaching meanwhile waited for all of them (0.4-1.4 s,
+    BENCHMARKS.md). So a run holds the attach lock (the directory
+    /run/tts-launch, flock shared) from its load to the end of its attach,
+    and a keeper takes it alone for each detach. Held here alone (as a
+    keeper would), the run does not reach its exec; let go, it does, traced.
+    Serial: other tests' runs would wait too."""
+    fd = os.open("/run/tts-launch", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p = subprocess.Popen([str(TTS), "run", "--timeline", str(work / "t.json"), "--", "sh",
+                              "-c", "touch started"], cwd=work, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert not (work / "started").exists(), "the service ran while the lock was held"
+        assert p.poll() is None
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert (work / "started").exists()
+    assert json.loads((work / "t.json").read_text())["tracing"]["enabled"], err
