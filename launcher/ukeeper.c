@@ -224,14 +224,24 @@ static void close_all(const struct kept *k, bool held)
 			pthread_join(th[j], NULL);
 }
 
-/* The attach lock (ukeeper.h): INSTANCE_RUN_DIR itself, when it is root's
- * and closed to writers other than root (-1: none, and nothing waits) */
-static int attach_lock_open(void)
+/* The attach lock (ukeeper.h): the directory ATTACH_LOCK_DIR, root's and
+ * closed to everyone else, so that no other user can open it, let alone
+ * lock it (INSTANCE_RUN_DIR itself is open to all: a user's flock there
+ * would have held every start); made by a run as root (create), -1 when
+ * it is not that (nothing waits then) */
+#define ATTACH_LOCK_DIR INSTANCE_RUN_DIR "/attach-lock"
+
+static int attach_lock_open(bool create)
 {
-	int fd = open(INSTANCE_RUN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd;
 	struct stat st;
 
-	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022))) {
+	if (geteuid() != 0)
+		return -1;
+	if (create && mkdir(ATTACH_LOCK_DIR, 0700) && errno != EEXIST)
+		return -1;
+	fd = open(ATTACH_LOCK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 077))) {
 		close(fd);
 		fd = -1;
 	}
@@ -240,13 +250,18 @@ static int attach_lock_open(void)
 
 int ukeeper_attach_lock(void)
 {
-	int fd = geteuid() == 0 ? attach_lock_open() : -1;
+	struct timespec ts = {0, 2 * 1000 * 1000};
+	int fd = attach_lock_open(true);
 
-	while (fd >= 0 && flock(fd, LOCK_SH) < 0)
-		if (errno != EINTR) {
+	/* a keeper holds it for one detach (~0.1 s); 3 s at most, then on
+	 * without it (a keeper stopped mid-detach does not hold a start) */
+	for (int i = 0; fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0; i++) {
+		if (i == 1500 || (errno != EWOULDBLOCK && errno != EINTR)) {
 			close(fd);
-			fd = -1;
+			return -1;
 		}
+		nanosleep(&ts, NULL);
+	}
 	return fd;
 }
 
@@ -297,7 +312,7 @@ static void keeper_close(struct kept *k, const struct ukeeper_done *done)
 		 * periods, and a run that attached meanwhile waited for them
 		 * all, 0.4-1.4 s (on eight threads, 1.0-1.4 s); now for one at
 		 * most (BENCHMARKS.md, "Programs kept loaded") */
-		int lk = attach_lock_open();
+		int lk = attach_lock_open(false);
 
 		for (int i = 0; i < k->n; i++)
 			if (k->hold[i]) {
@@ -374,7 +389,7 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	/* the tracefs definitions of libc probes no run holds now (their
 	 * removal takes event_mutex too: under the attach lock) */
 	{
-		int lk = attach_lock_open();
+		int lk = attach_lock_open(false);
 
 		detach_lock(lk);
 		tracer_libcio_forget();

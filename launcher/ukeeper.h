@@ -53,10 +53,11 @@ int ukeeper_link_fds(const unsigned int *ids, int n_ids, int *fds, int max);
 /* A run's attach and the keepers' slow detaches (the held tracepoints'
  * last closes, the libc definitions' removal: each holds the kernel's
  * event_mutex through grace periods) take turns: the run holds the attach
- * lock shared from its load to the end of its attach (ukeeper_attach_lock:
- * the fd, closed to let go; -1: none to be had, not root), a keeper takes
- * it alone for each detach, so a run waits for one detach at most, not
- * for all of them. */
+ * lock (a directory only root can open, in INSTANCE_RUN_DIR) shared from
+ * its load to the end of its attach (ukeeper_attach_lock: the fd, closed
+ * to let go; -1: none to be had, not root, or not within 3 s), a keeper
+ * takes it alone for each detach, so a run waits for one detach at most,
+ * not for all of them. */
 int ukeeper_attach_lock(void);
 #define UKEEPER_RELEASE_MAX 16
 bool ukeeper_release(int sock, const unsigned int *ids, int n);

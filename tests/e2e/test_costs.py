@@ -11,6 +11,7 @@ import json
 import re
 import os
 import shutil
+import stat
 import subprocess
 import time
 
@@ -272,11 +273,20 @@ def test_a_run_attaches_only_while_no_keeper_detaches(work):
     definitions' removal) hold the kernel's event_mutex through grace
     periods; a run attaching meanwhile waited for all of them (0.4-1.4 s,
     BENCHMARKS.md). So a run holds the attach lock (the directory
-    /run/tts-launch, flock shared) from its load to the end of its attach,
+    /run/tts-launch/attach-lock, flock shared) from its load to the end of its attach,
     and a keeper takes it alone for each detach. Held here alone (as a
     keeper would), the run does not reach its exec; let go, it does, traced.
-    Serial: other tests' runs would wait too."""
-    fd = os.open("/run/tts-launch", os.O_RDONLY | os.O_DIRECTORY)
+    The lock is a directory only root can open (another user's flock would
+    hold every start): checked first. Serial: other tests' runs would wait
+    too."""
+    lock = "/run/tts-launch/attach-lock"
+    st = os.lstat(lock)  # made by the runs before (tracing_ok)
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and st.st_mode & 0o077 == 0, oct(st.st_mode)
+    who = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          "/usr/bin/python3", "-c", "import os; os.open(%r, os.O_RDONLY)" % lock],
+                         capture_output=True, text=True)
+    assert who.returncode != 0 and "PermissionError" in who.stderr, who.stderr
+    fd = os.open(lock, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         p = subprocess.Popen([str(TTS), "run", "--timeline", str(work / "t.json"), "--", "sh",
