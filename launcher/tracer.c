@@ -589,9 +589,9 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 	return t;
 
 fail:
+	tr_early_syscalls_free(&early);
 	if (attach_lock >= 0)
 		close(attach_lock);
-	tr_early_syscalls_free(&early);
 	tracer_free(t);
 	return NULL;
 }

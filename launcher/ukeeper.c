@@ -248,15 +248,25 @@ static int attach_lock_open(bool create)
 	return fd;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int ukeeper_attach_lock(void)
 {
-	struct timespec ts = {0, 2 * 1000 * 1000};
+	struct timespec ts = {0, 1000 * 1000};
 	int fd = attach_lock_open(true);
+	double end = mono_s() + 3;
 
-	/* a keeper holds it for one detach (~0.1 s); 3 s at most, then on
+	/* a keeper holds it for one detach (~0.1 s), then leaves a gap
+	 * (DETACH_GAP_NS) for the runs that wait; 3 s at most, then on
 	 * without it (a keeper stopped mid-detach does not hold a start) */
-	for (int i = 0; fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0; i++) {
-		if (i == 1500 || (errno != EWOULDBLOCK && errno != EINTR)) {
+	while (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		if ((errno != EWOULDBLOCK && errno != EINTR) || mono_s() > end) {
 			close(fd);
 			return -1;
 		}
@@ -267,18 +277,32 @@ int ukeeper_attach_lock(void)
 
 /* the lock alone, for one slow detach: waited for up to 2 s (a run that
  * hangs while it attaches does not keep the keeper forever) */
-static void detach_lock(int fd)
-{
-	struct timespec ts = {0, 5 * 1000 * 1000};
+/* after each detach, the lock is left alone this long: a run polls for
+ * it every 1 ms (ukeeper_attach_lock), and a keeper that took it again at
+ * once would keep it from every run until its last detach */
+#define DETACH_GAP_NS (5 * 1000 * 1000)
 
-	for (int i = 0; fd >= 0 && i < 400 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
+/* the lock alone, for one slow detach; *budget_s: how long the keeper may
+ * still wait for it in all (2 s: a run stopped while it attaches, or runs
+ * one after another, do not keep the keeper), then the rest without it */
+static void detach_lock(int fd, double *budget_s)
+{
+	struct timespec ts = {0, 1000 * 1000};
+	double t0 = mono_s();
+
+	while (fd >= 0 && *budget_s > 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		nanosleep(&ts, NULL);
+		*budget_s -= mono_s() - t0;
+		t0 = mono_s();
+	}
 }
 
 static void detach_unlock(int fd)
 {
-	if (fd >= 0)
-		flock(fd, LOCK_UN);
+	struct timespec gap = {0, DETACH_GAP_NS};
+
+	if (fd >= 0 && !flock(fd, LOCK_UN))
+		nanosleep(&gap, NULL);
 }
 
 static void keeper_close(struct kept *k, const struct ukeeper_done *done)
@@ -313,10 +337,11 @@ static void keeper_close(struct kept *k, const struct ukeeper_done *done)
 		 * all, 0.4-1.4 s (on eight threads, 1.0-1.4 s); now for one at
 		 * most (BENCHMARKS.md, "Programs kept loaded") */
 		int lk = attach_lock_open(false);
+		double budget = 2;
 
 		for (int i = 0; i < k->n; i++)
 			if (k->hold[i]) {
-				detach_lock(lk);
+				detach_lock(lk, &budget);
 				close(k->fd[i]);
 				detach_unlock(lk);
 			}
@@ -391,7 +416,9 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	{
 		int lk = attach_lock_open(false);
 
-		detach_lock(lk);
+		double budget = 2;
+
+		detach_lock(lk, &budget);
 		tracer_libcio_forget();
 		if (lk >= 0)
 			close(lk);
