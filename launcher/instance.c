@@ -42,18 +42,6 @@ static char *dup_printf(const char *fmt, ...)
 	return s;
 }
 
-/* FNV-1a, 64 bits: names, not secrets (RUN_DIR is root's alone). */
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 char *instance_key(const char *app_dir, const char *pidfile)
 {
 	char name[49], canon[PATH_MAX * 2], dir[PATH_MAX];
@@ -81,7 +69,7 @@ char *instance_key(const char *app_dir, const char *pidfile)
 	name[i] = 0;
 	free(rdir);
 	return dup_printf("%s-%016llx", i && strcmp(name, "_") ? name : "root",
-			  (unsigned long long)fnv1a(canon));
+			  (unsigned long long)fnv1a(FNV1A_START, canon, strlen(canon)));
 }
 
 void instance_locate(const struct config *c, struct instance *in)

@@ -47,6 +47,7 @@
 #include "hostprobe.h"
 #include "progcache.h"
 #include "trace.minbtf.h"
+#include "util.h"
 
 /* "state": clean after a reset, and when it was last taken (ns, realtime) */
 struct entry_state {
@@ -203,53 +204,44 @@ bad:
 	return false;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 void progcache_key(struct progcache *c, const struct bpf_object *obj, bool min_btf)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV1A_START;
 	char kid[512] = "";
 	Dl_info dl;
 	struct stat lib;
 	struct bpf_program *p;
 	struct bpf_map *m;
 
-	h = fnv(h, trace_obj_hash, sizeof(trace_obj_hash));
+	h = fnv1a(h, trace_obj_hash, sizeof(trace_obj_hash));
 	hostprobe_kernel_id(kid, sizeof(kid));
-	h = fnv(h, kid, strlen(kid) + 1);
-	h = fnv(h, &min_btf, sizeof(min_btf));
+	h = fnv1a(h, kid, strlen(kid) + 1);
+	h = fnv1a(h, &min_btf, sizeof(min_btf));
 	/* the library that relocated them (its version says v1.1 for every
 	 * 1.1.x: the file itself, as this process mapped it) */
-	h = fnv(h, libbpf_version_string(), strlen(libbpf_version_string()) + 1);
+	h = fnv1a(h, libbpf_version_string(), strlen(libbpf_version_string()) + 1);
 	if (dladdr((void *)libbpf_version_string, &dl) && dl.dli_fname &&
 	    !stat(dl.dli_fname, &lib)) {
 		uint64_t id[4] = {(uint64_t)lib.st_dev, (uint64_t)lib.st_ino, (uint64_t)lib.st_size,
 				  (uint64_t)lib.st_mtime};
 
-		h = fnv(h, id, sizeof(id));
+		h = fnv1a(h, id, sizeof(id));
 	}
 	bpf_object__for_each_program (p, obj) {
 		bool on = bpf_program__autoload(p);
 
-		h = fnv(h, bpf_program__name(p), strlen(bpf_program__name(p)) + 1);
-		h = fnv(h, &on, sizeof(on));
+		h = fnv1a(h, bpf_program__name(p), strlen(bpf_program__name(p)) + 1);
+		h = fnv1a(h, &on, sizeof(on));
 	}
 	bpf_object__for_each_map (m, obj) {
 		size_t sz = 0;
 		const void *v;
 
-		h = fnv(h, bpf_map__name(m), strlen(bpf_map__name(m)) + 1);
+		h = fnv1a(h, bpf_map__name(m), strlen(bpf_map__name(m)) + 1);
 		/* the read-only globals are the settings the verifier saw */
 		if (bpf_map__is_internal(m) && strstr(bpf_map__name(m), ".rodata") &&
 		    (v = bpf_map__initial_value(m, &sz)))
-			h = fnv(h, v, sz);
+			h = fnv1a(h, v, sz);
 	}
 	snprintf(c->key, sizeof(c->key), "%016llx", (unsigned long long)h);
 }

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gpu.h"
 #include "instance.h"
 #include "tracer_libcio.h"
@@ -187,7 +188,6 @@ static int keeper_take(int sock, struct kept *k)
 
 struct closer {
 	const struct kept *k;
-	bool held;
 	int from;
 };
 
@@ -196,14 +196,14 @@ static void *close_some(void *arg)
 	const struct closer *c = arg;
 
 	for (int i = c->from; i < c->k->n; i += CLOSERS)
-		if (c->k->hold[i] == c->held)
+		if (!c->k->hold[i])
 			close(c->k->fd[i]);
 	return NULL;
 }
 
-/* the links (held false) or the held perf events (true), on CLOSERS
- * threads (one where no thread starts) */
-static void close_all(const struct kept *k, bool held)
+/* the links (not the held perf events), on CLOSERS threads (on this
+ * one where no thread starts) */
+static void close_links(const struct kept *k)
 {
 	struct closer c[CLOSERS];
 	pthread_t th[CLOSERS];
@@ -211,7 +211,6 @@ static void close_all(const struct kept *k, bool held)
 
 	for (int j = 0; j < CLOSERS; j++) {
 		c[j].k = k;
-		c[j].held = held;
 		c[j].from = j;
 		if (j > 0)
 			started[j] = !pthread_create(&th[j], NULL, close_some, &c[j]);
@@ -248,25 +247,17 @@ static int attach_lock_open(bool create)
 	return fd;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int ukeeper_attach_lock(void)
 {
 	struct timespec ts = {0, 1000 * 1000};
 	int fd = attach_lock_open(true);
-	double end = mono_s() + 3;
+	double end = clock_ms() + 3000;
 
 	/* a keeper holds it for one detach (~0.1 s), then leaves a gap
 	 * (DETACH_GAP_NS) for the runs that wait; 3 s at most, then on
 	 * without it (a keeper stopped mid-detach does not hold a start) */
 	while (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		if ((errno != EWOULDBLOCK && errno != EINTR) || mono_s() > end) {
+		if ((errno != EWOULDBLOCK && errno != EINTR) || clock_ms() > end) {
 			close(fd);
 			return -1;
 		}
@@ -282,19 +273,16 @@ int ukeeper_attach_lock(void)
  * once would keep it from every run until its last detach */
 #define DETACH_GAP_NS (5 * 1000 * 1000)
 
-/* the lock alone, for one slow detach; *budget_s: how long the keeper may
- * still wait for it in all (2 s: a run stopped while it attaches, or runs
- * one after another, do not keep the keeper), then the rest without it */
-static void detach_lock(int fd, double *budget_s)
+/* the lock alone, for one slow detach, until the clock (clock_ms) passes
+ * deadline: the keeper's waits share one (2 s: a run stopped while it
+ * attaches, or runs one after another, do not keep the keeper), then the
+ * rest without it */
+static void detach_lock(int fd, double deadline)
 {
 	struct timespec ts = {0, 1000 * 1000};
-	double t0 = mono_s();
 
-	while (fd >= 0 && *budget_s > 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	while (fd >= 0 && clock_ms() < deadline && flock(fd, LOCK_EX | LOCK_NB) < 0)
 		nanosleep(&ts, NULL);
-		*budget_s -= mono_s() - t0;
-		t0 = mono_s();
-	}
 }
 
 static void detach_unlock(int fd)
@@ -311,7 +299,7 @@ static void keeper_close(struct kept *k, const struct ukeeper_done *done)
 
 	for (int i = 0; i < k->n; i++)
 		held |= k->hold[i];
-	close_all(k, false);
+	close_links(k);
 	if (done && done->fn) {
 		/* tts-launch's own links went with its exit, the keeper's
 		 * copies just now; a program that started before still runs
@@ -337,11 +325,11 @@ static void keeper_close(struct kept *k, const struct ukeeper_done *done)
 		 * all, 0.4-1.4 s (on eight threads, 1.0-1.4 s); now for one at
 		 * most (BENCHMARKS.md, "Programs kept loaded") */
 		int lk = attach_lock_open(false);
-		double budget = 2;
+		double deadline = clock_ms() + 2000;
 
 		for (int i = 0; i < k->n; i++)
 			if (k->hold[i]) {
-				detach_lock(lk, &budget);
+				detach_lock(lk, deadline);
 				close(k->fd[i]);
 				detach_unlock(lk);
 			}
@@ -416,9 +404,7 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 	{
 		int lk = attach_lock_open(false);
 
-		double budget = 2;
-
-		detach_lock(lk, &budget);
+		detach_lock(lk, clock_ms() + 2000);
 		tracer_libcio_forget();
 		if (lk >= 0)
 			close(lk);

@@ -278,3 +278,12 @@ void fput_esc(const char *s, FILE *out)
 			fwrite(s + i, 1, l, out);
 	}
 }
+
+uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}

@@ -6,8 +6,13 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
+/* FNV-1a, 64 bits, over n bytes at p, on from h (FNV1A_START for a
+ * first call): names and cache keys, not secrets */
+#define FNV1A_START 0xcbf29ce484222325ull
+uint64_t fnv1a(uint64_t h, const void *p, size_t n);
 double jnum(const json_t *o, const char *key);
 const char *jstr(const json_t *o, const char *key);
 bool str_ends_with(const char *s, const char *suffix);

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from conftest import keepers_of  # this file's directory is sys.path[0]
+
 ROOT = "/sys/fs/bpf/tts-launch"
 TTS, FILEOPS = os.environ["TTS"], os.environ["FILEOPS"]
 
@@ -46,23 +48,6 @@ def wait_reset(timeout=60):
             return True
         time.sleep(0.05)
     return False
-
-
-def keepers_of(pid):
-    found = []
-    for k in os.listdir("/proc"):
-        if not k.isdigit():
-            continue
-        try:
-            if open("/proc/%s/comm" % k).read().strip() != "tts-launch-upr":
-                continue
-            for fd in os.listdir("/proc/%s/fd" % k):
-                if os.readlink("/proc/%s/fd/%s" % (k, fd)) == "anon_inode:[pidfd]" and \
-                        "Pid:\t%d\n" % pid in open("/proc/%s/fdinfo/%s" % (k, fd)).read():
-                    found.append(int(k))
-        except OSError:
-            continue
-    return found
 
 
 class Runs:
