@@ -43,8 +43,9 @@ extern __u64 model_mapped;
  * the mmapped .bss (no syscall) to snapshot the maps for live progress only while something moves.
  */
 extern __u64 dl_activity;
-/* set by the launcher when [trace] requests_window ends: only mlock calls
- * are still taken from the syscall probes (docs/timeline.md, "light") */
+/* set by the launcher when [trace] requests_window ends: no call is saved
+ * at entry from then on, only those saved before are finished
+ * (docs/timeline.md, "light") */
 extern volatile __u32 light;
 
 TL_MAP struct {

@@ -38,11 +38,6 @@ static __always_inline bool set_args(struct inflight *in, __u64 a0, __u64 a1, __
 	return true;
 }
 
-static __always_inline bool is_mlock(long id)
-{
-	return id == __NR_mlock || id == __NR_mlock2 || id == __NR_mlockall;
-}
-
 /* Calls whose record needs the time they started (a duration: connect,
  * lock waits, mlock, rename/symlink) or their arguments as they were at
  * entry: saved in inflight at sys_enter. Everything else is read from the
@@ -246,8 +241,9 @@ static __always_inline int call_enter(struct pt_regs *regs, long id)
 	__u32 tgid, tid;
 	struct inflight in = {};
 
-	/* after the requests window only mlock calls are still wanted */
-	if (light && !is_mlock(id))
+	/* after the requests window nothing new is saved (sys_enter goes then,
+	 * but the flag stops it at once: the links' release is not) */
+	if (light)
 		return 0;
 	if (!entry_args(id, regs, &in) || !traced_now(&tgid))
 		return 0;

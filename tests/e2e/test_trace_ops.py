@@ -185,8 +185,10 @@ def test_light_probes_after_requests_window(work):
     for p in mem["per_process"]:
         assert p["page_faults"] == p["minor_faults"] + p["major_faults"] > 0
     assert sum(mem["fault_rate"]["counts"]) == mem["page_faults"]
-    # the mlockall after the window is not traced: no syscall program is left
-    assert tl["memory"]["mlock_calls"] == []
+    # the mlockall after the window is not traced: no syscall program is left. (On a loaded
+    # machine the window's end can come after the flock's return; a call that started before
+    # it is then rightly traced.)
+    assert [c for c in tl["memory"]["mlock_calls"] if c["start_ms"] >= light["ms"]] == []
     # a call that began before the window ended is finished after it
     [lock] = [l for l in tl["locks"] if l["path"] == str(work / "held.lock")]
     assert lock["blocking_calls"] == 2 and lock["max_wait_ms"] >= 1000
