@@ -16,6 +16,7 @@
 #include "interp.h"
 #include "peers.h"
 #include "procfs.h"
+#include "progcache.h"
 #include "tracer.h"
 #include "util.h"
 
@@ -167,6 +168,48 @@ static void check_bpf_load(void)
 		line("OK", "BPF program load", "%s", why);
 	else
 		line("FAIL", "BPF program load", "%s; the service would start untraced", why);
+}
+
+/* [trace] keep_loaded: what earlier runs left loaded for the next one */
+static void check_kept(const struct config *c)
+{
+	struct progcache_info v[8];
+	char why[300], list[600] = "";
+	int n = progcache_list(v, 8, why, sizeof(why));
+	unsigned long long mem = 0;
+	size_t at = 0;
+
+	if (n < 0) {
+		line("WARN", "kept programs", "%s", why);
+		return;
+	}
+	for (int i = 0; i < n && i < 8; i++) {
+		int w =
+		    snprintf(list + at, sizeof(list) - at,
+			     "%s%s (%s, idle %.0fs, %d programs, %d maps, %.1f MiB)", i ? "; " : "",
+			     v[i].key, v[i].clean ? "clean" : "in use or being reset", v[i].idle_s,
+			     v[i].programs, v[i].maps, (double)v[i].memlock / (1 << 20));
+
+		if (w > 0 && (size_t)w < sizeof(list) - at)
+			at += (size_t)w;
+		mem += v[i].memlock;
+	}
+	if (!c->keep_loaded)
+		line("OK", "kept programs",
+		     "off ([trace] keep_loaded = false); %d entr%s left in " PROGCACHE_ROOT
+		     " (the next run removes them)%s%s",
+		     n, n == 1 ? "y" : "ies", n ? ": " : "", list);
+	else if (!n)
+		line("OK", "kept programs",
+		     "none yet: the first run verifies its programs and keeps them "
+		     "in " PROGCACHE_ROOT " for the next (at most %d sets)",
+		     PROGCACHE_KEEP);
+	else
+		line("OK", "kept programs",
+		     "%d entr%s in " PROGCACHE_ROOT
+		     ", %.1f MiB of kernel memory in all (at most %d "
+		     "kept; [trace] keep_loaded = false frees them): %s",
+		     n, n == 1 ? "y" : "ies", (double)mem / (1 << 20), PROGCACHE_KEEP, list);
 }
 
 static bool in_path(const char *prog, char *found, size_t len)
@@ -383,6 +426,7 @@ int doctor_run(const struct config *c)
 	check_memlock();
 	check_nofile();
 	check_bpf_load();
+	check_kept(c);
 	check_app(c);
 	check_port(c);
 	check_writable(c, "log file", "[log] file", c->log_file, "FAIL");

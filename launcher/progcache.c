@@ -758,3 +758,117 @@ void progcache_forget(void)
 		evict(fd, 0);
 	close(fd);
 }
+
+/* ---- what is kept, for doctor ---- */
+
+/* the memlock line of an fd's fdinfo (maps and programs have one) */
+static unsigned long long fd_memlock(int fd)
+{
+	char path[64], buf[512];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void entry_info(int dirfd, struct progcache_info *in)
+{
+	int dfd = dup(dirfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct entry_state s;
+	struct dirent *de;
+	int sfd = state_get(dirfd, &s);
+
+	if (sfd >= 0) {
+		in->clean = s.clean != 0;
+		in->idle_s = s.used && now_ns() > s.used ? (double)(now_ns() - s.used) / 1e9 : 0;
+		close(sfd);
+	}
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		bool prog = !strncmp(de->d_name, "p_", 2), map = !strncmp(de->d_name, "m_", 2);
+		char path[PATH_MAX];
+		int fd;
+
+		if (!prog && !map)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, de->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		in->programs += prog;
+		in->maps += map;
+		in->memlock += fd_memlock(fd);
+		close(fd);
+	}
+	closedir(d);
+}
+
+int progcache_list(struct progcache_info *v, int max, char *why, size_t whylen)
+{
+	struct statfs sf;
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int rootfd, n = 0;
+
+	if (statfs("/sys/fs/bpf", &sf) || sf.f_type != BPF_FS_MAGIC) {
+		snprintf(why, whylen,
+			 "no BPF filesystem on /sys/fs/bpf: every run verifies its programs; mount "
+			 "-t bpf bpf /sys/fs/bpf");
+		return -1;
+	}
+	rootfd = open(PROGCACHE_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rootfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(why, whylen, "cannot open " PROGCACHE_ROOT ": %s", strerror(errno));
+		return -1;
+	}
+	if (fstat(rootfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		snprintf(why, whylen,
+			 PROGCACHE_ROOT
+			 " is owned by uid %u or open to others (mode %03o): runs do "
+			 "not use it; remove it (rm -r " PROGCACHE_ROOT ")",
+			 (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 0777));
+		close(rootfd);
+		return -1;
+	}
+	d = fdopendir(rootfd);
+	if (!d) {
+		snprintf(why, whylen, "cannot read " PROGCACHE_ROOT ": %s", strerror(errno));
+		close(rootfd);
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		int fd;
+
+		if (de->d_name[0] == '.' || !strncmp(de->d_name, "new-", 4))
+			continue;
+		if (n < max) {
+			fd = openat(dirfd(d), de->d_name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			memset(&v[n], 0, sizeof(v[n]));
+			snprintf(v[n].key, sizeof(v[n].key), "%.16s", de->d_name);
+			entry_info(fd, &v[n]);
+			close(fd);
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}

@@ -63,4 +63,18 @@ void progcache_reset(int rootfd, int dirfd);
 /* [trace] keep_loaded = false: every entry not in use removed. */
 void progcache_forget(void);
 
+/* doctor: what is kept now. */
+struct progcache_info {
+	char key[17];
+	bool clean;		    /* reset after its last run: the next run may take it */
+	double idle_s;		    /* since it was last taken */
+	int programs, maps;	    /* pinned */
+	unsigned long long memlock; /* kernel memory its maps and programs hold (bytes) */
+};
+/* Up to max entries into v (a store's unfinished directory not counted);
+ * how many there are, 0 when nothing was ever kept, -1 with why when the
+ * BPF filesystem or PROGCACHE_ROOT cannot be used (the fix said). Reads
+ * only: takes no entry. */
+int progcache_list(struct progcache_info *v, int max, char *why, size_t whylen);
+
 #endif

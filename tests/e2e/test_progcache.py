@@ -5,11 +5,13 @@ mount namespace with a fresh BPF filesystem on /sys/fs/bpf
 the mechanism and that nothing of one run reaches the next: a run of the
 same settings takes the entry (no verification), and its figures are its
 own and exact; a run that cannot take it (held, not reset, another user's
-directory) loads afresh; keep_loaded = false leaves nothing; at most
-PROGCACHE_KEEP entries stay. Skipped without BPF, failed when CI is set
+directory) loads afresh; a killed launcher's unread records never reach
+the next run; keep_loaded = false leaves nothing; at most PROGCACHE_KEEP
+entries stay; doctor says what is kept. Skipped without BPF, failed when CI is set
 (test_trace.tracing_ok)."""
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -114,3 +116,38 @@ def test_the_least_recently_used_entry_goes(tmp_path, tracing_ok):
     assert [len(seen["entries%d" % i]) for i in range(3)] == [1, 2, 2], seen
     first = seen["entries0"][0]
     assert first in seen["entries1"] and first not in seen["entries2"], seen
+    # a store's leftover directory (made after the first run's reset) is gone
+    # with the second run's eviction
+    assert "new-4194300" not in seen["all1"] + seen["all2"], seen
+
+
+def test_a_killed_launchers_unread_records_never_reach_the_next_run(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "launcher_killed")
+    assert seen["forked"], seen
+    rc, err = seen["killed"]
+    assert rc == -9 and KEPT in err, err
+    after = runs["after"]
+    # its keeper reset the entry though the ring was full of unread records
+    assert seen["reset"] and len(seen["entries"]) == 1, seen
+    assert programs(after) == "kept", after["stderr"]
+    tl = after["timeline"]
+    # nothing lost (a ring left full would refuse every record), nothing of
+    # the killed run's 4000 processes: the run's own process and exact bytes
+    assert not any(tl["tracing"]["lost"].values()), tl["tracing"]["lost"]
+    assert [p["command"] for p in tl["processes"]] == [str(FILEOPS)], tl["processes"]
+    f = file_entry(tl, tmp_path / "a.dat")
+    assert (f["opens"], f["bytes_read"]) == (1, 4096), f
+    assert tl["process"]["exit"]["code"] == 0
+
+
+def test_doctor_says_what_is_kept(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "doctor")
+    [none], [one], [hostile] = seen["none"], seen["one"], seen["hostile"]
+    assert none.startswith("OK") and "none yet" in none, none
+    key = seen["entries"][0]
+    assert one.startswith("OK") and "1 entry in /sys/fs/bpf/tts-launch" in one, one
+    m = re.search(re.escape(key) + r" \(clean, idle \d+s, (\d+) programs, (\d+) maps, "
+                  r"([\d.]+) MiB\)", one)
+    assert m and int(m.group(1)) > 10 and int(m.group(2)) > 10 and float(m.group(3)) > 0.5, one
+    assert hostile.startswith("WARN") and "owned by uid 65534" in hostile, hostile
+    assert "rm -r /sys/fs/bpf/tts-launch" in hostile
