@@ -5,10 +5,11 @@ baseline build, in interleaved pairs; medians and ranges (docs/gpu.md, "What
 it costs": issue 17's CUDA pre-attach). With --strace, also the uprobe and
 tracepoint perf_event_open calls each run makes, and their time.
 
-    scripts/bench/gpu_launch.py [--runs N] [--gap S] [--strace] BASELINE_BIN [BIN]
+    scripts/bench/gpu_launch.py [--runs N] [--gap S] [--strace] [BASELINE_BIN [BIN]]
 
 Each field is also given paired: the median of this build's run minus the
-baseline's in the same round, with a 95% bootstrap interval.
+baseline's in the same round, with a 95% bootstrap interval. Without
+BASELINE_BIN (`make bench`), build/tts-launch alone.
 
 --gap S waits S seconds before each run, so that the last run's uprobe
 keeper (which lingers 10 s, then detaches its held tracepoints one by one,
@@ -68,10 +69,11 @@ def main():
     ap.add_argument("--strace", action="store_true")
     ap.add_argument("--gap", type=float, default=0.0,
                     help="seconds to wait before each run (14: the last keeper is gone)")
-    ap.add_argument("baseline")
+    ap.add_argument("baseline", nargs="?",
+                    help="another build, run interleaved and paired (without it: this build only)")
     ap.add_argument("binary", nargs="?", default=str(ROOT / "build" / "tts-launch"))
     a = ap.parse_args()
-    bins = {"baseline": a.baseline, "this": a.binary}
+    bins = {"baseline": a.baseline, "this": a.binary} if a.baseline else {"this": a.binary}
     res = {k: [] for k in bins}
     with tempfile.TemporaryDirectory() as d:
         for i in range(a.runs):
@@ -87,6 +89,8 @@ def main():
             v = [r[f] for r in res[k]]
             print("  %-13s median %9.3f  range %.3f-%.3f" % (f, statistics.median(v), min(v),
                                                             max(v)))
+    if "baseline" not in bins:
+        return
     # each run of this build against the baseline's run of the same round:
     # the rounds' drift (a neighbour, the last run's detach) cancels
     print("paired (this - baseline, per round)")

@@ -318,7 +318,7 @@ def main():
         sys.stdout.flush()
         os.dup2(2, 1)
         try:
-            app, _argv, env, port = prepare_sim(tmp)
+            app, _argv, env, port = prepare_sim(tmp)[:4]
         finally:
             os.dup2(saved, 1)
             os.close(saved)

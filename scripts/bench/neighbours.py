@@ -231,7 +231,7 @@ def measure(variant, argv, tmp):
 
 def peak_rss(runs, tmp):
     """tts-launch's VmHWM (MiB) over simulator start-ups to ready."""
-    cwd, argv, env, port = prepare_sim(tmp)
+    cwd, argv, env, port = prepare_sim(tmp)[:4]
     out = []
     for _ in range(runs):
         time.sleep(SETTLE_S)

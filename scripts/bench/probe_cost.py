@@ -75,7 +75,7 @@ def main():
     runs = []
     with tempfile.TemporaryDirectory(prefix="tts-probe-cost-") as d:
         tmp = Path(d)
-        app, argv, env, port = bench.prepare_sim(tmp)
+        app, argv, env, port = bench.prepare_sim(tmp)[:4]
         sysctl("kernel.bpf_stats_enabled", 1)
         try:
             for i in range(a.runs):

@@ -18,7 +18,7 @@ for tts-launch also the time from its start to the service's exec
 with probes attached (the timeline's `exec` mark), its peak RSS (VmHWM), and
 events lost.
 
-    scripts/bench/trace_overhead.py [--runs N] [--workload torch|sim|all] [--json OUT]
+    scripts/bench/trace_overhead.py [--runs N] [--workload torch|sim|sim-cold|all] [--json OUT]
                                     [--baseline TTS_LAUNCH] [--variants V,V...]
 
 --baseline adds the variant "tts-launch (baseline)": another build of
@@ -28,7 +28,9 @@ named (untraced always runs).
 
 Needs root (BPF), strace, bpftrace (scripts/setup installs them) and a built
 build/tts-launch. The simulator workload generates models (bench size) once
-and warms its cache through the local hub, then starts offline.
+and warms its cache through the local hub, then starts offline; sim-cold
+(a first start) empties the download caches before every run, so that each
+one downloads the models from the local hub, which stays up.
 """
 import argparse
 import json
@@ -174,38 +176,55 @@ def run_variant(variant, workload_argv, cwd, env, tmp, port=None):
     return wall, extra
 
 
-def prepare_sim(tmp):
-    """An app dir whose cache is warm; returns (cwd, argv, env, port)."""
+def prepare_sim(tmp, cold=False):
+    """An app dir whose cache is warm; returns (cwd, argv, env, port,
+    before_each, hub). cold: the hub stays up (stop it with hub.terminate())
+    and before_each empties the download caches, so that each run
+    downloads the models from it (a first start); else before_each is None
+    and the runs start offline."""
     models = ROOT / "build" / "sim" / "bench"
     subprocess.run([PY, str(ROOT / "scripts/sim/genmodels.py"), "--size", "bench", "--out", str(models)],
                    check=True)
-    app = tmp / "app"
+    app = tmp / ("app-cold" if cold else "app")
     (app / "checkpoints").mkdir(parents=True)
     for f in (models / "checkpoints").iterdir():
         (app / "checkpoints" / f.name).symlink_to(f)
     (app / "webui.py").symlink_to(ROOT / "scripts/sim/webui.py")
     port = free_port()
-    env = {**os.environ, "HF_HOME": str(tmp / "hf_home")}
+    home = tmp / ("hf_home-cold" if cold else "hf_home")
+    env = {**os.environ, "HF_HOME": str(home)}
+    port_file = tmp / ("hub-cold.port" if cold else "hub.port")
     hub = subprocess.Popen([PY, str(ROOT / "scripts/sim/hub.py"), "--root", str(models / "hub"),
-                            "--port", "0", "--port-file", str(tmp / "hub.port")],
+                            "--port", "0", "--port-file", str(port_file)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
-            if (tmp / "hub.port").exists() and (tmp / "hub.port").read_text().strip():
+            if port_file.exists() and port_file.read_text().strip():
                 break
             time.sleep(0.05)
-        warm_env = {**env, "HF_ENDPOINT": "http://127.0.0.1:%s" % (tmp / "hub.port").read_text().strip(),
-                    "BENCH_OUT": str(tmp / "warmup")}
+        env["HF_ENDPOINT"] = "http://127.0.0.1:%s" % port_file.read_text().strip()
+        # the first start: the models downloaded once (the page cache warm
+        # for what the runs read back, as on a machine that just fetched them)
         p = subprocess.Popen(timer_argv(port) + [PY, "webui.py", "--port", str(port), "--host", "127.0.0.1"],
-                             cwd=app, env=warm_env)
+                             cwd=app, env={**env, "BENCH_OUT": str(tmp / "warmup")})
         stop_at_port(p, tmp / "warmup", port)
         if p.wait() != 0:
             raise RuntimeError("warming the cache failed (%d)" % p.returncode)
     finally:
-        hub.terminate()
-        hub.wait()
-    env["HF_HUB_OFFLINE"] = "1"
-    return app, [PY, "webui.py", "--port", str(port), "--host", "127.0.0.1"], env, port
+        if not cold:
+            hub.terminate()
+            hub.wait()
+    argv = [PY, "webui.py", "--port", str(port), "--host", "127.0.0.1"]
+    if not cold:
+        env["HF_HUB_OFFLINE"] = "1"
+        return app, argv, env, port, None, None
+
+    def empty_caches():
+        # what the downloads made: the models' cache, HF_HOME (and the
+        # Xet chunk cache in it)
+        shutil.rmtree(app / "checkpoints" / "hf_cache", ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+    return app, argv, env, port, empty_caches, hub
 
 
 SETTLE_S = 0.5  # a pause before each run, for the previous one's deferred work
@@ -214,7 +233,7 @@ SETTLE_S = 0.5  # a pause before each run, for the previous one's deferred work
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--workload", choices=["torch", "sim", "all"], default="all")
+    ap.add_argument("--workload", choices=["torch", "sim", "sim-cold", "all"], default="all")
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--baseline", help="another tts-launch build, run as a variant")
     ap.add_argument("--variants", help="comma-separated variants to run (untraced always)")
@@ -245,10 +264,15 @@ def main():
         workloads = []
         if a.workload in ("torch", "all"):
             workloads.append(("python3 -c 'import torch'", tmp, [PY, "-c", "import torch"],
-                              dict(os.environ), None))
+                              dict(os.environ), None, None, None))
         if a.workload in ("sim", "all"):
             workloads.append(("simulator start-up (warm cache) to ready",) + prepare_sim(tmp))
-        for name, cwd, argv, env, port in workloads:
+        if a.workload in ("sim-cold", "all"):
+            workloads.append(("simulator first start (models downloaded from the local hub) "
+                              "to ready",) + prepare_sim(tmp, cold=True))
+        for name, cwd, argv, env, port, before_each, hub in workloads:
+            if before_each:
+                before_each()
             run_variant("untraced", argv, cwd, env, tmp, port)  # warm the page cache
             walls = {v: [] for v in VARIANTS}
             cpus = {v: [] for v in VARIANTS}
@@ -257,6 +281,8 @@ def main():
             extras = []
 
             def run(v):
+                if before_each:
+                    before_each()
                 time.sleep(SETTLE_S)
                 w, extra = run_variant(v, argv, cwd, env, tmp, port)
                 c = extra.pop("cpu_ms")
@@ -286,6 +312,9 @@ def main():
                     before = after
                 print("%s: round %d/%d: %s" % (name, i + 1, a.runs,
                       ", ".join("%s %.0f ms" % (v, walls[v][-1]) for v in VARIANTS)), file=sys.stderr)
+            if hub:
+                hub.terminate()
+                hub.wait()
             base_w["untraced"], base_c["untraced"] = walls["untraced"], cpus["untraced"]
             results[name] = {"walls_ms": walls, "cpu_ms": cpus, "base_walls_ms": base_w,
                              "base_cpu_ms": base_c, "tts_launch": extras}
