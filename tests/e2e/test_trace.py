@@ -297,7 +297,10 @@ def test_off_cpu_per_process(work):
     procs = [p for p in tl["sched"]["processes"] if p["command"] == str(FILEOPS)]
     assert len(procs) == 2, tl["sched"]["processes"]
     quick, sleeper = sorted(procs, key=lambda p: p["sleep_ms"])
-    assert sleeper["sleep_ms"] >= 400
+    # (seen once in CI as 0.084: what the run attached and kept says why, if it comes back)
+    assert sleeper["sleep_ms"] >= 400, (tl["sched"], tl["tracing"]["probes"],
+                                        tl["tracing"]["fallbacks"], tl["tracing"]["programs"],
+                                        tl["tracing"]["lost"])
     assert quick["sleep_ms"] < 400
     assert tl["sched"]["sleep_ms"] >= sleeper["sleep_ms"] + quick["sleep_ms"]
 
