@@ -511,6 +511,36 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 	ev_submit_lazy(e);
 }
 
+/* struct sock before 6.x kept its flags itself (now sock_common's) */
+struct sock___flags_own {
+	unsigned long sk_flags;
+} __attribute__((preserve_access_index));
+
+/* The data a TCP socket moved, from its counters: what the application
+ * wrote and what it was sent. The kernel's counters are not quite that:
+ * bytes_received steps with rcv_nxt, which the peer's FIN moves by one
+ * (then the socket is SOCK_DONE), and bytes_sent counts every copy sent,
+ * retransmissions (bytes_retrans) included: a loaded machine retransmits
+ * even over loopback. */
+static __always_inline void tcp_data_bytes(const struct sock *sk, __u64 *rx, __u64 *tx)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	unsigned long flags;
+	__u64 retrans = 0;
+
+	*rx = BPF_CORE_READ(tp, bytes_received);
+	*tx = BPF_CORE_READ(tp, bytes_sent);
+	if (bpf_core_field_exists(tp->bytes_retrans))
+		retrans = BPF_CORE_READ(tp, bytes_retrans);
+	*tx = *tx > retrans ? *tx - retrans : 0;
+	if (bpf_core_field_exists(sk->__sk_common.skc_flags))
+		flags = BPF_CORE_READ(sk, __sk_common.skc_flags);
+	else
+		flags = BPF_CORE_READ((struct sock___flags_own *)sk, sk_flags);
+	if (*rx && (flags & (1ul << bpf_core_enum_value(enum sock_flags, SOCK_DONE))))
+		*rx -= 1;
+}
+
 /* [trace] syscalls = cheap: no read or write of a TCP socket is seen; when
  * a connection of the tree (accepted: r, or connected: p) ends, its
  * counters of bytes received and sent go where they would have been
@@ -519,9 +549,10 @@ static __always_inline void req_end(struct req_state *r, __u64 now)
 static __always_inline void cheap_end(const struct sock *sk, struct req_state *r,
 				      struct conn_val *p, __u64 now)
 {
-	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	__u64 rx = BPF_CORE_READ(tp, bytes_received), tx = BPF_CORE_READ(tp, bytes_sent);
+	__u64 rx, tx;
 	struct peer_key pk;
+
+	tcp_data_bytes(sk, &rx, &tx);
 
 	/* counted call by call already (libc's, libcio.bpf.c) */
 	if ((r && (r->bytes_in || r->bytes_out || r->writes)) ||

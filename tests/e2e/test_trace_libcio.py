@@ -532,3 +532,62 @@ def test_cheap_static_binary_is_said_approximate(work):
                for f in tr["fallbacks"]), tr["fallbacks"]
     f = file_entry(tl, work / "out.dat")
     assert (f["writes"], f["bytes_written"]) == (1, 60)  # the estimate at close
+
+
+# A TCP exchange whose order is fixed, by a static binary (read/write on the
+# sockets: neither libc's probed calls nor per-syscall tracepoints in cheap,
+# so the figures come from the sockets' own counters at their end): the
+# client writes 3000 bytes, the server reads them, writes 5000 and closes
+# first; the client reads to the end (the server's FIN received), then closes.
+STATIC_TCP = r"""
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	static char buf[8192];
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, s;
+	long got = 0, n;
+
+	if (l < 0 || bind(l, (void *)&a, sizeof(a)) || listen(l, 1) ||
+	    getsockname(l, (void *)&a, &al))
+		return 1;
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	if (c < 0 || connect(c, (void *)&a, sizeof(a)) || (s = accept(l, 0, 0)) < 0)
+		return 1;
+	if (write(c, buf, 3000) != 3000)
+		return 1;
+	while (got < 3000 && (n = read(s, buf, sizeof(buf))) > 0)
+		got += n;
+	if (write(s, buf, 5000) != 5000 || close(s))
+		return 1;
+	got = 0;
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		got += n;
+	close(c);
+	close(l);
+	return got == 5000 ? 0 : 1;
+}
+"""
+
+
+def test_cheap_socket_counters_count_data_not_the_fin(work):
+    """Where the bytes come from a socket's counters at its end, they are
+    what the application moved: the peer's FIN steps the kernel's
+    bytes_received by one, and retransmitted copies are in bytes_sent
+    (net.bpf.c, tcp_data_bytes)."""
+    (work / "tcp.c").write_text(STATIC_TCP)
+    r = subprocess.run(["cc", "-static", "-O1", "-o", str(work / "tcp"), str(work / "tcp.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    tl = run_mode(work, "cheap", work / "tcp")
+    assert tl["process"]["exit"]["code"] == 0
+    out = [n for n in tl["network"] if not n["inbound"] and n["connects"] == 1]
+    inn = [n for n in tl["network"] if n["inbound"]]
+    assert len(out) == 1 and len(inn) == 1, tl["network"]
+    # the client had the server's FIN before it closed: 5000, not 5001
+    assert (out[0]["bytes_out"], out[0]["bytes_in"]) == (3000, 5000), out
+    assert (inn[0]["bytes_in"], inn[0]["bytes_out"]) == (3000, 5000), inn
