@@ -552,12 +552,11 @@ static __always_inline void cheap_end(const struct sock *sk, struct req_state *r
 	__u64 rx, tx;
 	struct peer_key pk;
 
-	tcp_data_bytes(sk, &rx, &tx);
-
 	/* counted call by call already (libc's, libcio.bpf.c) */
 	if ((r && (r->bytes_in || r->bytes_out || r->writes)) ||
 	    (p && (p->bytes_in || p->bytes_out || p->writes)))
 		return;
+	tcp_data_bytes(sk, &rx, &tx);
 	if (rx)
 		peer_bytes((struct sock *)sk, rx, false, now, 1, 0, false, &pk);
 	if (tx)

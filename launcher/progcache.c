@@ -163,45 +163,56 @@ static bool images_save(struct bpf_object *obj)
 
 /* ---- the root and the entries ---- */
 
-bool progcache_init(struct progcache *c)
+/* PROGCACHE_ROOT opened and checked: a directory of a BPF filesystem, this
+ * user's, closed to others (made first when make); -1 with why, errno
+ * ENOENT when it does not exist and make is false */
+static int root_open(bool make, char *why, size_t whylen)
 {
 	struct statfs sf;
 	struct stat st;
+	int fd;
 
-	c->rootfd = c->dirfd = -1;
-	c->hit = false;
-	c->key[0] = c->why[0] = '\0';
 	if (statfs("/sys/fs/bpf", &sf) || sf.f_type != BPF_FS_MAGIC) {
-		snprintf(c->why, sizeof(c->why),
+		snprintf(why, whylen,
 			 "no BPF filesystem on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)");
-		return false;
+		errno = ENODEV;
+		return -1;
 	}
-	if (mkdir(PROGCACHE_ROOT, 0700) && errno != EEXIST) {
-		snprintf(c->why, sizeof(c->why), "cannot make " PROGCACHE_ROOT ": %s",
-			 strerror(errno));
-		return false;
+	if (make && mkdir(PROGCACHE_ROOT, 0700) && errno != EEXIST) {
+		snprintf(why, whylen, "cannot make " PROGCACHE_ROOT ": %s", strerror(errno));
+		return -1;
 	}
-	c->rootfd = open(PROGCACHE_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c->rootfd < 0 || fstat(c->rootfd, &st)) {
-		snprintf(c->why, sizeof(c->why), "cannot open " PROGCACHE_ROOT ": %s",
-			 strerror(errno));
-		goto bad;
+	fd = open(PROGCACHE_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		int err = errno;
+
+		snprintf(why, whylen, "cannot open " PROGCACHE_ROOT ": %s", strerror(err));
+		if (fd >= 0)
+			close(fd);
+		errno = err;
+		return -1;
 	}
 	/* another user's directory, or one others may write in, could hold
 	 * programs that are not ours: never used */
 	if (st.st_uid != geteuid() || (st.st_mode & 077)) {
-		snprintf(c->why, sizeof(c->why),
+		snprintf(why, whylen,
 			 PROGCACHE_ROOT " is owned by uid %u or open to others (mode %03o): not "
 					"used; remove it (rm -r " PROGCACHE_ROOT ")",
 			 (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 0777));
-		goto bad;
+		close(fd);
+		errno = EPERM;
+		return -1;
 	}
-	return true;
-bad:
-	if (c->rootfd >= 0)
-		close(c->rootfd);
-	c->rootfd = -1;
-	return false;
+	return fd;
+}
+
+bool progcache_init(struct progcache *c)
+{
+	c->dirfd = -1;
+	c->hit = false;
+	c->key[0] = c->why[0] = '\0';
+	c->rootfd = root_open(true, c->why, sizeof(c->why));
+	return c->rootfd >= 0;
 }
 
 void progcache_key(struct progcache *c, const struct bpf_object *obj, bool min_btf)
@@ -749,13 +760,12 @@ void progcache_reset(int rootfd, int dirfd)
 
 void progcache_forget(void)
 {
-	int fd = open(PROGCACHE_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
+	char why[200];
+	int fd = root_open(false, why, sizeof(why));
 
 	if (fd < 0)
 		return;
-	if (!fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & 077))
-		evict(fd, 0);
+	evict(fd, 0);
 	close(fd);
 }
 
@@ -786,10 +796,11 @@ static void entry_info(int dirfd, struct progcache_info *in)
 	struct entry_state s;
 	struct dirent *de;
 	int sfd = state_get(dirfd, &s);
+	uint64_t now = now_ns();
 
 	if (sfd >= 0) {
 		in->clean = s.clean != 0;
-		in->idle_s = s.used && now_ns() > s.used ? (double)(now_ns() - s.used) / 1e9 : 0;
+		in->idle_s = s.used && now > s.used ? (double)(now - s.used) / 1e9 : 0;
 		close(sfd);
 	}
 	if (!d) {
@@ -799,13 +810,11 @@ static void entry_info(int dirfd, struct progcache_info *in)
 	}
 	while ((de = readdir(d))) {
 		bool prog = !strncmp(de->d_name, "p_", 2), map = !strncmp(de->d_name, "m_", 2);
-		char path[PATH_MAX];
 		int fd;
 
 		if (!prog && !map)
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, de->d_name);
-		fd = bpf_obj_get(path);
+		fd = entry_get(dirfd, "", de->d_name); /* a pinned name: no dot to change */
 		if (fd < 0)
 			continue;
 		in->programs += prog;
@@ -818,34 +827,12 @@ static void entry_info(int dirfd, struct progcache_info *in)
 
 int progcache_list(struct progcache_info *v, int max, char *why, size_t whylen)
 {
-	struct statfs sf;
-	struct stat st;
 	struct dirent *de;
 	DIR *d;
-	int rootfd, n = 0;
+	int rootfd = root_open(false, why, whylen), n = 0;
 
-	if (statfs("/sys/fs/bpf", &sf) || sf.f_type != BPF_FS_MAGIC) {
-		snprintf(why, whylen,
-			 "no BPF filesystem on /sys/fs/bpf: every run verifies its programs; mount "
-			 "-t bpf bpf /sys/fs/bpf");
-		return -1;
-	}
-	rootfd = open(PROGCACHE_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (rootfd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(why, whylen, "cannot open " PROGCACHE_ROOT ": %s", strerror(errno));
-		return -1;
-	}
-	if (fstat(rootfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		snprintf(why, whylen,
-			 PROGCACHE_ROOT
-			 " is owned by uid %u or open to others (mode %03o): runs do "
-			 "not use it; remove it (rm -r " PROGCACHE_ROOT ")",
-			 (unsigned int)st.st_uid, (unsigned int)(st.st_mode & 0777));
-		close(rootfd);
-		return -1;
-	}
+	if (rootfd < 0)
+		return errno == ENOENT ? 0 : -1;
 	d = fdopendir(rootfd);
 	if (!d) {
 		snprintf(why, whylen, "cannot read " PROGCACHE_ROOT ": %s", strerror(errno));
