@@ -13,8 +13,11 @@
  * tts-launch has exited and every link of the run is closed (no kept
  * program can run any more), empties the maps, marks the entry clean and
  * lets the lock go (progcache_reset). A run that finds its entry locked
- * (another run, or a reset not yet done) loads afresh; one that finds it
- * not clean (a reset that never happened: the keeper killed) removes it.
+ * (another run, or a reset not yet done: ~50 ms after a run's exit) tries
+ * the key's next slot (PROGCACHE_SLOTS), and loads afresh and stores the
+ * load there when that slot is not made yet; with every slot locked it
+ * loads afresh and keeps nothing. One that finds its entry not clean (a
+ * reset that never happened: the keeper killed) removes it.
  *
  * How the programs get into libbpf's object without a load: libbpf loads
  * each program with its exported bpf_prog_load(), called through its PLT,
@@ -333,18 +336,31 @@ bool progcache_take(struct progcache *c, struct bpf_object *obj)
 
 	if (c->rootfd < 0)
 		return false;
-	c->dirfd = openat(c->rootfd, c->key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c->dirfd < 0) {
-		snprintf(c->why, sizeof(c->why), "none kept for these settings yet");
-		return false;
-	}
-	if (flock(c->dirfd, LOCK_EX | LOCK_NB)) {
-		snprintf(c->why, sizeof(c->why),
-			 "in use by another run, or its reset after the last run not done yet");
+	for (int slot = 1;; slot++) {
+		if (slot > 1)
+			snprintf(c->key + 16, sizeof(c->key) - 16, "-%d", slot);
+		c->dirfd =
+		    openat(c->rootfd, c->key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c->dirfd < 0) {
+			snprintf(c->why, sizeof(c->why),
+				 slot == 1 ? "none kept for these settings yet"
+					   : "the one kept is in use by another run, or its reset "
+					     "after the last run not done yet; none in a second "
+					     "slot yet");
+			return false; /* c->key: the slot a store makes */
+		}
+		if (!flock(c->dirfd, LOCK_EX | LOCK_NB))
+			break;
 		close(c->dirfd);
 		c->dirfd = -1;
-		c->key[0] = '\0'; /* it stays: nothing to store */
-		return false;
+		if (slot == PROGCACHE_SLOTS) {
+			snprintf(c->why, sizeof(c->why),
+				 "all %d kept are in use by other runs, or their resets after the "
+				 "last runs not done yet",
+				 PROGCACHE_SLOTS);
+			c->key[0] = '\0'; /* they stay: nothing to store */
+			return false;
+		}
 	}
 	if (!still_named(c->rootfd, c->dirfd, c->key)) {
 		snprintf(c->why, sizeof(c->why), "removed by another run meanwhile");
@@ -850,7 +866,7 @@ int progcache_list(struct progcache_info *v, int max, char *why, size_t whylen)
 			if (fd < 0)
 				continue;
 			memset(&v[n], 0, sizeof(v[n]));
-			snprintf(v[n].key, sizeof(v[n].key), "%.16s", de->d_name);
+			snprintf(v[n].key, sizeof(v[n].key), "%.23s", de->d_name);
 			entry_info(fd, &v[n]);
 			close(fd);
 		}

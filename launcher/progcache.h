@@ -18,12 +18,17 @@ struct bpf_object;
 #define PROGCACHE_ROOT "/sys/fs/bpf/tts-launch"
 /* how many entries are kept (the least recently used go first) */
 #define PROGCACHE_KEEP 2
+/* entries of one key: a run that finds the first in use (another run, or
+ * the reset after the last run, ~50 ms after its exit) takes the second,
+ * or makes it; so runs one right after another, or two at once, each take
+ * one. The second is named "<key>-2". */
+#define PROGCACHE_SLOTS 2
 
 struct progcache {
 	int rootfd;    /* PROGCACHE_ROOT, checked; -1: no cache */
 	int dirfd;     /* this run's entry, locked (flock LOCK_EX) until its reset; -1 */
 	bool hit;      /* the programs came from the entry */
-	char key[17];  /* the entry's name: what the programs are */
+	char key[24];  /* the entry's name: what the programs are, and its slot */
 	char why[200]; /* -v: why the entry was not reused (empty: it was, or none asked) */
 };
 
@@ -36,8 +41,10 @@ bool progcache_init(struct progcache *c);
  * with, libbpf's version) into c->key. */
 void progcache_key(struct progcache *c, const struct bpf_object *obj, bool min_btf);
 
-/* The entry of c->key, taken for this run when it exists, is clean (reset
- * after its last run) and no other run holds it; its maps then replace
+/* An entry of c->key (its first slot no other run holds), taken for this
+ * run when it exists and is clean (reset after its last run); c->key then
+ * names the slot (also when it does not exist yet: a store makes it), and
+ * its maps replace
  * obj's (obj opened, not loaded), and its programs are what obj's load
  * gets (progcache_loaded says whether each did). false: load afresh (why
  * says why). */
@@ -65,7 +72,7 @@ void progcache_forget(void);
 
 /* doctor: what is kept now. */
 struct progcache_info {
-	char key[17];
+	char key[24];		    /* with its slot */
 	bool clean;		    /* reset after its last run: the next run may take it */
 	double idle_s;		    /* since it was last taken */
 	int programs, maps;	    /* pinned */

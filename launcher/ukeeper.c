@@ -179,48 +179,75 @@ static int keeper_take(int sock, struct kept *k)
  * they let the next run of a loop come before the last close. By then the
  * followers' task (the tree's root) is gone: they follow no process, and
  * no breakpoint is left anywhere; no program runs on any of them. */
-/* The links' closes, on CLOSERS threads: each last close waits for its
- * own grace period (or two), and waits on several threads end in the same
- * ones, so the run's links are gone in a fraction of the time one after
- * another took (~1.5 s for ~80 links here), which is when a kept load's
- * maps are reset and the next run may take them (progcache.h). */
-#define CLOSERS 8
+/* The links' closes, each on a thread of its own (CLOSERS_MAX at most):
+ * each close of a perf event's link waits for a grace period of RCU
+ * tasks-trace (perf_event_detach_bpf_prog, ~28 ms here, outside any lock)
+ * and a raw tracepoint's for its text patch, and waits begun together end
+ * in the same grace period, so the run's links are gone in about the time
+ * of one or two (~50 ms for ~85 links here; ~300 ms on 8 threads, ~1.5 s
+ * one after another: BENCHMARKS.md, "The keeper's closes"), which is when a
+ * kept load's maps are reset and the next run may take them
+ * (progcache.h). */
+#define CLOSERS_MAX 128
+/* a closer's stack: it only calls close() */
+#define CLOSER_STACK (64 * 1024)
 
 struct closer {
-	const struct kept *k;
-	int from;
+	const int *fd;
+	int n, from, step;
 };
 
 static void *close_some(void *arg)
 {
 	const struct closer *c = arg;
 
-	for (int i = c->from; i < c->k->n; i += CLOSERS)
-		if (!c->k->hold[i])
-			close(c->k->fd[i]);
+	for (int i = c->from; i < c->n; i += c->step)
+		close(c->fd[i]);
 	return NULL;
 }
 
-/* the links (not the held perf events), on CLOSERS threads (on this
- * one where no thread starts) */
+/* the links (not the held perf events), on up to CLOSERS_MAX threads (on
+ * this one where no thread starts, or no memory for the list) */
 static void close_links(const struct kept *k)
 {
-	struct closer c[CLOSERS];
-	pthread_t th[CLOSERS];
-	bool started[CLOSERS] = {false};
+	struct closer c[CLOSERS_MAX];
+	pthread_t th[CLOSERS_MAX];
+	bool started[CLOSERS_MAX] = {false};
+	int *fd = malloc((k->n > 0 ? (size_t)k->n : 1) * sizeof(int));
+	pthread_attr_t attr;
+	bool small;
+	int n = 0, nt;
 
-	for (int j = 0; j < CLOSERS; j++) {
-		c[j].k = k;
-		c[j].from = j;
-		if (j > 0)
-			started[j] = !pthread_create(&th[j], NULL, close_some, &c[j]);
+	if (!fd) {
+		for (int i = 0; i < k->n; i++)
+			if (!k->hold[i])
+				close(k->fd[i]);
+		return;
 	}
-	for (int j = 0; j < CLOSERS; j++)
+	for (int i = 0; i < k->n; i++)
+		if (!k->hold[i])
+			fd[n++] = k->fd[i];
+	nt = n < CLOSERS_MAX ? n : CLOSERS_MAX;
+	small = !pthread_attr_init(&attr);
+	if (small && pthread_attr_setstacksize(&attr, CLOSER_STACK)) {
+		pthread_attr_destroy(&attr);
+		small = false;
+	}
+	for (int j = 0; j < nt; j++) {
+		c[j] = (struct closer){.fd = fd, .n = n, .from = j, .step = nt};
+		if (j > 0)
+			started[j] =
+			    !pthread_create(&th[j], small ? &attr : NULL, close_some, &c[j]);
+	}
+	for (int j = 0; j < nt; j++)
 		if (!started[j])
 			close_some(&c[j]);
-	for (int j = 1; j < CLOSERS; j++)
+	for (int j = 1; j < nt; j++)
 		if (started[j])
 			pthread_join(th[j], NULL);
+	if (small)
+		pthread_attr_destroy(&attr);
+	free(fd);
 }
 
 /* The attach lock (ukeeper.h): the directory ATTACH_LOCK_DIR, root's and

@@ -11,12 +11,15 @@ another build: the one before a change) is measured in turn, each pair of
 runs alone on the machine: the next pair starts once every keeper is gone.
 
     scripts/bench/back_to_back.py [--baseline BIN] [--runs N] [--offsets 0,1,2,4]
-                                  [--modes cheap,exact] [--loop N] [--json OUT]
+                                  [--modes cheap,exact] [--loop N] [--work-s S]
+                                  [--json OUT]
 
 With --loop N: a loop of N runs instead of pairs, each started as soon as
 the last one exited (a test suite, a user's script); per build and mode,
-the loop's wall time and the attach of its runs after the first, RUNS loops
-each, interleaved.
+the loop's wall time, the attach and launch -> exec of its runs after the
+first, and how many of those took the programs an earlier run kept loaded
+([trace] keep_loaded), RUNS loops each, interleaved. The workload sleeps
+--work-s seconds (default 0.3; 0: `python3 -c pass`).
 
 Needs root (BPF) and a built build/tts-launch.
 """
@@ -32,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trace_overhead import PY, TTS, tracer_timings  # noqa: E402
 
-WORK = [PY, "-c", "import time; time.sleep(0.3)"]
+WORK_S = 0.3
 MODES = ("cheap", "exact")
 KEEPER_WAIT_S = 120  # far above a keeper's detach (BENCHMARKS.md: 7-9 s in cheap)
 
@@ -59,9 +62,13 @@ def wait_gone(pids, what):
         time.sleep(0.02)
 
 
+def work():
+    return [PY, "-c", "import time; time.sleep(%g)" % WORK_S if WORK_S else "pass"]
+
+
 def start(tts, mode):
     return subprocess.Popen([str(tts), "run", "-v", "--timeline", "", "--set",
-                             "trace.syscalls=" + mode, "--"] + WORK,
+                             "trace.syscalls=" + mode, "--"] + work(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -89,7 +96,8 @@ def loop(tts, mode, n):
         runs.append(tracer_timings(x.communicate()[1], tts))
     wall = time.monotonic() - t0
     return {"wall_s": wall, "attach_ms": [r["attach_ms"] for r in runs[1:]],
-            "exec_ms": [r["exec_ms"] for r in runs[1:]]}
+            "exec_ms": [r["exec_ms"] for r in runs[1:]],
+            "kept": [r["kept"] for r in runs[1:]]}
 
 
 def main_loop(a, builds):
@@ -102,28 +110,34 @@ def main_loop(a, builds):
                 " ".join("%.0f" % x for x in res[name][-1]["attach_ms"])),
                 file=sys.stderr, flush=True)
     print("| build, [trace] syscalls | runs in a loop | the loop's wall (median s) | min-max |"
-          " attach of runs 2..N (median ms) | its max | launch -> exec of runs 2..N (median ms) |")
-    print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+          " attach of runs 2..N (median ms) | its max | launch -> exec of runs 2..N (median ms) |"
+          " runs 2..N with programs kept |")
+    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for name, tts, _ in builds:
         ls = res[name]
         walls = [x["wall_s"] for x in ls]
         att = [v for x in ls for v in x["attach_ms"]]
         ex = [v for x in ls for v in x["exec_ms"]]
-        print("| %s | %d | %.1f | %.1f-%.1f | %.0f | %.0f | %.0f |" % (
+        kept = [v for x in ls for v in x["kept"]]
+        print("| %s | %d | %.2f | %.2f-%.2f | %.0f | %.0f | %.1f | %d of %d |" % (
             name.replace("baseline", "baseline (%s)" % tts), a.loop, statistics.median(walls),
-            min(walls), max(walls), statistics.median(att), max(att), statistics.median(ex)))
+            min(walls), max(walls), statistics.median(att), max(att), statistics.median(ex),
+            sum(kept), len(kept)))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
 
 
 def main():
+    global WORK_S
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", help="another tts-launch build, measured alternately")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--offsets", default="0,1,2,4")
     ap.add_argument("--modes", default="cheap,exact", help="[trace] syscalls values, comma-separated")
     ap.add_argument("--loop", type=int, help="loops of this many runs instead of pairs")
+    ap.add_argument("--work-s", type=float, default=WORK_S,
+                    help="the workload's sleep in seconds (0: python3 -c pass)")
     ap.add_argument("--json")
     a = ap.parse_args()
     bad = [m for m in a.modes.split(",") if m not in MODES]
@@ -131,6 +145,9 @@ def main():
         ap.error("--modes takes %s (got %s), --runs at least 1" % (", ".join(MODES), a.modes))
     if a.loop is not None and a.loop < 2:
         ap.error("--loop takes 2 runs or more (got %d)" % a.loop)
+    if a.work_s < 0:
+        ap.error("--work-s takes 0 or more seconds (got %g)" % a.work_s)
+    WORK_S = a.work_s
     if a.baseline and not os.access(a.baseline, os.X_OK):
         ap.error("--baseline %s: not an executable file" % a.baseline)
     builds = [("this build", TTS)] + ([("baseline", Path(a.baseline))] if a.baseline else [])

@@ -39,15 +39,22 @@ def lock_free(entry):
         os.close(fd)
 
 
-def wait_reset(timeout=60):
-    """Until no entry is locked (the keepers reset them) and no keeper of
-    ours lingers on one: the next run may take it."""
+def wait_reset(timeout=60, held=()):
+    """Until no entry is locked (the keepers reset them) but those the
+    scenario holds itself: the next run may take it."""
     end = time.time() + timeout
     while time.time() < end:
-        if all(lock_free(e) for e in entries()):
+        if all(lock_free(e) for e in entries() if e not in held):
             return True
         time.sleep(0.05)
     return False
+
+
+def hold(entry):
+    """The entry's lock, as a run holds it: the fd (close it to let go)."""
+    fd = os.open(os.path.join(ROOT, entry), os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 class Runs:
@@ -120,14 +127,21 @@ def keeper_killed(r, w):
 
 def in_use(r, w):
     """Another run holds the entry (its lock): this one loads afresh and
-    leaves the entry alone."""
+    keeps its load in the key's second slot; the next run takes that one;
+    with both held, a run loads afresh and keeps nothing."""
     r.run("first", ["sleep:1"])
     r.saw("reset", wait_reset())
     held = entries()
-    fd = os.open(os.path.join(ROOT, held[0]), os.O_RDONLY | os.O_DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    one = hold(held[0])
     r.run("second", ["read:%s:1000" % data(w, "a.dat", 1000)])
-    os.close(fd)
+    r.saw("reset2", wait_reset(held=held))
+    r.saw("entries2", entries())
+    r.run("third", ["read:%s:3000" % data(w, "c.dat", 3000)])
+    r.saw("reset3", wait_reset(held=held))
+    two = hold(held[0] + "-2")
+    r.run("fourth", ["read:%s:2000" % data(w, "b.dat", 2000)])
+    os.close(one)
+    os.close(two)
     r.saw("held", held)
     r.saw("entries", entries())
 

@@ -84,14 +84,32 @@ def test_an_entry_its_keeper_never_reset_is_not_used(tmp_path, tracing_ok):
     assert (f["opens"], f["bytes_read"]) == (1, 4096), f
 
 
-def test_an_entry_in_use_is_left_alone(tmp_path, tracing_ok):
+def test_an_entry_in_use_is_left_alone_and_a_second_slot_kept(tmp_path, tracing_ok):
     runs, seen = scenario(tmp_path, "in_use")
+    key = seen["held"][0]
+    assert len(seen["held"]) == 1 and "-" not in key, seen
+    # the entry held: loaded afresh, kept in the key's second slot
     second = runs["second"]
     assert programs(second) == "loaded"
     assert "in use by another run" in second["stderr"], second["stderr"]
-    assert "programs kept loaded for the next run" not in second["stderr"]
-    assert seen["entries"] == seen["held"], seen
+    assert "programs kept loaded for the next run" in second["stderr"], second["stderr"]
+    assert seen["reset2"] and seen["entries2"] == [key, key + "-2"], seen
     assert file_entry(second["timeline"], tmp_path / "a.dat")["bytes_read"] == 1000
+    # the first still held: the next run takes the second slot, and sees
+    # only its own
+    third = runs["third"]
+    assert programs(third) == "kept", third["stderr"]
+    assert KEPT in third["stderr"] and "programs verified" not in third["stderr"]
+    f = file_entry(third["timeline"], tmp_path / "c.dat")
+    assert (f["opens"], f["bytes_read"]) == (1, 3000), f
+    assert str(tmp_path / "a.dat") not in paths(third["timeline"])
+    # both held: loaded afresh, nothing kept, both left alone
+    fourth = runs["fourth"]
+    assert programs(fourth) == "loaded"
+    assert "all 2 kept are in use by other runs" in fourth["stderr"], fourth["stderr"]
+    assert "programs kept loaded for the next run" not in fourth["stderr"]
+    assert seen["entries"] == [key, key + "-2"], seen
+    assert file_entry(fourth["timeline"], tmp_path / "b.dat")["bytes_read"] == 2000
 
 
 def test_another_users_directory_is_never_used(tmp_path, tracing_ok):
