@@ -84,6 +84,30 @@ def test_stale_policy_fail_exits_3_and_kills_nothing(app):
     assert alive(stale.pid)
 
 
+def test_stale_scan_of_a_busy_host_in_parts(app):
+    """Hundreds of processes: the scan reads them in parts on threads
+    (stale.c, SCAN_SPLIT). An instance started before the crowd and one
+    after it (the two ends of /proc's order: different parts) are both
+    found, the look-alike among them is not one."""
+    first = app.spawn([PY, "webui.py", "--port", "0"])
+    crowd = [subprocess.Popen(["sleep", "300"]) for _ in range(400)]
+    try:
+        lookalike_arg = app.spawn([PY, "-c", "import time; time.sleep(60)", "webui.py"])
+        last = app.spawn([PY, "webui.py", "--port", "0"])
+        time.sleep(0.5)
+        assert len([d for d in os.listdir("/proc") if d.isdigit()]) > 2 * 128
+        r = app.run("run", "-c", str(app.ini), "--no-trace", "--set", "stale.policy=fail")
+        assert r.returncode == 3, r.stderr
+        found = sorted(int(m) for m in re.findall(r"stale instance pid (\d+)", r.stderr))
+        assert found == sorted([first.pid, last.pid]), r.stderr
+        assert alive(first.pid) and alive(last.pid) and alive(lookalike_arg.pid)
+    finally:
+        for p in crowd:
+            p.kill()
+        for p in crowd:
+            p.wait()
+
+
 def test_bad_config_exit_2_starts_and_kills_nothing(app):
     stale = app.spawn([PY, "webui.py", "--port", "0"])
     time.sleep(0.3)
