@@ -326,34 +326,46 @@ static void entry_remove(int rootfd, const char *dir)
 	unlinkat(rootfd, dir, AT_REMOVEDIR);
 }
 
+/* c->key (16 hex digits) names slot slot: "<key>", "<key>-2", ... */
+_Static_assert(PROGCACHE_SLOTS >= 1 && PROGCACHE_SLOTS <= 9, "a slot is one digit");
+static void slot_name(struct progcache *c, int slot)
+{
+	c->key[16] = slot > 1 ? '-' : '\0';
+	c->key[17] = (char)('0' + slot);
+	c->key[18] = '\0';
+}
+
 bool progcache_take(struct progcache *c, struct bpf_object *obj)
 {
 	struct entry_state s;
 	struct bpf_program *p;
 	struct bpf_map *m;
-	int sfd;
+	int sfd, free_slot = 0;
+	bool held = false;
 	__u32 k = 0;
 
 	if (c->rootfd < 0)
 		return false;
-	for (int slot = 1;; slot++) {
-		if (slot > 1)
-			snprintf(c->key + 16, sizeof(c->key) - 16, "-%d", slot);
+	c->dirfd = -1;
+	/* the first slot no other run holds; else the first not made yet,
+	 * for the store */
+	for (int slot = 1; slot <= PROGCACHE_SLOTS && c->dirfd < 0; slot++) {
+		slot_name(c, slot);
 		c->dirfd =
 		    openat(c->rootfd, c->key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (c->dirfd < 0) {
-			snprintf(c->why, sizeof(c->why),
-				 slot == 1 ? "none kept for these settings yet"
-					   : "the one kept is in use by another run, or its reset "
-					     "after the last run not done yet; none in a second "
-					     "slot yet");
-			return false; /* c->key: the slot a store makes */
+			if (!free_slot)
+				free_slot = slot;
+			continue;
 		}
-		if (!flock(c->dirfd, LOCK_EX | LOCK_NB))
-			break;
-		close(c->dirfd);
-		c->dirfd = -1;
-		if (slot == PROGCACHE_SLOTS) {
+		if (flock(c->dirfd, LOCK_EX | LOCK_NB)) {
+			close(c->dirfd);
+			c->dirfd = -1;
+			held = true;
+		}
+	}
+	if (c->dirfd < 0) {
+		if (!free_slot) {
 			snprintf(c->why, sizeof(c->why),
 				 "all %d kept are in use by other runs, or their resets after the "
 				 "last runs not done yet",
@@ -361,6 +373,12 @@ bool progcache_take(struct progcache *c, struct bpf_object *obj)
 			c->key[0] = '\0'; /* they stay: nothing to store */
 			return false;
 		}
+		slot_name(c, free_slot); /* the store makes it */
+		snprintf(c->why, sizeof(c->why), "%s",
+			 held ? "the one kept is in use by another run, or its reset after the "
+				"last run not done yet"
+			      : "none kept for these settings yet");
+		return false;
 	}
 	if (!still_named(c->rootfd, c->dirfd, c->key)) {
 		snprintf(c->why, sizeof(c->why), "removed by another run meanwhile");
@@ -675,8 +693,13 @@ static int map_reset(int fd)
 	}
 }
 
-/* entries beyond keep, least recently used first, and pins a store left
- * half-made, removed (those in use stay) */
+/* is name a key's second (or later) slot, "<key>-N" */
+static bool later_slot(const char *name) { return strlen(name) > 16 && name[16] == '-'; }
+
+/* Entries of the settings beyond keep (the least recently used settings
+ * first, every slot of theirs), later slots idle for PROGCACHE_SLOT_IDLE_S
+ * (runs that overlapped made them; one slot a setting is what a run
+ * needs), and pins a store left half-made, removed (those in use stay) */
 static void evict(int rootfd, int keep)
 {
 	struct old {
@@ -686,6 +709,7 @@ static void evict(int rootfd, int keep)
 	int n = 0, dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
+	uint64_t now = now_ns();
 
 	if (!d) {
 		if (dfd >= 0)
@@ -706,7 +730,9 @@ static void evict(int rootfd, int keep)
 			continue;
 		}
 		if (!strncmp(de->d_name, "new-", 4) || (sfd = state_get(fd, &s)) < 0 || !keep ||
-		    n == 32) {
+		    n == 32 ||
+		    (later_slot(de->d_name) && now > s.used &&
+		     now - s.used > PROGCACHE_SLOT_IDLE_S * 1000000000ull)) {
 			entry_remove(rootfd, de->d_name);
 		} else {
 			snprintf(e[n].name, sizeof(e[n].name), "%s", de->d_name);
@@ -717,20 +743,49 @@ static void evict(int rootfd, int keep)
 		close(fd); /* after the removal: nobody takes it meanwhile */
 	}
 	closedir(d);
-	while (n > keep) {
-		int oldest = 0, fd;
+	for (;;) {
+		int keys = 0, oldest = -1;
+		uint64_t oldest_last = 0;
+		char base[17];
 
-		for (int i = 1; i < n; i++)
-			if (e[i].used < e[oldest].used)
+		/* the settings (an entry's first 16 characters), each with its
+		 * slots' latest use; the least recently used one */
+		for (int i = 0; i < n; i++) {
+			uint64_t last = 0;
+			bool first = true;
+
+			for (int j = 0; j < i && first; j++)
+				first = strncmp(e[j].name, e[i].name, 16) != 0;
+			if (!first)
+				continue;
+			keys++;
+			for (int j = i; j < n; j++)
+				if (!strncmp(e[j].name, e[i].name, 16) && e[j].used > last)
+					last = e[j].used;
+			if (oldest < 0 || last < oldest_last) {
 				oldest = i;
-		fd =
-		    openat(rootfd, e[oldest].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB) &&
-		    still_named(rootfd, fd, e[oldest].name))
-			entry_remove(rootfd, e[oldest].name);
-		if (fd >= 0)
-			close(fd);
-		e[oldest] = e[--n];
+				oldest_last = last;
+			}
+		}
+		if (keys <= keep)
+			break;
+		snprintf(base, sizeof(base), "%.16s", e[oldest].name);
+		for (int i = 0; i < n;) {
+			int fd;
+
+			if (strncmp(e[i].name, base, 16)) {
+				i++;
+				continue;
+			}
+			fd = openat(rootfd, e[i].name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB) &&
+			    still_named(rootfd, fd, e[i].name))
+				entry_remove(rootfd, e[i].name);
+			if (fd >= 0)
+				close(fd);
+			e[i] = e[--n];
+		}
 	}
 }
 

@@ -16,13 +16,16 @@ struct bpf_object;
 
 /* where entries live: one directory per key */
 #define PROGCACHE_ROOT "/sys/fs/bpf/tts-launch"
-/* how many entries are kept (the least recently used go first) */
+/* how many settings (keys) are kept (the least recently used go first,
+ * with every entry of theirs) */
 #define PROGCACHE_KEEP 2
 /* entries of one key: a run that finds the first in use (another run, or
  * the reset after the last run, ~50 ms after its exit) takes the second,
  * or makes it; so runs one right after another, or two at once, each take
- * one. The second is named "<key>-2". */
-#define PROGCACHE_SLOTS 2
+ * one. The second is named "<key>-2", and removed once idle
+ * PROGCACHE_SLOT_IDLE_S (a run needs one). */
+#define PROGCACHE_SLOTS	      2
+#define PROGCACHE_SLOT_IDLE_S 60
 
 struct progcache {
 	int rootfd;    /* PROGCACHE_ROOT, checked; -1: no cache */

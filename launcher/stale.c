@@ -385,6 +385,7 @@ int stale_find(const struct config *c, struct stale_list *out)
 	return 0;
 }
 
+/* Is pid one of the stale instances or a descendant of one? */
 static bool in_stale_tree(const struct stale_list *l, pid_t pid)
 {
 	for (pid_t p = pid; p > 1; p = proc_ppid(p))

@@ -188,7 +188,10 @@ static int keeper_take(int sock, struct kept *k)
  * one after another: BENCHMARKS.md, "The keeper's closes"), which is when a
  * kept load's maps are reset and the next run may take them
  * (progcache.h). */
-#define CLOSERS_MAX 128
+/* (~85 links a run; each thread a task of the keeper's cgroup for those
+ * ~50 ms: a pids limit (TasksMax) that refuses one leaves its links to
+ * this thread) */
+#define CLOSERS_MAX 96
 /* a closer's stack: it only calls close() */
 #define CLOSER_STACK (64 * 1024)
 

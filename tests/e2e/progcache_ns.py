@@ -19,6 +19,7 @@ from conftest import keepers_of  # this file's directory is sys.path[0]
 
 ROOT = "/sys/fs/bpf/tts-launch"
 TTS, FILEOPS = os.environ["TTS"], os.environ["FILEOPS"]
+NOSYSCALL = os.path.join(os.path.dirname(FILEOPS), "nosyscall")
 
 
 def entries():
@@ -61,9 +62,9 @@ class Runs:
     def __init__(self, work):
         self.work, self.out = work, {"runs": [], "seen": {}}
 
-    def argv(self, name, ops, *sets):
-        argv = [TTS, "run", "-v", "--timeline", os.path.join(self.work, name + ".json"),
-                "--set", "app.port=0"]
+    def argv(self, name, ops, *sets, prefix=()):
+        argv = list(prefix) + [TTS, "run", "-v", "--timeline",
+                               os.path.join(self.work, name + ".json"), "--set", "app.port=0"]
         for s in sets:
             argv += ["--set", s]
         return argv + ["--", FILEOPS] + list(ops)
@@ -74,9 +75,9 @@ class Runs:
             "name": name, "rc": p.returncode, "stderr": err,
             "timeline": json.load(open(tl)) if os.path.exists(tl) else None})
 
-    def run(self, name, ops, *sets):
-        p = subprocess.run(self.argv(name, ops, *sets), capture_output=True, text=True,
-                           cwd=self.work, timeout=120)
+    def run(self, name, ops, *sets, prefix=()):
+        p = subprocess.run(self.argv(name, ops, *sets, prefix=prefix), capture_output=True,
+                           text=True, cwd=self.work, timeout=120)
         self.done(name, p, p.stderr)
 
     def saw(self, what, value):
@@ -144,6 +145,23 @@ def in_use(r, w):
     os.close(two)
     r.saw("held", held)
     r.saw("entries", entries())
+    # the first gone (removed, or evicted): the second is still taken
+    r.saw("reset4", wait_reset())
+    subprocess.run(["rm", "-r", os.path.join(ROOT, held[0])], check=True)
+    r.run("fifth", ["read:%s:1000" % data(w, "d.dat", 1000)])
+
+
+def no_membarrier(r, w):
+    """The keeper cannot wait for a grace period (membarrier fails, as on a
+    kernel without it): the entry is let go without its reset, and the next
+    run removes it and loads afresh."""
+    r.run("first", ["read:%s:5000" % data(w, "a.dat", 5000)],
+          prefix=[NOSYSCALL, "membarrier"])
+    r.saw("reset", wait_reset())
+    r.saw("entries", entries())
+    r.run("after", ["read:%s:3000" % data(w, "b.dat", 3000)])
+    r.saw("reset2", wait_reset())
+    r.saw("entries2", entries())
 
 
 def hostile(r, w):
@@ -177,6 +195,40 @@ def evict(r, w):
         r.saw("reset%d" % port, wait_reset())
         r.saw("entries%d" % port, entries())
         r.saw("all%d" % port, sorted(os.listdir(ROOT)))
+
+
+def set_used(entry, seconds_ago):
+    """The entry's state (clean, last use: two u64, the use in realtime ns)
+    says it was last used seconds_ago, through bpftool."""
+    used = time.time_ns() - int(seconds_ago * 1e9)
+    value = (1).to_bytes(8, "little") + used.to_bytes(8, "little")
+    subprocess.run(["bpftool", "map", "update", "pinned", os.path.join(ROOT, entry, "state"),
+                    "key", "0", "0", "0", "0", "value"] + [str(b) for b in value], check=True)
+
+
+def slots_evict(r, w):
+    """A setting's second entry counts with its first: two settings stay
+    with both of the first's entries; a second entry idle a minute goes;
+    a third setting takes the place of the least recently used one, with
+    all of its entries."""
+    r.run("a1", ["sleep:1"])
+    r.saw("reset1", wait_reset())
+    a = entries()[0]
+    one = hold(a)
+    r.run("a2", ["sleep:1"])
+    r.saw("reset2", wait_reset(held=[a]))
+    os.close(one)
+    r.run("b", ["sleep:1"], "app.port=40001")
+    r.saw("reset3", wait_reset())
+    r.saw("entries3", entries())
+    set_used(a + "-2", 120)
+    r.run("b2", ["sleep:1"], "app.port=40001")
+    r.saw("reset4", wait_reset())
+    r.saw("entries4", entries())
+    r.run("c", ["sleep:1"], "app.port=40002")
+    r.saw("reset5", wait_reset())
+    r.saw("entries5", entries())
+    r.saw("a", a)
 
 
 def launcher_killed(r, w):
@@ -227,8 +279,8 @@ def doctor(r, w):
     ask("hostile")
 
 
-SCENARIOS = {f.__name__: f for f in (twice, keeper_killed, in_use, hostile, forget, evict,
-                                     launcher_killed, doctor)}
+SCENARIOS = {f.__name__: f for f in (twice, keeper_killed, in_use, no_membarrier, hostile,
+                                     forget, evict, slots_evict, launcher_killed, doctor)}
 
 if __name__ == "__main__":
     scenario, work = sys.argv[1], sys.argv[2]

@@ -4,8 +4,10 @@ mount namespace with a fresh BPF filesystem on /sys/fs/bpf
 (progcache_ns.py), so the entries are the test's own. What is checked is
 the mechanism and that nothing of one run reaches the next: a run of the
 same settings takes the entry (no verification), and its figures are its
-own and exact; a run that cannot take it (held, not reset, another user's
-directory) loads afresh; a killed launcher's unread records never reach
+own and exact; a run that finds it held takes or makes the key's second
+one; a run that cannot take one (both held, not reset: its keeper killed
+or without a grace period, another user's directory) loads afresh; a
+killed launcher's unread records never reach
 the next run; keep_loaded = false leaves nothing; at most PROGCACHE_KEEP
 entries stay; doctor says what is kept. Skipped without BPF, failed when CI is set
 (test_trace.tracing_ok)."""
@@ -110,6 +112,25 @@ def test_an_entry_in_use_is_left_alone_and_a_second_slot_kept(tmp_path, tracing_
     assert "programs kept loaded for the next run" not in fourth["stderr"]
     assert seen["entries"] == [key, key + "-2"], seen
     assert file_entry(fourth["timeline"], tmp_path / "b.dat")["bytes_read"] == 2000
+    # the first removed: the second is taken all the same
+    fifth = runs["fifth"]
+    assert seen["reset4"] and programs(fifth) == "kept", fifth["stderr"]
+    assert file_entry(fifth["timeline"], tmp_path / "d.dat")["bytes_read"] == 1000
+
+
+def test_an_entry_whose_keeper_had_no_grace_period_is_not_used(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "no_membarrier")
+    first, after = runs["first"], runs["after"]
+    assert "programs kept loaded for the next run" in first["stderr"], first["stderr"]
+    # let go (its lock free) but not reset: the next run removes it
+    assert seen["reset"] and len(seen["entries"]) == 1, seen
+    assert programs(after) == "loaded", after["stderr"]
+    assert "not reset after its last run: removed, loaded afresh" in after["stderr"]
+    f = file_entry(after["timeline"], tmp_path / "b.dat")
+    assert (f["opens"], f["bytes_read"]) == (1, 3000), f
+    assert str(tmp_path / "a.dat") not in paths(after["timeline"])
+    # and keeps its own load in its place
+    assert seen["reset2"] and seen["entries2"] == seen["entries"], seen
 
 
 def test_another_users_directory_is_never_used(tmp_path, tracing_ok):
@@ -137,6 +158,24 @@ def test_the_least_recently_used_entry_goes(tmp_path, tracing_ok):
     # a store's leftover directory (made after the first run's reset) is gone
     # with the second run's eviction
     assert "new-4194300" not in seen["all1"] + seen["all2"], seen
+
+
+def test_a_second_entry_counts_with_its_settings_and_goes_when_idle(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "slots_evict")
+    a = seen["a"]
+    assert all(seen["reset%d" % i] for i in range(1, 6)), seen
+    assert programs(runs["a2"]) == "loaded" and programs(runs["b"]) == "loaded"
+    # two settings: the first one's two entries and the second's all stay
+    e3 = seen["entries3"]
+    assert len(e3) == 3 and a in e3 and a + "-2" in e3, seen
+    b = [e for e in e3 if not e.startswith(a)][0]
+    # the second entry, idle two minutes, goes at the next run's end
+    assert programs(runs["b2"]) == "kept", runs["b2"]["stderr"]
+    assert seen["entries4"] == sorted([a, b]), seen
+    # a third setting: the least recently used one (a) goes
+    assert programs(runs["c"]) == "loaded"
+    e5 = seen["entries5"]
+    assert len(e5) == 2 and b in e5 and a not in e5, seen
 
 
 def test_a_killed_launchers_unread_records_never_reach_the_next_run(tmp_path, tracing_ok):
