@@ -180,7 +180,8 @@ static void check_kept(const struct config *c)
 	size_t at = 0;
 
 	if (n < 0) {
-		line("WARN", "kept programs", "%s", why);
+		/* none mounted: a run mounts it (progcache_init) */
+		line(errno == ENODEV && c->keep_loaded ? "OK" : "WARN", "kept programs", "%s", why);
 		return;
 	}
 	for (int i = 0; i < n && i < 8; i++) {
@@ -208,7 +209,7 @@ static void check_kept(const struct config *c)
 		line("OK", "kept programs",
 		     "%d entr%s in " PROGCACHE_ROOT
 		     ", %.1f MiB of kernel memory in all (at most %d "
-		     "kept; [trace] keep_loaded = false frees them): %s",
+		     "settings kept; [trace] keep_loaded = false frees them): %s",
 		     n, n == 1 ? "y" : "ies", (double)mem / (1 << 20), PROGCACHE_KEEP, list);
 }
 

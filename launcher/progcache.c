@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -167,19 +168,39 @@ static bool images_save(struct bpf_object *obj)
 /* ---- the root and the entries ---- */
 
 /* PROGCACHE_ROOT opened and checked: a directory of a BPF filesystem, this
- * user's, closed to others (made first when make); -1 with why, errno
- * ENOENT when it does not exist and make is false */
-static int root_open(bool make, char *why, size_t whylen)
+ * user's, closed to others (made first when make, and the BPF filesystem
+ * mounted then when there is none: *mounted set); -1 with why, errno
+ * ENOENT when it does not exist and make is false, ENODEV without a BPF
+ * filesystem */
+static int root_open(bool make, bool *mounted, char *why, size_t whylen)
 {
 	struct statfs sf;
 	struct stat st;
 	int fd;
 
 	if (statfs("/sys/fs/bpf", &sf) || sf.f_type != BPF_FS_MAGIC) {
-		snprintf(why, whylen,
-			 "no BPF filesystem on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)");
-		errno = ENODEV;
-		return -1;
+		/* as a boot without systemd leaves it (a container, a small VM):
+		 * mounted for a run, as tracefs is (hostprobe.c); closed to
+		 * others, as systemd mounts it */
+		if (make &&
+		    !mount("bpf", "/sys/fs/bpf", "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			   "mode=0700") &&
+		    !statfs("/sys/fs/bpf", &sf) && sf.f_type == BPF_FS_MAGIC) {
+			if (mounted)
+				*mounted = true;
+		} else {
+			if (make)
+				snprintf(
+				    why, whylen,
+				    "no BPF filesystem on /sys/fs/bpf, and mounting one failed: "
+				    "%s (mount -t bpf bpf /sys/fs/bpf)",
+				    strerror(errno));
+			else
+				snprintf(why, whylen,
+					 "no BPF filesystem on /sys/fs/bpf yet: a run mounts one");
+			errno = ENODEV;
+			return -1;
+		}
 	}
 	if (make && mkdir(PROGCACHE_ROOT, 0700) && errno != EEXIST) {
 		snprintf(why, whylen, "cannot make " PROGCACHE_ROOT ": %s", strerror(errno));
@@ -214,7 +235,8 @@ bool progcache_init(struct progcache *c)
 	c->dirfd = -1;
 	c->hit = false;
 	c->key[0] = c->why[0] = '\0';
-	c->rootfd = root_open(true, c->why, sizeof(c->why));
+	c->mounted = false;
+	c->rootfd = root_open(true, &c->mounted, c->why, sizeof(c->why));
 	return c->rootfd >= 0;
 }
 
@@ -832,7 +854,7 @@ void progcache_reset(int rootfd, int dirfd)
 void progcache_forget(void)
 {
 	char why[200];
-	int fd = root_open(false, why, sizeof(why));
+	int fd = root_open(false, NULL, why, sizeof(why));
 
 	if (fd < 0)
 		return;
@@ -900,7 +922,7 @@ int progcache_list(struct progcache_info *v, int max, char *why, size_t whylen)
 {
 	struct dirent *de;
 	DIR *d;
-	int rootfd = root_open(false, why, whylen), n = 0;
+	int rootfd = root_open(false, NULL, why, whylen), n = 0;
 
 	if (rootfd < 0)
 		return errno == ENOENT ? 0 : -1;

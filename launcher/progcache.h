@@ -31,12 +31,14 @@ struct progcache {
 	int rootfd;    /* PROGCACHE_ROOT, checked; -1: no cache */
 	int dirfd;     /* this run's entry, locked (flock LOCK_EX) until its reset; -1 */
 	bool hit;      /* the programs came from the entry */
+	bool mounted;  /* progcache_init mounted the BPF filesystem (there was none) */
 	char key[24];  /* the entry's name: what the programs are, and its slot */
 	char why[200]; /* -v: why the entry was not reused (empty: it was, or none asked) */
 };
 
 /* Ready to ask (rootfd open and checked: a directory of a BPF filesystem,
- * owned by this user, closed to others); false with why set. */
+ * owned by this user, closed to others; a BPF filesystem mounted on
+ * /sys/fs/bpf first when there is none: c->mounted); false with why set. */
 bool progcache_init(struct progcache *c);
 
 /* The key of an opened, configured object (its bytes, its settings'
@@ -83,8 +85,9 @@ struct progcache_info {
 };
 /* Up to max entries into v (a store's unfinished directory not counted);
  * how many there are, 0 when nothing was ever kept, -1 with why when the
- * BPF filesystem or PROGCACHE_ROOT cannot be used (the fix said). Reads
- * only: takes no entry. */
+ * BPF filesystem or PROGCACHE_ROOT cannot be used (the fix said; errno
+ * ENODEV: no BPF filesystem, which a run mounts). Reads only: takes no
+ * entry, mounts nothing. */
 int progcache_list(struct progcache_info *v, int max, char *why, size_t whylen);
 
 #endif

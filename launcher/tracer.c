@@ -463,6 +463,10 @@ struct tracer *tracer_start(const struct tracer_opts *o, char *why, size_t whyle
 		if (!progcache_init(&t->cache) && o->verbose)
 			fprintf(stderr, "tts-launch: tracer: programs not kept: %s\n",
 				t->cache.why);
+		else if (t->cache.mounted && o->verbose)
+			fprintf(stderr, "tts-launch: tracer: mounted a BPF filesystem on "
+					"/sys/fs/bpf (there was none), for the programs kept "
+					"between runs\n");
 	} else {
 		progcache_forget();
 	}

@@ -231,6 +231,29 @@ def slots_evict(r, w):
     r.saw("a", a)
 
 
+def fs_type(path):
+    return subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def unmounted(r, w):
+    """No BPF filesystem on /sys/fs/bpf (a boot without systemd): doctor
+    says a run mounts one, the first run mounts it (closed to others) and
+    keeps its programs there, the next takes them."""
+    for _ in range(4):  # the driver's, and the host's if it had one
+        if fs_type("/sys/fs/bpf") != "bpf_fs":
+            break
+        subprocess.run(["umount", "/sys/fs/bpf"], check=True)
+    r.saw("before", fs_type("/sys/fs/bpf"))
+    p = subprocess.run([TTS, "doctor"], capture_output=True, text=True, cwd=w, timeout=120)
+    r.saw("doctor", [ln for ln in p.stdout.splitlines() if "kept programs" in ln])
+    r.run("first", ["read:%s:1000" % data(w, "a.dat", 1000)])
+    r.saw("after", fs_type("/sys/fs/bpf"))
+    r.saw("mode", oct(os.stat("/sys/fs/bpf").st_mode & 0o777))
+    r.saw("reset", wait_reset())
+    r.run("second", ["read:%s:2000" % data(w, "b.dat", 2000)])
+
+
 def launcher_killed(r, w):
     """tts-launch is stopped while its tree fills the ring buffer with
     records it never reads (4000 short processes: fork, exec, exit each),
@@ -280,7 +303,8 @@ def doctor(r, w):
 
 
 SCENARIOS = {f.__name__: f for f in (twice, keeper_killed, in_use, no_membarrier, hostile,
-                                     forget, evict, slots_evict, launcher_killed, doctor)}
+                                     forget, evict, slots_evict, unmounted, launcher_killed,
+                                     doctor)}
 
 if __name__ == "__main__":
     scenario, work = sys.argv[1], sys.argv[2]

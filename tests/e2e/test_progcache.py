@@ -178,6 +178,21 @@ def test_a_second_entry_counts_with_its_settings_and_goes_when_idle(tmp_path, tr
     assert len(e5) == 2 and b in e5 and a not in e5, seen
 
 
+def test_a_run_mounts_the_bpf_filesystem_when_there_is_none(tmp_path, tracing_ok):
+    runs, seen = scenario(tmp_path, "unmounted")
+    assert seen["before"] != "bpf_fs" and seen["after"] == "bpf_fs", seen
+    assert seen["mode"] == "0o700", seen
+    [line] = seen["doctor"]
+    assert line.startswith("OK") and "a run mounts one" in line, line
+    first, second = runs["first"], runs["second"]
+    assert "mounted a BPF filesystem on /sys/fs/bpf" in first["stderr"], first["stderr"]
+    assert "programs kept loaded for the next run" in first["stderr"], first["stderr"]
+    assert programs(second) == "kept", second["stderr"]
+    assert "mounted a BPF filesystem" not in second["stderr"]
+    f = file_entry(second["timeline"], tmp_path / "b.dat")
+    assert (f["opens"], f["bytes_read"]) == (1, 2000), f
+
+
 def test_a_killed_launchers_unread_records_never_reach_the_next_run(tmp_path, tracing_ok):
     runs, seen = scenario(tmp_path, "launcher_killed")
     assert seen["forked"], seen
