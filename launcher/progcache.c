@@ -167,6 +167,36 @@ static bool images_save(struct bpf_object *obj)
 
 /* ---- the root and the entries ---- */
 
+/* A BPF filesystem mounted on /sys/fs/bpf (*mounted set, when mounted is
+ * not NULL) unless one is there by now: under a lock on the directory, so
+ * that two runs started at once do not mount two, one hiding the other's
+ * entries for good. false with errno when none could be. */
+static bool bpffs_mount(bool *mounted)
+{
+	int fd = open("/sys/fs/bpf", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct statfs sf;
+	bool ok = false;
+	int err = 0;
+
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX)) {
+		err = errno;
+	} else if (!statfs("/sys/fs/bpf", &sf) && sf.f_type == BPF_FS_MAGIC) {
+		ok = true; /* another run's, meanwhile */
+	} else if (!mount("bpf", "/sys/fs/bpf", "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0700")) {
+		ok = true;
+		if (mounted)
+			*mounted = true;
+	} else {
+		err = errno;
+	}
+	close(fd);
+	errno = err;
+	return ok;
+}
+
 /* PROGCACHE_ROOT opened and checked: a directory of a BPF filesystem, this
  * user's, closed to others (made first when make, and the BPF filesystem
  * mounted then when there is none: *mounted set); -1 with why, errno
@@ -182,13 +212,7 @@ static int root_open(bool make, bool *mounted, char *why, size_t whylen)
 		/* as a boot without systemd leaves it (a container, a small VM):
 		 * mounted for a run, as tracefs is (hostprobe.c); closed to
 		 * others, as systemd mounts it */
-		if (make &&
-		    !mount("bpf", "/sys/fs/bpf", "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			   "mode=0700") &&
-		    !statfs("/sys/fs/bpf", &sf) && sf.f_type == BPF_FS_MAGIC) {
-			if (mounted)
-				*mounted = true;
-		} else {
+		if (!make || !bpffs_mount(mounted)) {
 			if (make)
 				snprintf(
 				    why, whylen,

@@ -247,7 +247,15 @@ def unmounted(r, w):
     r.saw("before", fs_type("/sys/fs/bpf"))
     p = subprocess.run([TTS, "doctor"], capture_output=True, text=True, cwd=w, timeout=120)
     r.saw("doctor", [ln for ln in p.stdout.splitlines() if "kept programs" in ln])
-    r.run("first", ["read:%s:1000" % data(w, "a.dat", 1000)])
+    # two at once: one mount between them (bpffs_mount's lock)
+    a = data(w, "a.dat", 1000)
+    both = [subprocess.Popen(r.argv(name, ["read:%s:1000" % a]), cwd=w,
+                             stderr=subprocess.PIPE, text=True) for name in ("first", "other")]
+    for name, p in zip(("first", "other"), both):
+        _, err = p.communicate(timeout=120)
+        r.done(name, p, err)
+    r.saw("bpf_mounts", sum(1 for ln in open("/proc/self/mountinfo")
+                            if ln.split()[4] == "/sys/fs/bpf" and " - bpf " in ln))
     r.saw("after", fs_type("/sys/fs/bpf"))
     r.saw("mode", oct(os.stat("/sys/fs/bpf").st_mode & 0o777))
     r.saw("reset", wait_reset())

@@ -184,9 +184,12 @@ def test_a_run_mounts_the_bpf_filesystem_when_there_is_none(tmp_path, tracing_ok
     assert seen["mode"] == "0o700", seen
     [line] = seen["doctor"]
     assert line.startswith("OK") and "a run mounts one" in line, line
-    first, second = runs["first"], runs["second"]
-    assert "mounted a BPF filesystem on /sys/fs/bpf" in first["stderr"], first["stderr"]
-    assert "programs kept loaded for the next run" in first["stderr"], first["stderr"]
+    # two runs at once: one of them mounted it, once
+    first, other, second = runs["first"], runs["other"], runs["second"]
+    assert seen["bpf_mounts"] == 1, seen
+    said = ["mounted a BPF filesystem on /sys/fs/bpf" in r["stderr"] for r in (first, other)]
+    assert said.count(True) == 1, (first["stderr"], other["stderr"])
+    assert any("programs kept loaded for the next run" in r["stderr"] for r in (first, other))
     assert programs(second) == "kept", second["stderr"]
     assert "mounted a BPF filesystem" not in second["stderr"]
     f = file_entry(second["timeline"], tmp_path / "b.dat")
