@@ -742,17 +742,39 @@ static int map_reset(int fd)
 /* is name a key's second (or later) slot, "<key>-N" */
 static bool later_slot(const char *name) { return strlen(name) > 16 && name[16] == '-'; }
 
+struct old_entry {
+	char name[NAME_MAX + 1];
+	uint64_t used;
+};
+
+static int by_use_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct old_entry *)a)->used, y = ((const struct old_entry *)b)->used;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* the entry name removed unless a run holds it (or it was renamed) */
+static void remove_unheld(int rootfd, const char *name)
+{
+	int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (!flock(fd, LOCK_EX | LOCK_NB) && still_named(rootfd, fd, name))
+		entry_remove(rootfd, name);
+	close(fd); /* after the removal: nobody takes it meanwhile */
+}
+
 /* Entries of the settings beyond keep (the least recently used settings
  * first, every slot of theirs), later slots idle for PROGCACHE_SLOT_IDLE_S
  * (runs that overlapped made them; one slot a setting is what a run
  * needs), and pins a store left half-made, removed (those in use stay) */
 static void evict(int rootfd, int keep)
 {
-	struct old {
-		char name[NAME_MAX + 1];
-		uint64_t used;
-	} e[32];
-	int n = 0, dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct old_entry e[32];
+	char kept[32][17];
+	int n = 0, n_kept = 0, dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
 	uint64_t now = now_ns();
@@ -789,49 +811,20 @@ static void evict(int rootfd, int keep)
 		close(fd); /* after the removal: nobody takes it meanwhile */
 	}
 	closedir(d);
-	for (;;) {
-		int keys = 0, oldest = -1;
-		uint64_t oldest_last = 0;
-		char base[17];
+	/* the entries of the keep settings used last stay (a setting's last
+	 * use is its latest entry's), every other one goes */
+	qsort(e, (size_t)n, sizeof(e[0]), by_use_desc);
+	for (int i = 0; i < n; i++) {
+		bool stays = false;
 
-		/* the settings (an entry's first 16 characters), each with its
-		 * slots' latest use; the least recently used one */
-		for (int i = 0; i < n; i++) {
-			uint64_t last = 0;
-			bool first = true;
-
-			for (int j = 0; j < i && first; j++)
-				first = strncmp(e[j].name, e[i].name, 16) != 0;
-			if (!first)
-				continue;
-			keys++;
-			for (int j = i; j < n; j++)
-				if (!strncmp(e[j].name, e[i].name, 16) && e[j].used > last)
-					last = e[j].used;
-			if (oldest < 0 || last < oldest_last) {
-				oldest = i;
-				oldest_last = last;
-			}
+		for (int j = 0; j < n_kept && !stays; j++)
+			stays = !strncmp(kept[j], e[i].name, 16);
+		if (!stays && n_kept < keep && n_kept < 32) {
+			snprintf(kept[n_kept++], sizeof(kept[0]), "%.16s", e[i].name);
+			stays = true;
 		}
-		if (keys <= keep)
-			break;
-		snprintf(base, sizeof(base), "%.16s", e[oldest].name);
-		for (int i = 0; i < n;) {
-			int fd;
-
-			if (strncmp(e[i].name, base, 16)) {
-				i++;
-				continue;
-			}
-			fd = openat(rootfd, e[i].name,
-				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB) &&
-			    still_named(rootfd, fd, e[i].name))
-				entry_remove(rootfd, e[i].name);
-			if (fd >= 0)
-				close(fd);
-			e[i] = e[--n];
-		}
+		if (!stays)
+			remove_unheld(rootfd, e[i].name);
 	}
 }
 

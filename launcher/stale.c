@@ -290,45 +290,58 @@ static bool list_join(struct stale_proc **dst, size_t *dn, struct stale_proc **s
 	return true;
 }
 
-int stale_find(const struct config *c, struct stale_list *out)
+/* Every process of /proc, in its order, into *pid (freed by the caller),
+ * *n of them; -1 with errno */
+static int pid_list(pid_t **pid, size_t *n)
 {
 	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	size_t cap = 0;
+
+	*pid = NULL;
+	*n = 0;
+	if (!proc)
+		return -1;
+	while ((de = readdir(proc))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (*n == cap) {
+			pid_t *np = realloc(*pid, (cap = cap ? 2 * cap : 512) * sizeof(**pid));
+
+			if (!np) {
+				int err = errno;
+
+				closedir(proc);
+				free(*pid);
+				*pid = NULL;
+				errno = err;
+				return -1;
+			}
+			*pid = np;
+		}
+		(*pid)[(*n)++] = (pid_t)atoi(de->d_name);
+	}
+	closedir(proc);
+	return 0;
+}
+
+int stale_find(const struct config *c, struct stale_list *out)
+{
 	struct scan_part part[SCAN_PARTS];
 	pthread_t th[SCAN_PARTS];
 	bool started[SCAN_PARTS] = {false};
 	struct stale_owners owners;
 	struct lineage self;
-	struct dirent *de;
 	pid_t *pid = NULL;
-	size_t n = 0, cap = 0, per;
+	size_t n = 0, per;
 	pthread_attr_t attr;
 	cpu_set_t cpus;
 	bool away = false;
 	int parts, err = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!proc)
+	if (pid_list(&pid, &n) < 0)
 		return -1;
-	while ((de = readdir(proc))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		if (n == cap) {
-			pid_t *np = realloc(pid, (cap = cap ? 2 * cap : 512) * sizeof(*pid));
-
-			if (!np) {
-				err = errno;
-				break;
-			}
-			pid = np;
-		}
-		pid[n++] = (pid_t)atoi(de->d_name);
-	}
-	closedir(proc);
-	if (err) {
-		free(pid);
-		errno = err;
-		return -1;
-	}
 	lineage_init(&self);
 	stale_owners_init(c, &owners);
 	parts = (int)(n / SCAN_SPLIT);

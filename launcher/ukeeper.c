@@ -187,10 +187,9 @@ static int keeper_take(int sock, struct kept *k)
  * of one or two (~50 ms for ~85 links here; ~300 ms on 8 threads, ~1.5 s
  * one after another: BENCHMARKS.md, "The keeper's closes"), which is when a
  * kept load's maps are reset and the next run may take them
- * (progcache.h). */
-/* (~85 links a run; each thread a task of the keeper's cgroup for those
+ * (progcache.h). Each thread is a task of the keeper's cgroup for those
  * ~50 ms: a pids limit (TasksMax) that refuses one leaves its links to
- * this thread) */
+ * this thread. */
 #define CLOSERS_MAX 96
 /* a closer's stack: it only calls close() */
 #define CLOSER_STACK (64 * 1024)

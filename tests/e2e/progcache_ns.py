@@ -247,6 +247,9 @@ def unmounted(r, w):
     r.saw("before", fs_type("/sys/fs/bpf"))
     p = subprocess.run([TTS, "doctor"], capture_output=True, text=True, cwd=w, timeout=120)
     r.saw("doctor", [ln for ln in p.stdout.splitlines() if "kept programs" in ln])
+    # a mount refused (ENOSYS here): said, the run traced all the same
+    r.run("refused", ["sleep:1"], prefix=[NOSYSCALL, "mount"])
+    r.saw("after_refused", fs_type("/sys/fs/bpf"))
     # two at once: one mount between them (bpffs_mount's lock)
     a = data(w, "a.dat", 1000)
     both = [subprocess.Popen(r.argv(name, ["read:%s:1000" % a]), cwd=w,

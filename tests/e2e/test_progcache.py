@@ -184,6 +184,10 @@ def test_a_run_mounts_the_bpf_filesystem_when_there_is_none(tmp_path, tracing_ok
     assert seen["mode"] == "0o700", seen
     [line] = seen["doctor"]
     assert line.startswith("OK") and "a run mounts one" in line, line
+    refused = runs["refused"]
+    assert programs(refused) == "loaded" and seen["after_refused"] != "bpf_fs", seen
+    assert ("no BPF filesystem on /sys/fs/bpf, and mounting one failed: Function not "
+            "implemented (mount -t bpf bpf /sys/fs/bpf)") in refused["stderr"], refused["stderr"]
     # two runs at once: one of them mounted it, once
     first, other, second = runs["first"], runs["other"], runs["second"]
     assert seen["bpf_mounts"] == 1, seen

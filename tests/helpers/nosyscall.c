@@ -33,6 +33,7 @@ static const struct {
 	long nr;
 } calls[] = {
     {"membarrier", SYS_membarrier},
+    {"mount", SYS_mount},
 };
 
 int main(int argc, char **argv)
@@ -43,7 +44,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], calls[i].name))
 			nr = calls[i].nr;
 	if (nr < 0) {
-		fprintf(stderr, "usage: nosyscall NAME COMMAND [ARG...] (NAME: membarrier)\n");
+		fprintf(stderr,
+			"usage: nosyscall NAME COMMAND [ARG...] (NAME: membarrier, mount)\n");
 		return 127;
 	}
 	struct sock_filter f[] = {
