@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct elfsym {
@@ -78,6 +79,147 @@ static uint64_t file_offset(Elf *elf, size_t shndx, uint64_t value)
 	return sh.sh_offset + (value - sh.sh_addr);
 }
 
+static bool want(int type, bool funcs_only)
+{
+	return !funcs_only || type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+static struct elfsym_sym sym_of(Elf *elf, const GElf_Sym *s)
+{
+	int type = GELF_ST_TYPE(s->st_info);
+
+	return (struct elfsym_sym){.found = true,
+				   .func = type == STT_FUNC || type == STT_GNU_IFUNC,
+				   .value = s->st_value,
+				   .size = s->st_size,
+				   .offset = file_offset(elf, s->st_shndx, s->st_value)};
+}
+
+static bool pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	return pread(fd, buf, len, (off_t)off) == (ssize_t)len;
+}
+
+/* ---- by the GNU hash table ----
+ *
+ * The dynamic loader's own index of .dynsym (SHT_GNU_HASH; the format as
+ * the GNU toolchain writes it: nbuckets, symoffset, bloom words, bloom
+ * shift; the bloom filter of 64-bit words; a bucket per hash, the first
+ * symbol index of its chain; then a word per symbol from symoffset, its
+ * hash with the low bit marking the end of a chain). A name is a few small
+ * reads: the walk of all of .dynsym read whole (libc: ~90 KB of tables,
+ * Python's executable ~400 KB) was ~0.5 ms of a start on these VMs, most
+ * of it the first touch of the memory it was read into. */
+struct gnu_hash {
+	uint64_t off, size;			       /* the table in the file */
+	uint64_t sym_off, sym_size, str_off, str_size; /* .dynsym, its strings */
+	uint32_t nbuckets, symoffset, bloom_size, bloom_shift;
+};
+
+static uint32_t gnu_hash_of(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	return h;
+}
+
+/* the ELF64 table for the .dynsym section dynsym, checked against the file */
+static bool gnu_hash_find(struct elfsym *e, Elf_Scn *dynsym, const GElf_Shdr *dsh,
+			  struct gnu_hash *g)
+{
+	size_t dyn = elf_ndxscn(dynsym);
+	Elf_Scn *scn = NULL, *strs = elf_getscn(e->elf, dsh->sh_link);
+	GElf_Shdr sh, ssh;
+	uint32_t hdr[4];
+	struct stat st;
+
+	if (e->eh.e_ident[EI_CLASS] != ELFCLASS64 || e->eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    dsh->sh_entsize != sizeof(Elf64_Sym) || !strs || !gelf_getshdr(strs, &ssh) ||
+	    ssh.sh_type != SHT_STRTAB || fstat(e->fd, &st))
+		return false;
+	while ((scn = elf_nextscn(e->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH && sh.sh_link == dyn)
+			break;
+	if (!scn || sh.sh_size < sizeof(hdr) || sh.sh_offset > (uint64_t)st.st_size ||
+	    sh.sh_size > (uint64_t)st.st_size - sh.sh_offset ||
+	    dsh->sh_offset > (uint64_t)st.st_size ||
+	    dsh->sh_size > (uint64_t)st.st_size - dsh->sh_offset ||
+	    ssh.sh_offset > (uint64_t)st.st_size ||
+	    ssh.sh_size > (uint64_t)st.st_size - ssh.sh_offset ||
+	    !pread_all(e->fd, hdr, sizeof(hdr), sh.sh_offset))
+		return false;
+	*g = (struct gnu_hash){.off = sh.sh_offset,
+			       .size = sh.sh_size,
+			       .sym_off = dsh->sh_offset,
+			       .sym_size = dsh->sh_size,
+			       .str_off = ssh.sh_offset,
+			       .str_size = ssh.sh_size,
+			       .nbuckets = hdr[0],
+			       .symoffset = hdr[1],
+			       .bloom_size = hdr[2],
+			       .bloom_shift = hdr[3]};
+	/* the buckets and bloom words inside the table, the chains after them */
+	return g->nbuckets && g->bloom_size &&
+	       16 + 8ull * g->bloom_size + 4ull * g->nbuckets <= g->size;
+}
+
+/* name's first wanted definition: 1 found, 0 absent, -1 the table is not
+ * to be trusted (the walk of .dynsym decides) */
+static int gnu_hash_lookup(struct elfsym *e, const struct gnu_hash *g, const char *name,
+			   bool funcs_only, struct elfsym_sym *out)
+{
+	uint32_t h = gnu_hash_of(name), h2, idx, ch;
+	uint64_t word, mask, buckets = g->off + 16 + 8ull * g->bloom_size;
+	uint64_t chains = buckets + 4ull * g->nbuckets;
+	size_t len = strlen(name);
+
+	if (!pread_all(e->fd, &word, sizeof(word), g->off + 16 + 8ull * ((h / 64) % g->bloom_size)))
+		return -1;
+	h2 = g->bloom_shift < 32 ? h >> g->bloom_shift : 0;
+	mask = (1ull << (h % 64)) | (1ull << (h2 % 64));
+	if ((word & mask) != mask)
+		return 0;
+	if (!pread_all(e->fd, &idx, sizeof(idx), buckets + 4ull * (h % g->nbuckets)))
+		return -1;
+	if (idx == 0)
+		return 0;
+	if (idx < g->symoffset)
+		return -1;
+	for (;; idx++) {
+		uint64_t at = chains + 4ull * (idx - g->symoffset);
+		Elf64_Sym s;
+		char got[256];
+
+		if (at + 4 > g->off + g->size || !pread_all(e->fd, &ch, sizeof(ch), at) ||
+		    (uint64_t)idx * sizeof(s) + sizeof(s) > g->sym_size)
+			return -1;
+		if ((ch | 1) == (h | 1)) {
+			if (!pread_all(e->fd, &s, sizeof(s),
+				       g->sym_off + (uint64_t)idx * sizeof(s)))
+				return -1;
+			if (len < sizeof(got) && s.st_name < g->str_size &&
+			    len + 1 <= g->str_size - s.st_name &&
+			    pread_all(e->fd, got, len + 1, g->str_off + s.st_name) &&
+			    !memcmp(got, name, len + 1) && s.st_shndx != SHN_UNDEF &&
+			    want(ELF64_ST_TYPE(s.st_info), funcs_only)) {
+				GElf_Sym gs = {.st_name = s.st_name,
+					       .st_info = s.st_info,
+					       .st_other = s.st_other,
+					       .st_shndx = s.st_shndx,
+					       .st_value = s.st_value,
+					       .st_size = s.st_size};
+
+				*out = sym_of(e->elf, &gs);
+				return 1;
+			}
+		}
+		if (ch & 1)
+			return 0;
+	}
+}
+
 int elfsym_lookup(struct elfsym *e, const char *const *names, size_t n, bool funcs_only,
 		  struct elfsym_sym *out)
 {
@@ -88,30 +230,37 @@ int elfsym_lookup(struct elfsym *e, const char *const *names, size_t n, bool fun
 	while (found < (int)n && (scn = elf_nextscn(e->elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
+		struct gnu_hash g;
+		bool walk = false;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
 			continue;
+		/* by the hash table; walked when it has none or cannot be trusted */
+		if (gnu_hash_find(e, scn, &sh, &g)) {
+			for (size_t k = 0; k < n && !walk; k++) {
+				int r = out[k].found
+					    ? 0
+					    : gnu_hash_lookup(e, &g, names[k], funcs_only, &out[k]);
+
+				walk = r < 0;
+				found += r > 0;
+			}
+			if (!walk)
+				continue;
+		}
 		d = elf_getdata(scn, NULL);
 		for (size_t i = 0; d && found < (int)n && i < sh.sh_size / sh.sh_entsize; i++) {
 			GElf_Sym s;
 			const char *name;
-			int type;
 
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
-				continue;
-			type = GELF_ST_TYPE(s.st_info);
-			if (funcs_only && type != STT_FUNC && type != STT_GNU_IFUNC)
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			    !want(GELF_ST_TYPE(s.st_info), funcs_only))
 				continue;
 			name = elf_strptr(e->elf, sh.sh_link, s.st_name);
 			for (size_t k = 0; name && k < n; k++) {
 				if (out[k].found || strcmp(name, names[k]))
 					continue;
-				out[k] = (struct elfsym_sym){
-				    .found = true,
-				    .func = type == STT_FUNC || type == STT_GNU_IFUNC,
-				    .value = s.st_value,
-				    .size = s.st_size,
-				    .offset = file_offset(e->elf, s.st_shndx, s.st_value)};
+				out[k] = sym_of(e->elf, &s);
 				found++;
 			}
 		}

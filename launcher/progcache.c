@@ -20,13 +20,13 @@
  * reset that never happened: the keeper killed) removes it.
  *
  * How the programs get into libbpf's object without a load: libbpf loads
- * each program with its exported bpf_prog_load(), called through its PLT,
- * so this executable's own bpf_prog_load() (below) is the one it calls.
- * While an entry is being taken (armed) it answers a program of the entry
- * by name with the pinned program's fd, which libbpf then owns as if it
- * had loaded it; every other call goes on to libbpf's own. If libbpf were
- * linked so that this cannot happen, the load simply verifies as before
- * and progcache_loaded says so. The maps come in through
+ * each program with bpf_prog_load(), and libbpf is linked in with that
+ * symbol wrapped (the Makefile: ld's --wrap), so its calls come to
+ * __wrap_bpf_prog_load (below). While an entry is being taken (armed) it
+ * answers a program of the entry by name with the pinned program's fd,
+ * which libbpf then owns as if it had loaded it; every other call goes on
+ * to libbpf's own (__real_bpf_prog_load). Were libbpf linked another way,
+ * the load would simply verify as before, and progcache_loaded says so. The maps come in through
  * bpf_map__reuse_fd, libbpf's own way. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -78,14 +78,18 @@ static struct armed {
 static int n_armed, n_served, n_passed;
 static bool arming;
 
-typedef int (*prog_load_fn)(enum bpf_prog_type, const char *, const char *, const struct bpf_insn *,
-			    size_t, const struct bpf_prog_load_opts *);
+/* libbpf's own, and this file's wrapper of it (ld --wrap=bpf_prog_load) */
+int __real_bpf_prog_load(enum bpf_prog_type type, const char *name, const char *license,
+			 const struct bpf_insn *insns, size_t insn_cnt,
+			 const struct bpf_prog_load_opts *o);
+int __wrap_bpf_prog_load(enum bpf_prog_type type, const char *name, const char *license,
+			 const struct bpf_insn *insns, size_t insn_cnt,
+			 const struct bpf_prog_load_opts *o);
 
-int bpf_prog_load(enum bpf_prog_type type, const char *name, const char *license,
-		  const struct bpf_insn *insns, size_t insn_cnt, const struct bpf_prog_load_opts *o)
+int __wrap_bpf_prog_load(enum bpf_prog_type type, const char *name, const char *license,
+			 const struct bpf_insn *insns, size_t insn_cnt,
+			 const struct bpf_prog_load_opts *o)
 {
-	static prog_load_fn real;
-
 	if (arming && name) {
 		int fd;
 
@@ -105,16 +109,7 @@ int bpf_prog_load(enum bpf_prog_type type, const char *name, const char *license
 		}
 		n_passed++;
 	}
-	if (!real) {
-		real = (prog_load_fn)dlvsym(RTLD_NEXT, "bpf_prog_load", "LIBBPF_0.6.0");
-		if (!real)
-			real = (prog_load_fn)dlsym(RTLD_NEXT, "bpf_prog_load");
-		if (!real) {
-			errno = ENOSYS;
-			return -ENOSYS;
-		}
-	}
-	return real(type, name, license, insns, insn_cnt, o);
+	return __real_bpf_prog_load(type, name, license, insns, insn_cnt, o);
 }
 
 /* the writable globals' (.bss, .data) initial images, for after the load */
@@ -278,7 +273,8 @@ void progcache_key(struct progcache *c, const struct bpf_object *obj, bool min_b
 	h = fnv1a(h, kid, strlen(kid) + 1);
 	h = fnv1a(h, &min_btf, sizeof(min_btf));
 	/* the library that relocated them (its version says v1.1 for every
-	 * 1.1.x: the file itself, as this process mapped it) */
+	 * 1.1.x: the file itself, as this process mapped it; linked in, so
+	 * this executable) */
 	h = fnv1a(h, libbpf_version_string(), strlen(libbpf_version_string()) + 1);
 	if (dladdr((void *)libbpf_version_string, &dl) && dl.dli_fname &&
 	    !stat(dl.dli_fname, &lib)) {

@@ -156,25 +156,13 @@ static void stale_groups(void)
 	closedir(dp);
 }
 
-/* One tracefs uprobe (ret: uretprobe) at libc:off, named name in the shared group: its
- * tracepoint id, or -errno. Defined already (EEXIST: "the exact same probe
- * event", by a run before or beside this one) is as good: the name says
- * the file and the offset, so a definition of that name is this one. */
-static long probe_define(const char *name, const char *libc, uint64_t off, uint64_t ref_ctr,
-			 bool ret)
+/* The tracepoint id of the shared group's definition name, or -errno
+ * (-ENOENT: none of that name) */
+static long probe_id(const char *name)
 {
-	char cmd[PATH_MAX + 160], path[PATH_MAX], idbuf[32], rc[32] = "";
-	int fd, err, n;
+	char path[PATH_MAX], idbuf[32];
+	int fd, n;
 
-	/* a USDT probe's semaphore: the kernel counts it up in each process
-	 * the probe is installed in (CPython tests it before it calls the probe) */
-	if (ref_ctr)
-		snprintf(rc, sizeof(rc), "(0x%llx)", (unsigned long long)ref_ctr);
-	snprintf(cmd, sizeof(cmd), "%c:" GROUP "/%s %s:0x%llx%s\n", ret ? 'r' : 'p', name, libc,
-		 (unsigned long long)off, rc);
-	err = write_str(TRACEFS "/uprobe_events", cmd);
-	if (err && err != EEXIST)
-		return -err;
 	snprintf(path, sizeof(path), TRACEFS "/events/" GROUP "/%s/id", name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -185,6 +173,33 @@ static long probe_define(const char *name, const char *libc, uint64_t off, uint6
 		return -EIO;
 	idbuf[n] = 0;
 	return (long)strtoul(idbuf, NULL, 10);
+}
+
+/* One tracefs uprobe (ret: uretprobe) at libc:off, named name in the shared
+ * group: its tracepoint id, or -errno. The name says the file and the
+ * offset, so a definition of that name is this one: one made by a run
+ * before or beside this one is taken as it is (its id read first: a
+ * definition written again costs its parse under the kernel's event mutex,
+ * ~20-40 us a site, to be told EEXIST). */
+static long probe_define(const char *name, const char *libc, uint64_t off, uint64_t ref_ctr,
+			 bool ret)
+{
+	char cmd[PATH_MAX + 160], rc[32] = "";
+	long id = probe_id(name);
+	int err;
+
+	if (id != -ENOENT)
+		return id;
+	/* a USDT probe's semaphore: the kernel counts it up in each process
+	 * the probe is installed in (CPython tests it before it calls the probe) */
+	if (ref_ctr)
+		snprintf(rc, sizeof(rc), "(0x%llx)", (unsigned long long)ref_ctr);
+	snprintf(cmd, sizeof(cmd), "%c:" GROUP "/%s %s:0x%llx%s\n", ret ? 'r' : 'p', name, libc,
+		 (unsigned long long)off, rc);
+	err = write_str(TRACEFS "/uprobe_events", cmd);
+	if (err && err != EEXIST)
+		return -err;
+	return probe_id(name);
 }
 
 /* A perf event of tracepoint id bound to pid (inherit: and, copied at

@@ -265,6 +265,115 @@ static void test_libc_symbol_matches_the_loader(void **state)
 	elfsym_close(e);
 }
 
+/* Many names at once, as the libc probes and the CUDA probes look them up:
+ * through the library's GNU hash table, each value where the loader put it;
+ * a variable is no function; a name it lacks is not found. */
+static const char *const libc_names[] = {
+    "read",    "write",	   "pread64", "pwrite64", "readv",	 "writev", "preadv",	  "pwritev",
+    "preadv2", "pwritev2", "getpid",  "malloc",	  "getaddrinfo", "qsort",  "no_such_fn_x"};
+#define N_LIBC_NAMES (sizeof(libc_names) / sizeof(libc_names[0]))
+
+static void libc_file(char *path, size_t len)
+{
+	Dl_info info;
+
+	assert_true(dladdr(dlsym(RTLD_DEFAULT, "getpid"), &info) != 0);
+	snprintf(path, len, "%s", info.dli_fname);
+}
+
+static void check_libc_names(const char *path)
+{
+	struct elfsym_sym s[N_LIBC_NAMES], env;
+	char why[512], lib[512];
+	struct elfsym *e = elfsym_open(path, why, sizeof(why));
+	Dl_info info;
+
+	assert_non_null(e);
+	libc_file(lib, sizeof(lib));
+	assert_true(dladdr(dlsym(RTLD_DEFAULT, "getpid"), &info) != 0);
+	assert_int_equal(elfsym_lookup(e, libc_names, N_LIBC_NAMES, true, s), N_LIBC_NAMES - 1);
+	for (size_t i = 0; i + 1 < N_LIBC_NAMES; i++) {
+		void *addr = dlsym(RTLD_DEFAULT, libc_names[i]);
+
+		assert_true(s[i].found);
+		assert_true(s[i].func);
+		assert_true(s[i].offset > 0);
+		if (addr && dladdr(addr, &info) && !strcmp(info.dli_fname, lib) &&
+		    strcmp(libc_names[i], "getaddrinfo"))
+			assert_int_equal(s[i].value - elfsym_base_vaddr(e),
+					 (uintptr_t)addr - (uintptr_t)info.dli_fbase);
+	}
+	assert_false(s[N_LIBC_NAMES - 1].found);
+	/* environ: a variable, found as one, not as a function */
+	assert_true(elfsym_find(e, "environ", &env));
+	assert_false(env.func);
+	assert_int_equal(elfsym_lookup(e, (const char *const[]){"environ"}, 1, true, &env), 0);
+	elfsym_close(e);
+}
+
+static void test_libc_names_by_its_hash_table(void **state)
+{
+	char lib[512];
+
+	(void)state;
+	libc_file(lib, sizeof(lib));
+	check_libc_names(lib);
+}
+
+/* The same answers from a copy whose GNU hash table is broken: zeroed (no
+ * buckets: not used), or its bloom words and buckets all ones (chains
+ * pointing past the table): .dynsym is walked instead. */
+static void test_a_broken_hash_table_is_walked_past(void **state)
+{
+	char lib[512];
+	FILE *f;
+	long size;
+	unsigned char *b;
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh;
+	const Elf64_Shdr *hash = NULL;
+
+	(void)state;
+	libc_file(lib, sizeof(lib));
+	f = fopen(lib, "rb");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	assert_true(size > 0);
+	rewind(f);
+	b = malloc((size_t)size);
+	assert_non_null(b);
+	assert_int_equal(fread(b, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	eh = (const Elf64_Ehdr *)b;
+	sh = (const Elf64_Shdr *)(b + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type == SHT_GNU_HASH)
+			hash = &sh[i];
+	assert_non_null(hash);
+	{
+		uint32_t *h = (uint32_t *)(b + hash->sh_offset);
+		size_t head = 16 + 8 * (size_t)h[2] + 4 * (size_t)h[0];
+		unsigned char *keep = malloc(head);
+
+		assert_non_null(keep);
+		memcpy(keep, h, head);
+		memset(h, 0xff, head);
+		h[0] = 1; /* one bucket, */
+		h[1] = 1; /* symoffset 1, */
+		h[2] = 1; /* one bloom word, */
+		h[3] = 6; /* its shift: every name passes the bloom */
+		check_libc_names(put("libc-hash-ones", b, (size_t)size));
+		memset(h, 0, head);
+		check_libc_names(put("libc-hash-zero", b, (size_t)size));
+		memcpy(h, keep, head);
+		free(keep);
+	}
+	/* intact again: the copy answers as the library does */
+	check_libc_names(put("libc-hash-intact", b, (size_t)size));
+	free(b);
+}
+
 /* ---- broken files ---- */
 
 static void test_not_elf_is_a_clean_error(void **state)
@@ -549,6 +658,8 @@ int main(void)
 	    cmocka_unit_test(test_symbols_values_and_file_offsets),
 	    cmocka_unit_test(test_needed_and_runpath),
 	    cmocka_unit_test(test_libc_symbol_matches_the_loader),
+	    cmocka_unit_test(test_libc_names_by_its_hash_table),
+	    cmocka_unit_test(test_a_broken_hash_table_is_walked_past),
 	    cmocka_unit_test(test_not_elf_is_a_clean_error),
 	    cmocka_unit_test(test_truncated_at_every_length),
 	    cmocka_unit_test(test_tables_pointing_outside),
