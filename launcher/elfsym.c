@@ -13,10 +13,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* .dynsym's GNU hash table (see "by the GNU hash table" below) */
+struct gnu_hash {
+	uint64_t off, size;			       /* the table in the file */
+	uint64_t sym_off, sym_size, str_off, str_size; /* .dynsym, its strings */
+	uint32_t nbuckets, symoffset, bloom_size, bloom_shift;
+};
+
 struct elfsym {
 	int fd;
 	Elf *elf;
 	GElf_Ehdr eh;
+	int hash_state; /* 0: not looked for yet, 1: hash usable, -1: none usable */
+	struct gnu_hash hash;
 };
 
 struct elfsym *elfsym_open(const char *path, char *why, size_t whylen)
@@ -79,17 +88,23 @@ static uint64_t file_offset(Elf *elf, size_t shndx, uint64_t value)
 	return sh.sh_offset + (value - sh.sh_addr);
 }
 
-static bool want(int type, bool funcs_only)
+static bool is_func(const GElf_Sym *s)
 {
-	return !funcs_only || type == STT_FUNC || type == STT_GNU_IFUNC;
+	int type = GELF_ST_TYPE(s->st_info);
+
+	return type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+/* a definition that counts for the lookup */
+static bool wanted(const GElf_Sym *s, bool funcs_only)
+{
+	return s->st_shndx != SHN_UNDEF && (!funcs_only || is_func(s));
 }
 
 static struct elfsym_sym sym_of(Elf *elf, const GElf_Sym *s)
 {
-	int type = GELF_ST_TYPE(s->st_info);
-
 	return (struct elfsym_sym){.found = true,
-				   .func = type == STT_FUNC || type == STT_GNU_IFUNC,
+				   .func = is_func(s),
 				   .value = s->st_value,
 				   .size = s->st_size,
 				   .offset = file_offset(elf, s->st_shndx, s->st_value)};
@@ -110,12 +125,6 @@ static bool pread_all(int fd, void *buf, size_t len, uint64_t off)
  * reads: the walk of all of .dynsym read whole (libc: ~90 KB of tables,
  * Python's executable ~400 KB) was ~0.5 ms of a start on these VMs, most
  * of it the first touch of the memory it was read into. */
-struct gnu_hash {
-	uint64_t off, size;			       /* the table in the file */
-	uint64_t sym_off, sym_size, str_off, str_size; /* .dynsym, its strings */
-	uint32_t nbuckets, symoffset, bloom_size, bloom_shift;
-};
-
 static uint32_t gnu_hash_of(const char *name)
 {
 	uint32_t h = 5381;
@@ -125,8 +134,9 @@ static uint32_t gnu_hash_of(const char *name)
 	return h;
 }
 
-/* the ELF64 table for the .dynsym section dynsym, checked against the file */
-static bool gnu_hash_find(struct elfsym *e, Elf_Scn *dynsym, const GElf_Shdr *dsh,
+/* the ELF64 table for the .dynsym section dynsym, checked against the file
+ * (into g) */
+static bool gnu_hash_read(struct elfsym *e, Elf_Scn *dynsym, const GElf_Shdr *dsh,
 			  struct gnu_hash *g)
 {
 	size_t dyn = elf_ndxscn(dynsym);
@@ -165,6 +175,14 @@ static bool gnu_hash_find(struct elfsym *e, Elf_Scn *dynsym, const GElf_Shdr *ds
 	       16 + 8ull * g->bloom_size + 4ull * g->nbuckets <= g->size;
 }
 
+/* the table, looked for once per file (elfsym_find is called name by name) */
+static const struct gnu_hash *gnu_hash_find(struct elfsym *e, Elf_Scn *dynsym, const GElf_Shdr *dsh)
+{
+	if (!e->hash_state)
+		e->hash_state = gnu_hash_read(e, dynsym, dsh, &e->hash) ? 1 : -1;
+	return e->hash_state > 0 ? &e->hash : NULL;
+}
+
 /* name's first wanted definition: 1 found, 0 absent, -1 the table is not
  * to be trusted (the walk of .dynsym decides) */
 static int gnu_hash_lookup(struct elfsym *e, const struct gnu_hash *g, const char *name,
@@ -189,7 +207,7 @@ static int gnu_hash_lookup(struct elfsym *e, const struct gnu_hash *g, const cha
 		return -1;
 	for (;; idx++) {
 		uint64_t at = chains + 4ull * (idx - g->symoffset);
-		Elf64_Sym s;
+		GElf_Sym s; /* Elf64_Sym itself */
 		char got[256];
 
 		if (at + 4 > g->off + g->size || !pread_all(e->fd, &ch, sizeof(ch), at) ||
@@ -202,16 +220,8 @@ static int gnu_hash_lookup(struct elfsym *e, const struct gnu_hash *g, const cha
 			if (len < sizeof(got) && s.st_name < g->str_size &&
 			    len + 1 <= g->str_size - s.st_name &&
 			    pread_all(e->fd, got, len + 1, g->str_off + s.st_name) &&
-			    !memcmp(got, name, len + 1) && s.st_shndx != SHN_UNDEF &&
-			    want(ELF64_ST_TYPE(s.st_info), funcs_only)) {
-				GElf_Sym gs = {.st_name = s.st_name,
-					       .st_info = s.st_info,
-					       .st_other = s.st_other,
-					       .st_shndx = s.st_shndx,
-					       .st_value = s.st_value,
-					       .st_size = s.st_size};
-
-				*out = sym_of(e->elf, &gs);
+			    !memcmp(got, name, len + 1) && wanted(&s, funcs_only)) {
+				*out = sym_of(e->elf, &s);
 				return 1;
 			}
 		}
@@ -230,17 +240,17 @@ int elfsym_lookup(struct elfsym *e, const char *const *names, size_t n, bool fun
 	while (found < (int)n && (scn = elf_nextscn(e->elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
-		struct gnu_hash g;
+		const struct gnu_hash *g;
 		bool walk = false;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
 			continue;
 		/* by the hash table; walked when it has none or cannot be trusted */
-		if (gnu_hash_find(e, scn, &sh, &g)) {
+		if ((g = gnu_hash_find(e, scn, &sh))) {
 			for (size_t k = 0; k < n && !walk; k++) {
 				int r = out[k].found
 					    ? 0
-					    : gnu_hash_lookup(e, &g, names[k], funcs_only, &out[k]);
+					    : gnu_hash_lookup(e, g, names[k], funcs_only, &out[k]);
 
 				walk = r < 0;
 				found += r > 0;
@@ -253,8 +263,7 @@ int elfsym_lookup(struct elfsym *e, const char *const *names, size_t n, bool fun
 			GElf_Sym s;
 			const char *name;
 
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
-			    !want(GELF_ST_TYPE(s.st_info), funcs_only))
+			if (!gelf_getsym(d, (int)i, &s) || !wanted(&s, funcs_only))
 				continue;
 			name = elf_strptr(e->elf, sh.sh_link, s.st_name);
 			for (size_t k = 0; name && k < n; k++) {

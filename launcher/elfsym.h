@@ -1,10 +1,11 @@
 /* elfsym: what the launcher reads of an ELF file's dynamic part, in one
  * place: a defined dynamic symbol's value and the file offset of its bytes
  * (a uprobe's offset; where a variable's initial value lies), several names
- * looked up in one walk of .dynsym, the DT_NEEDED entry that starts with a
- * prefix and the RUNPATH/RPATH, and the vaddr of the segment at file offset
- * 0. Used by gpu.c (which CUDA library exports what, and where) and
- * pyframes.c (where _PyRuntime and Py_Version are).
+ * looked up at once (by the GNU hash table, else in one walk of .dynsym),
+ * the DT_NEEDED entry that starts with a prefix and the RUNPATH/RPATH, and
+ * the vaddr of the segment at file offset 0. Used by gpu.c (which CUDA
+ * library exports what, and where), pyframes.c (where _PyRuntime and
+ * Py_Version are) and tracer_libcio.c (libc's read/write family).
  *
  * Malformed or truncated files are errors, never a crash: elfsym_open says
  * why, a lookup in a file whose tables do not fit in it finds nothing. */
@@ -37,7 +38,8 @@ struct elfsym_sym {
 };
 
 /* names[0..n) looked up among the defined (not SHN_UNDEF) symbols of
- * .dynsym in one walk; out[i] for names[i] (the first definition met).
+ * .dynsym, by its GNU hash table when it has one that can be trusted, else
+ * in one walk; out[i] for names[i] (the first definition met).
  * Returns how many were found. funcs_only: only functions count. */
 int elfsym_lookup(struct elfsym *e, const char *const *names, size_t n, bool funcs_only,
 		  struct elfsym_sym *out);

@@ -26,8 +26,8 @@
  * answers a program of the entry by name with the pinned program's fd,
  * which libbpf then owns as if it had loaded it; every other call goes on
  * to libbpf's own (__real_bpf_prog_load). Were libbpf linked another way,
- * the load would simply verify as before, and progcache_loaded says so. The maps come in through
- * bpf_map__reuse_fd, libbpf's own way. */
+ * the load would simply verify as before, and progcache_loaded says so.
+ * The maps come in through bpf_map__reuse_fd, libbpf's own way. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>

@@ -157,7 +157,7 @@ static void stale_groups(void)
 }
 
 /* The tracepoint id of the shared group's definition name, or -errno
- * (-ENOENT: none of that name) */
+ * (-ENOENT: none of that name yet) */
 static long probe_id(const char *name)
 {
 	char path[PATH_MAX], idbuf[32];
@@ -188,7 +188,7 @@ static long probe_define(const char *name, const char *libc, uint64_t off, uint6
 	long id = probe_id(name);
 	int err;
 
-	if (id != -ENOENT)
+	if (id >= 0)
 		return id;
 	/* a USDT probe's semaphore: the kernel counts it up in each process
 	 * the probe is installed in (CPython tests it before it calls the probe) */
