@@ -461,7 +461,8 @@ __attribute__((noinline)) int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __
 			o.flags |= OFFF_NOFDS;
 	}
 save:
-	bpf_map_update_elem(&attroff, &tid, &o, BPF_ANY);
+	if (bpf_map_update_elem(&attroff, &tid, &o, BPF_ANY))
+		count(CNT_OFFCPU_LOST, 1); /* the interval not sent */
 	return 0;
 }
 

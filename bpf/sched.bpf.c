@@ -45,7 +45,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			o.reason = OFFCPU_IO;
 		else
 			o.reason = OFFCPU_SLEEP;
-		bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY);
+		if (bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY))
+			count(CNT_OFFCPU_LOST, 1); /* its time not summed */
 		attr_leave(ptgid, tid, o.reason, now);
 		flt_sync(prev, ptgid, now);
 	}

@@ -662,7 +662,8 @@ enum trace_counter {
 	CNT_THREADS_FULL, /* fltseen full: a thread's faults not counted */
 	CNT_WRANGES_FULL, /* wranges full: a file's write ranges not kept */
 	CNT_COPIES_FULL,
-	CNT_OFF_DROPS, /* off-CPU records not sent: budget spent or ring full (attrib.bpf.c) */
+	CNT_OFF_DROPS,	 /* off-CPU records not sent: budget spent or ring full (attrib.bpf.c) */
+	CNT_OFFCPU_LOST, /* an off-CPU span not begun: its offcpu or attroff entry not made */
 	CNT_MAX,
 };
 

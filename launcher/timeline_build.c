@@ -265,7 +265,7 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 	collector_counters(t, cnt);
 	lost = cnt[CNT_RB_DROPS] + cnt[CNT_PATHS_FULL] + cnt[CNT_FILES_FULL] + cnt[CNT_PEERS_FULL] +
 	       cnt[CNT_PROCS_FULL] + cnt[CNT_FAILOPS_FULL] + cnt[CNT_LOCKS_FULL] +
-	       cnt[CNT_THREADS_FULL] + t->user_lost;
+	       cnt[CNT_THREADS_FULL] + cnt[CNT_OFFCPU_LOST] + t->user_lost;
 
 	tr = json_object_get(root, "tracing");
 	json_object_set_new(tr, "enabled", json_true());
@@ -298,6 +298,10 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 			    json_integer((json_int_t)cnt[CNT_LOCKS_FULL]));
 	json_object_set_new(json_object_get(tr, "lost"), "threads",
 			    json_integer((json_int_t)cnt[CNT_THREADS_FULL]));
+	/* off-CPU spans whose start could not be kept: sched's sums and the
+	 * attribution's intervals are short by them */
+	json_object_set_new(json_object_get(tr, "lost"), "off_cpu",
+			    json_integer((json_int_t)cnt[CNT_OFFCPU_LOST]));
 
 	if (t->exec_ms >= 0)
 		timeline_mark(tl, "exec", t->exec_ms);

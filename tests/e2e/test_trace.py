@@ -299,10 +299,11 @@ def test_off_cpu_per_process(work):
     procs = [p for p in tl["sched"]["processes"] if p["command"] == str(FILEOPS)]
     assert len(procs) == 2, tl["sched"]["processes"]
     quick, sleeper = sorted(procs, key=lambda p: p["sleep_ms"])
-    # (seen once in CI as 0.084: what the run attached and kept says why, if it comes back)
-    assert sleeper["sleep_ms"] >= 400, (tl["sched"], tl["tracing"]["probes"],
-                                        tl["tracing"]["fallbacks"], tl["tracing"]["programs"],
-                                        tl["tracing"]["lost"])
+    # (seen in CI as 0.084 and in a stress run as 0.088: lost.off_cpu says
+    # whether the span's start could not be kept, programs whether they were
+    # kept from an earlier run; short, so that pytest does not cut it)
+    assert sleeper["sleep_ms"] >= 400, (sleeper, tl["tracing"]["lost"],
+                                        tl["tracing"]["programs"], tl["tracing"]["fallbacks"])
     assert quick["sleep_ms"] < 400
     assert tl["sched"]["sleep_ms"] >= sleeper["sleep_ms"] + quick["sleep_ms"]
 
