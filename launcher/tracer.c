@@ -251,7 +251,28 @@ unsigned int tr_prog_id(const struct bpf_program *prog)
  * references that are not the last. The keeper waits on a pidfd of
  * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
  * keeper closes the links (paying the grace periods where no caller waits)
- * and exits; its life is tts-launch's plus that detach. */
+ * and exits; its life is tts-launch's plus that detach, plus the linger
+ * of what it holds for the next run (ukeeper.c, keeper_close). */
+
+/* The raw tracepoints the keeper holds past the run's end for the next run
+ * (ukeeper.h, tphold.c): those that fire rarely (a fork, an exit, a block
+ * request). Not those of every syscall (a registration there sends every
+ * syscall of every task down the slow path), context switch, wake-up or
+ * page fault of the host: a second registration, even a function that
+ * returns at once, puts the tracepoint's iterator and an indirect call more
+ * on each of them for every process of the host (a simulator start after
+ * a run with those held: its CPU +1.6%, BENCHMARKS.md, "Raw tracepoints
+ * held between runs"). */
+static bool held_past_run(const char *tracepoint)
+{
+	static const char *const frequent[] = {"sys_enter", "sys_exit", "sched_switch",
+					       "sched_waking", "page_fault_user"};
+
+	for (size_t i = 0; i < sizeof(frequent) / sizeof(frequent[0]); i++)
+		if (!strcmp(tracepoint, frequent[i]))
+			return false;
+	return true;
+}
 
 /* The keeper gets a copy of every link of the probe table's programs
  * (their ids: ukeeper_link_fds): the uprobe and USDT links, the syscall
@@ -269,7 +290,14 @@ static void keep_uprobes(struct tracer *t)
 	/* cheap: the syscall tracepoints kept up past the run (ukeeper.c),
 	 * closed with syscall_exit's links at the window's end */
 	struct ukeeper_hold hold = {
-	    tracer_syscalls_hold, tr_prog_id(tracer_load_prog(t->skel, t->heavy, "syscall_exit"))};
+	    .open = tracer_syscalls_hold,
+	    .prog = tr_prog_id(tracer_load_prog(t->skel, t->heavy, "syscall_exit"))};
+	/* the raw tracepoints held at the end (the names point into the
+	 * object, the keeper's copy of it) */
+	const char *events[32];
+	struct trace_bpf *objs[2] = {t->skel, t->heavy};
+	struct bpf_program *p;
+	int n_events = 0;
 	/* the kept programs' maps reset once the run's links are gone */
 	struct ukeeper_done done = {progcache_reset, {t->cache.rootfd, t->cache.dirfd}};
 
@@ -280,6 +308,18 @@ static void keep_uprobes(struct tracer *t)
 		if (id)
 			ids[n_ids++] = id;
 	}
+	for (int o = 0; o < 2; o++)
+		for (p = objs[o] ? bpf_object__next_program(objs[o]->obj, NULL) : NULL;
+		     p && n_events < (int)(sizeof(events) / sizeof(events[0]));
+		     p = bpf_object__next_program(objs[o]->obj, p))
+			if (bpf_program__fd(p) >= 0 &&
+			    !strncmp(bpf_program__section_name(p), "raw_tp/", 7) &&
+			    held_past_run(bpf_program__section_name(p) + 7))
+				events[n_events++] = bpf_program__section_name(p) + 7;
+	if (!t->cheap)
+		hold.open = NULL;
+	hold.tracepoints = events;
+	hold.n_tracepoints = n_events;
 	n = ukeeper_link_fds(ids, n_ids, fds, UKEEPER_MAX_FDS);
 	memset(of, 0, sizeof(of));
 	/* the followers go with their programs' links (no program of their own) */
@@ -290,9 +330,8 @@ static void keep_uprobes(struct tracer *t)
 	/* with no link yet, still when CUDA may be attached later: the keeper
 	 * is what continues a process held at its mapping if we die */
 	if (n || bpf_program__fd(t->skel->progs.gpu_enter) >= 0 || t->cache.dirfd >= 0) {
-		t->uprobes_kept =
-		    ukeeper_start(fds, of, n, t->cheap ? &hold : NULL,
-				  t->cache.dirfd >= 0 ? &done : NULL, &t->keeper_sock);
+		t->uprobes_kept = ukeeper_start(
+		    fds, of, n, &hold, t->cache.dirfd >= 0 ? &done : NULL, &t->keeper_sock);
 		/* the keeper holds the entry now: ours closes (a keeper that
 		 * did not start leaves it not reset: the next run remakes it) */
 		if (t->cache.dirfd >= 0) {

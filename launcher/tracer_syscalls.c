@@ -13,13 +13,13 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "tphold.h"
 #include "tracer_syscalls.h"
 
 /* how long the exit program may wait for those calls (a lock wait) after the window */
@@ -123,47 +123,6 @@ static int add(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	return 0;
 }
 
-/* The tracepoint's id, -1 when this kernel lacks it (the architecture the
- * call) */
-static long tp_id(const char *tp)
-{
-	static const char *const roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
-	char path[160], buf[32];
-
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
-		ssize_t len;
-		int fd;
-
-		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", roots[i], tp);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len > 0) {
-			buf[len] = 0;
-			return strtol(buf, NULL, 10);
-		}
-	}
-	return -1;
-}
-
-/* A perf event on tracepoint id: host-wide, for a program (the link owns
- * it), or (hold) this process's, disabled, program-less: it keeps the
- * tracepoint registered and counts nothing; -1 with errno */
-static int tp_open(long id, bool hold)
-{
-	struct perf_event_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_TRACEPOINT;
-	a.config = (__u64)id;
-	a.disabled = hold;
-	return (int)syscall(SYS_perf_event_open, &a, hold ? 0 : -1, hold ? -1 : 0, -1,
-			    PERF_FLAG_FD_CLOEXEC);
-}
-
 /* The name of entry i of calls at at, into tp */
 static void tp_name(char *tp, size_t len, size_t i, int at)
 {
@@ -186,11 +145,11 @@ int tracer_syscalls_attach(struct bpf_program *enter, struct bpf_program *exit,
 			if (!(calls[i].at & at))
 				continue;
 			tp_name(tp, sizeof(tp), i, at);
-			if ((id = tp_id(tp)) < 0)
+			if ((id = tphold_id("syscalls", tp)) < 0)
 				continue;
 			/* the id read once (bpf_program__attach_tracepoint reads
 			 * it again): ~45 opens fewer before the release */
-			if ((pfd = tp_open(id, false)) < 0) {
+			if ((pfd = tphold_open(id, false)) < 0) {
 				fail(ctx, tp, errno);
 				continue;
 			}
@@ -224,9 +183,9 @@ int tracer_syscalls_hold(int *fds, int max)
 			if (!(calls[i].at & at))
 				continue;
 			tp_name(tp, sizeof(tp), i, at);
-			if ((id = tp_id(tp)) < 0)
+			if ((id = tphold_id("syscalls", tp)) < 0)
 				continue;
-			fd = tp_open(id, true);
+			fd = tphold_open(id, true);
 			if (fd >= 0)
 				fds[n++] = fd;
 		}

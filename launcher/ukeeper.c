@@ -12,7 +12,8 @@
  * tts-launch: when tts-launch exits, however it ends (SIGKILL included), the
  * keeper closes the links (paying the grace periods where no caller waits),
  * resets the run's kept maps (progcache.h: done) and exits; its life is tts-launch's plus that
- * detach, plus, when it holds libc sites' followers ([trace] syscalls = cheap), UKEEPER_LINGER_S
+ * detach, plus UKEEPER_LINGER_S while it holds the raw tracepoints' holders (tphold.c) and, in
+ * [trace] syscalls = cheap, the libc sites' followers and the syscall tracepoints' holders
  * (keeper_close). */
 
 #include <bpf/bpf.h>
@@ -37,6 +38,7 @@
 #include "clock.h"
 #include "gpu.h"
 #include "instance.h"
+#include "tphold.h"
 #include "tracer_libcio.h"
 #include "ukeeper.h"
 
@@ -69,7 +71,7 @@ struct kept {
 	int n, cap;
 };
 
-static bool kept_add(struct kept *k, int fd, unsigned int prog)
+static bool kept_add(struct kept *k, int fd, unsigned int prog, bool hold)
 {
 	if (k->n == k->cap) {
 		int cap = k->cap ? 2 * k->cap : 2 * UKEEPER_MAX_FDS;
@@ -87,8 +89,8 @@ static bool kept_add(struct kept *k, int fd, unsigned int prog)
 		k->cap = cap;
 	}
 	k->fd[k->n] = fd;
-	k->hold[k->n] = prog != 0;
-	k->prog[k->n++] = prog ? prog : fd_prog_id(fd);
+	k->hold[k->n] = hold;
+	k->prog[k->n++] = prog || hold ? prog : fd_prog_id(fd);
 	return true;
 }
 
@@ -160,7 +162,7 @@ static int keeper_take(int sock, struct kept *k)
 		if (n == 1 && keeper_held_map((char)msg[0], got[0]))
 			continue;
 		for (size_t i = 0; i < n; i++)
-			if (!kept_add(k, got[i], 0))
+			if (!kept_add(k, got[i], 0, false))
 				close(got[i]); /* paid here instead */
 	}
 	return 0;
@@ -322,10 +324,24 @@ static void detach_unlock(int fd)
 		nanosleep(&gap, NULL);
 }
 
-static void keeper_close(struct kept *k, const struct ukeeper_done *done)
+static void keeper_close(struct kept *k, const struct ukeeper_hold *hold,
+			 const struct ukeeper_done *done)
 {
 	bool held = false;
 
+	/* the run's rare raw tracepoints stay registered while the links go
+	 * and the linger lasts: a run started meanwhile attaches beside two
+	 * registrations, without a text patch (tphold.c) */
+	if (hold && hold->n_tracepoints > 0) {
+		int hf[UKEEPER_MAX_FDS],
+		    m = tphold_events(hold->tracepoints, hold->n_tracepoints, hf, UKEEPER_MAX_FDS);
+
+		m += tphold_programs(hold->tracepoints, hold->n_tracepoints, hf + m,
+				     UKEEPER_MAX_FDS - m);
+		for (int i = 0; i < m; i++)
+			if (!kept_add(k, hf[i], 0, true))
+				close(hf[i]);
+	}
 	for (int i = 0; i < k->n; i++)
 		held |= k->hold[i];
 	close_links(k);
@@ -401,13 +417,13 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_IGN);
 	for (int i = 0; i < n; i++)
-		if (!kept_add(&k, fds[i], prog_of ? prog_of[i] : 0))
+		if (!kept_add(&k, fds[i], prog_of ? prog_of[i] : 0, prog_of && prog_of[i]))
 			_exit(1);
 	if (hold && hold->open && hold->prog) {
 		int hf[UKEEPER_MAX_FDS], m = hold->open(hf, UKEEPER_MAX_FDS);
 
 		for (int i = 0; i < m; i++)
-			if (!kept_add(&k, hf[i], hold->prog))
+			if (!kept_add(&k, hf[i], hold->prog, true))
 				close(hf[i]);
 	}
 	/* tts-launch's death, however it comes */
@@ -427,7 +443,7 @@ static void keeper_main(int pidfd, int sock, int *fds, const unsigned int *prog_
 		;
 	if (held_map >= 0)
 		gpu_continue_held(held_map);
-	keeper_close(&k, done);
+	keeper_close(&k, hold, done);
 	/* the tracefs definitions of libc probes no run holds now (their
 	 * removal takes event_mutex too: under the attach lock) */
 	{

@@ -24,9 +24,16 @@
  * service's start (tracer_syscalls_hold): perf events without a program
  * that keep tracepoints up, closed with the links of program prog at a
  * release, and after UKEEPER_LINGER_S at the end, as the followers. */
+/* tracepoints[0..n_tracepoints): raw tracepoints of the run (rare ones)
+ * the keeper holds from just before the links' close to the linger's end,
+ * each with a holder (tphold_events) and a link of a program that does
+ * nothing (tphold_programs), so that a run meanwhile attaches there
+ * without patching the kernel's text. */
 struct ukeeper_hold {
 	int (*open)(int *fds, int max);
 	unsigned int prog;
+	const char *const *tracepoints;
+	int n_tracepoints;
 };
 /* done (or NULL): run by the keeper once tts-launch has exited and every
  * link it held is closed (no program of the run can run any more), before

@@ -5,7 +5,7 @@ baseline build, in interleaved pairs; medians and ranges (docs/gpu.md, "What
 it costs": issue 17's CUDA pre-attach). With --strace, also the uprobe and
 tracepoint perf_event_open calls each run makes, and their time.
 
-    scripts/bench/gpu_launch.py [--runs N] [--gap S] [--strace] [BASELINE_BIN [BIN]]
+    scripts/bench/gpu_launch.py [--runs N] [--gap S] [--block K] [--strace] [BASELINE_BIN [BIN]]
 
 Each field is also given paired: the median of this build's run minus the
 baseline's in the same round, with a 95% bootstrap interval. Without
@@ -18,6 +18,12 @@ can start during those detaches and wait for them, 0.4-1.4 s); a small gap
 (2) is a loop of runs: the held tracepoints still up, and a kept load's
 maps reset (~0.3 s after a run), so [trace] keep_loaded's entry is taken.
 The "kept" field says whether it was (1).
+
+--block K runs each build K times in a row (--gap apart), after 14 s
+without any run: since a keeper holds the run's raw tracepoints through its
+linger (tphold.c), interleaved builds would each attach beside the other's
+holders. Round i then pairs the builds' runs 2..K of the same place in their
+blocks; --runs is the number of blocks per build.
 
 A baseline is another build, e.g. the commit before a change:
     git archive 69bdd19 | tar -x -m -C /tmp/base && make -C /tmp/base -j2
@@ -69,6 +75,10 @@ def main():
     ap.add_argument("--strace", action="store_true")
     ap.add_argument("--gap", type=float, default=0.0,
                     help="seconds to wait before each run (14: the last keeper is gone)")
+    ap.add_argument("--block", type=int, default=0,
+                    help="runs of one build one after another (--gap apart), 14 s between "
+                         "blocks: a loop's held tracepoints are then those its own build's "
+                         "keepers left; each block's first run is left out")
     ap.add_argument("baseline", nargs="?",
                     help="another build, run interleaved and paired (without it: this build only)")
     ap.add_argument("binary", nargs="?", default=str(ROOT / "build" / "tts-launch"))
@@ -79,9 +89,17 @@ def main():
         for i in range(a.runs):
             order = list(bins) if i % 2 == 0 else list(reversed(list(bins)))
             for k in order:
-                time.sleep(a.gap)
                 tmp = Path(d) / k
                 tmp.mkdir(exist_ok=True)
+                if a.block:
+                    time.sleep(14)
+                    for j in range(a.block):
+                        time.sleep(a.gap)
+                        r = one(bins[k], tmp, a.strace)
+                        if j:
+                            res[k].append(r)
+                    continue
+                time.sleep(a.gap)
                 res[k].append(one(bins[k], tmp, a.strace))
     for k in bins:
         print("%-8s %s" % (k, bins[k]))

@@ -2,6 +2,7 @@
 IndexTTS2-like app directory, free ports, and process helpers."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -87,6 +88,28 @@ def fd_count(pid, has):
             n += has in open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
         except OSError:
             continue  # closed meanwhile
+    return n
+
+
+def holder_progs():
+    """The ids of the keepers' holder programs (tphold.c: tts_hold, which
+    does nothing; its links keep a rare tracepoint registered past a run)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show", "name", "tts_hold"],
+                         capture_output=True, text=True).stdout
+    progs = json.loads(out or "[]")  # one object when there is one
+    return {p["id"] for p in (progs if isinstance(progs, list) else [progs])}
+
+
+def run_links(pid):
+    """How many BPF links pid holds, the keepers' holders' left out."""
+    holders, n = holder_progs(), 0
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            info = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
+        except OSError:
+            continue  # closed meanwhile
+        m = re.search(r"prog_id:\s*(\d+)", info)
+        n += "link_type:" in info and not (m and int(m.group(1)) in holders)
     return n
 
 
