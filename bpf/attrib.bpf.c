@@ -461,8 +461,12 @@ __attribute__((noinline)) int attr_leave(__u32 tgid, __u32 tid, __u32 reason, __
 			o.flags |= OFFF_NOFDS;
 	}
 save:
-	if (bpf_map_update_elem(&attroff, &tid, &o, BPF_ANY))
-		count(CNT_OFFCPU_LOST, 1); /* the interval not sent */
+	/* refused (no memory): the interval is not sent, and an older one of
+	 * this thread must not stand for it */
+	if (bpf_map_update_elem(&attroff, &tid, &o, BPF_ANY)) {
+		bpf_map_delete_elem(&attroff, &tid);
+		count(CNT_OFF_DROPS, 1);
+	}
 	return 0;
 }
 

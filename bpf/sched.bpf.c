@@ -45,8 +45,12 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			o.reason = OFFCPU_IO;
 		else
 			o.reason = OFFCPU_SLEEP;
-		if (bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY))
-			count(CNT_OFFCPU_LOST, 1); /* its time not summed */
+		/* refused (no memory): its time is not summed, and an older
+		 * start of this thread must not stand for it */
+		if (bpf_map_update_elem(&offcpu, &tid, &o, BPF_ANY)) {
+			bpf_map_delete_elem(&offcpu, &tid);
+			count(CNT_OFFCPU_LOST, 1);
+		}
 		attr_leave(ptgid, tid, o.reason, now);
 		flt_sync(prev, ptgid, now);
 	}

@@ -662,8 +662,10 @@ enum trace_counter {
 	CNT_THREADS_FULL, /* fltseen full: a thread's faults not counted */
 	CNT_WRANGES_FULL, /* wranges full: a file's write ranges not kept */
 	CNT_COPIES_FULL,
-	CNT_OFF_DROPS,	 /* off-CPU records not sent: budget spent or ring full (attrib.bpf.c) */
-	CNT_OFFCPU_LOST, /* an off-CPU span not begun: its offcpu or attroff entry not made */
+	/* off-CPU records not sent: budget spent, ring full, or attroff refused
+	 * the entry (attrib.bpf.c) */
+	CNT_OFF_DROPS,
+	CNT_OFFCPU_LOST, /* off-CPU spans not summed: offcpu refused the entry (sched.bpf.c) */
 	CNT_MAX,
 };
 

@@ -430,10 +430,9 @@ void attribution_build(struct timeline *tl, struct collector *c)
 	find_listener(&in, rl);
 	if (attr_breakdown(&in, &r) == 0) {
 		collector_counters(c, cnt);
-		json_object_set_new(
-		    root, "attribution",
-		    section_json(&r, in.start, in.end, complete, st->n, st->n_samples,
-				 st->lost + cnt[CNT_OFF_DROPS] + cnt[CNT_OFFCPU_LOST]));
+		json_object_set_new(root, "attribution",
+				    section_json(&r, in.start, in.end, complete, st->n,
+						 st->n_samples, st->lost + cnt[CNT_OFF_DROPS]));
 		attr_samples_write(tl, &r.samples);
 		attr_result_free(&r);
 	}

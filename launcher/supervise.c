@@ -360,6 +360,8 @@ static void on_tick(struct session *s)
 	if (s->settled && !s->window_done && s->tracer && s->cfg->n_command == 0 &&
 	    now >= s->ready_ms + s->cfg->requests_window * 1000) {
 		s->window_done = true;
+		tracer_poll(s->tracer); /* what the heavy probes sent before they go */
+		tracer_lighten_now(s->tracer);
 		write_timeline(s);
 		session_print_new_findings(s); /* from the requests */
 	}

@@ -298,8 +298,8 @@ void timeline_build(struct timeline *tl, struct collector *t, const struct trace
 			    json_integer((json_int_t)cnt[CNT_LOCKS_FULL]));
 	json_object_set_new(json_object_get(tr, "lost"), "threads",
 			    json_integer((json_int_t)cnt[CNT_THREADS_FULL]));
-	/* off-CPU spans whose start could not be kept: sched's sums and the
-	 * attribution's intervals are short by them */
+	/* off-CPU spans whose start could not be kept: sched's sums are short
+	 * by them (the attribution's own count as its lost) */
 	json_object_set_new(json_object_get(tr, "lost"), "off_cpu",
 			    json_integer((json_int_t)cnt[CNT_OFFCPU_LOST]));
 

@@ -4,14 +4,13 @@
  * functions) patches the kernel's text twice (its static call, then its
  * static key: each a text_poke with IPIs to every CPU), 1 -> 2 once (the
  * static call to the iterator), N -> N+1 never (the function list only).
- * A raw tracepoint's attach here: ~300 us beside nothing, ~190 beside one
- * registration, ~40 beside two (scripts/bench/rawtp_attach.py;
+ * A raw tracepoint's attach here: ~375-560 us beside nothing, ~240-300
+ * beside one registration, ~50 beside two (medians) (scripts/bench/rawtp_attach.py;
  * BENCHMARKS.md, "Raw tracepoints held between runs"). A holder is one
  * registration (the event's perf probe, shared by all its perf events)
  * whose function returns at once: no enabled event of it on any CPU, no
  * program. */
 #include <bpf/bpf.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -131,8 +130,9 @@ int tphold_programs(const char *const *events, int n, int *fds, int max)
 		union bpf_attr a;
 		int fd;
 
-		/* the system call itself: libbpf would move a descriptor below
-		 * 3 (the keeper has none of 0-2) up, a close more to count */
+		/* the system call itself: libbpf moves a descriptor below 3 up
+		 * (dup, close), and the keeper has closed 0-2: each link would
+		 * come with a close of a link (what test_interp.py counts) */
 		memset(&a, 0, sizeof(a));
 		a.raw_tracepoint.name = (__u64)(unsigned long)events[i];
 		a.raw_tracepoint.prog_fd = (__u32)prog;

@@ -294,7 +294,7 @@ static void keep_uprobes(struct tracer *t)
 	    .prog = tr_prog_id(tracer_load_prog(t->skel, t->heavy, "syscall_exit"))};
 	/* the raw tracepoints held at the end (the names point into the
 	 * object, the keeper's copy of it) */
-	const char *events[32];
+	const char *events[UKEEPER_MAX_TRACEPOINTS];
 	struct trace_bpf *objs[2] = {t->skel, t->heavy};
 	struct bpf_program *p;
 	int n_events = 0;

@@ -75,6 +75,12 @@ void tracer_free(struct tracer *t);
  * by the pipeline after draining the ring buffer (the ready mark comes
  * from it); true when it lightened now. */
 bool tracer_lighten_due(struct tracer *t);
+/* The supervisor's window is over (its ready: the tracer's, or the port
+ * seen listening in /proc first): lighten now, whatever the tracer's own
+ * ready says (a listen seen after /proc's, by a few ms under load, or
+ * never: the window's timeline would go without tracing.light, and the
+ * host-wide probes would stay). */
+void tracer_lighten_now(struct tracer *t);
 /* doctor: open and load the real BPF object (nothing attached), then free
  * it. 0 with what loaded in why, or -1 with the reason. */
 int tracer_test_load(char *why, size_t whylen);

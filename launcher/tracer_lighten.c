@@ -142,6 +142,12 @@ static void lighten(struct tracer *t)
 		tr_drain_check(t);
 }
 
+void tracer_lighten_now(struct tracer *t)
+{
+	if (t && !t->st.light)
+		lighten(t);
+}
+
 bool tracer_lighten_due(struct tracer *t)
 {
 	if (!t || t->st.light)

@@ -61,9 +61,11 @@ static unsigned int fd_prog_id(int fd)
 	return prog;
 }
 
-/* The keeper's fds, each with the program whose release closes it; hold:
- * a perf event without a program of its own that serves prog (a libc
- * site's follower), which at the end outlives the links (keeper_main) */
+/* The keeper's fds, each with the program whose release closes it (0:
+ * none does); hold: kept past the links at the end (keeper_close): a perf
+ * event without a program of its own that serves prog (a libc site's
+ * follower, a syscall tracepoint's holder), or a raw tracepoint's holder
+ * (tphold.c: a perf event, a link of a program that does nothing; prog 0) */
 struct kept {
 	int *fd;
 	unsigned int *prog;
@@ -90,7 +92,7 @@ static bool kept_add(struct kept *k, int fd, unsigned int prog, bool hold)
 	}
 	k->fd[k->n] = fd;
 	k->hold[k->n] = hold;
-	k->prog[k->n++] = prog || hold ? prog : fd_prog_id(fd);
+	k->prog[k->n++] = (prog || hold) ? prog : fd_prog_id(fd);
 	return true;
 }
 
@@ -210,7 +212,7 @@ static void *close_some(void *arg)
 	return NULL;
 }
 
-/* the links (not the held perf events), on up to CLOSERS_MAX threads (on
+/* the links (not what is held past them), on up to CLOSERS_MAX threads (on
  * this one where no thread starts, or no memory for the list) */
 static void close_links(const struct kept *k)
 {
@@ -324,20 +326,53 @@ static void detach_unlock(int fd)
 		nanosleep(&gap, NULL);
 }
 
+/* Of tps[0..n), those a link the keeper still holds is on (not those
+ * released when the requests window ended), into out: how many. */
+static int still_linked(const struct kept *k, const char *const *tps, int n, const char **out)
+{
+	bool on[UKEEPER_MAX_TRACEPOINTS] = {false};
+	int m = 0;
+
+	for (int i = 0; i < k->n; i++) {
+		char path[64], line[128];
+		FILE *f;
+
+		if (k->hold[i])
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", k->fd[i]);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "tp_name:", 8)) {
+				char *name = line + 8 + strspn(line + 8, " \t");
+
+				name[strcspn(name, "\n")] = 0;
+				for (int j = 0; j < n && j < UKEEPER_MAX_TRACEPOINTS; j++)
+					on[j] = on[j] || !strcmp(name, tps[j]);
+			}
+		if (f)
+			fclose(f);
+	}
+	for (int j = 0; j < n && j < UKEEPER_MAX_TRACEPOINTS; j++)
+		if (on[j])
+			out[m++] = tps[j];
+	return m;
+}
+
 static void keeper_close(struct kept *k, const struct ukeeper_hold *hold,
 			 const struct ukeeper_done *done)
 {
 	bool held = false;
 
-	/* the run's rare raw tracepoints stay registered while the links go
-	 * and the linger lasts: a run started meanwhile attaches beside two
-	 * registrations, without a text patch (tphold.c) */
+	/* the run's rare raw tracepoints still linked stay registered while
+	 * the links go and the linger lasts: a run started meanwhile attaches
+	 * beside two registrations, without a text patch (tphold.c) */
 	if (hold && hold->n_tracepoints > 0) {
+		const char *tps[UKEEPER_MAX_TRACEPOINTS];
 		int hf[UKEEPER_MAX_FDS],
-		    m = tphold_events(hold->tracepoints, hold->n_tracepoints, hf, UKEEPER_MAX_FDS);
+		    n = still_linked(k, hold->tracepoints, hold->n_tracepoints, tps),
+		    m = tphold_events(tps, n, hf, UKEEPER_MAX_FDS);
 
-		m += tphold_programs(hold->tracepoints, hold->n_tracepoints, hf + m,
-				     UKEEPER_MAX_FDS - m);
+		m += tphold_programs(tps, n, hf + m, UKEEPER_MAX_FDS - m);
 		for (int i = 0; i < m; i++)
 			if (!kept_add(k, hf[i], 0, true))
 				close(hf[i]);

@@ -20,15 +20,19 @@
  * link's own, from fdinfo) is the program whose release closes fds[i]: a
  * perf event without a program of its own (tracer_libcio.c's followers)
  * goes with the links of the program it serves. */
-/* hold (or NULL): what the keeper opens itself once started, off the
- * service's start (tracer_syscalls_hold): perf events without a program
- * that keep tracepoints up, closed with the links of program prog at a
- * release, and after UKEEPER_LINGER_S at the end, as the followers. */
-/* tracepoints[0..n_tracepoints): raw tracepoints of the run (rare ones)
- * the keeper holds from just before the links' close to the linger's end,
+/* hold (or NULL): open (or NULL) is what the keeper opens itself once
+ * started, off the service's start (tracer_syscalls_hold): perf events
+ * without a program that keep tracepoints up, closed with the links of
+ * program prog at a release, and after UKEEPER_LINGER_S at the end, as
+ * the followers. */
+/* tracepoints[0..n_tracepoints): raw tracepoints of the run (rare ones;
+ * UKEEPER_MAX_TRACEPOINTS at most) the keeper holds, those it still has a
+ * link on (not released at the window's end), from just before the links'
+ * close to the linger's end,
  * each with a holder (tphold_events) and a link of a program that does
  * nothing (tphold_programs), so that a run meanwhile attaches there
  * without patching the kernel's text. */
+#define UKEEPER_MAX_TRACEPOINTS 32
 struct ukeeper_hold {
 	int (*open)(int *fds, int max);
 	unsigned int prog;
@@ -46,8 +50,8 @@ struct ukeeper_done {
 bool ukeeper_start(int *fds, const unsigned int *prog_of, int n, const struct ukeeper_hold *hold,
 		   const struct ukeeper_done *done, int *sock);
 /* how long, after tts-launch's exit and the links' closes, the keeper
- * still holds the perf events given with a prog_of and those of hold
- * (ukeeper.c says why) */
+ * still holds the perf events given with a prog_of and those of hold, and
+ * the raw tracepoints' holders (ukeeper.c says why) */
 #define UKEEPER_LINGER_S 10
 /* The fds of this process's BPF links (raw tracepoints, perf events,
  * uprobes, USDT sites: libbpf keeps a USDT link's per-site links to

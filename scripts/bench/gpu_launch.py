@@ -83,6 +83,8 @@ def main():
                     help="another build, run interleaved and paired (without it: this build only)")
     ap.add_argument("binary", nargs="?", default=str(ROOT / "build" / "tts-launch"))
     a = ap.parse_args()
+    if a.block == 1:
+        ap.error("--block needs 2 runs at least (each block's first is left out)")
     bins = {"baseline": a.baseline, "this": a.binary} if a.baseline else {"this": a.binary}
     res = {k: [] for k in bins}
     with tempfile.TemporaryDirectory() as d:

@@ -91,13 +91,26 @@ def fd_count(pid, has):
     return n
 
 
+def fds_to(pid, target):
+    """How many of pid's descriptors are target (what readlink gives, e.g.
+    anon_inode:bpf_link)."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == target
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
 def holder_progs():
     """The ids of the keepers' holder programs (tphold.c: tts_hold, which
     does nothing; its links keep a rare tracepoint registered past a run)."""
-    out = subprocess.run(["bpftool", "-j", "prog", "show", "name", "tts_hold"],
-                         capture_output=True, text=True).stdout
-    progs = json.loads(out or "[]")  # one object when there is one
-    return {p["id"] for p in (progs if isinstance(progs, list) else [progs])}
+    # every program (a list always, and one that goes meanwhile is
+    # skipped), not `show name`: with none of that name it prints nothing
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                         check=True).stdout
+    return {p["id"] for p in json.loads(out) if p.get("name") == "tts_hold"}
 
 
 def run_links(pid):

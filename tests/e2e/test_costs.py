@@ -11,13 +11,14 @@ import json
 import re
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import time
 
 import pytest
 
-from conftest import free_port, holder_progs, keepers_of, run_links, wait_for
+from conftest import fds_to, free_port, holder_progs, keepers_of, run_links, wait_for
 from test_trace import TTS, tracing_ok, validate  # noqa: F401
 
 HOST_WIDE = {"sys_enter", "sys_exit", "sched_switch"}
@@ -36,10 +37,11 @@ if lock:
                       "while not os.path.exists('release'): time.sleep(0.02)\n"])
     while not os.path.exists("held"):
         time.sleep(0.01)
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])))
-s.listen()
+if "--outside" not in sys.argv:  # else a process outside the tree listens
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])))
+    s.listen()
 if lock:
     f = open("held.lock", "w")
     fcntl.flock(f, fcntl.LOCK_EX)    # the requests window ends meanwhile
@@ -204,6 +206,11 @@ def test_no_host_wide_probe_after_the_window(work):
     finally:
         tl = finish(p, work)
     assert {"page_fault_user", "python_imports"} <= set(tl["tracing"]["light"]["detached"])
+    # past the run, the keeper holds only what was still linked at its end:
+    # the tree's rare tracepoints, not those released with the window
+    # (block, inet_sock_set_state)
+    wait_for(lambda: run_links(keeper) == 0 or None, what="the run's links closed")
+    assert sorted(holder_tracepoints(keeper)) == sorted(TREE_RARE)
 
 
 def prog_info(pid):
@@ -327,8 +334,13 @@ def test_a_run_attaches_only_while_no_keeper_detaches(work):
 # the raw tracepoints of the host's every syscall, context switch, wake-up
 # and page fault: no keeper's program on them, ever
 FREQUENT = {"sys_enter", "sys_exit", "sched_switch", "sched_waking", "page_fault_user"}
-RARE = {"sched_process_fork", "sched_process_exec", "sched_process_exit", "block_bio_queue",
-        "block_rq_issue", "block_rq_complete", "inet_sock_set_state"}
+TREE_RARE = {"sched_process_fork", "sched_process_exec", "sched_process_exit"}
+RARE = TREE_RARE | {"block_bio_queue", "block_rq_issue", "block_rq_complete", "inet_sock_set_state"}
+
+
+def perf_events(pid):
+    """How many perf event descriptors pid holds."""
+    return fds_to(pid, "anon_inode:[perf_event]")
 
 
 def holder_tracepoints(pid):
@@ -356,10 +368,40 @@ def test_the_keeper_holds_the_rare_raw_tracepoints_past_the_run(work, mode):
                           "trace.syscalls=" + mode, "--", "/bin/sleep", "0.5"], cwd=work,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     keeper = wait_for(lambda: keepers_of(p.pid) or None, what="the keeper")[0]
+    before = perf_events(keeper)  # getaddrinfo's followers; cheap: the syscalls' holders
     _, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
     wait_for(lambda: run_links(keeper) == 0 or None, what="the run's links closed")
     held = holder_tracepoints(keeper)
     assert sorted(held) == sorted(RARE) and not FREQUENT & set(held), held
+    # and a perf event without a program on each (in exact: cheap's keeper opens
+    # the syscalls' holders once started, maybe after `before` was read)
+    if mode == "exact":
+        assert perf_events(keeper) - before == len(RARE), (before, perf_events(keeper))
     wait_for(lambda: not os.path.exists("/proc/%d" % keeper) or None, timeout=60,
              what="the keeper's exit")
+
+
+def test_the_window_ends_when_only_proc_saw_the_port_listening(work):
+    """Ready can come from /proc (the port listening) before, or without,
+    the tree's listen event: here a process outside the tree listens on the
+    configured port, so the tracer never sees a listen of its own. The
+    window still ends [trace] requests_window after that ready, with the
+    host-wide probes gone (tracing.light), as when the tracer's clock is a
+    few ms behind /proc's under load (CI: the window's timeline then came
+    without tracing.light, and never again)."""
+    p, tl_path = launch(work, "--outside")
+    port = int(re.search(r"app\.port=(\d+)", " ".join(p.args)).group(1))
+    wait_for(lambda: keepers_of(p.pid) or None, what="the service's start")
+    outside = socket.socket()
+    outside.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    outside.bind(("127.0.0.1", port))
+    outside.listen()
+    try:
+        light = window_light(p, work, tl_path)
+        assert HOST_WIDE <= set(light["detached"]), light
+        assert not HOST_WIDE & set(prog_names(p.pid))
+    finally:
+        tl = finish(p, work)
+        outside.close()
+    assert HOST_WIDE <= set(tl["tracing"]["light"]["detached"])

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FAKE_WEBUI, PY, ROOT, TTS, alive, fd_count, free_port, keepers_of, port_open,
-                      wait_for)
+from conftest import (FAKE_WEBUI, PY, ROOT, TTS, alive, fd_count, fds_to, free_port, keepers_of,
+                      port_open, wait_for)
 
 UV = ROOT / "tests" / "fixtures" / "uv" / "uv"
 
@@ -271,13 +271,7 @@ def test_usdt_imports_are_not_derived(tmp_path, tracing_ok):
 
 def bpf_links(pid):
     """How many BPF link descriptors process pid holds."""
-    n = 0
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:bpf_link"
-        except OSError:
-            pass  # closed meanwhile
-    return n
+    return fds_to(pid, "anon_inode:bpf_link")
 
 
 def strace_child(pid):
@@ -334,11 +328,17 @@ def test_main_process_never_closes_a_uprobe_link(tmp_path, tracing_ok):
                 pending.discard(tid)
                 process[int(new.group(1))] = process.get(tid, tid)
         own = {}  # the keeper's holders (tphold.c): links it makes and closes itself
+        opening = set()  # threads in a raw tracepoint open strace split in two lines
         for l in lines:
-            pid = process.get(int(l.split()[0]), int(l.split()[0]))
+            tid = int(l.split()[0])
+            pid = process.get(tid, tid)
             if "<anon_inode:bpf_link>" in l and "close(" in l:
                 closes[pid] = closes.get(pid, 0) + 1
-            elif re.search(r"bpf\(BPF_RAW_TRACEPOINT_OPEN, .* = \d+", l):
+            elif "bpf(BPF_RAW_TRACEPOINT_OPEN" in l and "<unfinished" in l:
+                opening.add(tid)
+            elif (re.search(r"bpf\(BPF_RAW_TRACEPOINT_OPEN, .* = \d+", l) or
+                  tid in opening and re.search(r"<\.\.\. bpf resumed>.* = \d+", l)):
+                opening.discard(tid)
                 own[pid] = own.get(pid, 0) + 1
         t = json.loads((tmp_path / "t.json").read_text())
         assert t["tracing"]["enabled"]
