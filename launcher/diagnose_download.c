@@ -266,7 +266,7 @@ static double *hub_connect_starts(struct diag_ctx *c, size_t *n)
 
 	*n = 0;
 	for (size_t i = 0; i < w->n_connects; i++) {
-		int port = (int)tl_or0(w->connects[i].port);
+		int port = tl_small(tl_or0(w->connects[i].port), 65535);
 
 		if (v && port && port != 53)
 			v[(*n)++] = tl_or0(w->connects[i].start_ms);

@@ -270,8 +270,8 @@ static void rule_hub_unreachable(struct diag_ctx *c)
 	 * servers only: an analytics host or a discard port is not the hub */
 	for (i = 0; i < c->view->n_connects; i++) {
 		const struct tl_connect *e = &c->view->connects[i];
-		int port = (int)tl_or0(e->port);
-		int fam = (int)tl_or0(e->family);
+		int port = tl_small(tl_or0(e->port), 65535);
+		int fam = tl_small(tl_or0(e->family), 255);
 		const char *p = e->peer;
 		const struct tl_peer *net;
 
@@ -452,8 +452,8 @@ static void rule_dns(struct diag_ctx *c)
 	for (i = 0; i < c->view->n_connects; i++) {
 		const struct tl_connect *e = &c->view->connects[i];
 		long long ret = connect_ret(e);
-		int port = (int)tl_or0(e->port);
-		int fam = (int)tl_or0(e->family);
+		int port = tl_small(tl_or0(e->port), 65535);
+		int fam = tl_small(tl_or0(e->family), 255);
 
 		if (port == ep_port && fam != 1)
 			ep_connects++;

@@ -431,7 +431,8 @@ json_t *stall_waiting_on(const struct tl_view *v, const json_t *peers, const jso
 			continue;
 		/* by process and port: a completion record may not carry the
 		 * address (only the socket's port is certain there) */
-		snprintf(k, sizeof(k), "%d %d", (int)tl_or0(e->pid), (int)tl_or0(e->port));
+		snprintf(k, sizeof(k), "%d %d", (int)tl_or0(e->pid),
+			 tl_small(tl_or0(e->port), 65535));
 		if (e->pending)
 			json_object_set_new(pending, k, json_integer((json_int_t)i));
 		else

@@ -26,6 +26,9 @@
 static inline bool tl_has(double v) { return !isnan(v); }
 
 static inline double tl_or0(double v) { return isnan(v) ? 0 : v; }
+/* A small integer field (a port, a family) of a timeline that may say
+ * anything: -1 when missing or outside [0, max] (no cast out of range) */
+static inline int tl_small(double v, int max) { return v >= 0 && v <= max ? (int)v : -1; }
 
 /* A pid or tid as an int: 0 when absent, or outside 1..INT_MAX (a hostile
  * timeline's 1.9e18: converting that to int is undefined) */

@@ -54,39 +54,19 @@ int tphold_open(long id, bool hold)
 	 * another (~15 us less an open here) */
 	int cpu = hold ? -1 : sched_getcpu();
 
+	if (!hold && cpu < 0)
+		cpu = 0;
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_TRACEPOINT;
 	a.config = (__u64)id;
 	a.disabled = hold;
-	return (int)syscall(SYS_perf_event_open, &a, hold ? 0 : -1, hold || cpu >= 0 ? cpu : 0, -1,
-			    PERF_FLAG_FD_CLOEXEC);
-}
-
-/* "system:event" lines: the system of event, into sys */
-static bool system_of(FILE *f, const char *event, char *sys, size_t len)
-{
-	char line[256];
-	size_t el = strlen(event);
-
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		line[strcspn(line, "\n")] = 0;
-		if (!colon || strlen(colon + 1) != el || strcmp(colon + 1, event) ||
-		    (size_t)(colon - line) >= len)
-			continue;
-		memcpy(sys, line, (size_t)(colon - line));
-		sys[colon - line] = 0;
-		return true;
-	}
-	return false;
+	return (int)syscall(SYS_perf_event_open, &a, hold ? 0 : -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 int tphold_events(const char *const *events, int n, int *fds, int max)
 {
-	char path[200], sys[64];
+	char path[200], line[256];
 	FILE *f = NULL;
 	int got = 0;
 
@@ -94,20 +74,27 @@ int tphold_events(const char *const *events, int n, int *fds, int max)
 		snprintf(path, sizeof(path), "%s/available_events", roots[i]);
 		f = fopen(path, "re");
 	}
-	if (!f)
-		return 0;
-	for (int i = 0; i < n && got < max; i++) {
+	/* one pass over its "system:event" lines for all the names */
+	while (f && got < max && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
 		long id;
-		int fd;
 
-		if (!system_of(f, events[i], sys, sizeof(sys)) ||
-		    (id = tphold_id(sys, events[i])) < 0)
+		line[strcspn(line, "\n")] = 0;
+		if (!colon)
 			continue;
-		fd = tphold_open(id, true);
-		if (fd >= 0)
-			fds[got++] = fd;
+		*colon = 0;
+		for (int i = 0; i < n && got < max; i++) {
+			int fd;
+
+			if (strcmp(colon + 1, events[i]) || (id = tphold_id(line, events[i])) < 0)
+				continue;
+			fd = tphold_open(id, true);
+			if (fd >= 0)
+				fds[got++] = fd;
+		}
 	}
-	fclose(f);
+	if (f)
+		fclose(f);
 	return got;
 }
 

@@ -274,6 +274,30 @@ static bool held_past_run(const char *tracepoint)
 	return true;
 }
 
+/* The loaded raw tracepoint programs' tracepoints held_past_run, into
+ * out[0..max) (the names point into the objects, the keeper's copy of
+ * them): how many. */
+static int held_tracepoints(const struct tracer *t, const char **out, int max)
+{
+	struct trace_bpf *objs[2] = {t->skel, t->heavy};
+	int n = 0;
+
+	for (int o = 0; o < 2; o++) {
+		struct bpf_program *p;
+
+		if (!objs[o])
+			continue;
+		bpf_object__for_each_program (p, objs[o]->obj) {
+			const char *sec = bpf_program__section_name(p);
+
+			if (n < max && bpf_program__fd(p) >= 0 && !strncmp(sec, "raw_tp/", 7) &&
+			    held_past_run(sec + 7))
+				out[n++] = sec + 7;
+		}
+	}
+	return n;
+}
+
 /* The keeper gets a copy of every link of the probe table's programs
  * (their ids: ukeeper_link_fds): the uprobe and USDT links, the syscall
  * tracepoints' (cheap: a tracepoint's perf event waits for a grace period
@@ -292,12 +316,8 @@ static void keep_uprobes(struct tracer *t)
 	struct ukeeper_hold hold = {
 	    .open = tracer_syscalls_hold,
 	    .prog = tr_prog_id(tracer_load_prog(t->skel, t->heavy, "syscall_exit"))};
-	/* the raw tracepoints held at the end (the names point into the
-	 * object, the keeper's copy of it) */
+	/* the raw tracepoints held at the end */
 	const char *events[UKEEPER_MAX_TRACEPOINTS];
-	struct trace_bpf *objs[2] = {t->skel, t->heavy};
-	struct bpf_program *p;
-	int n_events = 0;
 	/* the kept programs' maps reset once the run's links are gone */
 	struct ukeeper_done done = {progcache_reset, {t->cache.rootfd, t->cache.dirfd}};
 
@@ -308,18 +328,10 @@ static void keep_uprobes(struct tracer *t)
 		if (id)
 			ids[n_ids++] = id;
 	}
-	for (int o = 0; o < 2; o++)
-		for (p = objs[o] ? bpf_object__next_program(objs[o]->obj, NULL) : NULL;
-		     p && n_events < (int)(sizeof(events) / sizeof(events[0]));
-		     p = bpf_object__next_program(objs[o]->obj, p))
-			if (bpf_program__fd(p) >= 0 &&
-			    !strncmp(bpf_program__section_name(p), "raw_tp/", 7) &&
-			    held_past_run(bpf_program__section_name(p) + 7))
-				events[n_events++] = bpf_program__section_name(p) + 7;
 	if (!t->cheap)
 		hold.open = NULL;
 	hold.tracepoints = events;
-	hold.n_tracepoints = n_events;
+	hold.n_tracepoints = held_tracepoints(t, events, UKEEPER_MAX_TRACEPOINTS);
 	n = ukeeper_link_fds(ids, n_ids, fds, UKEEPER_MAX_FDS);
 	memset(of, 0, sizeof(of));
 	/* the followers go with their programs' links (no program of their own) */

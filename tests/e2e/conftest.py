@@ -113,17 +113,24 @@ def holder_progs():
     return {p["id"] for p in json.loads(out) if p.get("name") == "tts_hold"}
 
 
-def run_links(pid):
-    """How many BPF links pid holds, the keepers' holders' left out."""
-    holders, n = holder_progs(), 0
+def links_of(pid):
+    """pid's BPF links: (program id, tracepoint name or None) each."""
+    links = []
     for fd in os.listdir("/proc/%d/fdinfo" % pid):
         try:
             info = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
         except OSError:
             continue  # closed meanwhile
-        m = re.search(r"prog_id:\s*(\d+)", info)
-        n += "link_type:" in info and not (m and int(m.group(1)) in holders)
-    return n
+        prog, tp = re.search(r"prog_id:\s*(\d+)", info), re.search(r"tp_name:\s*(\S+)", info)
+        if "link_type:" in info:
+            links.append((int(prog.group(1)) if prog else None, tp and tp.group(1)))
+    return links
+
+
+def run_links(pid):
+    """How many BPF links pid holds, the keepers' holders' left out."""
+    holders = holder_progs()
+    return sum(prog not in holders for prog, _ in links_of(pid))
 
 
 def keepers_of(pid):

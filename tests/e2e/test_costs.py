@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from conftest import fds_to, free_port, holder_progs, keepers_of, run_links, wait_for
+from conftest import (fds_to, free_port, holder_progs, keepers_of, links_of, run_links,
+                      wait_for)
 from test_trace import TTS, tracing_ok, validate  # noqa: F401
 
 HOST_WIDE = {"sys_enter", "sys_exit", "sched_switch"}
@@ -345,16 +346,8 @@ def perf_events(pid):
 
 def holder_tracepoints(pid):
     """The tracepoints of pid's links to the holder program (tts_hold)."""
-    holders, tps = holder_progs(), []
-    for fd in os.listdir("/proc/%d/fdinfo" % pid):
-        try:
-            info = open("/proc/%d/fdinfo/%s" % (pid, fd)).read()
-        except OSError:
-            continue
-        prog, tp = re.search(r"prog_id:\s*(\d+)", info), re.search(r"tp_name:\s*(\S+)", info)
-        if prog and tp and int(prog.group(1)) in holders:
-            tps.append(tp.group(1))
-    return tps
+    holders = holder_progs()
+    return [tp for prog, tp in links_of(pid) if tp and prog in holders]
 
 
 @pytest.mark.parametrize("mode", ["cheap", "exact"])
